@@ -1,0 +1,424 @@
+//! The network configuration a plugin reads from stdin.
+//!
+//! Only the spec's base keys are typed here; each plugin decodes its own keys from the same JSON
+//! with [`NetConf::plugin_config`], so unknown keys are ignored rather than refused (the spec asks
+//! runtimes to pass them through, and users' configs carry keys from other plugins).
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::io::Read;
+use std::path::PathBuf;
+
+use crate::error::{Error, ErrorCode};
+use crate::result::{Dns, Success, decode_with};
+use crate::validate;
+use crate::version::Version;
+
+/// Configs larger than this are refused: a real one is a few kilobytes, and stdin is read whole.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// A parsed network configuration: the base keys, typed, plus the whole document.
+#[derive(Debug, Clone)]
+pub struct NetConf {
+    /// `cniVersion`; a config without one is read as 0.1.0, as libcni does.
+    pub cni_version: Version,
+    /// `name`: on Windows, the HNS network's name.
+    pub name: String,
+    /// `type`: the plugin binary's name.
+    pub plugin_type: String,
+    pub ip_masq: bool,
+    /// `ipam.type`, when the config has an `ipam` section.
+    pub ipam_type: Option<String>,
+    pub dns: Dns,
+    /// `logFile`/`logLevel`: where this plugin writes its log (see [`crate::logging`]).
+    pub log_file: Option<PathBuf>,
+    pub log_level: Option<String>,
+    raw: Map<String, Value>,
+}
+
+/// A still-valid attachment listed by GC.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
+pub struct GcAttachment {
+    #[serde(rename = "containerID")]
+    pub container_id: String,
+    pub ifname: String,
+}
+
+/// The base keys as they appear on the wire.
+#[derive(Deserialize)]
+struct BaseKeys {
+    #[serde(rename = "cniVersion")]
+    cni_version: Option<String>,
+    name: Option<String>,
+    #[serde(rename = "type")]
+    plugin_type: Option<String>,
+    #[serde(rename = "ipMasq", default)]
+    ip_masq: bool,
+    ipam: Option<IpamKeys>,
+    #[serde(default)]
+    dns: Dns,
+    #[serde(rename = "logFile")]
+    log_file: Option<PathBuf>,
+    #[serde(rename = "logLevel")]
+    log_level: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct IpamKeys {
+    #[serde(rename = "type")]
+    plugin_type: Option<String>,
+}
+
+impl NetConf {
+    /// Reads a config from `input`, refusing more than [`MAX_CONFIG_BYTES`].
+    pub fn read(input: &mut dyn Read) -> Result<(NetConf, Vec<u8>), Error> {
+        let bytes = read_capped(input)?;
+        Ok((NetConf::parse(&bytes)?, bytes))
+    }
+
+    /// Parses config bytes: code 6 when they are not a JSON object, 1 for an unsupported
+    /// `cniVersion`, 7 for base keys with the wrong type or an invalid `name`/`type`.
+    pub fn parse(bytes: &[u8]) -> Result<NetConf, Error> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+            Error::new(
+                ErrorCode::Decode,
+                format!("network config on stdin is not valid JSON: {e}"),
+            )
+        })?;
+        let Value::Object(raw) = value else {
+            return Err(Error::new(
+                ErrorCode::Decode,
+                "network config on stdin must be a JSON object",
+            ));
+        };
+        let base: BaseKeys = decode_with(
+            &Value::Object(raw.clone()),
+            "network config",
+            ErrorCode::InvalidConfig,
+        )?;
+
+        let cni_version = match base.cni_version.as_deref() {
+            None | Some("") => Version::UNSPECIFIED,
+            Some(v) => v.parse()?,
+        };
+        let name = base.name.unwrap_or_default();
+        validate::network_name(&name)?;
+        let plugin_type = base.plugin_type.unwrap_or_default();
+        validate::plugin_type("type", &plugin_type)?;
+        let ipam_type = match base.ipam {
+            None => None,
+            Some(IpamKeys { plugin_type: None }) => {
+                return Err(Error::invalid_config(
+                    "ipam.type is missing; set it to the IPAM plugin's name (e.g. \"host-local\")",
+                ));
+            }
+            Some(IpamKeys {
+                plugin_type: Some(t),
+            }) => {
+                validate::plugin_type("ipam.type", &t)?;
+                Some(t)
+            }
+        };
+
+        Ok(NetConf {
+            cni_version,
+            name,
+            plugin_type,
+            ip_masq: base.ip_masq,
+            ipam_type,
+            dns: base.dns,
+            log_file: base.log_file,
+            log_level: base.log_level,
+            raw,
+        })
+    }
+
+    /// The whole config document, for plugins and delegation.
+    pub fn raw(&self) -> &Map<String, Value> {
+        &self.raw
+    }
+
+    /// Decodes the plugin's own view of the config (its specific keys); errors are code 7 and
+    /// name the failing key's path.
+    pub fn plugin_config<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        decode_with(
+            &Value::Object(self.raw.clone()),
+            "network config",
+            ErrorCode::InvalidConfig,
+        )
+    }
+
+    /// `runtimeConfig.<key>` decoded as `T`, or `None` when absent.
+    ///
+    /// containerd on Windows sends capability args with capitalised keys (`PortMappings`,
+    /// `HostPort`, `Servers`) where libcni sends camelCase ones, so both the key and every key
+    /// inside the value are matched without regard to the case of their first letter.
+    pub fn runtime_config<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Error> {
+        let Some(Value::Object(runtime)) = self.raw.get("runtimeConfig") else {
+            return Ok(None);
+        };
+        let wanted = lower_first(key);
+        let Some(value) = runtime
+            .iter()
+            .find(|(k, _)| lower_first(k) == wanted)
+            .map(|(_, v)| v)
+        else {
+            return Ok(None);
+        };
+        if value.is_null() {
+            return Ok(None);
+        }
+        decode_with(
+            &lower_first_keys(value),
+            &format!("runtimeConfig.{key}"),
+            ErrorCode::InvalidConfig,
+        )
+        .map(Some)
+    }
+
+    /// The `prevResult`, parsed in the config's version when it does not state its own.
+    pub fn prev_result(&self) -> Result<Option<Success>, Error> {
+        match self.raw.get("prevResult") {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => Success::from_value(value, self.cni_version)
+                .map(Some)
+                .map_err(|e| e.context("prevResult")),
+        }
+    }
+
+    /// GC's still-valid attachments from `cni.dev/valid-attachments` (or the 1.1.0 tag's
+    /// `cni.dev/attachments`). `None` when neither key is present, which a plugin must not read
+    /// as "nothing is valid".
+    pub fn valid_attachments(&self) -> Result<Option<Vec<GcAttachment>>, Error> {
+        let key = ["cni.dev/valid-attachments", "cni.dev/attachments"]
+            .into_iter()
+            .find(|k| self.raw.contains_key(*k));
+        match key {
+            None => Ok(None),
+            Some(key) => decode_with(&self.raw[key], key, ErrorCode::InvalidConfig).map(Some),
+        }
+    }
+}
+
+fn read_capped(input: &mut dyn Read) -> Result<Vec<u8>, Error> {
+    let mut bytes = Vec::new();
+    input
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| {
+            Error::new(
+                ErrorCode::Io,
+                format!("cannot read network config from stdin: {e}"),
+            )
+        })?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(Error::new(
+            ErrorCode::Decode,
+            format!("network config on stdin is larger than the {MAX_CONFIG_BYTES}-byte limit"),
+        ));
+    }
+    Ok(bytes)
+}
+
+fn lower_first(key: &str) -> String {
+    let mut chars = key.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+fn lower_first_keys(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (lower_first(k), lower_first_keys(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(lower_first_keys).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(value: Value) -> Result<NetConf, Error> {
+        NetConf::parse(value.to_string().as_bytes())
+    }
+
+    #[test]
+    fn reads_the_base_keys() {
+        let conf = parse(json!({
+            "cniVersion": "0.3.1", "name": "cbr0", "type": "win-bridge", "ipMasq": true,
+            "ipam": {"type": "host-local", "subnet": "10.244.1.0/24"},
+            "dns": {"nameservers": ["10.96.0.10"], "search": ["svc.cluster.local"]},
+            "policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT"}}]
+        }))
+        .unwrap();
+        assert_eq!(conf.cni_version, Version::V0_3_1);
+        assert_eq!(
+            (conf.name.as_str(), conf.plugin_type.as_str()),
+            ("cbr0", "win-bridge")
+        );
+        assert!(conf.ip_masq);
+        assert_eq!(conf.ipam_type.as_deref(), Some("host-local"));
+        assert_eq!(conf.dns.nameservers, ["10.96.0.10"]);
+        assert!(conf.raw().contains_key("policies"));
+    }
+
+    #[test]
+    fn a_missing_version_reads_as_0_1_0() {
+        let conf = parse(json!({"name": "n", "type": "t"})).unwrap();
+        assert_eq!(conf.cni_version, Version::V0_1_0);
+    }
+
+    #[test]
+    fn errors_carry_the_right_codes_and_name_the_key() {
+        let cases = [
+            (b"not json".to_vec(), ErrorCode::Decode, "not valid JSON"),
+            (b"[1,2]".to_vec(), ErrorCode::Decode, "JSON object"),
+            (
+                json!({"cniVersion": "2.0.0", "name": "n", "type": "t"})
+                    .to_string()
+                    .into_bytes(),
+                ErrorCode::IncompatibleVersion,
+                "2.0.0",
+            ),
+            (
+                json!({"cniVersion": "1.0.0", "type": "t"})
+                    .to_string()
+                    .into_bytes(),
+                ErrorCode::InvalidConfig,
+                "name",
+            ),
+            (
+                json!({"cniVersion": "1.0.0", "name": "a/b", "type": "t"})
+                    .to_string()
+                    .into_bytes(),
+                ErrorCode::InvalidConfig,
+                "a/b",
+            ),
+            (
+                json!({"cniVersion": "1.0.0", "name": "n", "type": "t", "ipMasq": "yes"})
+                    .to_string()
+                    .into_bytes(),
+                ErrorCode::InvalidConfig,
+                "ipMasq",
+            ),
+            (
+                json!({"cniVersion": "1.0.0", "name": "n", "type": "t", "ipam": {}})
+                    .to_string()
+                    .into_bytes(),
+                ErrorCode::InvalidConfig,
+                "ipam.type",
+            ),
+            (
+                json!({"cniVersion": "1.0.0", "name": "n", "type": "t", "ipam": {"type": "../sh"}})
+                    .to_string()
+                    .into_bytes(),
+                ErrorCode::InvalidConfig,
+                "ipam.type",
+            ),
+        ];
+        for (bytes, code, needle) in cases {
+            let err = NetConf::parse(&bytes).unwrap_err();
+            assert_eq!(err.code(), code, "{}", err.msg());
+            assert!(
+                err.msg().contains(needle),
+                "{:?} lacks {needle:?}",
+                err.msg()
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_oversized_input() {
+        let big = vec![b' '; MAX_CONFIG_BYTES as usize + 1];
+        let err = NetConf::read(&mut big.as_slice()).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Decode);
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct PortMapping {
+        #[serde(rename = "hostPort")]
+        host_port: u16,
+        #[serde(rename = "containerPort")]
+        container_port: u16,
+        protocol: String,
+    }
+
+    #[test]
+    fn runtime_config_accepts_both_key_spellings() {
+        for conf in [
+            json!({"name": "n", "type": "t", "runtimeConfig": {"portMappings": [
+                {"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}}),
+            json!({"name": "n", "type": "t", "runtimeConfig": {"PortMappings": [
+                {"HostPort": 8080, "ContainerPort": 80, "Protocol": "tcp"}]}}),
+        ] {
+            let mappings: Vec<PortMapping> = parse(conf)
+                .unwrap()
+                .runtime_config("portMappings")
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                mappings,
+                [PortMapping {
+                    host_port: 8080,
+                    container_port: 80,
+                    protocol: "tcp".into()
+                }]
+            );
+        }
+        let none = parse(json!({"name": "n", "type": "t"})).unwrap();
+        assert_eq!(
+            none.runtime_config::<Vec<PortMapping>>("portMappings")
+                .unwrap(),
+            None
+        );
+        let bad = parse(json!({"name": "n", "type": "t",
+            "runtimeConfig": {"portMappings": [{"hostPort": "x"}]}}))
+        .unwrap();
+        let err = bad
+            .runtime_config::<Vec<PortMapping>>("portMappings")
+            .unwrap_err();
+        assert!(
+            err.msg().contains("runtimeConfig.portMappings"),
+            "{}",
+            err.msg()
+        );
+    }
+
+    #[test]
+    fn gc_attachments_accept_both_spec_keys() {
+        for key in ["cni.dev/valid-attachments", "cni.dev/attachments"] {
+            let conf = parse(json!({"cniVersion": "1.1.0", "name": "n", "type": "t",
+                key: [{"containerID": "c1", "ifname": "eth0"}]}))
+            .unwrap();
+            assert_eq!(
+                conf.valid_attachments().unwrap().unwrap(),
+                [GcAttachment {
+                    container_id: "c1".into(),
+                    ifname: "eth0".into()
+                }]
+            );
+        }
+        let empty =
+            parse(json!({"name": "n", "type": "t", "cni.dev/valid-attachments": []})).unwrap();
+        assert_eq!(empty.valid_attachments().unwrap(), Some(vec![]));
+        let absent = parse(json!({"name": "n", "type": "t"})).unwrap();
+        assert_eq!(absent.valid_attachments().unwrap(), None);
+    }
+
+    #[test]
+    fn prev_result_takes_the_config_version() {
+        let conf = parse(json!({"cniVersion": "0.2.0", "name": "n", "type": "t",
+            "prevResult": {"ip4": {"ip": "10.0.0.5/24"}}}))
+        .unwrap();
+        let prev = conf.prev_result().unwrap().unwrap();
+        assert_eq!(prev.ips[0].address.to_string(), "10.0.0.5/24");
+    }
+}

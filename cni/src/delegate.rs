@@ -1,0 +1,165 @@
+//! Running another plugin (an IPAM plugin) the way libcni's `invoke` package does: found by type
+//! name in `CNI_PATH`, given the same environment and the same stdin, with only `CNI_COMMAND`
+//! changed, its stderr passed through and its error JSON (with its code) propagated.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+
+use crate::env::Command;
+use crate::error::{Error, ErrorCode};
+use crate::result::Success;
+use crate::validate;
+use crate::version::Version;
+
+/// File names tried for a plugin type in each directory: Windows looks for `<type>.exe` first.
+fn candidate_names(plugin_type: &str) -> Vec<String> {
+    if cfg!(windows) {
+        vec![format!("{plugin_type}.exe"), plugin_type.to_owned()]
+    } else {
+        vec![plugin_type.to_owned()]
+    }
+}
+
+/// Finds the binary for `plugin_type` in `cni_path`. The name is validated first, so it can only
+/// ever resolve to a file directly inside one of the `CNI_PATH` directories.
+pub fn find_in_path(plugin_type: &str, cni_path: &[PathBuf]) -> Result<PathBuf, Error> {
+    validate::plugin_type("plugin type", plugin_type)?;
+    if cni_path.is_empty() {
+        return Err(Error::invalid_env(
+            "CNI_PATH",
+            format!("is empty, so plugin {plugin_type:?} cannot be found"),
+        ));
+    }
+    cni_path
+        .iter()
+        .flat_map(|dir| candidate_names(plugin_type).into_iter().map(move |n| dir.join(n)))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| {
+            let searched: Vec<_> = cni_path.iter().map(|d| d.display().to_string()).collect();
+            Error::invalid_config(format!(
+                "plugin {plugin_type:?} was not found in CNI_PATH ({}); install it there or fix the config's type",
+                searched.join(", ")
+            ))
+        })
+}
+
+/// Runs `binary` for `command` with `stdin`, returning its stdout on success. A failure with
+/// error JSON on stdout keeps that error's code; otherwise the exit status and stderr-free
+/// explanation become code 999.
+pub fn exec(binary: &Path, command: Command, stdin: &[u8]) -> Result<Vec<u8>, Error> {
+    let name = binary.display().to_string();
+    let mut child = Process::new(binary)
+        .env("CNI_COMMAND", command.as_str())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot run plugin {name}: {e}")))?;
+    if let Some(mut input) = child.stdin.take() {
+        // A plugin that exits without reading stdin closes the pipe; its exit status tells the rest.
+        let _ = input.write_all(stdin);
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot wait for plugin {name}: {e}")))?;
+    if output.status.success() {
+        return Ok(output.stdout);
+    }
+    Err(Error::from_json(&output.stdout).unwrap_or_else(|| {
+        Error::internal(format!(
+            "plugin {name} failed ({}) without a CNI error on stdout",
+            output.status
+        ))
+    }))
+}
+
+/// Delegates ADD and parses the plugin's result in any version.
+pub fn add(
+    plugin_type: &str,
+    stdin: &[u8],
+    cni_path: &[PathBuf],
+    version: Version,
+) -> Result<Success, Error> {
+    let binary = find_in_path(plugin_type, cni_path)?;
+    let stdout = exec(&binary, Command::Add, stdin)?;
+    Success::from_slice(&stdout, version)
+        .map_err(|e| e.context(format!("{plugin_type} ADD result")))
+}
+
+/// Delegates DEL, CHECK, GC or STATUS, which print nothing on success.
+pub fn run(
+    plugin_type: &str,
+    command: Command,
+    stdin: &[u8],
+    cni_path: &[PathBuf],
+) -> Result<(), Error> {
+    let binary = find_in_path(plugin_type, cni_path)?;
+    exec(&binary, command, stdin).map(drop)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("cni-delegate-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn script(dir: &Path, name: &str, body: &str) {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn finds_plugins_only_inside_cni_path() {
+        let dir = scratch("find");
+        script(&dir, "ipam", "exit 0");
+        let path = [PathBuf::from("/nonexistent"), dir.clone()];
+        assert_eq!(find_in_path("ipam", &path).unwrap(), dir.join("ipam"));
+        let missing = find_in_path("other", &path).unwrap_err();
+        assert_eq!(missing.code(), ErrorCode::InvalidConfig);
+        assert!(missing.msg().contains("/nonexistent"));
+        assert_eq!(
+            find_in_path("../ipam", &path).unwrap_err().code(),
+            ErrorCode::InvalidConfig
+        );
+        assert_eq!(
+            find_in_path("ipam", &[]).unwrap_err().code(),
+            ErrorCode::InvalidEnvironment
+        );
+    }
+
+    #[test]
+    fn passes_stdin_and_command_and_reads_the_result() {
+        let dir = scratch("add");
+        script(
+            &dir,
+            "ipam",
+            r#"read conf; [ "$CNI_COMMAND" = ADD ] && [ "$conf" = '{"x":1}' ] || exit 3
+echo '{"cniVersion":"0.3.1","ips":[{"version":"4","address":"10.0.0.9/24"}]}'"#,
+        );
+        let result = add("ipam", b"{\"x\":1}\n", &[dir], Version::V1_0_0).unwrap();
+        assert_eq!(result.ips[0].address.to_string(), "10.0.0.9/24");
+    }
+
+    #[test]
+    fn propagates_the_delegates_error_code() {
+        let dir = scratch("err");
+        script(
+            &dir,
+            "ipam",
+            r#"echo '{"cniVersion":"1.0.0","code":11,"msg":"busy"}'; exit 1"#,
+        );
+        script(&dir, "crash", "exit 2");
+        let err = run("ipam", Command::Del, b"{}", std::slice::from_ref(&dir)).unwrap_err();
+        assert_eq!((err.code(), err.msg()), (ErrorCode::TryAgainLater, "busy"));
+        let err = run("crash", Command::Del, b"{}", &[dir]).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::Internal);
+    }
+}

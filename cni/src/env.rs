@@ -1,0 +1,363 @@
+//! The `CNI_*` environment: which command runs, on which attachment, with which arguments.
+//!
+//! Reading goes through a lookup function rather than `std::env` directly so the whole protocol can
+//! be exercised in-process by tests and benchmarks.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::error::Error;
+use crate::validate;
+
+/// A CNI command from `CNI_COMMAND`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Command {
+    Add,
+    Del,
+    Check,
+    Gc,
+    Status,
+    Version,
+}
+
+impl Command {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Command::Add => "ADD",
+            Command::Del => "DEL",
+            Command::Check => "CHECK",
+            Command::Gc => "GC",
+            Command::Status => "STATUS",
+            Command::Version => "VERSION",
+        }
+    }
+
+    /// Reads `CNI_COMMAND`; code 4 for anything the spec does not define.
+    pub fn parse(value: &str) -> Result<Command, Error> {
+        match value {
+            "ADD" => Ok(Command::Add),
+            "DEL" => Ok(Command::Del),
+            "CHECK" => Ok(Command::Check),
+            "GC" => Ok(Command::Gc),
+            "STATUS" => Ok(Command::Status),
+            "VERSION" => Ok(Command::Version),
+            other => Err(Error::invalid_env(
+                "CNI_COMMAND",
+                format!(
+                    "unknown command {other:?}; expected ADD, DEL, CHECK, GC, STATUS or VERSION"
+                ),
+            )),
+        }
+    }
+
+    /// Whether the command acts on one attachment (container + interface).
+    pub fn has_attachment(self) -> bool {
+        matches!(self, Command::Add | Command::Del | Command::Check)
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `CNI_ARGS`: `K=V;K=V` pairs, in the order given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CniArgs {
+    pairs: Vec<(String, String)>,
+}
+
+impl CniArgs {
+    /// Parses `CNI_ARGS` as libcni does: each `;`-separated pair must be exactly `KEY=VALUE`.
+    pub fn parse(raw: &str) -> Result<CniArgs, Error> {
+        let mut pairs = Vec::new();
+        for pair in raw.split(';').filter(|p| !p.is_empty()) {
+            let mut parts = pair.split('=');
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some(key), Some(value), None) if !key.is_empty() => {
+                    pairs.push((key.to_owned(), value.to_owned()));
+                }
+                _ => {
+                    return Err(Error::invalid_env(
+                        "CNI_ARGS",
+                        format!("invalid pair {pair:?}; expected KEY=VALUE pairs separated by ';'"),
+                    ));
+                }
+            }
+        }
+        Ok(CniArgs { pairs })
+    }
+
+    /// The value of `key` (keys are case-sensitive, as in libcni).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// `IgnoreUnknown=1` or `true`: unknown keys are not an error.
+    pub fn ignore_unknown(&self) -> bool {
+        matches!(
+            self.get("IgnoreUnknown"),
+            Some("1" | "true" | "True" | "TRUE")
+        )
+    }
+
+    /// Refuses keys outside `known` unless `IgnoreUnknown` is set, as libcni's `LoadArgs` does.
+    pub fn ensure_known(&self, known: &[&str]) -> Result<(), Error> {
+        if self.ignore_unknown() {
+            return Ok(());
+        }
+        match self
+            .pairs
+            .iter()
+            .find(|(k, _)| k != "IgnoreUnknown" && !known.contains(&k.as_str()))
+        {
+            Some((key, _)) => Err(Error::invalid_env(
+                "CNI_ARGS",
+                format!(
+                    "unknown key {key:?}; this plugin understands {known:?} (add IgnoreUnknown=1 to allow others)"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+/// The attachment ADD, DEL and CHECK act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachmentEnv {
+    pub container_id: String,
+    pub ifname: String,
+    /// `CNI_NETNS`; on Windows with containerd an HCN namespace GUID. `None` only for DEL, which
+    /// the spec lets run without one.
+    pub netns: Option<String>,
+}
+
+/// Everything the environment says about one invocation, validated for its command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Environment {
+    pub command: Command,
+    /// Present for ADD, DEL and CHECK.
+    pub attachment: Option<AttachmentEnv>,
+    pub args: CniArgs,
+    /// `CNI_PATH` split with the platform's separator (`;` on Windows, `:` elsewhere).
+    pub cni_path: Vec<PathBuf>,
+}
+
+impl Environment {
+    /// Reads and validates the variables the spec requires for the command, naming every missing
+    /// one at once (code 4) so a runtime bug is fixed in one round.
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<Environment, Error> {
+        let get = |name: &str| -> Result<Option<String>, Error> {
+            match lookup(name) {
+                None => Ok(None),
+                Some(value) => value
+                    .into_string()
+                    .map(Some)
+                    .map_err(|_| Error::invalid_env(name, "is not valid Unicode")),
+            }
+        };
+        let non_empty = |name: &str| -> Result<Option<String>, Error> {
+            Ok(get(name)?.filter(|v| !v.is_empty()))
+        };
+
+        let command = match non_empty("CNI_COMMAND")? {
+            Some(value) => Command::parse(&value)?,
+            None => return Err(Error::invalid_env("CNI_COMMAND", "is not set")),
+        };
+
+        let (container_id, ifname, netns, cni_path) = (
+            non_empty("CNI_CONTAINERID")?,
+            non_empty("CNI_IFNAME")?,
+            non_empty("CNI_NETNS")?,
+            non_empty("CNI_PATH")?,
+        );
+        let mut missing = Vec::new();
+        if command.has_attachment() {
+            if container_id.is_none() {
+                missing.push("CNI_CONTAINERID");
+            }
+            if ifname.is_none() {
+                missing.push("CNI_IFNAME");
+            }
+            if netns.is_none() && command != Command::Del {
+                missing.push("CNI_NETNS");
+            }
+        }
+        if command == Command::Gc && cni_path.is_none() {
+            missing.push("CNI_PATH");
+        }
+        if !missing.is_empty() {
+            return Err(Error::invalid_env(
+                &missing.join(", "),
+                format!("required for {command} but not set"),
+            ));
+        }
+
+        let attachment = match (command.has_attachment(), container_id, ifname) {
+            (true, Some(container_id), Some(ifname)) => {
+                validate::container_id(&container_id)?;
+                validate::ifname(&ifname)?;
+                Some(AttachmentEnv {
+                    container_id,
+                    ifname,
+                    netns,
+                })
+            }
+            _ => None,
+        };
+
+        Ok(Environment {
+            command,
+            attachment,
+            args: CniArgs::parse(&get("CNI_ARGS")?.unwrap_or_default())?,
+            cni_path: cni_path
+                .map(|p| std::env::split_paths(&p).collect())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Reads the process environment.
+    pub fn from_process() -> Result<Environment, Error> {
+        Environment::from_lookup(&|name| std::env::var_os(name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+    use std::collections::HashMap;
+
+    fn env(vars: &[(&str, &str)]) -> Result<Environment, Error> {
+        let map: HashMap<String, OsString> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), OsString::from(v)))
+            .collect();
+        Environment::from_lookup(&|name| map.get(name).cloned())
+    }
+
+    const ADD: &[(&str, &str)] = &[
+        ("CNI_COMMAND", "ADD"),
+        ("CNI_CONTAINERID", "abc123"),
+        ("CNI_IFNAME", "eth0"),
+        ("CNI_NETNS", "5f3f8c1e-0b49-4b36-9a0e-6f1c2b3d4e5f"),
+        ("CNI_PATH", "/opt/cni/bin"),
+        ("CNI_ARGS", "IgnoreUnknown=1;K8S_POD_NAME=web-0"),
+    ];
+
+    #[test]
+    fn reads_a_complete_add() {
+        let e = env(ADD).unwrap();
+        assert_eq!(e.command, Command::Add);
+        let a = e.attachment.unwrap();
+        assert_eq!(
+            (a.container_id.as_str(), a.ifname.as_str()),
+            ("abc123", "eth0")
+        );
+        assert_eq!(e.args.get("K8S_POD_NAME"), Some("web-0"));
+        assert!(e.args.ignore_unknown());
+        assert_eq!(e.cni_path, vec![PathBuf::from("/opt/cni/bin")]);
+    }
+
+    #[test]
+    fn names_every_missing_variable() {
+        let err = env(&[("CNI_COMMAND", "ADD"), ("CNI_IFNAME", "eth0")]).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidEnvironment);
+        assert!(
+            err.msg().contains("CNI_CONTAINERID, CNI_NETNS"),
+            "{}",
+            err.msg()
+        );
+    }
+
+    #[test]
+    fn del_tolerates_a_missing_netns_but_check_does_not() {
+        let without_netns: Vec<_> = ADD
+            .iter()
+            .filter(|(k, _)| *k != "CNI_NETNS")
+            .copied()
+            .collect();
+        let mut del = without_netns.clone();
+        del[0] = ("CNI_COMMAND", "DEL");
+        assert_eq!(env(&del).unwrap().attachment.unwrap().netns, None);
+        let mut check = without_netns;
+        check[0] = ("CNI_COMMAND", "CHECK");
+        assert!(env(&check).unwrap_err().msg().contains("CNI_NETNS"));
+    }
+
+    #[test]
+    fn gc_and_status_take_no_attachment() {
+        let gc = env(&[("CNI_COMMAND", "GC"), ("CNI_PATH", "/opt/cni/bin")]).unwrap();
+        assert_eq!(gc.attachment, None);
+        assert!(
+            env(&[("CNI_COMMAND", "GC")])
+                .unwrap_err()
+                .msg()
+                .contains("CNI_PATH")
+        );
+        assert!(
+            env(&[("CNI_COMMAND", "STATUS")])
+                .unwrap()
+                .attachment
+                .is_none()
+        );
+        assert!(env(&[("CNI_COMMAND", "VERSION")]).is_ok());
+    }
+
+    #[test]
+    fn rejects_unknown_or_missing_commands() {
+        assert!(
+            env(&[("CNI_COMMAND", "add")])
+                .unwrap_err()
+                .msg()
+                .contains("unknown command")
+        );
+        assert_eq!(env(&[]).unwrap_err().code(), ErrorCode::InvalidEnvironment);
+    }
+
+    #[test]
+    fn validates_attachment_identifiers() {
+        let mut bad_id = ADD.to_vec();
+        bad_id[1] = ("CNI_CONTAINERID", "../etc");
+        assert!(
+            env(&bad_id)
+                .unwrap_err()
+                .msg()
+                .starts_with("CNI_CONTAINERID")
+        );
+        let mut bad_if = ADD.to_vec();
+        bad_if[2] = ("CNI_IFNAME", "eth0/../x");
+        assert!(env(&bad_if).unwrap_err().msg().starts_with("CNI_IFNAME"));
+    }
+
+    #[test]
+    fn cni_args_follow_libcni() {
+        let args = CniArgs::parse("IP=10.0.0.5;K8S_POD_NAMESPACE=default;").unwrap();
+        assert_eq!(args.get("IP"), Some("10.0.0.5"));
+        assert_eq!(args.get("ip"), None);
+        assert!(args.ensure_known(&["IP", "K8S_POD_NAMESPACE"]).is_ok());
+        assert!(
+            args.ensure_known(&["IP"])
+                .unwrap_err()
+                .msg()
+                .contains("K8S_POD_NAMESPACE")
+        );
+        for bad in ["IP", "IP=a=b", "=x"] {
+            assert_eq!(
+                CniArgs::parse(bad).unwrap_err().code(),
+                ErrorCode::InvalidEnvironment,
+                "{bad}"
+            );
+        }
+        assert_eq!(CniArgs::parse("").unwrap(), CniArgs::default());
+    }
+}

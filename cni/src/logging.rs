@@ -1,0 +1,147 @@
+//! Logging set-up for plugins: never stdout, which belongs to the protocol.
+//!
+//! Lines go to stderr (which runtimes capture and show on failure) at `warn` unless told
+//! otherwise, and to a log file when the config's `logFile` or `CNI_WIN_LOG_FILE` names one. Every
+//! line is tagged with the command and container ID, because one log file serves every pod on a node.
+
+use log::{LevelFilter, Log, Metadata, Record};
+use simplelog::{CombinedLogger, ConfigBuilder, SharedLogger, WriteLogger};
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+
+/// Environment variable that overrides the config's `logLevel` (operators debugging one node).
+pub const LEVEL_VAR: &str = "CNI_WIN_LOG_LEVEL";
+/// Environment variable that overrides the config's `logFile`.
+pub const FILE_VAR: &str = "CNI_WIN_LOG_FILE";
+
+/// Where and how much to log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSettings {
+    pub level: LevelFilter,
+    pub file: Option<PathBuf>,
+}
+
+impl LogSettings {
+    /// Settings from the environment first, then the config's keys, then the defaults. An
+    /// unreadable level falls back to `warn` with a note, rather than failing the pod.
+    pub fn resolve(
+        env: &dyn Fn(&str) -> Option<String>,
+        config_level: Option<&str>,
+        config_file: Option<&Path>,
+    ) -> (LogSettings, Option<String>) {
+        let level_text = env(LEVEL_VAR).or_else(|| config_level.map(str::to_owned));
+        let (level, note) = match level_text {
+            None => (LevelFilter::Warn, None),
+            Some(text) => match text.parse::<LevelFilter>() {
+                Ok(level) => (level, None),
+                Err(_) => (
+                    LevelFilter::Warn,
+                    Some(format!(
+                        "log level {text:?} is not one of off, error, warn, info, debug, trace; using warn"
+                    )),
+                ),
+            },
+        };
+        let file = env(FILE_VAR)
+            .map(PathBuf::from)
+            .or_else(|| config_file.map(Path::to_path_buf));
+        (LogSettings { level, file }, note)
+    }
+}
+
+/// Prefixes every message with a tag such as `ADD 3f2a…:` before handing it on.
+struct Tagged {
+    tag: String,
+    inner: Box<dyn Log>,
+}
+
+impl Log for Tagged {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        self.inner.enabled(metadata)
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        self.inner.log(
+            &Record::builder()
+                .args(format_args!("{} {}", self.tag, record.args()))
+                .level(record.level())
+                .target(record.target())
+                .module_path(record.module_path())
+                .file(record.file())
+                .line(record.line())
+                .build(),
+        );
+    }
+
+    fn flush(&self) {
+        self.inner.flush();
+    }
+}
+
+/// Installs the process logger. Safe to call more than once (later calls are ignored), so
+/// in-process tests can run many commands.
+pub fn init(tag: String, settings: &LogSettings) {
+    let config = ConfigBuilder::new()
+        .set_time_format_rfc3339()
+        .set_target_level(LevelFilter::Off)
+        .set_thread_level(LevelFilter::Off)
+        .build();
+    let mut loggers: Vec<Box<dyn SharedLogger>> = vec![WriteLogger::new(
+        settings.level,
+        config.clone(),
+        std::io::stderr(),
+    )];
+    let mut file_problem = None;
+    if let Some(path) = &settings.file {
+        match open_log_file(path) {
+            Ok(file) => loggers.push(WriteLogger::new(settings.level, config, file)),
+            Err(e) => file_problem = Some(format!("cannot open log file {}: {e}", path.display())),
+        }
+    }
+    let logger = Tagged {
+        tag,
+        inner: CombinedLogger::new(loggers),
+    };
+    if log::set_boxed_logger(Box::new(logger)).is_ok() {
+        log::set_max_level(settings.level);
+    }
+    if let Some(problem) = file_problem {
+        log::warn!("{problem}");
+    }
+}
+
+fn open_log_file(path: &Path) -> std::io::Result<std::fs::File> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_overrides_config() {
+        let env = |name: &str| match name {
+            LEVEL_VAR => Some("debug".to_owned()),
+            _ => None,
+        };
+        let (settings, note) = LogSettings::resolve(&env, Some("error"), Some(Path::new("c.log")));
+        assert_eq!(settings.level, LevelFilter::Debug);
+        assert_eq!(settings.file, Some(PathBuf::from("c.log")));
+        assert_eq!(note, None);
+    }
+
+    #[test]
+    fn defaults_to_warn_and_reports_a_bad_level() {
+        let none = |_: &str| None;
+        assert_eq!(
+            LogSettings::resolve(&none, None, None).0.level,
+            LevelFilter::Warn
+        );
+        let (settings, note) = LogSettings::resolve(&none, Some("chatty"), None);
+        assert_eq!(settings.level, LevelFilter::Warn);
+        assert!(note.unwrap().contains("chatty"));
+    }
+}

@@ -1,0 +1,243 @@
+//! The plugin skeleton: everything between a runtime's exec and a plugin's five operations.
+//!
+//! A plugin implements [`Plugin`]; [`run`] reads and validates the environment and stdin,
+//! answers VERSION itself, refuses commands the config's `cniVersion` does not allow, sets up
+//! logging, calls the plugin (turning a panic into an error rather than a silent abort), and
+//! prints the result or the error JSON on stdout.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::config::NetConf;
+use crate::env::{CniArgs, Command, Environment};
+use crate::error::{Error, ErrorCode};
+use crate::logging::{self, LogSettings};
+use crate::result::Success;
+use crate::version::Version;
+
+/// An ADD, DEL or CHECK request: one attachment of one container.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub container_id: String,
+    pub ifname: String,
+    /// `CNI_NETNS`; always present for ADD and CHECK, possibly absent for DEL.
+    pub netns: Option<String>,
+    pub args: CniArgs,
+    pub config: NetConf,
+    /// The config exactly as received, for delegating to IPAM plugins.
+    pub stdin: Vec<u8>,
+    pub cni_path: Vec<PathBuf>,
+}
+
+/// A GC or STATUS request: the network as a whole, no attachment.
+#[derive(Debug, Clone)]
+pub struct NetworkRequest {
+    pub config: NetConf,
+    pub stdin: Vec<u8>,
+    pub cni_path: Vec<PathBuf>,
+}
+
+/// The five operations a plugin implements; VERSION is answered by the skeleton.
+pub trait Plugin {
+    /// Creates the attachment (or returns the existing one's result) and reports it.
+    fn add(&self, request: &Request) -> Result<Success, Error>;
+    /// Removes the attachment; must succeed when it is already gone.
+    fn del(&self, request: &Request) -> Result<(), Error>;
+    /// Verifies the attachment still matches the config's `prevResult`.
+    fn check(&self, request: &Request) -> Result<(), Error>;
+    /// Removes what belongs to attachments not in `cni.dev/valid-attachments`.
+    fn gc(&self, request: &NetworkRequest) -> Result<(), Error>;
+    /// Reports whether the plugin could service an ADD now.
+    fn status(&self, request: &NetworkRequest) -> Result<(), Error>;
+}
+
+/// What the plugin is, for the banner printed when it is run by hand.
+#[derive(Debug, Clone, Copy)]
+pub struct About {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// Runs the plugin against the real process environment, stdin and stdout.
+pub fn run<P: Plugin>(plugin: &P, about: About) -> ExitCode {
+    let lookup = |name: &str| std::env::var_os(name);
+    let code = execute(
+        plugin,
+        about,
+        &lookup,
+        &mut std::io::stdin().lock(),
+        &mut std::io::stdout().lock(),
+    );
+    ExitCode::from(code)
+}
+
+/// Runs one command with the given environment, stdin and stdout; returns the exit status (0 or
+/// 1). This is [`run`] without the process, for in-process tests and benchmarks.
+pub fn execute<P: Plugin>(
+    plugin: &P,
+    about: About,
+    env: &dyn Fn(&str) -> Option<OsString>,
+    stdin: &mut dyn Read,
+    stdout: &mut dyn Write,
+) -> u8 {
+    let (outcome, version) = dispatch(plugin, about, env, stdin);
+    let (text, status) = match outcome {
+        Ok(None) => return 0,
+        Ok(Some(text)) => (text, 0),
+        Err(err) => {
+            log::error!("{err}");
+            if !err.details().is_empty() {
+                log::error!("details: {}", err.details());
+            }
+            (err.to_json(version), 1)
+        }
+    };
+    match writeln!(stdout, "{text}").and_then(|()| stdout.flush()) {
+        Ok(()) => status,
+        Err(_) => 1,
+    }
+}
+
+/// Runs the command; returns what to print (if anything) and the version to print errors in.
+fn dispatch<P: Plugin>(
+    plugin: &P,
+    about: About,
+    env_lookup: &dyn Fn(&str) -> Option<OsString>,
+    stdin: &mut dyn Read,
+) -> (Result<Option<String>, Error>, Version) {
+    let env = match Environment::from_lookup(env_lookup) {
+        Ok(env) => env,
+        Err(err) => {
+            if env_lookup("CNI_COMMAND").is_none() {
+                eprintln!(
+                    "{} {}: a CNI plugin, run by a container runtime (CNI spec {})",
+                    about.name,
+                    about.version,
+                    Version::supported_list()
+                );
+            }
+            return (Err(err), Version::LATEST);
+        }
+    };
+    if env.command == Command::Version {
+        return (Ok(Some(version_reply(stdin))), Version::LATEST);
+    }
+    let (config, raw) = match NetConf::read(stdin) {
+        Ok(parsed) => parsed,
+        Err(err) => return (Err(err), Version::LATEST),
+    };
+    let version = config.cni_version;
+    init_logging(&env, &config, env_lookup);
+
+    let outcome = gate(env.command, version).and_then(|()| {
+        catch_unwind(AssertUnwindSafe(|| call(plugin, env, config, raw))).unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            Err(Error::internal(format!("plugin panicked: {what}")))
+        })
+    });
+    (outcome, version)
+}
+
+/// Refuses commands the config's version predates (code 1), as libcni's skel does.
+fn gate(command: Command, version: Version) -> Result<(), Error> {
+    let allowed = match command {
+        Command::Check => version.allows_check(),
+        Command::Gc | Command::Status => version.allows_gc_and_status(),
+        _ => true,
+    };
+    if allowed {
+        Ok(())
+    } else {
+        let needs = if command == Command::Check {
+            "0.4.0"
+        } else {
+            "1.1.0"
+        };
+        Err(Error::new(
+            ErrorCode::IncompatibleVersion,
+            format!("{command} needs cniVersion {needs} or later; the config says {version}"),
+        ))
+    }
+}
+
+fn call<P: Plugin>(
+    plugin: &P,
+    env: Environment,
+    config: NetConf,
+    stdin: Vec<u8>,
+) -> Result<Option<String>, Error> {
+    let version = config.cni_version;
+    let Environment {
+        command,
+        attachment,
+        args,
+        cni_path,
+    } = env;
+    if let Some(attachment) = attachment {
+        let request = Request {
+            container_id: attachment.container_id,
+            ifname: attachment.ifname,
+            netns: attachment.netns,
+            args,
+            config,
+            stdin,
+            cni_path,
+        };
+        match command {
+            Command::Add => plugin.add(&request)?.to_json(version).map(Some),
+            Command::Del => plugin.del(&request).map(|()| None),
+            _ => plugin.check(&request).map(|()| None),
+        }
+    } else {
+        let request = NetworkRequest {
+            config,
+            stdin,
+            cni_path,
+        };
+        match command {
+            Command::Gc => plugin.gc(&request).map(|()| None),
+            _ => plugin.status(&request).map(|()| None),
+        }
+    }
+}
+
+/// VERSION's reply: the caller's version echoed when it is one we know, and every supported one.
+fn version_reply(stdin: &mut dyn Read) -> String {
+    let mut input = Vec::new();
+    let asked = stdin
+        .take(crate::config::MAX_CONFIG_BYTES)
+        .read_to_end(&mut input)
+        .ok()
+        .and_then(|_| serde_json::from_slice::<serde_json::Value>(&input).ok())
+        .and_then(|v| v.get("cniVersion")?.as_str()?.parse::<Version>().ok())
+        .unwrap_or(Version::LATEST);
+    serde_json::json!({
+        "cniVersion": asked,
+        "supportedVersions": Version::ALL,
+    })
+    .to_string()
+}
+
+fn init_logging(env: &Environment, config: &NetConf, lookup: &dyn Fn(&str) -> Option<OsString>) {
+    let text_env = |name: &str| lookup(name).and_then(|v| v.into_string().ok());
+    let (settings, note) = LogSettings::resolve(
+        &text_env,
+        config.log_level.as_deref(),
+        config.log_file.as_deref(),
+    );
+    let tag = match &env.attachment {
+        Some(a) => format!("{} {}/{}:", env.command, a.container_id, a.ifname),
+        None => format!("{} {}:", env.command, config.name),
+    };
+    logging::init(tag, &settings);
+    if let Some(note) = note {
+        log::warn!("{note}");
+    }
+}
