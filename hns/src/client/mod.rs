@@ -1,0 +1,395 @@
+//! The typed HCN client: composes raw calls into the operations plugins and
+//! operators need, with the fewest round trips.
+//!
+//! Generic over [`RawHcn`], so exactly this code runs against the emulator in
+//! tests and against computenetwork.dll on Windows. Each operation documents
+//! its raw-call count; handles stay open in [`Open`] objects so a caller can
+//! chain calls (find network → create endpoint) without re-opening.
+
+mod open;
+
+use serde::de::DeserializeOwned;
+
+pub use open::{
+    EndpointKind, LoadBalancerKind, NamespaceKind, NetworkKind, ObjectKind, Open, OpenEndpoint,
+    OpenLoadBalancer, OpenNamespace, OpenNetwork,
+};
+
+use crate::error::{ErrorKind, HnsError};
+use crate::features::{HnsVersion, SupportedFeatures};
+use crate::guid::Guid;
+use crate::raw::RawHcn;
+use crate::schema::{
+    HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNamespace, HostComputeNetwork,
+    HostComputeQuery, ModifyRequest, RequestType,
+};
+
+/// The typed client over a raw backend.
+#[derive(Debug)]
+pub struct Client<R: RawHcn + ?Sized = dyn RawHcn> {
+    raw: Box<R>,
+}
+
+impl Client<dyn RawHcn> {
+    /// The platform's default backend: computenetwork.dll on Windows (or the
+    /// emulator when `HNS_BACKEND=emulator`), the emulator named by
+    /// `HCN_EMULATOR_STATE` elsewhere.
+    pub fn from_env() -> Result<Client, HnsError> {
+        crate::backend::from_env().map(Client::from_box)
+    }
+}
+
+impl<R: RawHcn> Client<R> {
+    /// Wraps a backend.
+    pub fn new(raw: R) -> Client<R> {
+        Client { raw: Box::new(raw) }
+    }
+}
+
+impl<R: RawHcn + ?Sized> Client<R> {
+    /// Wraps a boxed (possibly `dyn`) backend.
+    pub fn from_box(raw: Box<R>) -> Client<R> {
+        Client { raw }
+    }
+
+    /// The raw backend.
+    pub fn raw(&self) -> &R {
+        &self.raw
+    }
+
+    // ---- networks ----
+
+    /// Finds a network by name and keeps it open.
+    ///
+    /// Raw calls: `HcnEnumerateNetworks` (filter `Name`) + `HcnOpenNetwork` +
+    /// `HcnQueryNetworkProperties` = 3 (+1 `HcnCloseNetwork` on drop).
+    /// No match is a [`ErrorKind::NotFound`] error.
+    pub fn find_network_by_name(&self, name: &str) -> Result<OpenNetwork<'_, R>, HnsError> {
+        let json = self
+            .raw
+            .enumerate_networks(&HostComputeQuery::by_name(name).to_json())
+            .map_err(|e| HnsError::from_raw(e, format!("find network {name:?}")))?;
+        let id = parse_ids(&json)?.into_iter().next().ok_or_else(|| {
+            HnsError::new(
+                ErrorKind::NotFound,
+                format!("no HNS network is named {name:?}"),
+            )
+        })?;
+        self.open_network(id)
+    }
+
+    /// Opens a network by ID.
+    ///
+    /// Raw calls: `HcnOpenNetwork` + `HcnQueryNetworkProperties` = 2 (+1 close on drop).
+    pub fn open_network(&self, id: Guid) -> Result<OpenNetwork<'_, R>, HnsError> {
+        let context = format!("open network {id}");
+        let handle = self
+            .raw
+            .open_network(&id)
+            .map_err(|e| HnsError::from_raw(e, context.clone()))?;
+        Open::query_new(self, handle, &context)
+    }
+
+    /// Every network's properties.
+    ///
+    /// Raw calls: 1 `HcnEnumerateNetworks` + 3 per network (open, query, close).
+    pub fn list_networks(&self) -> Result<Vec<HostComputeNetwork>, HnsError> {
+        let json = self
+            .raw
+            .enumerate_networks(&HostComputeQuery::all().to_json())
+            .map_err(|e| HnsError::from_raw(e, "list networks"))?;
+        self.read_all(parse_ids(&json)?, |id| self.open_network(id))
+    }
+
+    /// Creates a network (zero `id` = HNS chooses) and keeps it open.
+    ///
+    /// Checks first, as hcsshim does, that every subnet has a default route with
+    /// a next hop. Raw calls: `HcnCreateNetwork` + `HcnQueryNetworkProperties` =
+    /// 2 (+1 close on drop).
+    pub fn create_network(
+        &self,
+        id: Guid,
+        settings: &HostComputeNetwork,
+    ) -> Result<OpenNetwork<'_, R>, HnsError> {
+        if let Some(subnet) = settings
+            .subnets()
+            .find(|subnet| !subnet.ip_address_prefix.is_empty() && subnet.gateway().is_none())
+        {
+            return Err(HnsError::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "network {:?}: subnet {} has no default gateway: add a route to 0.0.0.0/0 (or ::/0) with a NextHop",
+                    settings.name, subnet.ip_address_prefix
+                ),
+            ));
+        }
+        let json = serde_json::to_string(settings).map_err(|e| {
+            HnsError::new(
+                ErrorKind::InvalidInput,
+                format!("network settings do not serialise: {e}"),
+            )
+        })?;
+        let context = format!("create network {:?}", settings.name);
+        let handle = self
+            .raw
+            .create_network(&id, &json)
+            .map_err(|e| HnsError::from_raw(e, context.clone()))?;
+        Open::query_new(self, handle, &context)
+    }
+
+    /// Deletes a network (HNS removes its endpoints too). Raw calls: `HcnDeleteNetwork` = 1.
+    pub fn delete_network(&self, id: Guid) -> Result<(), HnsError> {
+        self.raw
+            .delete_network(&id)
+            .map_err(|e| HnsError::from_raw(e, format!("delete network {id}")))
+    }
+
+    // ---- endpoints ----
+
+    /// Opens an endpoint by ID (e.g. to learn its namespace or MAC).
+    ///
+    /// Raw calls: `HcnOpenEndpoint` + `HcnQueryEndpointProperties` = 2 (+1 close on drop).
+    pub fn open_endpoint(&self, id: Guid) -> Result<OpenEndpoint<'_, R>, HnsError> {
+        let context = format!("open endpoint {id}");
+        let handle = self
+            .raw
+            .open_endpoint(&id)
+            .map_err(|e| HnsError::from_raw(e, context.clone()))?;
+        Open::query_new(self, handle, &context)
+    }
+
+    /// Finds an endpoint by name: the fallback for endpoints created by the
+    /// reference plugins, whose IDs we do not know.
+    ///
+    /// Raw calls: `HcnEnumerateEndpoints` (filter `Name`) = 1 when absent; + open
+    /// + query = 3 when found (+1 close on drop).
+    pub fn find_endpoint_by_name(
+        &self,
+        name: &str,
+    ) -> Result<Option<OpenEndpoint<'_, R>>, HnsError> {
+        let json = self
+            .raw
+            .enumerate_endpoints(&HostComputeQuery::by_name(name).to_json())
+            .map_err(|e| HnsError::from_raw(e, format!("find endpoint {name:?}")))?;
+        match parse_ids(&json)?.into_iter().next() {
+            None => Ok(None),
+            Some(id) => self.open_endpoint(id).map(Some),
+        }
+    }
+
+    /// IDs of the endpoints of one network (or all endpoints), for garbage collection.
+    ///
+    /// Raw calls: `HcnEnumerateEndpoints` (filter `VirtualNetwork`) = 1.
+    pub fn list_endpoint_ids(&self, network: Option<Guid>) -> Result<Vec<Guid>, HnsError> {
+        let query = network.map_or_else(HostComputeQuery::all, HostComputeQuery::by_network);
+        let json = self
+            .raw
+            .enumerate_endpoints(&query.to_json())
+            .map_err(|e| HnsError::from_raw(e, "list endpoints"))?;
+        parse_ids(&json)
+    }
+
+    /// Properties of the endpoints of one network (or all endpoints).
+    ///
+    /// Raw calls: 1 `HcnEnumerateEndpoints` + 3 per endpoint (open, query, close).
+    /// Endpoints deleted between the enumeration and the open are skipped.
+    pub fn list_endpoints(
+        &self,
+        network: Option<Guid>,
+    ) -> Result<Vec<HostComputeEndpoint>, HnsError> {
+        let ids = self.list_endpoint_ids(network)?;
+        self.read_all(ids, |id| self.open_endpoint(id))
+    }
+
+    /// Deletes an endpoint. Raw calls: `HcnDeleteEndpoint` = 1.
+    pub fn delete_endpoint(&self, id: Guid) -> Result<(), HnsError> {
+        self.raw
+            .delete_endpoint(&id)
+            .map_err(|e| HnsError::from_raw(e, format!("delete endpoint {id}")))
+    }
+
+    // ---- namespaces ----
+
+    /// Creates a namespace (zero `id` = HNS chooses) and returns its properties.
+    ///
+    /// Raw calls: `HcnCreateNamespace` + `HcnQueryNamespaceProperties` +
+    /// `HcnCloseNamespace` = 3 (2 without the close).
+    pub fn create_namespace(
+        &self,
+        id: Guid,
+        settings: &HostComputeNamespace,
+    ) -> Result<HostComputeNamespace, HnsError> {
+        let json = serde_json::to_string(settings).map_err(|e| {
+            HnsError::new(
+                ErrorKind::InvalidInput,
+                format!("namespace settings do not serialise: {e}"),
+            )
+        })?;
+        let context = "create namespace";
+        let handle = self
+            .raw
+            .create_namespace(&id, &json)
+            .map_err(|e| HnsError::from_raw(e, context))?;
+        Ok(OpenNamespace::query_new(self, handle, context)?.into_properties())
+    }
+
+    /// Opens a namespace by ID.
+    ///
+    /// Raw calls: `HcnOpenNamespace` + `HcnQueryNamespaceProperties` = 2 (+1 close on drop).
+    pub fn open_namespace(&self, id: Guid) -> Result<OpenNamespace<'_, R>, HnsError> {
+        let context = format!("open namespace {id}");
+        let handle = self
+            .raw
+            .open_namespace(&id)
+            .map_err(|e| HnsError::from_raw(e, context.clone()))?;
+        Open::query_new(self, handle, &context)
+    }
+
+    /// Every namespace's properties. Raw calls: 1 `HcnEnumerateNamespaces` + 3 per namespace.
+    pub fn list_namespaces(&self) -> Result<Vec<HostComputeNamespace>, HnsError> {
+        let json = self
+            .raw
+            .enumerate_namespaces(&HostComputeQuery::all().to_json())
+            .map_err(|e| HnsError::from_raw(e, "list namespaces"))?;
+        self.read_all(parse_ids(&json)?, |id| self.open_namespace(id))
+    }
+
+    /// Deletes a namespace. Raw calls: `HcnDeleteNamespace` = 1.
+    pub fn delete_namespace(&self, id: Guid) -> Result<(), HnsError> {
+        self.raw
+            .delete_namespace(&id)
+            .map_err(|e| HnsError::from_raw(e, format!("delete namespace {id}")))
+    }
+
+    /// Attaches an endpoint to a namespace. A second attach fails with
+    /// [`ErrorKind::AlreadyAttached`].
+    ///
+    /// Raw calls: `HcnOpenNamespace` + `HcnModifyNamespace` = 2 (+1 `HcnCloseNamespace`); no query.
+    pub fn attach_endpoint(&self, namespace: Guid, endpoint: Guid) -> Result<(), HnsError> {
+        self.modify_namespace_endpoint(namespace, endpoint, RequestType::Add)
+    }
+
+    /// Detaches an endpoint from a namespace.
+    ///
+    /// Raw calls: `HcnOpenNamespace` + `HcnModifyNamespace` (`Remove`) = 2 (+1 close).
+    pub fn detach_endpoint(&self, namespace: Guid, endpoint: Guid) -> Result<(), HnsError> {
+        self.modify_namespace_endpoint(namespace, endpoint, RequestType::Remove)
+    }
+
+    fn modify_namespace_endpoint(
+        &self,
+        namespace: Guid,
+        endpoint: Guid,
+        request_type: RequestType,
+    ) -> Result<(), HnsError> {
+        let verb = if request_type == RequestType::Add {
+            "attach"
+        } else {
+            "detach"
+        };
+        let context = format!(
+            "{verb} endpoint {endpoint} {} namespace {namespace}",
+            if verb == "attach" { "to" } else { "from" }
+        );
+        let handle = self
+            .raw
+            .open_namespace(&namespace)
+            .map_err(|e| HnsError::from_raw(e, context.clone()))?;
+        let guard = open::Guard::<R, NamespaceKind> {
+            client: self,
+            handle: Some(handle),
+        };
+        let request = ModifyRequest::namespace_endpoint(request_type, endpoint);
+        let result = self
+            .raw
+            .modify_namespace(handle, &request.to_json())
+            .map_err(|e| HnsError::from_raw(e, context));
+        drop(guard);
+        result
+    }
+
+    // ---- load balancers ----
+
+    /// Every load balancer's properties. Raw calls: 1 `HcnEnumerateLoadBalancers` + 3 per load balancer.
+    pub fn list_load_balancers(&self) -> Result<Vec<HostComputeLoadBalancer>, HnsError> {
+        let json = self
+            .raw
+            .enumerate_load_balancers(&HostComputeQuery::all().to_json())
+            .map_err(|e| HnsError::from_raw(e, "list load balancers"))?;
+        self.read_all(parse_ids(&json)?, |id| {
+            let context = format!("open load balancer {id}");
+            let handle = self
+                .raw
+                .open_load_balancer(&id)
+                .map_err(|e| HnsError::from_raw(e, context.clone()))?;
+            OpenLoadBalancer::query_new(self, handle, &context)
+        })
+    }
+
+    // ---- host ----
+
+    /// The HNS version. Raw calls: `HNSCall GET /globals/version` = 1.
+    pub fn version(&self) -> Result<HnsVersion, HnsError> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "PascalCase")]
+        struct Envelope {
+            success: bool,
+            #[serde(default)]
+            error: String,
+            output: Option<HnsVersion>,
+        }
+        let json = self
+            .raw
+            .hns_call("GET", "/globals/version", "")
+            .map_err(|e| HnsError::from_raw(e, "read HNS version"))?;
+        let envelope: Envelope = decode(&json, "HNS version reply")?;
+        match envelope.output {
+            Some(version) if envelope.success => Ok(version),
+            _ => Err(HnsError::new(
+                ErrorKind::Unsupported,
+                format!("HNS did not report its version: {}", envelope.error),
+            )),
+        }
+    }
+
+    /// The features of this host's HNS. Raw calls: 1 (see [`Client::version`]).
+    pub fn supported_features(&self) -> Result<SupportedFeatures, HnsError> {
+        self.version().map(SupportedFeatures::of)
+    }
+
+    /// Opens each ID and collects its properties, skipping objects that vanished meanwhile.
+    fn read_all<'a, K: ObjectKind>(
+        &'a self,
+        ids: Vec<Guid>,
+        open: impl Fn(Guid) -> Result<Open<'a, R, K>, HnsError>,
+    ) -> Result<Vec<K::Properties>, HnsError>
+    where
+        K::Properties: Default,
+    {
+        let mut all = Vec::with_capacity(ids.len());
+        for id in ids {
+            match open(id) {
+                Ok(object) => all.push(object.into_properties()),
+                Err(error) if error.is_not_found() => continue,
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(all)
+    }
+}
+
+/// Decodes an HNS reply, with an error naming what was being decoded.
+pub(crate) fn decode<T: DeserializeOwned>(json: &str, what: &str) -> Result<T, HnsError> {
+    serde_json::from_str(json).map_err(|e| {
+        HnsError::new(
+            ErrorKind::Other,
+            format!("cannot decode {what} returned by HNS: {e}: {json}"),
+        )
+    })
+}
+
+/// Decodes an enumeration result: a JSON array of GUID strings (`null` = none).
+fn parse_ids(json: &str) -> Result<Vec<Guid>, HnsError> {
+    let ids: Option<Vec<Guid>> = decode(json, "enumeration result")?;
+    Ok(ids.unwrap_or_default())
+}

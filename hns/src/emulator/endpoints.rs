@@ -1,0 +1,351 @@
+//! Endpoint operations.
+
+use std::net::IpAddr;
+
+use ipnetwork::IpNetwork;
+
+use super::engine::State;
+use super::failure::HcnFailure;
+use super::mac::{Mac, Pool};
+use super::policies::{apply_policy_request, check_policies};
+use super::query::{Query, detailed_health, id_list};
+use super::state::{
+    ENDPOINT_NAMES, IPS, MAC_CURSOR, MACS, NAMESPACE_ENDPOINTS, NETWORK_ENDPOINTS, ip_key,
+};
+use super::store::{self, ObjectDir};
+use crate::guid::Guid;
+use crate::hresult::HResult;
+use crate::schema::{
+    HostComputeEndpoint, HostComputeNetwork, ModifyRequest, ResourceType, SchemaVersion,
+    subnet_flags,
+};
+
+/// Endpoints are filtered by network with `VirtualNetwork` (what hcsshim sends) or `HostComputeNetwork`.
+const NETWORK_FILTER_KEYS: [&str; 2] = ["VirtualNetwork", "HostComputeNetwork"];
+const FILTER_ALIASES: [(&str, &str); 1] = [("VirtualNetwork", "HostComputeNetwork")];
+
+impl State<'_> {
+    /// `HcnEnumerateEndpoints`. `ID`, `Name` and network filters use indexes, so
+    /// their cost does not grow with the number of endpoints.
+    pub fn enumerate_endpoints(&self, query: &str) -> Result<String, HcnFailure> {
+        let query = Query::parse(query)?;
+        let candidates = if let Some(id) = query.guid(&["ID"])? {
+            vec![id]
+        } else if let Some(name) = query.string("Name") {
+            self.endpoints_named(name)?
+        } else if let Some(network) = query.guid(&NETWORK_FILTER_KEYS)? {
+            self.markers(NETWORK_ENDPOINTS, network)?
+        } else {
+            self.all_ids(ObjectDir::Endpoints)?
+        };
+        let mut ids = Vec::new();
+        for id in candidates {
+            let Some(endpoint) = self.load_endpoint(id)? else {
+                continue;
+            };
+            let matched = query.is_unfiltered()
+                || query.matches(
+                    &serde_json::to_value(&endpoint).map_err(|e| HcnFailure::io("endpoint", e))?,
+                    &FILTER_ALIASES,
+                );
+            if matched && !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        Ok(id_list(&ids))
+    }
+
+    /// `HcnCreateEndpoint` on `network`. Validates like HNS: the network exists,
+    /// the ID is free, `HostComputeNamespace` is not set, every IP parses, lies in
+    /// a subnet of the network, is not reserved (network, broadcast or gateway
+    /// address) and is not held by another endpoint of the network; policies are
+    /// V2. Assigns the prefix length from the subnet and a MAC from the network's
+    /// MacPool when none is given.
+    pub fn create_endpoint(
+        &self,
+        network_id: Guid,
+        requested: Guid,
+        settings: &str,
+    ) -> Result<Guid, HcnFailure> {
+        let network = self.require_network(network_id)?;
+        let mut endpoint: HostComputeEndpoint = serde_json::from_str(settings)
+            .map_err(|e| HcnFailure::invalid_json("endpoint settings", e))?;
+        if !endpoint.host_compute_namespace.is_zero() {
+            return Err(HcnFailure::new(
+                HResult::E_INVALIDARG,
+                "(HostComputeNamespace is read-only: attach the endpoint with HcnModifyNamespace)",
+            ));
+        }
+        if !endpoint.host_compute_network.is_zero() && endpoint.host_compute_network != network_id {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_INVALID_ENDPOINT,
+                format!(
+                    "(HostComputeNetwork {} is not the network {network_id} the endpoint is created on)",
+                    endpoint.host_compute_network
+                ),
+            ));
+        }
+        let id = State::choose_id(requested, endpoint.id)?;
+        if self.object_exists(ObjectDir::Endpoints, id) {
+            return Err(HcnFailure::new(
+                HResult::ERROR_OBJECT_ALREADY_EXISTS,
+                format!("(endpoint {id})"),
+            ));
+        }
+        check_policies(&endpoint.policies)?;
+        let mut ips = Vec::new();
+        for config in &mut endpoint.ip_configurations {
+            let ip: IpAddr = config.ip_address.parse().map_err(|_| {
+                HcnFailure::new(
+                    HResult::HCN_E_INVALID_IP,
+                    format!("(IpAddress {:?})", config.ip_address),
+                )
+            })?;
+            let subnet = subnet_for(&network, ip)?;
+            config.prefix_length.get_or_insert(subnet.prefix());
+            if ips.contains(&ip) {
+                return Err(reserved(ip, "is listed twice"));
+            }
+            if let Some(holder) = self.live_holder(IPS, network_id, &ip_key(ip), |other| {
+                other
+                    .ip_configurations
+                    .iter()
+                    .any(|c| c.ip_address.parse::<IpAddr>() == Ok(ip))
+            })? {
+                return Err(reserved(
+                    ip,
+                    &format!("is already used by endpoint {holder}"),
+                ));
+            }
+            ips.push(ip);
+        }
+        let mac = if endpoint.mac_address.is_empty() {
+            self.allocate_mac(&network)?
+        } else {
+            Mac::parse(&endpoint.mac_address).ok_or_else(|| {
+                HcnFailure::new(
+                    HResult::E_INVALIDARG,
+                    format!("(MacAddress {:?} is not a MAC)", endpoint.mac_address),
+                )
+            })?
+        };
+        endpoint.mac_address = mac.to_hns_string();
+        endpoint.id = id;
+        endpoint.host_compute_network = network_id;
+        endpoint.health = None;
+        endpoint.schema_version = SchemaVersion::V2;
+
+        // Index entries first, object last: a crash in between leaves only stale entries.
+        for ip in &ips {
+            self.set_holder(IPS, network_id, &ip_key(*ip), id)?;
+        }
+        self.set_holder(MACS, network_id, &endpoint.mac_address, id)?;
+        self.add_marker(NETWORK_ENDPOINTS, network_id, id)?;
+        self.update_name_bucket(&endpoint.name, |bucket| {
+            bucket.push((endpoint.name.clone(), id))
+        })?;
+        self.write_object(ObjectDir::Endpoints, id, &endpoint)?;
+        Ok(id)
+    }
+
+    /// `HcnOpenEndpoint`: fails unless the endpoint exists.
+    pub fn open_endpoint(&self, id: Guid) -> Result<(), HcnFailure> {
+        self.require_endpoint(id).map(drop)
+    }
+
+    /// `HcnQueryEndpointProperties`. Reports `HostComputeNamespace` only while that namespace exists.
+    pub fn query_endpoint(&self, id: Guid, query: &str) -> Result<String, HcnFailure> {
+        let query = Query::parse(query)?;
+        let mut endpoint = self.require_endpoint(id)?;
+        if !endpoint.host_compute_namespace.is_zero()
+            && !self.object_exists(ObjectDir::Namespaces, endpoint.host_compute_namespace)
+        {
+            endpoint.host_compute_namespace = Guid::ZERO;
+        }
+        if query.detailed {
+            endpoint.health = Some(detailed_health());
+        }
+        serde_json::to_string(&endpoint).map_err(|e| HcnFailure::io("endpoint", e))
+    }
+
+    /// `HcnModifyEndpoint`: `Policy` add/remove; `Port` requests are not modelled.
+    pub fn modify_endpoint(&self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
+        let mut endpoint = self.require_endpoint(id)?;
+        let request: ModifyRequest = serde_json::from_str(settings)
+            .map_err(|e| HcnFailure::invalid_json("modify request", e))?;
+        if request.resource_type != ResourceType::Policy {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_REQUEST_UNSUPPORTED,
+                format!(
+                    "(endpoint ResourceType {:?} is not modelled by the emulator)",
+                    request.resource_type
+                ),
+            ));
+        }
+        apply_policy_request(&mut endpoint.policies, &request)?;
+        self.write_object(ObjectDir::Endpoints, id, &endpoint)
+    }
+
+    /// `HcnDeleteEndpoint`. An attached endpoint is deleted too (and so leaves its
+    /// namespace): HNS does not refuse, which is why the reference plugins detach
+    /// first only as a courtesy.
+    pub fn delete_endpoint(&self, id: Guid) -> Result<(), HcnFailure> {
+        let endpoint = self.require_endpoint(id)?;
+        self.remove_endpoint_files(&endpoint)
+    }
+
+    pub(super) fn require_endpoint(&self, id: Guid) -> Result<HostComputeEndpoint, HcnFailure> {
+        self.load_endpoint(id)?.ok_or_else(|| {
+            HcnFailure::new(
+                HResult::HCN_E_ENDPOINT_NOT_FOUND,
+                format!("(endpoint {id})"),
+            )
+        })
+    }
+
+    /// Object first, index entries after: a crash in between leaves only stale entries.
+    pub(super) fn remove_endpoint_files(
+        &self,
+        endpoint: &HostComputeEndpoint,
+    ) -> Result<(), HcnFailure> {
+        let (id, network) = (endpoint.id, endpoint.host_compute_network);
+        self.remove_object(ObjectDir::Endpoints, id)?;
+        for config in &endpoint.ip_configurations {
+            if let Ok(ip) = config.ip_address.parse::<IpAddr>() {
+                self.release_holder(IPS, network, &ip_key(ip), id)?;
+            }
+        }
+        self.release_holder(MACS, network, &endpoint.mac_address, id)?;
+        self.remove_marker(NETWORK_ENDPOINTS, network, id)?;
+        if !endpoint.host_compute_namespace.is_zero() {
+            self.remove_marker(NAMESPACE_ENDPOINTS, endpoint.host_compute_namespace, id)?;
+        }
+        self.update_name_bucket(&endpoint.name, |bucket| {
+            bucket.retain(|(_, member)| *member != id)
+        })
+    }
+
+    /// The endpoint an index entry names, if it still exists on `network` and `holds` it.
+    fn live_holder(
+        &self,
+        kind: &str,
+        network: Guid,
+        key: &str,
+        holds: impl Fn(&HostComputeEndpoint) -> bool,
+    ) -> Result<Option<Guid>, HcnFailure> {
+        let Some(holder) = self.holder(kind, network, key)? else {
+            return Ok(None);
+        };
+        let endpoint = self.load_endpoint(holder)?;
+        Ok(endpoint
+            .filter(|endpoint| endpoint.host_compute_network == network && holds(endpoint))
+            .map(|_| holder))
+    }
+
+    /// Next free MAC of the network's pool, starting at the network's cursor.
+    fn allocate_mac(&self, network: &HostComputeNetwork) -> Result<Mac, HcnFailure> {
+        let pool = Pool::new(&network.mac_pool)
+            .map_err(|e| HcnFailure::new(HResult::HCN_E_INVALID_NETWORK, format!("({e})")))?;
+        let cursor_path = self.index_path(&[MAC_CURSOR, &network.id.to_upper_string()]);
+        let start: u64 = store::read_text(&cursor_path)?
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(0);
+        for step in 0..pool.len() {
+            let Some(mac) = pool.nth(start + step) else {
+                break;
+            };
+            let key = mac.to_hns_string();
+            if self
+                .live_holder(MACS, network.id, &key, |other| other.mac_address == key)?
+                .is_none()
+            {
+                store::write_atomic(&cursor_path, (start + step + 1).to_string().as_bytes())?;
+                return Ok(mac);
+            }
+        }
+        Err(HcnFailure::new(
+            HResult::E_FAIL,
+            format!("(MacPool of network {} is exhausted)", network.id),
+        ))
+    }
+
+    fn endpoints_named(&self, name: &str) -> Result<Vec<Guid>, HcnFailure> {
+        Ok(self
+            .read_name_bucket(name)?
+            .into_iter()
+            .filter(|(member, _)| member == name)
+            .map(|(_, id)| id)
+            .collect())
+    }
+
+    fn read_name_bucket(&self, name: &str) -> Result<Vec<(String, Guid)>, HcnFailure> {
+        Ok(store::read_json(&self.name_bucket_path(name))?.unwrap_or_default())
+    }
+
+    fn update_name_bucket(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut Vec<(String, Guid)>),
+    ) -> Result<(), HcnFailure> {
+        let mut bucket = self.read_name_bucket(name)?;
+        change(&mut bucket);
+        let path = self.name_bucket_path(name);
+        if bucket.is_empty() {
+            store::remove_file(&path)
+        } else {
+            store::write_json(&path, &bucket)
+        }
+    }
+
+    fn name_bucket_path(&self, name: &str) -> std::path::PathBuf {
+        self.index_path(&[
+            ENDPOINT_NAMES,
+            &format!("{:016x}.json", fnv1a(name.as_bytes())),
+        ])
+    }
+}
+
+/// The subnet of `network` that contains `ip`, after the reserved-address checks.
+fn subnet_for(network: &HostComputeNetwork, ip: IpAddr) -> Result<IpNetwork, HcnFailure> {
+    for subnet in network.subnets() {
+        let Ok(prefix) = subnet.ip_address_prefix.parse::<IpNetwork>() else {
+            continue;
+        };
+        if !prefix.contains(ip) {
+            continue;
+        }
+        let gateway_reserved = subnet.flags & subnet_flags::DO_NOT_RESERVE_GATEWAY_ADDRESS == 0;
+        if gateway_reserved && subnet.gateway().and_then(|gateway| gateway.parse().ok()) == Some(ip)
+        {
+            return Err(reserved(ip, &format!("is the gateway of subnet {prefix}")));
+        }
+        if let IpNetwork::V4(v4) = prefix
+            && v4.prefix() < 31
+            && (IpAddr::V4(v4.network()) == ip || IpAddr::V4(v4.broadcast()) == ip)
+        {
+            return Err(reserved(
+                ip,
+                &format!("is the network or broadcast address of subnet {prefix}"),
+            ));
+        }
+        return Ok(prefix);
+    }
+    Err(reserved(
+        ip,
+        &format!("is not inside any subnet of network {}", network.id),
+    ))
+}
+
+fn reserved(ip: IpAddr, why: &str) -> HcnFailure {
+    HcnFailure::new(
+        HResult::HCN_E_ADDR_INVALID_OR_RESERVED,
+        format!("(IP {ip} {why})"),
+    )
+}
+
+/// FNV-1a: a stable hash for bucket file names (std's hasher is not stable across releases).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

@@ -1,0 +1,139 @@
+//! The emulated HNS service: one call = lock, count, apply test controls, run
+//! the operation against the on-disk state, unlock.
+//!
+//! Nothing here is process-local (handles live in [`super::handles`]), so the
+//! same engine can sit behind the in-process [`super::Emulator`] and behind a
+//! `computenetwork.dll` built for Wine.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use super::failure::HcnFailure;
+use super::host::HostState;
+use super::store::{self, Locked, Store};
+use crate::features::HnsVersion;
+use crate::hresult::HResult;
+use crate::raw::Function;
+
+/// The emulated HNS of one host, rooted at a state directory.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    store: Store,
+}
+
+/// The state while one call holds the lock: what the operations work on.
+#[derive(Debug)]
+pub struct State<'a> {
+    pub(super) locked: &'a Locked<'a>,
+    pub(super) host: &'a mut HostState,
+}
+
+impl Engine {
+    /// Opens (creating if needed) the state under `root`.
+    pub fn open(root: &Path) -> Result<Engine, HcnFailure> {
+        Ok(Engine {
+            store: Store::open(root)?,
+        })
+    }
+
+    /// The state root.
+    pub fn root(&self) -> &Path {
+        self.store.root()
+    }
+
+    /// Runs one HCN call of `function`: takes the lock, counts the call,
+    /// applies an injected fault or latency, runs `operation`, persists the
+    /// host state, and aborts the process if a crash point was due.
+    pub fn call<T>(
+        &self,
+        function: Function,
+        operation: impl FnOnce(&mut State<'_>) -> Result<T, HcnFailure>,
+    ) -> Result<T, HcnFailure> {
+        let locked = self.store.lock()?;
+        let mut host = read_host(&locked)?;
+        let plan = host.begin_call(function);
+        if plan.latency_micros > 0 {
+            std::thread::sleep(Duration::from_micros(plan.latency_micros));
+        }
+        let result = match plan.fault {
+            Some(code) => Err(HcnFailure::new(
+                code,
+                format!("(fault injected into {})", function.name()),
+            )),
+            None => operation(&mut State {
+                locked: &locked,
+                host: &mut host,
+            }),
+        };
+        store::write_json(&locked.host_path(), &host)?;
+        if plan.crash {
+            log::warn!(
+                "HCN emulator: crash point after {} reached, aborting",
+                function.name()
+            );
+            std::process::abort();
+        }
+        result
+    }
+
+    /// Reads or changes the host state outside of any counted call (test controls, version).
+    pub fn with_host<T>(&self, change: impl FnOnce(&mut HostState) -> T) -> Result<T, HcnFailure> {
+        let locked = self.store.lock()?;
+        let mut host = read_host(&locked)?;
+        let before = host.clone();
+        let value = change(&mut host);
+        if host != before {
+            store::write_json(&locked.host_path(), &host)?;
+        }
+        Ok(value)
+    }
+
+    /// Calls per function since the last reset.
+    pub fn stats(&self) -> Result<BTreeMap<String, u64>, HcnFailure> {
+        self.with_host(|host| host.counters.clone())
+    }
+
+    /// The HNS version this host reports.
+    pub fn version(&self) -> Result<HnsVersion, HcnFailure> {
+        self.with_host(|host| host.version)
+    }
+
+    /// Changes the HNS version this host reports.
+    pub fn set_version(&self, version: HnsVersion) -> Result<(), HcnFailure> {
+        self.with_host(|host| host.version = version)
+    }
+
+    /// Makes the `nth` next call of `function` fail with `code`, once.
+    pub fn inject_fault(
+        &self,
+        function: Function,
+        nth: u64,
+        code: HResult,
+    ) -> Result<(), HcnFailure> {
+        self.with_host(|host| host.inject_fault(function, nth, code))
+    }
+
+    /// Makes the process abort right after the `nth` next call of `function` completes.
+    pub fn crash_after(&self, function: Function, nth: u64) -> Result<(), HcnFailure> {
+        self.with_host(|host| host.crash_after(function, nth))
+    }
+
+    /// Sleeps `micros` inside every call from now on (0 = off).
+    pub fn set_latency(&self, micros: u64) -> Result<(), HcnFailure> {
+        self.with_host(|host| host.latency_micros = micros)
+    }
+
+    /// Removes pending faults, crash points and latency.
+    pub fn clear_controls(&self) -> Result<(), HcnFailure> {
+        self.with_host(|host| {
+            host.faults.clear();
+            host.crashes.clear();
+            host.latency_micros = 0;
+        })
+    }
+}
+
+fn read_host(locked: &Locked<'_>) -> Result<HostState, HcnFailure> {
+    Ok(store::read_json(&locked.host_path())?.unwrap_or_default())
+}

@@ -1,0 +1,332 @@
+//! A file-backed emulation of the Host Networking Service.
+//!
+//! It behaves like HNS, not like a mock of our plugins: it honours
+//! caller-chosen GUIDs, validates references, addresses and policies, returns
+//! real HCN HRESULTs with HNS-shaped error records, and keeps its state in
+//! files so that concurrent processes (and processes killed mid-call) see one
+//! consistent host. See [`store`] for the layout and the crash rules.
+//!
+//! [`Engine`] is the service (no process-local state); [`Emulator`] adds a
+//! handle table and implements [`RawHcn`] for in-process use.
+
+mod endpoints;
+mod engine;
+mod failure;
+mod handles;
+mod host;
+mod mac;
+mod namespaces;
+mod networks;
+mod policies;
+mod query;
+mod random;
+mod service;
+mod state;
+pub mod store;
+
+use std::path::{Path, PathBuf};
+
+pub use engine::{Engine, State};
+pub use failure::HcnFailure;
+pub use handles::{HandleKind, Handles};
+pub use host::{CrashPoint, Fault, HostState};
+
+use crate::error::{ErrorKind, HnsError, RawError};
+use crate::guid::Guid;
+use crate::raw::{
+    EndpointHandle, Function, LoadBalancerHandle, NamespaceHandle, NetworkHandle, RawHcn,
+};
+
+/// Environment variable naming the emulator's state root.
+pub const STATE_ENV: &str = "HCN_EMULATOR_STATE";
+
+/// The emulator as an in-process [`RawHcn`] backend.
+#[derive(Debug)]
+pub struct Emulator {
+    engine: Engine,
+    handles: Handles,
+}
+
+impl Emulator {
+    /// Opens the emulated host whose state lives under `root` (created if missing).
+    pub fn open(root: &Path) -> Result<Emulator, HnsError> {
+        let engine = Engine::open(root).map_err(|failure| {
+            HnsError::new(
+                ErrorKind::Backend,
+                format!(
+                    "cannot open HCN emulator state at {}: {failure}",
+                    root.display()
+                ),
+            )
+        })?;
+        Ok(Emulator {
+            engine,
+            handles: Handles::default(),
+        })
+    }
+
+    /// Opens the state named by `HCN_EMULATOR_STATE`.
+    pub fn from_env() -> Result<Emulator, HnsError> {
+        Emulator::open(&state_root_from_env()?)
+    }
+
+    /// The engine, for test controls (counters, faults, latency, crash points, version).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Handles currently open in this process.
+    pub fn open_handles(&self) -> usize {
+        self.handles.open_count()
+    }
+
+    fn call<T>(
+        &self,
+        function: Function,
+        operation: impl FnOnce(&mut State<'_>) -> Result<T, HcnFailure>,
+    ) -> Result<T, RawError> {
+        self.engine
+            .call(function, operation)
+            .map_err(|failure| failure.into_raw(function.name()))
+    }
+
+    fn open_handle(
+        &self,
+        function: Function,
+        kind: HandleKind,
+        id: &Guid,
+        exists: impl FnOnce(&State<'_>) -> Result<(), HcnFailure>,
+    ) -> Result<usize, RawError> {
+        self.call(function, |state| exists(state))?;
+        Ok(self.handles.open(kind, *id))
+    }
+
+    fn close_handle(
+        &self,
+        function: Function,
+        kind: HandleKind,
+        handle: usize,
+    ) -> Result<(), RawError> {
+        self.call(function, |_| self.handles.close(kind, handle))
+    }
+}
+
+/// The state root from `HCN_EMULATOR_STATE`, or a `Backend` error saying how to set it.
+pub fn state_root_from_env() -> Result<PathBuf, HnsError> {
+    match std::env::var_os(STATE_ENV) {
+        Some(root) if !root.is_empty() => Ok(PathBuf::from(root)),
+        _ => Err(HnsError::new(
+            ErrorKind::Backend,
+            format!(
+                "{STATE_ENV} is not set: set it to the directory holding the HCN emulator's state (it is created if missing)"
+            ),
+        )),
+    }
+}
+
+impl RawHcn for Emulator {
+    fn enumerate_networks(&self, query: &str) -> Result<String, RawError> {
+        self.call(Function::EnumerateNetworks, |state| {
+            state.enumerate_networks(query)
+        })
+    }
+
+    fn create_network(&self, id: &Guid, settings: &str) -> Result<NetworkHandle, RawError> {
+        let id = self.call(Function::CreateNetwork, |state| {
+            state.create_network(*id, settings)
+        })?;
+        Ok(NetworkHandle(self.handles.open(HandleKind::Network, id)))
+    }
+
+    fn open_network(&self, id: &Guid) -> Result<NetworkHandle, RawError> {
+        self.open_handle(Function::OpenNetwork, HandleKind::Network, id, |state| {
+            state.open_network(*id)
+        })
+        .map(NetworkHandle)
+    }
+
+    fn modify_network(&self, network: NetworkHandle, settings: &str) -> Result<(), RawError> {
+        self.call(Function::ModifyNetwork, |state| {
+            state.modify_network(
+                self.handles.resolve(HandleKind::Network, network.0)?,
+                settings,
+            )
+        })
+    }
+
+    fn query_network_properties(
+        &self,
+        network: NetworkHandle,
+        query: &str,
+    ) -> Result<String, RawError> {
+        self.call(Function::QueryNetworkProperties, |state| {
+            state.query_network(self.handles.resolve(HandleKind::Network, network.0)?, query)
+        })
+    }
+
+    fn delete_network(&self, id: &Guid) -> Result<(), RawError> {
+        self.call(Function::DeleteNetwork, |state| state.delete_network(*id))
+    }
+
+    fn close_network(&self, network: NetworkHandle) -> Result<(), RawError> {
+        self.close_handle(Function::CloseNetwork, HandleKind::Network, network.0)
+    }
+
+    fn enumerate_endpoints(&self, query: &str) -> Result<String, RawError> {
+        self.call(Function::EnumerateEndpoints, |state| {
+            state.enumerate_endpoints(query)
+        })
+    }
+
+    fn create_endpoint(
+        &self,
+        network: NetworkHandle,
+        id: &Guid,
+        settings: &str,
+    ) -> Result<EndpointHandle, RawError> {
+        let id = self.call(Function::CreateEndpoint, |state| {
+            state.create_endpoint(
+                self.handles.resolve(HandleKind::Network, network.0)?,
+                *id,
+                settings,
+            )
+        })?;
+        Ok(EndpointHandle(self.handles.open(HandleKind::Endpoint, id)))
+    }
+
+    fn open_endpoint(&self, id: &Guid) -> Result<EndpointHandle, RawError> {
+        self.open_handle(Function::OpenEndpoint, HandleKind::Endpoint, id, |state| {
+            state.open_endpoint(*id)
+        })
+        .map(EndpointHandle)
+    }
+
+    fn modify_endpoint(&self, endpoint: EndpointHandle, settings: &str) -> Result<(), RawError> {
+        self.call(Function::ModifyEndpoint, |state| {
+            state.modify_endpoint(
+                self.handles.resolve(HandleKind::Endpoint, endpoint.0)?,
+                settings,
+            )
+        })
+    }
+
+    fn query_endpoint_properties(
+        &self,
+        endpoint: EndpointHandle,
+        query: &str,
+    ) -> Result<String, RawError> {
+        self.call(Function::QueryEndpointProperties, |state| {
+            state.query_endpoint(
+                self.handles.resolve(HandleKind::Endpoint, endpoint.0)?,
+                query,
+            )
+        })
+    }
+
+    fn delete_endpoint(&self, id: &Guid) -> Result<(), RawError> {
+        self.call(Function::DeleteEndpoint, |state| state.delete_endpoint(*id))
+    }
+
+    fn close_endpoint(&self, endpoint: EndpointHandle) -> Result<(), RawError> {
+        self.close_handle(Function::CloseEndpoint, HandleKind::Endpoint, endpoint.0)
+    }
+
+    fn enumerate_namespaces(&self, query: &str) -> Result<String, RawError> {
+        self.call(Function::EnumerateNamespaces, |state| {
+            state.enumerate_namespaces(query)
+        })
+    }
+
+    fn create_namespace(&self, id: &Guid, settings: &str) -> Result<NamespaceHandle, RawError> {
+        let id = self.call(Function::CreateNamespace, |state| {
+            state.create_namespace(*id, settings)
+        })?;
+        Ok(NamespaceHandle(
+            self.handles.open(HandleKind::Namespace, id),
+        ))
+    }
+
+    fn open_namespace(&self, id: &Guid) -> Result<NamespaceHandle, RawError> {
+        self.open_handle(
+            Function::OpenNamespace,
+            HandleKind::Namespace,
+            id,
+            |state| state.open_namespace(*id),
+        )
+        .map(NamespaceHandle)
+    }
+
+    fn modify_namespace(&self, namespace: NamespaceHandle, settings: &str) -> Result<(), RawError> {
+        self.call(Function::ModifyNamespace, |state| {
+            state.modify_namespace(
+                self.handles.resolve(HandleKind::Namespace, namespace.0)?,
+                settings,
+            )
+        })
+    }
+
+    fn query_namespace_properties(
+        &self,
+        namespace: NamespaceHandle,
+        query: &str,
+    ) -> Result<String, RawError> {
+        self.call(Function::QueryNamespaceProperties, |state| {
+            state.query_namespace(
+                self.handles.resolve(HandleKind::Namespace, namespace.0)?,
+                query,
+            )
+        })
+    }
+
+    fn delete_namespace(&self, id: &Guid) -> Result<(), RawError> {
+        self.call(Function::DeleteNamespace, |state| {
+            state.delete_namespace(*id)
+        })
+    }
+
+    fn close_namespace(&self, namespace: NamespaceHandle) -> Result<(), RawError> {
+        self.close_handle(Function::CloseNamespace, HandleKind::Namespace, namespace.0)
+    }
+
+    fn enumerate_load_balancers(&self, query: &str) -> Result<String, RawError> {
+        self.call(Function::EnumerateLoadBalancers, |state| {
+            state.enumerate_load_balancers(query)
+        })
+    }
+
+    fn open_load_balancer(&self, id: &Guid) -> Result<LoadBalancerHandle, RawError> {
+        self.open_handle(
+            Function::OpenLoadBalancer,
+            HandleKind::LoadBalancer,
+            id,
+            |state| state.open_load_balancer(*id),
+        )
+        .map(LoadBalancerHandle)
+    }
+
+    fn query_load_balancer_properties(
+        &self,
+        load_balancer: LoadBalancerHandle,
+        query: &str,
+    ) -> Result<String, RawError> {
+        self.call(Function::QueryLoadBalancerProperties, |state| {
+            state.query_load_balancer(
+                self.handles
+                    .resolve(HandleKind::LoadBalancer, load_balancer.0)?,
+                query,
+            )
+        })
+    }
+
+    fn close_load_balancer(&self, load_balancer: LoadBalancerHandle) -> Result<(), RawError> {
+        self.close_handle(
+            Function::CloseLoadBalancer,
+            HandleKind::LoadBalancer,
+            load_balancer.0,
+        )
+    }
+
+    fn hns_call(&self, method: &str, path: &str, _request: &str) -> Result<String, RawError> {
+        self.call(Function::HnsCall, |state| state.hns_call(method, path))
+    }
+}

@@ -1,0 +1,200 @@
+//! Network operations.
+
+use std::net::IpAddr;
+
+use ipnetwork::IpNetwork;
+
+use super::engine::State;
+use super::failure::HcnFailure;
+use super::mac::{self, Pool};
+use super::policies::{apply_policy_request, check_policies};
+use super::query::{Query, detailed_health, id_list};
+use super::state::{IPS, MAC_CURSOR, MACS, NETWORK_ENDPOINTS};
+use super::store::{self, ObjectDir};
+use crate::guid::Guid;
+use crate::hresult::HResult;
+use crate::schema::policy::DrMacAddressPolicy;
+use crate::schema::{
+    HostComputeNetwork, ModifyRequest, NetworkPolicy, NetworkType, ResourceType, SchemaVersion,
+};
+
+impl State<'_> {
+    /// `HcnEnumerateNetworks`.
+    pub fn enumerate_networks(&self, query: &str) -> Result<String, HcnFailure> {
+        let query = Query::parse(query)?;
+        let candidates = match query.guid(&["ID"])? {
+            Some(id) => vec![id],
+            None => self.all_ids(ObjectDir::Networks)?,
+        };
+        let mut ids = Vec::new();
+        for id in candidates {
+            if let Some(network) = self.load_network(id)? {
+                let value =
+                    serde_json::to_value(&network).map_err(|e| HcnFailure::io("network", e))?;
+                if query.matches(&value, &[]) {
+                    ids.push(id);
+                }
+            }
+        }
+        Ok(id_list(&ids))
+    }
+
+    /// `HcnCreateNetwork`. Validates the document like HNS: known type, unique ID
+    /// and name, parseable subnets and next hops, documented policy types, a
+    /// valid MacPool (a default one is assigned when none is given). Overlay
+    /// networks get a `DrMacAddress` policy if the document has none, as HNS adds one.
+    pub fn create_network(&mut self, requested: Guid, settings: &str) -> Result<Guid, HcnFailure> {
+        let mut network: HostComputeNetwork = serde_json::from_str(settings)
+            .map_err(|e| HcnFailure::invalid_json("network settings", e))?;
+        let id = State::choose_id(requested, network.id)?;
+        if self.object_exists(ObjectDir::Networks, id) {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_NETWORK_ALREADY_EXISTS,
+                format!("(network {id})"),
+            ));
+        }
+        if let NetworkType::Other(name) = &network.network_type {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_INVALID_NETWORK_TYPE,
+                format!("(Type {name:?})"),
+            ));
+        }
+        if network.name.is_empty() {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_INVALID_NETWORK,
+                "(Name is required)",
+            ));
+        }
+        // Names are unique per host: HNS refuses a second network with the same name
+        // (flanneld deletes the old network before re-creating one with its name).
+        for other in self.all_ids(ObjectDir::Networks)? {
+            if self
+                .load_network(other)?
+                .is_some_and(|existing| existing.name == network.name)
+            {
+                return Err(HcnFailure::new(
+                    HResult::HCN_E_NETWORK_ALREADY_EXISTS,
+                    format!("(network {other} is already named {:?})", network.name),
+                ));
+            }
+        }
+        validate_subnets(&network)?;
+        check_policies(&network.policies)?;
+        if network.mac_pool.is_empty() {
+            network.mac_pool = mac::default_pool(id);
+        }
+        Pool::new(&network.mac_pool)
+            .map_err(|e| HcnFailure::new(HResult::HCN_E_INVALID_NETWORK, format!("({e})")))?;
+        if network.network_type == NetworkType::Overlay
+            && !network
+                .policies
+                .iter()
+                .any(|policy| matches!(policy, NetworkPolicy::DrMacAddress(_)))
+        {
+            network
+                .policies
+                .push(NetworkPolicy::DrMacAddress(DrMacAddressPolicy {
+                    address: mac::default_dr_mac(id),
+                }));
+        }
+        network.id = id;
+        network.health = None;
+        network.schema_version = SchemaVersion::V2;
+        self.purge_network_index(id)?;
+        self.write_object(ObjectDir::Networks, id, &network)?;
+        Ok(id)
+    }
+
+    /// `HcnOpenNetwork`: fails unless the network exists.
+    pub fn open_network(&self, id: Guid) -> Result<(), HcnFailure> {
+        self.require_network(id).map(drop)
+    }
+
+    /// `HcnQueryNetworkProperties`.
+    pub fn query_network(&self, id: Guid, query: &str) -> Result<String, HcnFailure> {
+        let query = Query::parse(query)?;
+        let mut network = self.require_network(id)?;
+        if query.detailed {
+            network.health = Some(detailed_health());
+        }
+        serde_json::to_string(&network).map_err(|e| HcnFailure::io("network", e))
+    }
+
+    /// `HcnModifyNetwork`: `Policy` requests add or remove network policies
+    /// (flanneld's `RemoteSubnetRoute`s and `HostRoute`); `DNS` and `Extension`
+    /// requests are not modelled.
+    pub fn modify_network(&self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
+        let mut network = self.require_network(id)?;
+        let request: ModifyRequest = serde_json::from_str(settings)
+            .map_err(|e| HcnFailure::invalid_json("modify request", e))?;
+        if request.resource_type != ResourceType::Policy {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_REQUEST_UNSUPPORTED,
+                format!(
+                    "(network ResourceType {:?} is not modelled by the emulator)",
+                    request.resource_type
+                ),
+            ));
+        }
+        apply_policy_request(&mut network.policies, &request)?;
+        self.write_object(ObjectDir::Networks, id, &network)
+    }
+
+    /// `HcnDeleteNetwork`. Like HNS, deleting a network removes its endpoints
+    /// (detaching them from their namespaces) instead of refusing.
+    pub fn delete_network(&self, id: Guid) -> Result<(), HcnFailure> {
+        self.require_network(id)?;
+        self.remove_object(ObjectDir::Networks, id)?;
+        for endpoint in self.markers(NETWORK_ENDPOINTS, id)? {
+            if let Some(stored) = self.read_object(ObjectDir::Endpoints, endpoint)? {
+                self.remove_endpoint_files(&stored)?;
+            }
+        }
+        self.purge_network_index(id)
+    }
+
+    pub(super) fn require_network(&self, id: Guid) -> Result<HostComputeNetwork, HcnFailure> {
+        self.load_network(id)?.ok_or_else(|| {
+            HcnFailure::new(HResult::HCN_E_NETWORK_NOT_FOUND, format!("(network {id})"))
+        })
+    }
+
+    /// Drops every index of a network (after a delete, or leftovers from an
+    /// interrupted one before the ID is reused).
+    fn purge_network_index(&self, id: Guid) -> Result<(), HcnFailure> {
+        let key = id.to_upper_string();
+        for kind in [NETWORK_ENDPOINTS, IPS, MACS] {
+            store::remove_dir(&self.index_path(&[kind, &key]))?;
+        }
+        store::remove_file(&self.index_path(&[MAC_CURSOR, &key]))
+    }
+}
+
+fn validate_subnets(network: &HostComputeNetwork) -> Result<(), HcnFailure> {
+    let invalid =
+        |detail: String| HcnFailure::new(HResult::HCN_E_INVALID_NETWORK, format!("({detail})"));
+    for subnet in network.subnets() {
+        subnet.ip_address_prefix.parse::<IpNetwork>().map_err(|_| {
+            invalid(format!(
+                "subnet IpAddressPrefix {:?} is not a CIDR",
+                subnet.ip_address_prefix
+            ))
+        })?;
+        for route in &subnet.routes {
+            if !route.next_hop.is_empty() && route.next_hop.parse::<IpAddr>().is_err() {
+                return Err(invalid(format!(
+                    "route NextHop {:?} is not an IP address",
+                    route.next_hop
+                )));
+            }
+            if route.destination_prefix.parse::<IpNetwork>().is_err() {
+                return Err(invalid(format!(
+                    "route DestinationPrefix {:?} is not a CIDR",
+                    route.destination_prefix
+                )));
+            }
+        }
+        check_policies(&subnet.policies)?;
+    }
+    Ok(())
+}

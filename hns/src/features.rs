@@ -1,0 +1,278 @@
+//! HNS versions and the features they support (hcsshim's version ranges).
+//!
+//! Plugins gate optional behaviour on these, e.g. loopback DSR only where
+//! [`Feature::Dsr`] is supported, instead of failing on older hosts.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The HNS version from `GET /globals/version`: `{"Major":13,"Minor":2}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct HnsVersion {
+    /// Major version.
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+}
+
+impl HnsVersion {
+    /// Builds a version.
+    pub const fn new(major: u32, minor: u32) -> HnsVersion {
+        HnsVersion { major, minor }
+    }
+
+    /// What an emulated host reports unless told otherwise: a Windows Server 2022
+    /// host. The exact minor is our assumption (no source pins it); 13.2 has every
+    /// feature up to L4WfpProxy and none from TierAcl (14.0) on.
+    pub const fn default_emulated() -> HnsVersion {
+        HnsVersion::new(13, 2)
+    }
+}
+
+impl fmt::Display for HnsVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+impl std::str::FromStr for HnsVersion {
+    type Err = String;
+
+    /// Parses `MAJOR.MINOR`.
+    fn from_str(text: &str) -> Result<HnsVersion, String> {
+        let error = || format!("invalid HNS version {text:?}: expected MAJOR.MINOR, e.g. 13.2");
+        let (major, minor) = text.trim().split_once('.').ok_or_else(error)?;
+        Ok(HnsVersion::new(
+            major.parse().map_err(|_| error())?,
+            minor.parse().map_err(|_| error())?,
+        ))
+    }
+}
+
+/// An HNS feature with a version threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Feature {
+    /// ACL address lists, host rule priority, port ranges, rule IDs.
+    Acl,
+    /// The V2 (HCN) API.
+    ApiV2,
+    /// `RemoteSubnetRoute` network policies (flannel vxlan needs it).
+    RemoteSubnet,
+    /// `HostRoute` network policy.
+    HostRoute,
+    /// Direct server return (loopback DSR).
+    Dsr,
+    /// /32 endpoint prefixes.
+    Slash32EndpointPrefixes,
+    /// `VxlanPort` network policy.
+    VxlanPort,
+    /// `L4Proxy` policy.
+    L4Proxy,
+    /// ACL protocol 252.
+    AclSupportForProtocol252,
+    /// IPv4/IPv6 dual stack.
+    Ipv6DualStack,
+    /// Load-balancer session affinity.
+    SessionAffinity,
+    /// `SetPolicy` (IP sets).
+    SetPolicy,
+    /// `L4WFPPROXY` policy.
+    L4WfpProxy,
+    /// Tiered ACLs.
+    TierAcl,
+    /// `NetworkACL` policy.
+    NetworkAcl,
+    /// Nested IP sets.
+    NestedIpSet,
+    /// `DisableHostPort` network flag.
+    DisableHostPort,
+    /// `HcnModifyLoadBalancer`.
+    ModifyLoadBalancer,
+    /// Accelerated networking.
+    Accelnet,
+}
+
+/// Inclusive version interval; `max` of `None` means "and everything later".
+#[derive(Debug, Clone, Copy)]
+struct VersionRange {
+    min: HnsVersion,
+    max: Option<HnsVersion>,
+}
+
+const fn from(major: u32, minor: u32) -> VersionRange {
+    VersionRange {
+        min: HnsVersion::new(major, minor),
+        max: None,
+    }
+}
+
+/// `major.minor` up to the last `major.x`.
+const fn within_major(major: u32, minor: u32) -> VersionRange {
+    VersionRange {
+        min: HnsVersion::new(major, minor),
+        max: Some(HnsVersion::new(major, u32::MAX)),
+    }
+}
+
+impl Feature {
+    /// Every feature, in threshold order.
+    pub const ALL: [Feature; 19] = [
+        Feature::Acl,
+        Feature::ApiV2,
+        Feature::RemoteSubnet,
+        Feature::HostRoute,
+        Feature::Dsr,
+        Feature::Slash32EndpointPrefixes,
+        Feature::VxlanPort,
+        Feature::L4Proxy,
+        Feature::AclSupportForProtocol252,
+        Feature::Ipv6DualStack,
+        Feature::SessionAffinity,
+        Feature::SetPolicy,
+        Feature::L4WfpProxy,
+        Feature::TierAcl,
+        Feature::NetworkAcl,
+        Feature::NestedIpSet,
+        Feature::DisableHostPort,
+        Feature::ModifyLoadBalancer,
+        Feature::Accelnet,
+    ];
+
+    /// hcsshim's JSON key for the feature.
+    pub fn name(self) -> &'static str {
+        match self {
+            Feature::Acl => "ACL",
+            Feature::ApiV2 => "V2",
+            Feature::RemoteSubnet => "RemoteSubnet",
+            Feature::HostRoute => "HostRoute",
+            Feature::Dsr => "DSR",
+            Feature::Slash32EndpointPrefixes => "Slash32EndpointPrefixes",
+            Feature::VxlanPort => "VxlanPort",
+            Feature::L4Proxy => "L4Proxy",
+            Feature::AclSupportForProtocol252 => "AclSupportForProtocol252",
+            Feature::Ipv6DualStack => "IPv6DualStack",
+            Feature::SessionAffinity => "SessionAffinity",
+            Feature::SetPolicy => "SetPolicy",
+            Feature::L4WfpProxy => "L4WfpProxy",
+            Feature::TierAcl => "TierAcl",
+            Feature::NetworkAcl => "NetworkACL",
+            Feature::NestedIpSet => "NestedIpSet",
+            Feature::DisableHostPort => "DisableHostPort",
+            Feature::ModifyLoadBalancer => "ModifyLoadbalancer",
+            Feature::Accelnet => "Accelnet",
+        }
+    }
+
+    fn ranges(self) -> &'static [VersionRange] {
+        match self {
+            Feature::Acl => const { &[from(7, 2)] },
+            Feature::ApiV2 | Feature::RemoteSubnet | Feature::HostRoute => const { &[from(9, 2)] },
+            Feature::Dsr => const { &[within_major(9, 3), from(10, 2)] },
+            Feature::Slash32EndpointPrefixes => const { &[within_major(9, 3), from(10, 4)] },
+            Feature::VxlanPort => const { &[from(10, 3)] },
+            Feature::L4Proxy => {
+                const {
+                    &[
+                        within_major(9, 5),
+                        within_major(10, 5),
+                        within_major(11, 11),
+                        within_major(12, 1),
+                        from(13, 1),
+                    ]
+                }
+            }
+            Feature::AclSupportForProtocol252 => const { &[from(11, 0)] },
+            Feature::Ipv6DualStack => const { &[from(11, 10)] },
+            Feature::SessionAffinity => const { &[from(12, 0)] },
+            Feature::SetPolicy => const { &[from(13, 0)] },
+            Feature::L4WfpProxy => const { &[from(13, 2)] },
+            Feature::TierAcl => const { &[from(14, 0)] },
+            Feature::NetworkAcl | Feature::NestedIpSet => const { &[from(15, 0)] },
+            Feature::DisableHostPort => const { &[from(15, 1)] },
+            Feature::ModifyLoadBalancer | Feature::Accelnet => const { &[from(15, 4)] },
+        }
+    }
+
+    /// Whether HNS `version` supports the feature.
+    pub fn supported_by(self, version: HnsVersion) -> bool {
+        self.ranges()
+            .iter()
+            .any(|range| version >= range.min && range.max.is_none_or(|max| version <= max))
+    }
+}
+
+/// The features of one HNS version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SupportedFeatures {
+    version: HnsVersion,
+}
+
+impl SupportedFeatures {
+    /// The feature set of `version`.
+    pub fn of(version: HnsVersion) -> SupportedFeatures {
+        SupportedFeatures { version }
+    }
+
+    /// The version the table was derived from.
+    pub fn version(&self) -> HnsVersion {
+        self.version
+    }
+
+    /// Whether `feature` is supported.
+    pub fn supports(&self, feature: Feature) -> bool {
+        feature.supported_by(self.version)
+    }
+
+    /// Every feature with its support flag.
+    pub fn table(&self) -> Vec<(Feature, bool)> {
+        Feature::ALL
+            .into_iter()
+            .map(|feature| (feature, self.supports(feature)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_follow_hcsshim_ranges() {
+        let v = HnsVersion::new;
+        assert!(!Feature::ApiV2.supported_by(v(9, 1)));
+        assert!(Feature::ApiV2.supported_by(v(9, 2)));
+        assert!(Feature::Dsr.supported_by(v(9, 3)));
+        assert!(Feature::Dsr.supported_by(v(9, 99)));
+        assert!(!Feature::Dsr.supported_by(v(10, 1)));
+        assert!(Feature::Dsr.supported_by(v(10, 2)));
+        assert!(!Feature::L4Proxy.supported_by(v(11, 10)));
+        assert!(Feature::L4Proxy.supported_by(v(11, 11)));
+        assert!(!Feature::L4Proxy.supported_by(v(13, 0)));
+        assert!(Feature::Ipv6DualStack.supported_by(v(11, 10)));
+        assert!(!Feature::VxlanPort.supported_by(v(10, 2)));
+        assert!(Feature::ModifyLoadBalancer.supported_by(v(15, 4)));
+    }
+
+    #[test]
+    fn default_host_is_ws2022_like() {
+        let features = SupportedFeatures::of(HnsVersion::default_emulated());
+        for feature in [
+            Feature::ApiV2,
+            Feature::Dsr,
+            Feature::Ipv6DualStack,
+            Feature::VxlanPort,
+            Feature::L4WfpProxy,
+        ] {
+            assert!(features.supports(feature), "{feature:?}");
+        }
+        assert!(!features.supports(Feature::TierAcl));
+    }
+
+    #[test]
+    fn parses_versions() {
+        assert_eq!("9.2".parse::<HnsVersion>().unwrap(), HnsVersion::new(9, 2));
+        assert!("9".parse::<HnsVersion>().is_err());
+    }
+}

@@ -1,0 +1,31 @@
+//! Windows container networking through the Host Networking Service (HNS/HCN).
+//!
+//! Two layers:
+//! - [`RawHcn`]: computenetwork.dll function for function (JSON strings, opaque
+//!   handles, GUIDs, errors with HRESULT and error record). Implemented by
+//!   [`native::ComputeNetwork`] (Windows only) and by [`emulator::Emulator`], a
+//!   file-backed HNS that behaves like the real service on any platform.
+//! - [`Client`]: one typed client, generic over the raw layer, that composes
+//!   calls with the fewest round trips and decodes the [`schema`] documents.
+//!
+//! The typed layer is shared, so what the tests prove on the emulator is the
+//! code that runs on Windows.
+
+pub mod backend;
+pub mod client;
+pub mod emulator;
+mod error;
+pub mod features;
+mod guid;
+pub mod hresult;
+#[cfg(windows)]
+pub mod native;
+pub mod raw;
+pub mod schema;
+
+pub use client::{Client, OpenEndpoint, OpenNamespace, OpenNetwork};
+pub use error::{ErrorKind, ErrorRecord, HnsError, RawError};
+pub use features::{Feature, HnsVersion, SupportedFeatures};
+pub use guid::{Guid, GuidParseError};
+pub use hresult::HResult;
+pub use raw::{Function, RawHcn};

@@ -1,0 +1,71 @@
+//! `HostComputeEndpoint`.
+
+use serde::{Deserialize, Serialize};
+
+use super::network::{Dns, Route};
+use super::policy::EndpointPolicy;
+use super::{SchemaVersion, is_zero};
+use crate::guid::Guid;
+
+/// `HostComputeEndpoint.Flags` bits.
+pub mod endpoint_flags {
+    /// No flags.
+    pub const NONE: u32 = 0;
+    /// `RemoteEndpoint`: an endpoint standing for a container on another host.
+    pub const REMOTE_ENDPOINT: u32 = 1;
+}
+
+/// An HCN endpoint: one container network interface on a network.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct HostComputeEndpoint {
+    /// Endpoint GUID.
+    #[serde(rename = "ID", default, skip_serializing_if = "Guid::is_zero")]
+    pub id: Guid,
+    /// Endpoint name (the reference plugins use `<sandbox>_<network>`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// The network the endpoint belongs to.
+    #[serde(default, skip_serializing_if = "Guid::is_zero")]
+    pub host_compute_network: Guid,
+    /// The namespace the endpoint is attached to. Read-only: reported by HNS after
+    /// attach, and must not be set on create.
+    #[serde(default, skip_serializing_if = "Guid::is_zero")]
+    pub host_compute_namespace: Guid,
+    /// Endpoint policies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<EndpointPolicy>,
+    /// Addresses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ip_configurations: Vec<IpConfig>,
+    /// DNS settings.
+    #[serde(default, skip_serializing_if = "Dns::is_empty")]
+    pub dns: Dns,
+    /// Routes (the default route's next hop is the pod's gateway).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<Route>,
+    /// Dash-separated MAC; HNS assigns one from the network's MacPool when empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub mac_address: String,
+    /// [`endpoint_flags`] bits.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flags: u32,
+    /// Health data HNS reports on detailed queries (opaque).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<serde_json::Value>,
+    /// Always `{"Major":2,"Minor":0}`.
+    #[serde(default)]
+    pub schema_version: SchemaVersion,
+}
+
+/// One address of an endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct IpConfig {
+    /// The IP.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ip_address: String,
+    /// Prefix length; HNS fills it in from the subnet when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_length: Option<u8>,
+}

@@ -1,0 +1,72 @@
+//! `HostComputeLoadBalancer` (read side: kube-proxy creates these; we only list them).
+
+use serde::{Deserialize, Serialize};
+
+use super::{SchemaVersion, is_zero};
+use crate::guid::Guid;
+
+/// `HostComputeLoadBalancer.Flags` bits.
+pub mod load_balancer_flags {
+    /// No flags.
+    pub const NONE: u32 = 0;
+    /// Direct server return.
+    pub const DSR: u32 = 1;
+    /// IPv6.
+    pub const IPV6: u32 = 2;
+}
+
+/// An HCN load balancer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct HostComputeLoadBalancer {
+    /// Load balancer GUID.
+    #[serde(rename = "ID", default, skip_serializing_if = "Guid::is_zero")]
+    pub id: Guid,
+    /// Backend endpoints.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_compute_endpoints: Vec<Guid>,
+    /// Source VIP.
+    #[serde(
+        rename = "SourceVIP",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub source_vip: String,
+    /// Frontend VIPs.
+    #[serde(
+        rename = "FrontendVIPs",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub frontend_vips: Vec<String>,
+    /// Port mappings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub port_mappings: Vec<LoadBalancerPortMapping>,
+    /// Always `{"Major":2,"Minor":0}`.
+    #[serde(default)]
+    pub schema_version: SchemaVersion,
+    /// [`load_balancer_flags`] bits.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flags: u32,
+}
+
+/// One port mapping of a load balancer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct LoadBalancerPortMapping {
+    /// IP protocol number.
+    #[serde(default)]
+    pub protocol: u32,
+    /// Backend port.
+    #[serde(default)]
+    pub internal_port: u16,
+    /// Frontend port.
+    #[serde(default)]
+    pub external_port: u16,
+    /// 0 none, 1 SourceIPProtocol, 2 SourceIP.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub distribution_type: u32,
+    /// 1 ILB, 2 LocalRoutedVIP, 4 UseMux, 8 PreserveDIP.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flags: u32,
+}

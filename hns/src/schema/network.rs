@@ -1,0 +1,264 @@
+//! `HostComputeNetwork` and its parts.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::policy::{NetworkPolicy, SubnetPolicy};
+use super::{SchemaVersion, is_zero};
+use crate::guid::Guid;
+
+/// `HostComputeNetwork.Flags` bits (hcsshim's `NetworkFlags`).
+pub mod network_flags {
+    /// No flags.
+    pub const NONE: u32 = 0;
+    /// `EnableNonPersistent`: the network does not survive an HNS restart (flannel sets it).
+    pub const ENABLE_NON_PERSISTENT: u32 = 8;
+    /// `DisableHostPort`.
+    pub const DISABLE_HOST_PORT: u32 = 1024;
+    /// `EnableIov`.
+    pub const ENABLE_IOV: u32 = 8192;
+}
+
+/// Subnet `Flags` bits.
+pub mod subnet_flags {
+    /// No flags.
+    pub const NONE: u32 = 0;
+    /// `DoNotReserveGatewayAddress`: the gateway IP may be given to an endpoint.
+    pub const DO_NOT_RESERVE_GATEWAY_ADDRESS: u32 = 1;
+}
+
+/// An HCN network.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct HostComputeNetwork {
+    /// Network GUID (omitted when zero, e.g. on create).
+    #[serde(rename = "ID", default, skip_serializing_if = "Guid::is_zero")]
+    pub id: Guid,
+    /// Network name (what CNI configs refer to).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Network type; a document without `Type` is a NAT network.
+    #[serde(rename = "Type", default)]
+    pub network_type: NetworkType,
+    /// Network policies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<NetworkPolicy>,
+    /// MAC ranges HNS assigns endpoint MACs from.
+    #[serde(default, skip_serializing_if = "MacPool::is_empty")]
+    pub mac_pool: MacPool,
+    /// DNS settings.
+    #[serde(default, skip_serializing_if = "Dns::is_empty")]
+    pub dns: Dns,
+    /// Address management: the network's subnets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ipams: Vec<Ipam>,
+    /// [`network_flags`] bits.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flags: u32,
+    /// Health data HNS reports on detailed queries (opaque).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<serde_json::Value>,
+    /// Always `{"Major":2,"Minor":0}`.
+    #[serde(default)]
+    pub schema_version: SchemaVersion,
+}
+
+impl HostComputeNetwork {
+    /// All subnets of all IPAMs, in order.
+    pub fn subnets(&self) -> impl Iterator<Item = &Subnet> {
+        self.ipams.iter().flat_map(|ipam| ipam.subnets.iter())
+    }
+
+    /// The first network policy matching `pick`, e.g. the `ProviderAddress` of an overlay network.
+    pub fn find_policy<T>(&self, pick: impl FnMut(&NetworkPolicy) -> Option<T>) -> Option<T> {
+        self.policies.iter().find_map(pick)
+    }
+}
+
+/// HCN network types.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum NetworkType {
+    /// `NAT` (also what a document without `Type` means).
+    #[default]
+    Nat,
+    /// `Transparent`.
+    Transparent,
+    /// `L2Bridge` (win-bridge, flannel host-gw).
+    L2Bridge,
+    /// `L2Tunnel`.
+    L2Tunnel,
+    /// `ICS`.
+    Ics,
+    /// `Private`.
+    Private,
+    /// `Overlay` (win-overlay, flannel vxlan).
+    Overlay,
+    /// A type this crate does not know, kept as written.
+    Other(String),
+}
+
+impl NetworkType {
+    const KNOWN: [(&'static str, NetworkType); 7] = [
+        ("NAT", NetworkType::Nat),
+        ("Transparent", NetworkType::Transparent),
+        ("L2Bridge", NetworkType::L2Bridge),
+        ("L2Tunnel", NetworkType::L2Tunnel),
+        ("ICS", NetworkType::Ics),
+        ("Private", NetworkType::Private),
+        ("Overlay", NetworkType::Overlay),
+    ];
+
+    /// The HCN spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            NetworkType::Other(name) => name,
+            known => NetworkType::KNOWN
+                .iter()
+                .find(|(_, kind)| kind == known)
+                .map_or("", |(name, _)| name),
+        }
+    }
+
+    /// Parses a type name case-insensitively; unknown names become [`NetworkType::Other`].
+    pub fn parse(name: &str) -> NetworkType {
+        NetworkType::KNOWN
+            .iter()
+            .find(|(known, _)| known.eq_ignore_ascii_case(name))
+            .map_or_else(
+                || NetworkType::Other(name.to_owned()),
+                |(_, kind)| kind.clone(),
+            )
+    }
+}
+
+impl From<String> for NetworkType {
+    fn from(name: String) -> NetworkType {
+        NetworkType::parse(&name)
+    }
+}
+
+impl From<NetworkType> for String {
+    fn from(kind: NetworkType) -> String {
+        kind.as_str().to_owned()
+    }
+}
+
+impl fmt::Display for NetworkType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `MacPool`: ranges of MACs HNS hands to endpoints created without one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct MacPool {
+    /// The ranges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<MacRange>,
+}
+
+impl MacPool {
+    /// True when there are no ranges.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+}
+
+/// One MAC range, inclusive, dash-separated (`00-15-5D-52-C0-00`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct MacRange {
+    /// First MAC.
+    pub start_mac_address: String,
+    /// Last MAC.
+    pub end_mac_address: String,
+}
+
+/// DNS settings of a network or endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Dns {
+    /// DNS domain.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub domain: String,
+    /// Search list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub search: Vec<String>,
+    /// Name servers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_list: Vec<String>,
+    /// Resolver options.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+}
+
+impl Dns {
+    /// True when nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.domain.is_empty()
+            && self.search.is_empty()
+            && self.server_list.is_empty()
+            && self.options.is_empty()
+    }
+}
+
+/// One IPAM block of a network.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Ipam {
+    /// `Static` or `DHCP`.
+    #[serde(rename = "Type", default, skip_serializing_if = "String::is_empty")]
+    pub ipam_type: String,
+    /// Subnets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subnets: Vec<Subnet>,
+}
+
+/// A subnet of a network.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Subnet {
+    /// CIDR, e.g. `10.244.1.0/24`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub ip_address_prefix: String,
+    /// Subnet policies (`VSID`, `VLAN`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<SubnetPolicy>,
+    /// Routes; the default route's next hop is the subnet gateway.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<Route>,
+    /// [`subnet_flags`] bits.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flags: u32,
+}
+
+impl Subnet {
+    /// The next hop of the default route (`0.0.0.0/0` or `::/0`), i.e. the gateway.
+    pub fn gateway(&self) -> Option<&str> {
+        self.routes
+            .iter()
+            .find(|route| {
+                route.destination_prefix == "0.0.0.0/0" || route.destination_prefix == "::/0"
+            })
+            .map(|route| route.next_hop.as_str())
+            .filter(|hop| !hop.is_empty())
+    }
+}
+
+/// A route of a subnet or endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Route {
+    /// Next hop.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub next_hop: String,
+    /// Destination CIDR.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub destination_prefix: String,
+    /// Metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<u16>,
+}

@@ -1,0 +1,560 @@
+//! V2 policies: `{"Type": <string>, "Settings": <object>}` on endpoints,
+//! networks and subnets.
+//!
+//! Each policy type we use has a typed variant. Settings decode strictly (no
+//! unknown keys): anything that does not fit a typed variant exactly — another
+//! type, a V1-shaped or misspelled setting, extra top-level keys — becomes
+//! [`RawPolicy`], which re-serialises byte-for-byte. A user's policy is never
+//! silently dropped or reshaped; HNS gets to judge it.
+//!
+//! Decoding needs serde_json's own deserializer (`from_str`/`from_slice`),
+//! because the pass-through keeps the original text as a [`RawValue`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+/// A policy kept exactly as written: its `Type` and the whole JSON object.
+#[derive(Clone)]
+pub struct RawPolicy {
+    type_name: String,
+    json: Box<RawValue>,
+}
+
+impl RawPolicy {
+    /// The policy's `Type` as written.
+    pub fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    /// The whole policy object, byte-for-byte.
+    pub fn json(&self) -> &str {
+        self.json.get()
+    }
+
+    /// Parses a policy object without interpreting it.
+    pub fn from_json(json: &str) -> Result<RawPolicy, PolicyError> {
+        let raw: Box<RawValue> = serde_json::from_str(json)
+            .map_err(|e| PolicyError::new(format!("policy is not JSON: {e}")))?;
+        let envelope = Envelope::parse(&raw)?;
+        Ok(RawPolicy {
+            type_name: envelope.type_name,
+            json: raw,
+        })
+    }
+
+    /// The `Settings` member, if the object has one.
+    pub fn settings(&self) -> Option<&RawValue> {
+        let fields: BTreeMap<String, &RawValue> = serde_json::from_str(self.json.get()).ok()?;
+        fields.get("Settings").copied()
+    }
+}
+
+impl PartialEq for RawPolicy {
+    fn eq(&self, other: &RawPolicy) -> bool {
+        self.json.get() == other.json.get()
+    }
+}
+
+impl fmt::Debug for RawPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RawPolicy({})", self.json.get())
+    }
+}
+
+/// A policy document that is not a JSON object with a string `Type`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PolicyError {
+    message: String,
+}
+
+impl PolicyError {
+    pub(crate) fn new(message: impl Into<String>) -> PolicyError {
+        PolicyError {
+            message: message.into(),
+        }
+    }
+}
+
+/// The parts of a policy object the decoder looks at.
+struct Envelope<'a> {
+    type_name: String,
+    settings: Option<&'a RawValue>,
+    has_other_keys: bool,
+}
+
+impl<'a> Envelope<'a> {
+    fn parse(raw: &'a RawValue) -> Result<Envelope<'a>, PolicyError> {
+        let fields: BTreeMap<String, &'a RawValue> =
+            serde_json::from_str(raw.get()).map_err(|_| {
+                PolicyError::new(format!(
+                    "policy must be a JSON object with a \"Type\", got {}",
+                    raw.get()
+                ))
+            })?;
+        let type_name = fields
+            .get("Type")
+            .and_then(|value| serde_json::from_str::<String>(value.get()).ok())
+            .ok_or_else(|| {
+                PolicyError::new(format!("policy needs a string \"Type\": {}", raw.get()))
+            })?;
+        let has_other_keys = fields.keys().any(|key| key != "Type" && key != "Settings");
+        let settings = fields
+            .get("Settings")
+            .copied()
+            .filter(|value| value.get().trim() != "null");
+        Ok(Envelope {
+            type_name,
+            settings,
+            has_other_keys,
+        })
+    }
+
+    fn settings_are_empty(&self) -> bool {
+        self.settings.is_none_or(|value| {
+            serde_json::from_str::<BTreeMap<String, &RawValue>>(value.get())
+                .is_ok_and(|map| map.is_empty())
+        })
+    }
+}
+
+fn serialize_typed<S: Serializer, T: Serialize>(
+    serializer: S,
+    type_name: &str,
+    settings: Option<&T>,
+) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(None)?;
+    map.serialize_entry("Type", type_name)?;
+    if let Some(settings) = settings {
+        map.serialize_entry("Settings", settings)?;
+    }
+    map.end()
+}
+
+/// What the three policy enums have in common (used by validation code that
+/// works on any of them).
+pub trait Policy: Serialize + serde::de::DeserializeOwned + Clone {
+    /// Every `Type` HCN documents for this kind of object.
+    const DOCUMENTED_TYPES: &'static [&'static str];
+
+    /// The `Type` string.
+    fn type_name(&self) -> &str;
+
+    /// True for the byte-for-byte pass-through variant.
+    fn is_raw(&self) -> bool;
+
+    /// Whether `type_name` has a typed variant (case-insensitive).
+    fn is_modelled_type(type_name: &str) -> bool;
+
+    /// Whether `type_name` is documented for this object kind (case-insensitive).
+    fn is_documented_type(type_name: &str) -> bool {
+        Self::DOCUMENTED_TYPES
+            .iter()
+            .any(|known| known.eq_ignore_ascii_case(type_name))
+    }
+}
+
+macro_rules! policy_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident($settings:ty) = $type_name:literal,)*
+        }
+        without settings {
+            $($(#[$umeta:meta])* $unit:ident = $unit_type:literal,)*
+        }
+        documented types: $documented:ident = [$($doc_type:literal),* $(,)?];
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant($settings),)*
+            $($(#[$umeta])* $unit,)*
+            /// Any other policy (or one whose settings do not fit the typed variant), kept byte-for-byte.
+            Other(RawPolicy),
+        }
+
+        /// Every policy `Type` HCN documents for this kind of object.
+        pub const $documented: &[&str] = &[$($doc_type),*];
+
+        impl $name {
+            /// The `Type` string.
+            pub fn type_name(&self) -> &str {
+                match self {
+                    $($name::$variant(_) => $type_name,)*
+                    $($name::$unit => $unit_type,)*
+                    $name::Other(raw) => raw.type_name(),
+                }
+            }
+
+            /// Decodes one policy object (see the module docs for the rules).
+            pub fn from_raw(raw: Box<RawValue>) -> Result<$name, PolicyError> {
+                let envelope = Envelope::parse(&raw)?;
+                if !envelope.has_other_keys {
+                    $(
+                        if envelope.type_name.eq_ignore_ascii_case($type_name) {
+                            if let Some(settings) = envelope.settings.and_then(|s| serde_json::from_str::<$settings>(s.get()).ok()) {
+                                return Ok($name::$variant(settings));
+                            }
+                        }
+                    )*
+                    $(
+                        if envelope.type_name.eq_ignore_ascii_case($unit_type) && envelope.settings_are_empty() {
+                            return Ok($name::$unit);
+                        }
+                    )*
+                }
+                let type_name = envelope.type_name;
+                Ok($name::Other(RawPolicy { type_name, json: raw }))
+            }
+
+        }
+
+        impl Policy for $name {
+            const DOCUMENTED_TYPES: &'static [&'static str] = $documented;
+
+            fn type_name(&self) -> &str {
+                $name::type_name(self)
+            }
+
+            fn is_raw(&self) -> bool {
+                matches!(self, $name::Other(_))
+            }
+
+            fn is_modelled_type(type_name: &str) -> bool {
+                [$($type_name,)* $($unit_type,)*].iter().any(|known| known.eq_ignore_ascii_case(type_name))
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $($name::$variant(settings) => serialize_typed(serializer, $type_name, Some(settings)),)*
+                    $($name::$unit => serialize_typed::<S, ()>(serializer, $unit_type, None),)*
+                    $name::Other(raw) => raw.json.serialize(serializer),
+                }
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<$name, D::Error> {
+                let raw = Box::<RawValue>::deserialize(deserializer)?;
+                $name::from_raw(raw).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+policy_enum! {
+    /// A policy on an endpoint (`HostComputeEndpoint.Policies`).
+    pub enum EndpointPolicy {
+        /// `OutBoundNAT`: SNAT of traffic leaving the endpoint, except towards `Exceptions`.
+        OutboundNat(OutboundNatPolicy) = "OutBoundNAT",
+        /// `SDNRoute`: a route, optionally encapsulated.
+        SdnRoute(SdnRoutePolicy) = "SDNRoute",
+        /// `ProviderAddress`: the host's provider address for overlay encapsulation.
+        ProviderAddress(ProviderAddressPolicy) = "ProviderAddress",
+        /// `PortMapping`: a host port forwarded to the endpoint.
+        PortMapping(PortMappingPolicy) = "PortMapping",
+        /// `ACL`: one access-control rule.
+        Acl(AclPolicy) = "ACL",
+        /// `EncapOverhead`: bytes reserved for encapsulation.
+        EncapOverhead(EncapOverheadPolicy) = "EncapOverhead",
+        /// `QOS`: outgoing bandwidth limit.
+        Qos(QosPolicy) = "QOS",
+    }
+    without settings {}
+    documented types: ENDPOINT_POLICY_TYPES = [
+        "PortMapping", "ACL", "QOS", "L2Driver", "OutBoundNAT", "SDNRoute", "L4Proxy", "L4WFPPROXY",
+        "PortName", "EncapOverhead", "Iov", "ProviderAddress", "InterfaceConstraint", "TierAcl",
+    ];
+}
+
+policy_enum! {
+    /// A policy on a network (`HostComputeNetwork.Policies`).
+    pub enum NetworkPolicy {
+        /// `NetAdapterName`: the physical adapter the network's switch uses.
+        NetAdapterName(NetAdapterNamePolicy) = "NetAdapterName",
+        /// `ProviderAddress`: the host's management/provider IP (added by HNS for overlay networks).
+        ProviderAddress(ProviderAddressPolicy) = "ProviderAddress",
+        /// `DrMacAddress`: the distributed-router MAC (added by HNS for overlay networks).
+        DrMacAddress(DrMacAddressPolicy) = "DrMacAddress",
+        /// `RemoteSubnetRoute`: a remote node's pod subnet reached through VXLAN.
+        RemoteSubnetRoute(RemoteSubnetRoutePolicy) = "RemoteSubnetRoute",
+        /// `VxlanPort`: the UDP port for VXLAN.
+        VxlanPort(VxlanPortPolicy) = "VxlanPort",
+        /// `SourceMacAddress`.
+        SourceMacAddress(SourceMacAddressPolicy) = "SourceMacAddress",
+        /// `AutomaticDNS`.
+        AutomaticDns(AutomaticDnsPolicy) = "AutomaticDNS",
+    }
+    without settings {
+        /// `HostRoute`: lets the host reach the overlay (type only, no settings).
+        HostRoute = "HostRoute",
+    }
+    documented types: NETWORK_POLICY_TYPES = [
+        "SourceMacAddress", "NetAdapterName", "VSwitchExtension", "DrMacAddress", "AutomaticDNS",
+        "InterfaceConstraint", "ProviderAddress", "RemoteSubnetRoute", "VxlanPort", "HostRoute",
+        "SetPolicy", "L4Proxy", "LayerConstraint", "NetworkACL",
+    ];
+}
+
+policy_enum! {
+    /// A policy on a subnet (`Ipams[].Subnets[].Policies`).
+    pub enum SubnetPolicy {
+        /// `VSID`: the VXLAN network identifier (flannel's VNI).
+        Vsid(IsolationIdPolicy) = "VSID",
+        /// `VLAN`: the VLAN ID.
+        Vlan(IsolationIdPolicy) = "VLAN",
+    }
+    without settings {}
+    documented types: SUBNET_POLICY_TYPES = ["VLAN", "VSID"];
+}
+
+/// `OutBoundNAT` settings. Traffic to `Exceptions` is not SNATed; `Destinations`
+/// is the loopback-DSR form (the endpoint's own IP).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct OutboundNatPolicy {
+    /// SNAT address (`VirtualIP`; V1 `VIP`).
+    #[serde(rename = "VirtualIP", default, skip_serializing_if = "Option::is_none")]
+    pub virtual_ip: Option<String>,
+    /// Destinations not to NAT (V1 `ExceptionList`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exceptions: Vec<String>,
+    /// Loopback DSR destinations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<String>,
+    /// [`nat_flags`] bits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flags: Option<u32>,
+    /// Share of the port pool this endpoint may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_port_pool_usage: Option<u16>,
+}
+
+/// `SDNRoute` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct SdnRoutePolicy {
+    /// Destination CIDR.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub destination_prefix: String,
+    /// Next hop, if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub next_hop: String,
+    /// Encapsulate (overlay) traffic to the destination.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub need_encap: bool,
+}
+
+/// `ProviderAddress` settings (endpoint and network policy alike).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct ProviderAddressPolicy {
+    /// The provider (host) IP.
+    pub provider_address: String,
+}
+
+/// IP protocol numbers as HCN expects them in `PortMapping.Protocol` and friends.
+pub mod protocol {
+    /// ICMPv4.
+    pub const ICMPV4: u32 = 1;
+    /// IGMP.
+    pub const IGMP: u32 = 2;
+    /// TCP.
+    pub const TCP: u32 = 6;
+    /// UDP.
+    pub const UDP: u32 = 17;
+    /// ICMPv6.
+    pub const ICMPV6: u32 = 58;
+
+    /// The number for a protocol name as plugins accept it (`tcp`, `UDP`, `icmpv4`, ...).
+    pub fn number(name: &str) -> Option<u32> {
+        const NAMES: &[(&str, u32)] = &[
+            ("icmpv4", ICMPV4),
+            ("icmp", ICMPV4),
+            ("igmp", IGMP),
+            ("tcp", TCP),
+            ("udp", UDP),
+            ("icmpv6", ICMPV6),
+        ];
+        NAMES
+            .iter()
+            .find(|(known, _)| known.eq_ignore_ascii_case(name.trim()))
+            .map(|(_, number)| *number)
+    }
+}
+
+/// `NatFlags` bits of `PortMapping.Flags` and `OutBoundNAT.Flags`.
+pub mod nat_flags {
+    /// No flags.
+    pub const NONE: u32 = 0;
+    /// `LocalRoutedVip`: also answer NodeIP:HostPort from the node itself.
+    pub const LOCAL_ROUTED_VIP: u32 = 1;
+    /// IPv6 mapping.
+    pub const IPV6: u32 = 2;
+}
+
+/// `PortMapping` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct PortMappingPolicy {
+    /// IP protocol number (see [`protocol`]).
+    pub protocol: u32,
+    /// Port inside the endpoint.
+    pub internal_port: u16,
+    /// Port on the host.
+    pub external_port: u16,
+    /// Host IP the mapping is bound to (the reference plugins send `""` for "any").
+    #[serde(rename = "VIP", default, skip_serializing_if = "Option::is_none")]
+    pub vip: Option<String>,
+    /// [`nat_flags`] bits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flags: Option<u32>,
+}
+
+/// ACL action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AclAction {
+    /// Allow.
+    Allow,
+    /// Block.
+    Block,
+    /// Pass to the next layer.
+    Pass,
+}
+
+/// ACL direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AclDirection {
+    /// Inbound.
+    In,
+    /// Outbound.
+    Out,
+}
+
+/// Where an ACL is enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AclRuleType {
+    /// Host firewall (WFP).
+    Host,
+    /// Virtual switch (VFP).
+    Switch,
+}
+
+/// `ACL` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct AclPolicy {
+    /// Rule ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Protocol numbers as a string, e.g. `"6"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocols: Option<String>,
+    /// Action (always emitted).
+    pub action: AclAction,
+    /// Direction (always emitted).
+    pub direction: AclDirection,
+    /// Local addresses (comma-separated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_addresses: Option<String>,
+    /// Remote addresses (comma-separated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_addresses: Option<String>,
+    /// Local ports (comma-separated or ranges).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_ports: Option<String>,
+    /// Remote ports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_ports: Option<String>,
+    /// Enforcement point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_type: Option<AclRuleType>,
+    /// Priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u16>,
+}
+
+/// `EncapOverhead` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct EncapOverheadPolicy {
+    /// Bytes of overhead.
+    pub overhead: u16,
+}
+
+/// `QOS` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct QosPolicy {
+    /// Bandwidth cap in bytes per second.
+    pub maximum_outgoing_bandwidth_in_bytes: u64,
+}
+
+/// `NetAdapterName` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct NetAdapterNamePolicy {
+    /// Adapter name, e.g. `Ethernet`.
+    pub network_adapter_name: String,
+}
+
+/// `DrMacAddress` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct DrMacAddressPolicy {
+    /// The MAC, dash-separated.
+    pub address: String,
+}
+
+/// `RemoteSubnetRoute` settings (all keys always emitted, as hcsshim does).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct RemoteSubnetRoutePolicy {
+    /// The remote pod subnet.
+    pub destination_prefix: String,
+    /// The remote VNI.
+    pub isolation_id: u16,
+    /// The remote node's IP.
+    pub provider_address: String,
+    /// The remote node's VTEP MAC.
+    pub distributed_router_mac_address: String,
+}
+
+/// `VxlanPort` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct VxlanPortPolicy {
+    /// UDP port.
+    pub port: u16,
+}
+
+/// `SourceMacAddress` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct SourceMacAddressPolicy {
+    /// The MAC.
+    pub source_mac_address: String,
+}
+
+/// `AutomaticDNS` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct AutomaticDnsPolicy {
+    /// Enabled.
+    pub enable: bool,
+}
+
+/// `VSID` / `VLAN` subnet policy settings (always emitted).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+pub struct IsolationIdPolicy {
+    /// VSID or VLAN ID.
+    pub isolation_id: u32,
+}
