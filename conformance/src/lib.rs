@@ -1,0 +1,33 @@
+//! A conformance harness for CNI plugins: it runs any plugin binary exactly as a container
+//! runtime does and checks every reply against the CNI spec.
+//!
+//! A [`Harness`] runs the cases of a [`Catalogue`] against one plugin and returns a [`Report`].
+//! Each [`Case`] drives the plugin through a [`Context`] (environment, config on stdin, a
+//! deadline) and judges the replies with the [`protocol`] rules, which the harness implements
+//! on its own ([`schema`]) rather than with the `cni` crate it tests.
+//!
+//! Two seams keep later lanes additions rather than rewrites: a [`Launcher`] decides how the
+//! plugin is started and how host paths are spelled to it (native today; `wine64 plugin.exe`
+//! with `Z:\` paths later), and a [`Fixture`] sets up what a case needs around the plugin
+//! (nothing today; an HCN emulator network and namespace later).
+
+pub mod case;
+pub mod cases;
+pub mod catalogue;
+pub mod exec;
+pub mod fixture;
+pub mod harness;
+pub mod launcher;
+pub mod protocol;
+pub mod report;
+pub mod schema;
+pub mod scratch;
+
+pub use case::{Case, Context, Failure, Outcome};
+pub use catalogue::Catalogue;
+pub use exec::{Exec, Exit, Invocation};
+pub use fixture::{Fixture, Plain, Scope, Setting};
+pub use harness::Harness;
+pub use launcher::{Launcher, Native};
+pub use report::{CaseReport, Report, Verdict};
+pub use scratch::ScratchDir;
