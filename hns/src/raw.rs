@@ -36,7 +36,7 @@ handle_types! {
 /// error record; out strings are owned `String`s (backends free the native
 /// buffers). Enumerations return a JSON array of GUID strings; property
 /// queries return the object's JSON.
-pub trait RawHcn {
+pub trait RawHcn: std::fmt::Debug {
     /// `HcnEnumerateNetworks(Query, *Networks, *ErrorRecord)`.
     fn enumerate_networks(&self, query: &str) -> Result<String, RawError>;
     /// `HcnCreateNetwork(Id, Settings, *Network, *ErrorRecord)`; the zero GUID lets HNS choose.

@@ -94,6 +94,15 @@ impl Engine {
         self.with_host(|host| host.counters.clone())
     }
 
+    /// Clears the call counters and returns what they were.
+    pub fn reset_stats(&self) -> Result<BTreeMap<String, u64>, HcnFailure> {
+        self.with_host(|host| {
+            let counters = host.counters.clone();
+            host.reset_counters();
+            counters
+        })
+    }
+
     /// The HNS version this host reports.
     pub fn version(&self) -> Result<HnsVersion, HcnFailure> {
         self.with_host(|host| host.version)
