@@ -22,10 +22,10 @@ pub fn host(context: &Context, mut args: Args) -> Result<(), String> {
             args.finish("host version")?;
             let version = context.client.version().map_err(|e| e.to_string())?;
             if context.json {
-                print_json(&version)
-            } else {
-                Ok(println!("{version}"))
+                return print_json(&version);
             }
+            println!("{version}");
+            Ok(())
         }
         "features" => {
             args.finish("host features")?;
