@@ -1,0 +1,199 @@
+//! `cni-conformance`: runs the protocol catalogue against a CNI plugin binary and prints a table.
+//! Exit status: 0 when no case failed, 1 when one did, 2 for a usage error.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use conformance::{Harness, cases};
+
+const USAGE: &str = "\
+usage: cni-conformance --plugin PATH [--config FILE] [--cni-path DIR]... [--filter PREFIX]
+                       [--json-report FILE] [--timeout-ms N]
+       cni-conformance --list
+
+  --plugin PATH        the plugin binary to test
+  --config FILE        a valid network config for this plugin (JSON); each case sets cniVersion
+                       (and name when absent); \"{{caseDir}}\" in a string is a fresh dir per case.
+                       Without it, cases that need the plugin to succeed are skipped.
+  --cni-path DIR       a CNI_PATH directory (repeatable; default: the plugin's directory)
+  --filter PREFIX      run only the cases whose id starts with PREFIX
+  --json-report FILE   also write the report as JSON
+  --timeout-ms N       kill a plugin call after N milliseconds (default 10000)
+  --list               print the case ids and their spec sections";
+
+/// The parsed command line.
+#[derive(Debug, Default, PartialEq)]
+struct Options {
+    plugin: Option<PathBuf>,
+    config: Option<PathBuf>,
+    cni_path: Vec<PathBuf>,
+    filter: String,
+    json_report: Option<PathBuf>,
+    timeout: Option<Duration>,
+    list: bool,
+    help: bool,
+}
+
+fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
+    let mut options = Options::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let text = arg.to_string_lossy().into_owned();
+        // `--flag=value` and `--flag value` are both accepted.
+        let (flag, inline) = match text.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag.to_owned(), Some(value.into())),
+            _ => (text, None),
+        };
+        let mut value = |flag: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| format!("{flag} needs a value"))
+        };
+        match flag.as_str() {
+            "--plugin" => options.plugin = Some(value(&flag)?.into()),
+            "--config" => options.config = Some(value(&flag)?.into()),
+            "--cni-path" => options.cni_path.push(value(&flag)?.into()),
+            "--filter" => options.filter = value(&flag)?.to_string_lossy().into_owned(),
+            "--json-report" => options.json_report = Some(value(&flag)?.into()),
+            "--timeout-ms" => {
+                let raw = value(&flag)?;
+                let ms = raw
+                    .to_str()
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .filter(|ms| *ms > 0)
+                    .ok_or_else(|| format!("--timeout-ms needs a positive integer, got {raw:?}"))?;
+                options.timeout = Some(Duration::from_millis(ms));
+            }
+            "--list" => options.list = true,
+            "--help" | "-h" => options.help = true,
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if options.plugin.is_none() && !options.list && !options.help {
+        return Err("--plugin PATH is required".into());
+    }
+    Ok(options)
+}
+
+fn main() -> ExitCode {
+    match parse(std::env::args_os().skip(1)).and_then(run) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("cni-conformance: {message} (see --help)");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(options: Options) -> Result<ExitCode, String> {
+    let catalogue = cases::protocol();
+    if options.help {
+        println!("{USAGE}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if options.list {
+        for case in catalogue.select(&options.filter) {
+            println!("{:<36} {}", case.id(), case.section());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(plugin) = options.plugin else {
+        return Err("--plugin PATH is required".into());
+    };
+    if catalogue.select(&options.filter).next().is_none() {
+        return Err(format!(
+            "no case id starts with {:?} (see --list)",
+            options.filter
+        ));
+    }
+    let mut harness = Harness::new(plugin).with_cni_path(options.cni_path);
+    if let Some(timeout) = options.timeout {
+        harness = harness.with_timeout(timeout);
+    }
+    if let Some(path) = options.config {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read --config {}: {e}", path.display()))?;
+        let template = serde_json::from_str(&text)
+            .map_err(|e| format!("--config {} is not JSON: {e}", path.display()))?;
+        harness = harness
+            .with_config_template(template)
+            .map_err(|e| format!("--config {}: {e}", path.display()))?;
+    }
+
+    let report = harness.run(&catalogue, &options.filter);
+    print!("{}", report.table());
+    if let Some(path) = options.json_report {
+        report
+            .write_json(&path)
+            .map_err(|e| format!("cannot write --json-report {}: {e}", path.display()))?;
+    }
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn parses_every_flag_in_both_spellings() {
+        let options = parse(args(&[
+            "--plugin",
+            "p",
+            "--config=c.json",
+            "--cni-path",
+            "a",
+            "--cni-path=b",
+            "--filter",
+            "env.",
+            "--json-report",
+            "r.json",
+            "--timeout-ms=250",
+        ]))
+        .unwrap();
+        assert_eq!(
+            options,
+            Options {
+                plugin: Some("p".into()),
+                config: Some("c.json".into()),
+                cni_path: vec!["a".into(), "b".into()],
+                filter: "env.".into(),
+                json_report: Some("r.json".into()),
+                timeout: Some(Duration::from_millis(250)),
+                list: false,
+                help: false,
+            }
+        );
+    }
+
+    #[test]
+    fn refuses_bad_command_lines_with_one_clear_message() {
+        let cases: [(&[&str], &str); 5] = [
+            (
+                &["--plugin", "p", "--frobnicate"],
+                "unknown argument \"--frobnicate\"",
+            ),
+            (&["--plugin"], "--plugin needs a value"),
+            (&["--plugin", "p", "--timeout-ms", "0"], "positive integer"),
+            (
+                &["--plugin", "p", "--timeout-ms", "soon"],
+                "positive integer",
+            ),
+            (&["--filter", "env."], "--plugin PATH is required"),
+        ];
+        for (line, needle) in cases {
+            let err = parse(args(line)).unwrap_err();
+            assert!(err.contains(needle), "{line:?}: {err}");
+        }
+    }
+}
