@@ -1,0 +1,69 @@
+//! Shared test helpers: unique state directories and ready-made networks.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use hns::emulator::Emulator;
+use hns::schema::{HostComputeEndpoint, HostComputeNetwork, IpConfig, Ipam, NetworkType, Route, Subnet};
+use hns::{Client, Guid};
+
+/// A fresh, empty directory under the system temp dir (removed on drop).
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "hns-test-{tag}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A client over a fresh emulator.
+pub fn client(dir: &TempDir) -> Client<Emulator> {
+    Client::new(Emulator::open(&dir.0).unwrap())
+}
+
+/// An L2Bridge-style network document with one subnet and its gateway.
+pub fn network_settings(name: &str, network_type: NetworkType, prefix: &str, gateway: &str) -> HostComputeNetwork {
+    HostComputeNetwork {
+        name: name.to_owned(),
+        network_type,
+        ipams: vec![Ipam {
+            ipam_type: "Static".to_owned(),
+            subnets: vec![Subnet {
+                ip_address_prefix: prefix.to_owned(),
+                routes: vec![Route { next_hop: gateway.to_owned(), destination_prefix: "0.0.0.0/0".to_owned(), metric: None }],
+                ..Subnet::default()
+            }],
+        }],
+        ..HostComputeNetwork::default()
+    }
+}
+
+/// Creates `cbr0` (10.244.1.0/24, gateway .1) and returns its ID.
+pub fn bridge(client: &Client<Emulator>) -> Guid {
+    client.create_network(Guid::ZERO, &network_settings("cbr0", NetworkType::L2Bridge, "10.244.1.0/24", "10.244.1.1")).unwrap().id()
+}
+
+/// An endpoint document with one IP.
+pub fn endpoint_settings(name: &str, ip: &str) -> HostComputeEndpoint {
+    HostComputeEndpoint {
+        name: name.to_owned(),
+        ip_configurations: vec![IpConfig { ip_address: ip.to_owned(), prefix_length: None }],
+        routes: vec![Route { next_hop: "10.244.1.2".to_owned(), destination_prefix: "0.0.0.0/0".to_owned(), metric: None }],
+        ..HostComputeEndpoint::default()
+    }
+}
