@@ -79,10 +79,13 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
 }
 
 fn main() -> ExitCode {
-    match parse(std::env::args_os().skip(1)).and_then(run) {
+    let outcome = parse(std::env::args_os().skip(1))
+        .map_err(|usage| format!("{usage} (see --help)"))
+        .and_then(run);
+    match outcome {
         Ok(code) => code,
         Err(message) => {
-            eprintln!("cni-conformance: {message} (see --help)");
+            eprintln!("cni-conformance: {message}");
             ExitCode::from(2)
         }
     }
