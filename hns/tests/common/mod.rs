@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use hns::emulator::Emulator;
-use hns::schema::{HostComputeEndpoint, HostComputeNetwork, IpConfig, Ipam, NetworkType, Route, Subnet};
+use hns::schema::{
+    HostComputeEndpoint, HostComputeNetwork, IpConfig, Ipam, NetworkType, Route, Subnet,
+};
 use hns::{Client, Guid};
 
 /// A fresh, empty directory under the system temp dir (removed on drop).
@@ -37,7 +39,12 @@ pub fn client(dir: &TempDir) -> Client<Emulator> {
 }
 
 /// An L2Bridge-style network document with one subnet and its gateway.
-pub fn network_settings(name: &str, network_type: NetworkType, prefix: &str, gateway: &str) -> HostComputeNetwork {
+pub fn network_settings(
+    name: &str,
+    network_type: NetworkType,
+    prefix: &str,
+    gateway: &str,
+) -> HostComputeNetwork {
     HostComputeNetwork {
         name: name.to_owned(),
         network_type,
@@ -45,7 +52,11 @@ pub fn network_settings(name: &str, network_type: NetworkType, prefix: &str, gat
             ipam_type: "Static".to_owned(),
             subnets: vec![Subnet {
                 ip_address_prefix: prefix.to_owned(),
-                routes: vec![Route { next_hop: gateway.to_owned(), destination_prefix: "0.0.0.0/0".to_owned(), metric: None }],
+                routes: vec![Route {
+                    next_hop: gateway.to_owned(),
+                    destination_prefix: "0.0.0.0/0".to_owned(),
+                    metric: None,
+                }],
                 ..Subnet::default()
             }],
         }],
@@ -55,15 +66,28 @@ pub fn network_settings(name: &str, network_type: NetworkType, prefix: &str, gat
 
 /// Creates `cbr0` (10.244.1.0/24, gateway .1) and returns its ID.
 pub fn bridge(client: &Client<Emulator>) -> Guid {
-    client.create_network(Guid::ZERO, &network_settings("cbr0", NetworkType::L2Bridge, "10.244.1.0/24", "10.244.1.1")).unwrap().id()
+    client
+        .create_network(
+            Guid::ZERO,
+            &network_settings("cbr0", NetworkType::L2Bridge, "10.244.1.0/24", "10.244.1.1"),
+        )
+        .unwrap()
+        .id()
 }
 
 /// An endpoint document with one IP.
 pub fn endpoint_settings(name: &str, ip: &str) -> HostComputeEndpoint {
     HostComputeEndpoint {
         name: name.to_owned(),
-        ip_configurations: vec![IpConfig { ip_address: ip.to_owned(), prefix_length: None }],
-        routes: vec![Route { next_hop: "10.244.1.2".to_owned(), destination_prefix: "0.0.0.0/0".to_owned(), metric: None }],
+        ip_configurations: vec![IpConfig {
+            ip_address: ip.to_owned(),
+            prefix_length: None,
+        }],
+        routes: vec![Route {
+            next_hop: "10.244.1.2".to_owned(),
+            destination_prefix: "0.0.0.0/0".to_owned(),
+            metric: None,
+        }],
         ..HostComputeEndpoint::default()
     }
 }

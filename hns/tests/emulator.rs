@@ -1,0 +1,576 @@
+//! The emulator behaves like HNS: each validation, each error code, the
+//! error-record shape, filtered enumerations and the test controls.
+
+mod common;
+
+use common::{TempDir, bridge, client, endpoint_settings, network_settings};
+use hns::emulator::Emulator;
+use hns::schema::policy::{ProviderAddressPolicy, RemoteSubnetRoutePolicy};
+use hns::schema::{
+    EndpointPolicy, HostComputeNamespace, HostComputeQuery, ModifyRequest, NetworkPolicy,
+    NetworkType, RequestType,
+};
+use hns::{
+    Client, ErrorKind, ErrorRecord, Feature, Function, Guid, HResult, HnsError, HnsVersion, RawHcn,
+};
+
+fn guid(text: &str) -> Guid {
+    text.parse().unwrap()
+}
+
+fn code(error: &HnsError) -> HResult {
+    error
+        .hresult()
+        .unwrap_or_else(|| panic!("no HRESULT in {error}"))
+}
+
+fn create(
+    client: &Client<Emulator>,
+    network: Guid,
+    name: &str,
+    ip: &str,
+) -> Result<Guid, HnsError> {
+    let network = client.open_network(network)?;
+    network
+        .create_endpoint(Guid::ZERO, &endpoint_settings(name, ip))
+        .map(|endpoint| endpoint.id())
+}
+
+#[test]
+fn caller_chosen_guids_are_honoured_and_zero_gets_a_random_one() {
+    let dir = TempDir::new("guids");
+    let client = client(&dir);
+    let network = bridge(&client);
+    let chosen = guid("11111111-2222-3333-4444-555555555555");
+    let endpoint = client
+        .open_network(network)
+        .unwrap()
+        .create_endpoint(chosen, &endpoint_settings("a", "10.244.1.5"))
+        .unwrap()
+        .id();
+    assert_eq!(endpoint, chosen);
+    let random = create(&client, network, "b", "10.244.1.6").unwrap();
+    assert!(!random.is_zero() && random != chosen);
+    let again = client
+        .open_network(network)
+        .unwrap()
+        .create_endpoint(chosen, &endpoint_settings("c", "10.244.1.7"))
+        .unwrap_err();
+    assert_eq!(
+        (again.kind(), code(&again)),
+        (
+            ErrorKind::AlreadyExists,
+            HResult::ERROR_OBJECT_ALREADY_EXISTS
+        )
+    );
+}
+
+#[test]
+fn not_found_comes_in_both_families() {
+    let dir = TempDir::new("notfound");
+    let client = client(&dir);
+    let missing = guid("deadbeef-0000-0000-0000-000000000001");
+    let network = client.open_network(missing).unwrap_err();
+    assert_eq!(code(&network), HResult::HCN_E_NETWORK_NOT_FOUND);
+    let endpoint = client.delete_endpoint(missing).unwrap_err();
+    assert_eq!(code(&endpoint), HResult::HCN_E_ENDPOINT_NOT_FOUND);
+    let namespace = client.open_namespace(Guid::ZERO).unwrap_err();
+    assert_eq!(code(&namespace), HResult::ERROR_NOT_FOUND);
+    for error in [network, endpoint, namespace] {
+        assert!(error.is_not_found(), "{error}");
+    }
+    let by_name = client.find_network_by_name("nope").unwrap_err();
+    assert!(by_name.is_not_found() && by_name.hresult().is_none());
+    assert!(client.find_endpoint_by_name("nope").unwrap().is_none());
+}
+
+#[test]
+fn error_records_have_the_hns_shape() {
+    let dir = TempDir::new("record");
+    let emulator = Emulator::open(&dir.0).unwrap();
+    let error = emulator
+        .open_endpoint(&guid("deadbeef-0000-0000-0000-000000000001"))
+        .unwrap_err();
+    let record: ErrorRecord = serde_json::from_str(&error.record).unwrap();
+    assert!(!record.success);
+    assert_eq!(record.error_code, 0x803B_0002);
+    assert!(
+        record.error.starts_with("The endpoint was not found."),
+        "{}",
+        record.error
+    );
+    assert!(
+        error.record.contains(r#""ErrorCode":2151350274"#),
+        "{}",
+        error.record
+    );
+}
+
+#[test]
+fn addresses_are_validated_against_the_network() {
+    let dir = TempDir::new("ips");
+    let client = client(&dir);
+    let network = bridge(&client);
+    let other = client
+        .create_network(
+            Guid::ZERO,
+            &network_settings(
+                "other",
+                NetworkType::L2Bridge,
+                "10.244.1.0/24",
+                "10.244.1.1",
+            ),
+        )
+        .unwrap()
+        .id();
+    create(&client, network, "a", "10.244.1.5").unwrap();
+    let cases = [
+        ("10.244.2.5", HResult::HCN_E_ADDR_INVALID_OR_RESERVED), // outside the subnet
+        ("10.244.1.5", HResult::HCN_E_ADDR_INVALID_OR_RESERVED), // duplicate on the network
+        ("10.244.1.1", HResult::HCN_E_ADDR_INVALID_OR_RESERVED), // the gateway
+        ("10.244.1.0", HResult::HCN_E_ADDR_INVALID_OR_RESERVED), // network address
+        ("10.244.1.255", HResult::HCN_E_ADDR_INVALID_OR_RESERVED), // broadcast
+        ("10.244.1.300", HResult::HCN_E_INVALID_IP),
+    ];
+    for (ip, expected) in cases {
+        let error = create(&client, network, "x", ip).unwrap_err();
+        assert_eq!(code(&error), expected, "{ip}: {error}");
+        assert_eq!(error.kind(), ErrorKind::InvalidInput);
+    }
+    // The same IP on another network is fine; so is reusing a deleted endpoint's IP.
+    create(&client, other, "a", "10.244.1.5").unwrap();
+    let freed = create(&client, network, "b", "10.244.1.6").unwrap();
+    client.delete_endpoint(freed).unwrap();
+    create(&client, network, "c", "10.244.1.6").unwrap();
+}
+
+#[test]
+fn hns_fills_in_mac_and_prefix_length() {
+    let dir = TempDir::new("mac");
+    let client = client(&dir);
+    let network = client.open_network(bridge(&client)).unwrap();
+    let pool = &network.properties().mac_pool.ranges[0];
+    assert!(pool.start_mac_address.starts_with("00-15-5D-"), "{pool:?}");
+    let first = network
+        .create_endpoint(Guid::ZERO, &endpoint_settings("a", "10.244.1.5"))
+        .unwrap();
+    let second = network
+        .create_endpoint(Guid::ZERO, &endpoint_settings("b", "10.244.1.6"))
+        .unwrap();
+    assert_eq!(first.properties().mac_address, pool.start_mac_address);
+    assert_ne!(
+        first.properties().mac_address,
+        second.properties().mac_address
+    );
+    assert_eq!(
+        first.properties().ip_configurations[0].prefix_length,
+        Some(24)
+    );
+    let mut given = endpoint_settings("c", "10.244.1.7");
+    given.mac_address = "0e-2a-0a-f4-01-07".into();
+    assert_eq!(
+        network
+            .create_endpoint(Guid::ZERO, &given)
+            .unwrap()
+            .properties()
+            .mac_address,
+        "0E-2A-0A-F4-01-07"
+    );
+    given.mac_address = "not-a-mac".into();
+    given.ip_configurations[0].ip_address = "10.244.1.8".into();
+    assert_eq!(
+        code(&network.create_endpoint(Guid::ZERO, &given).unwrap_err()),
+        HResult::E_INVALIDARG
+    );
+}
+
+#[test]
+fn attach_detach_and_namespace_resources() {
+    let dir = TempDir::new("attach");
+    let client = client(&dir);
+    let network = bridge(&client);
+    let endpoint = create(&client, network, "a", "10.244.1.5").unwrap();
+    let namespace = client
+        .create_namespace(Guid::ZERO, &HostComputeNamespace::default())
+        .unwrap();
+    let other = client
+        .create_namespace(Guid::ZERO, &HostComputeNamespace::default())
+        .unwrap();
+    assert_ne!(namespace.namespace_id, other.namespace_id);
+    client.attach_endpoint(namespace.id, endpoint).unwrap();
+    assert_eq!(
+        client
+            .open_endpoint(endpoint)
+            .unwrap()
+            .properties()
+            .host_compute_namespace,
+        namespace.id
+    );
+    let resources = client
+        .open_namespace(namespace.id)
+        .unwrap()
+        .into_properties()
+        .resources;
+    assert_eq!(resources.len(), 1);
+    assert_eq!(resources[0].data["ID"], endpoint.to_upper_string());
+    for target in [namespace.id, other.id] {
+        let error = client.attach_endpoint(target, endpoint).unwrap_err();
+        assert_eq!(
+            (error.kind(), code(&error)),
+            (
+                ErrorKind::AlreadyAttached,
+                HResult::HCN_E_ENDPOINT_ALREADY_ATTACHED
+            )
+        );
+    }
+    assert_eq!(
+        code(&client.detach_endpoint(other.id, endpoint).unwrap_err()),
+        HResult::ERROR_NOT_FOUND
+    );
+    client.detach_endpoint(namespace.id, endpoint).unwrap();
+    assert!(
+        client
+            .open_endpoint(endpoint)
+            .unwrap()
+            .properties()
+            .host_compute_namespace
+            .is_zero()
+    );
+    assert!(
+        client
+            .open_namespace(namespace.id)
+            .unwrap()
+            .properties()
+            .resources
+            .is_empty()
+    );
+    let missing = client
+        .attach_endpoint(namespace.id, guid("deadbeef-0000-0000-0000-000000000001"))
+        .unwrap_err();
+    assert_eq!(code(&missing), HResult::HCN_E_ENDPOINT_NOT_FOUND);
+}
+
+#[test]
+fn deletes_cascade_like_hns() {
+    let dir = TempDir::new("cascade");
+    let client = client(&dir);
+    let network = bridge(&client);
+    let a = create(&client, network, "a", "10.244.1.5").unwrap();
+    let b = create(&client, network, "b", "10.244.1.6").unwrap();
+    let namespace = client
+        .create_namespace(Guid::ZERO, &HostComputeNamespace::default())
+        .unwrap()
+        .id;
+    client.attach_endpoint(namespace, a).unwrap();
+    // Deleting an attached endpoint succeeds and empties the namespace.
+    client.delete_endpoint(a).unwrap();
+    assert!(
+        client
+            .open_namespace(namespace)
+            .unwrap()
+            .properties()
+            .resources
+            .is_empty()
+    );
+    // Deleting a namespace detaches its endpoints.
+    client.attach_endpoint(namespace, b).unwrap();
+    client.delete_namespace(namespace).unwrap();
+    assert!(
+        client
+            .open_endpoint(b)
+            .unwrap()
+            .properties()
+            .host_compute_namespace
+            .is_zero()
+    );
+    // Deleting a network deletes its endpoints.
+    client.delete_network(network).unwrap();
+    assert!(client.open_endpoint(b).unwrap_err().is_not_found());
+    assert!(client.list_endpoint_ids(None).unwrap().is_empty());
+}
+
+#[test]
+fn enumerations_honour_filters() {
+    let dir = TempDir::new("filters");
+    let client = client(&dir);
+    let first = bridge(&client);
+    let second = client
+        .create_network(
+            Guid::ZERO,
+            &network_settings("second", NetworkType::L2Bridge, "10.0.0.0/24", "10.0.0.1"),
+        )
+        .unwrap()
+        .id();
+    let a = create(&client, first, "a", "10.244.1.5").unwrap();
+    let b = create(&client, first, "b", "10.244.1.6").unwrap();
+    let c = create(&client, second, "a", "10.0.0.5").unwrap();
+    let mut of_first = client.list_endpoint_ids(Some(first)).unwrap();
+    of_first.sort();
+    let mut expected = vec![a, b];
+    expected.sort();
+    assert_eq!(of_first, expected);
+    assert_eq!(client.list_endpoint_ids(None).unwrap().len(), 3);
+    let raw = client.raw();
+    let ids = |query: serde_json::Value| -> Vec<Guid> {
+        let query = HostComputeQuery {
+            filter: query.to_string(),
+            ..HostComputeQuery::default()
+        };
+        serde_json::from_str(&raw.enumerate_endpoints(&query.to_json()).unwrap()).unwrap()
+    };
+    assert_eq!(ids(serde_json::json!({"ID": b.to_upper_string()})), [b]);
+    assert_eq!(ids(serde_json::json!({"Name": "b"})), [b]);
+    assert_eq!(
+        ids(serde_json::json!({"HostComputeNetwork": second.to_string()})),
+        [c]
+    );
+    assert_eq!(
+        ids(serde_json::json!({"Name": "a", "VirtualNetwork": second.to_string()})),
+        [c]
+    );
+    assert_eq!(ids(serde_json::json!({"Name": "zzz"})), []);
+    let networks: Vec<Guid> = serde_json::from_str(
+        &raw.enumerate_networks(&HostComputeQuery::by_name("second").to_json())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(networks, [second]);
+}
+
+#[test]
+fn detailed_queries_add_health() {
+    let dir = TempDir::new("detailed");
+    let client = client(&dir);
+    let mut network = client.open_network(bridge(&client)).unwrap();
+    assert!(network.properties().health.is_none());
+    assert!(
+        network
+            .refresh(&HostComputeQuery::all().detailed())
+            .unwrap()
+            .health
+            .is_some()
+    );
+}
+
+#[test]
+fn malformed_documents_get_the_right_hresult() {
+    let dir = TempDir::new("json");
+    let emulator = Emulator::open(&dir.0).unwrap();
+    fn invalid_json<T: std::fmt::Debug>(result: Result<T, hns::RawError>) -> HResult {
+        result.unwrap_err().hresult
+    }
+    assert_eq!(
+        invalid_json(emulator.create_network(&Guid::ZERO, "{not json")),
+        HResult::HCN_E_INVALID_JSON
+    );
+    assert_eq!(
+        invalid_json(emulator.enumerate_networks("{\"Filter\":\"{bad\"}")),
+        HResult::HCN_E_INVALID_JSON
+    );
+    assert_eq!(
+        invalid_json(emulator.create_network(&Guid::ZERO, r#"{"Name":"x","Type":"Bogus"}"#)),
+        HResult::HCN_E_INVALID_NETWORK_TYPE
+    );
+    assert_eq!(
+        invalid_json(emulator.create_network(&Guid::ZERO, r#"{"Name":"x","Type":"L2Bridge","Ipams":[{"Subnets":[{"IpAddressPrefix":"10.0.0/24"}]}]}"#)),
+        HResult::HCN_E_INVALID_NETWORK
+    );
+    let network = emulator
+        .create_network(&Guid::ZERO, r#"{"Name":"n","Type":"L2Bridge"}"#)
+        .unwrap();
+    assert_eq!(
+        invalid_json(emulator.create_network(&Guid::ZERO, r#"{"Name":"n","Type":"L2Bridge"}"#)),
+        HResult::HCN_E_NETWORK_ALREADY_EXISTS
+    );
+    let endpoint =
+        |settings: &str| invalid_json(emulator.create_endpoint(network, &Guid::ZERO, settings));
+    assert_eq!(
+        endpoint(r#"{"IpConfigurations":"10.0.0.5"}"#),
+        HResult::HCN_E_INVALID_JSON
+    );
+    assert_eq!(endpoint("{"), HResult::HCN_E_INVALID_JSON);
+    assert_eq!(
+        endpoint(r#"{"Policies":[{"Type":"OutBoundNAT","ExceptionList":["10.0.0.0/8"]}]}"#),
+        HResult::HCN_E_INVALID_POLICY
+    );
+    assert_eq!(
+        endpoint(
+            r#"{"Policies":[{"Type":"OutBoundNAT","Settings":{"ExceptionList":["10.0.0.0/8"]}}]}"#
+        ),
+        HResult::HCN_E_INVALID_POLICY
+    );
+    assert_eq!(
+        endpoint(r#"{"Policies":[{"Type":"NoSuchPolicy","Settings":{}}]}"#),
+        HResult::HCN_E_INVALID_POLICY_TYPE
+    );
+    assert_eq!(
+        endpoint(r#"{"HostComputeNamespace":"3fbeee42-4716-4d15-bcb6-19a846a7d111"}"#),
+        HResult::E_INVALIDARG
+    );
+    emulator.close_network(network).unwrap();
+    assert_eq!(
+        emulator.close_network(network).unwrap_err().hresult,
+        HResult::E_HANDLE
+    );
+}
+
+#[test]
+fn client_rejects_read_only_namespace_before_calling() {
+    let dir = TempDir::new("readonly");
+    let client = client(&dir);
+    let network = client.open_network(bridge(&client)).unwrap();
+    let mut settings = endpoint_settings("a", "10.244.1.5");
+    settings.host_compute_namespace = guid("3fbeee42-4716-4d15-bcb6-19a846a7d111");
+    let before = client.raw().engine().stats().unwrap();
+    let error = network.create_endpoint(Guid::ZERO, &settings).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::InvalidInput);
+    assert_eq!(client.raw().engine().stats().unwrap(), before);
+}
+
+#[test]
+fn network_policies_can_be_added_and_removed() {
+    let dir = TempDir::new("netpolicy");
+    let client = client(&dir);
+    let mut network = client.open_network(bridge(&client)).unwrap();
+    let route = NetworkPolicy::RemoteSubnetRoute(RemoteSubnetRoutePolicy {
+        destination_prefix: "10.244.2.0/24".into(),
+        isolation_id: 4096,
+        provider_address: "192.168.1.11".into(),
+        distributed_router_mac_address: "0E-2A-C0-A8-01-0B".into(),
+    });
+    network
+        .modify(&ModifyRequest::policies(
+            RequestType::Add,
+            vec![route.clone(), NetworkPolicy::HostRoute],
+        ))
+        .unwrap();
+    assert!(
+        network
+            .refresh(&HostComputeQuery::all())
+            .unwrap()
+            .policies
+            .contains(&route)
+    );
+    let again = network
+        .modify(&ModifyRequest::policies(
+            RequestType::Add,
+            vec![route.clone()],
+        ))
+        .unwrap_err();
+    assert_eq!(code(&again), HResult::HCN_E_POLICY_ALREADY_EXISTS);
+    network
+        .modify(&ModifyRequest::policies(
+            RequestType::Remove,
+            vec![route.clone()],
+        ))
+        .unwrap();
+    let gone = network
+        .modify(&ModifyRequest::policies(RequestType::Remove, vec![route]))
+        .unwrap_err();
+    assert_eq!(code(&gone), HResult::HCN_E_POLICY_NOT_FOUND);
+    assert_eq!(
+        network.refresh(&HostComputeQuery::all()).unwrap().policies,
+        [NetworkPolicy::HostRoute]
+    );
+}
+
+#[test]
+fn overlay_networks_get_a_dr_mac_and_keep_given_policies() {
+    let dir = TempDir::new("overlay");
+    let client = client(&dir);
+    let mut settings = network_settings(
+        "flannel.4096",
+        NetworkType::Overlay,
+        "10.244.1.0/24",
+        "10.244.1.1",
+    );
+    settings
+        .policies
+        .push(NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
+            provider_address: "192.168.1.10".into(),
+        }));
+    let network = client.create_network(Guid::ZERO, &settings).unwrap();
+    let policies = &network.properties().policies;
+    assert!(
+        policies
+            .iter()
+            .any(|p| matches!(p, NetworkPolicy::DrMacAddress(_))),
+        "{policies:?}"
+    );
+    assert!(policies.contains(&settings.policies[0]));
+}
+
+#[test]
+fn injected_faults_fire_once_on_the_nth_call() {
+    let dir = TempDir::new("fault");
+    let client = client(&dir);
+    let network = bridge(&client);
+    let engine = client.raw().engine();
+    engine
+        .inject_fault(Function::CreateEndpoint, 2, HResult::HCN_E_INVALID_NETWORK)
+        .unwrap();
+    create(&client, network, "a", "10.244.1.5").unwrap();
+    let error = create(&client, network, "b", "10.244.1.6").unwrap_err();
+    assert_eq!(code(&error), HResult::HCN_E_INVALID_NETWORK);
+    create(&client, network, "b", "10.244.1.6").unwrap();
+    assert_eq!(engine.stats().unwrap()["HcnCreateEndpoint"], 3);
+    assert_eq!(
+        client.raw().open_handles(),
+        0,
+        "handles leaked on the failure path"
+    );
+}
+
+#[test]
+fn each_host_has_its_own_version_and_features() {
+    let dir = TempDir::new("version");
+    let client = client(&dir);
+    assert_eq!(client.version().unwrap(), HnsVersion::default_emulated());
+    assert!(client.supported_features().unwrap().supports(Feature::Dsr));
+    client
+        .raw()
+        .engine()
+        .set_version(HnsVersion::new(10, 1))
+        .unwrap();
+    let features = client.supported_features().unwrap();
+    assert_eq!(features.version(), HnsVersion::new(10, 1));
+    assert!(!features.supports(Feature::Dsr) && features.supports(Feature::ApiV2));
+}
+
+#[test]
+fn endpoint_policies_are_stored_as_given() {
+    let dir = TempDir::new("eppolicy");
+    let client = client(&dir);
+    let network = client.open_network(bridge(&client)).unwrap();
+    let mut settings = endpoint_settings("a", "10.244.1.5");
+    let passthrough: EndpointPolicy =
+        serde_json::from_str(r#"{"Type":"L4WFPPROXY","Settings":{"InboundProxyPort":"15001"}}"#)
+            .unwrap();
+    settings.policies = vec![passthrough.clone()];
+    let endpoint = network.create_endpoint(Guid::ZERO, &settings).unwrap();
+    assert_eq!(endpoint.properties().policies, [passthrough]);
+}
+
+/// A crash between writing index entries and the object leaves stale entries;
+/// they must not block the address or MAC.
+#[test]
+fn stale_index_entries_are_ignored() {
+    let dir = TempDir::new("stale");
+    let client = client(&dir);
+    let network = bridge(&client);
+    let key = network.to_upper_string();
+    let ghost = "DEADBEEF-0000-0000-0000-000000000001";
+    for (kind, entry) in [("ips", "10.244.1.5"), ("macs", "00-15-5D-00-00-00")] {
+        let path = dir.0.join("index").join(kind).join(&key);
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::write(path.join(entry), ghost).unwrap();
+    }
+    std::fs::create_dir_all(dir.0.join("index/network-endpoints").join(&key)).unwrap();
+    std::fs::write(
+        dir.0.join("index/network-endpoints").join(&key).join(ghost),
+        "",
+    )
+    .unwrap();
+    create(&client, network, "a", "10.244.1.5").unwrap();
+    assert_eq!(client.list_endpoint_ids(Some(network)).unwrap().len(), 1);
+}
