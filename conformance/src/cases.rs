@@ -177,7 +177,7 @@ fn missing_variable(ctx: &Context<'_>, variable: &str, commands: &[&str]) -> Out
         names(&error, variable)?;
     }
     Ok(format!(
-        "{} without {variable}: code 4 naming it",
+        "{variable} unset for {}: code 4 naming it",
         commands.join(", ")
     ))
 }

@@ -4,6 +4,10 @@
 //! emulator network and namespace created with `hnsctl`, the namespace GUID as `CNI_NETNS` and the
 //! emulator's state file in `HCN_EMULATOR_STATE`: a [`Fixture`] provides exactly those
 //! contributions ([`Setting`]), so cases stay the same whichever fixture a run uses.
+//!
+//! A run's fixture is given to [`crate::Harness::with_fixture`]; a case that needs different
+//! surroundings (e.g. "the network does not exist") brings its own with
+//! [`crate::Case::with_fixture`].
 
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

@@ -3,7 +3,15 @@
 //! Natively a plugin is exec'd directly and sees host paths. Under Wine (a later lane) the same
 //! catalogue runs `wine64 plugin.exe`, and every path the plugin sees (CNI_PATH, a state dir in the
 //! config) must be a Windows path (`Z:\...`) joined with `;`. Everything lane-specific lives behind
-//! [`Launcher`], so such a lane is one more implementation, not a change to cases or fixtures.
+//! [`Launcher`], so such a lane is one more implementation, not a change to cases or fixtures:
+//!
+//! - `command`: `wine64` with the `.exe` as first argument (and `WINEDEBUG=-all`);
+//! - `plugin_path`: `Z:` followed by the absolute host path with `/` turned into `\`;
+//! - `path_list_separator`: `;`.
+//!
+//! Given to [`crate::Harness::with_launcher`], it reaches the plugin calls, `CNI_PATH`,
+//! `{{caseDir}}`, and fixtures (which start their helpers, e.g. `hnsctl.exe`, through
+//! [`crate::fixture::Scope::launcher`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

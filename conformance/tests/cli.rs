@@ -80,3 +80,19 @@ fn a_failing_case_makes_the_exit_status_1() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("FAIL"), "{stdout}");
 }
+
+#[test]
+fn the_harness_own_cni_variables_do_not_leak_into_plugin_calls() {
+    // Were these inherited, the plugin would see them and the missing-variable cases would fail.
+    let out = Command::new(CLI)
+        .args(["--plugin", PLUGIN, "--filter", "env.missing-"])
+        .env("CNI_COMMAND", "ADD")
+        .env("CNI_CONTAINERID", "leaked")
+        .env("CNI_NETNS", "leaked")
+        .env("CNI_IFNAME", "leaked0")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("4 passed, 0 failed"), "{stdout}");
+}

@@ -135,6 +135,10 @@ impl Plugin for ExamplePlugin {
         };
         for entry in entries {
             let path = entry?.path();
+            // Only records: a `.tmp` left by a crash mid-ADD is not an attachment.
+            if path.extension().is_none_or(|ext| ext != "json") {
+                continue;
+            }
             let Some(record) = read_record(&path)? else {
                 continue;
             };
