@@ -1,0 +1,55 @@
+//! The `host-local` CNI plugin: a thin [`cni::Plugin`] over [`ipam_host_local::HostLocal`].
+
+use cni::{About, CniArgs, Error, NetworkRequest, Plugin, Request, Success};
+use ipam_host_local::HostLocal;
+use std::process::ExitCode;
+
+struct HostLocalPlugin;
+
+impl Plugin for HostLocalPlugin {
+    fn add(&self, request: &Request) -> Result<Success, Error> {
+        let ipam = HostLocal::from_conf(&request.config, &request.args)?;
+        Ok(ipam
+            .allocate(&request.container_id, &request.ifname)?
+            .into_result())
+    }
+
+    fn del(&self, request: &Request) -> Result<(), Error> {
+        HostLocal::from_conf(&request.config, &request.args)?
+            .release(&request.container_id, &request.ifname)
+    }
+
+    fn check(&self, request: &Request) -> Result<(), Error> {
+        let expected = request.config.prev_result()?.ok_or_else(|| {
+            Error::invalid_config("CHECK needs prevResult (the ADD result) in the config")
+        })?;
+        HostLocal::from_conf(&request.config, &request.args)?.check(
+            &request.container_id,
+            &request.ifname,
+            &expected,
+        )
+    }
+
+    fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
+        let valid = request.config.valid_attachments()?.ok_or_else(|| {
+            Error::invalid_config(
+                "GC needs cni.dev/valid-attachments (an empty list releases every reservation)",
+            )
+        })?;
+        HostLocal::from_conf(&request.config, &CniArgs::default())?.gc(&valid)
+    }
+
+    fn status(&self, request: &NetworkRequest) -> Result<(), Error> {
+        HostLocal::from_conf(&request.config, &CniArgs::default())?.status()
+    }
+}
+
+fn main() -> ExitCode {
+    cni::run(
+        &HostLocalPlugin,
+        About {
+            name: "host-local",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+    )
+}

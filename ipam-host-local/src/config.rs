@@ -1,0 +1,649 @@
+//! The `ipam` section (plus requested addresses) read, defaulted and validated as the reference
+//! host-local does, with every refusal a code 7 that names the field at fault.
+
+use cni::{CniArgs, Error, NetConf, Route, Version};
+use ipnetwork::IpNetwork;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use crate::range::{Range, RangeSet, from_number, to_number};
+
+/// Where reservations live when the config has no `dataDir`: the reference's literal default on
+/// every OS (on Windows it resolves against the current drive, e.g. `C:\var\lib\cni\networks`).
+pub const DEFAULT_DATA_DIR: &str = "/var/lib/cni/networks";
+
+/// A validated host-local configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IpamConfig {
+    /// One address is allocated from each set; dual-stack is two sets.
+    pub range_sets: Vec<RangeSet>,
+    /// Copied verbatim into every result.
+    pub routes: Vec<Route>,
+    pub data_dir: PathBuf,
+    /// `resolvConf`: read at ADD time and returned as the result's `dns`.
+    pub resolv_conf: Option<PathBuf>,
+    /// Addresses the runtime asked for, each already matched to its range set.
+    pub requested: Vec<RequestedIp>,
+}
+
+/// An address the runtime requested (`runtimeConfig.ips`, `args.cni.ips` or `CNI_ARGS` `IP`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestedIp {
+    /// Index of the range set holding the address.
+    pub set: usize,
+    pub ip: IpAddr,
+}
+
+#[derive(Deserialize, Default)]
+struct RawRange {
+    subnet: Option<String>,
+    #[serde(rename = "rangeStart")]
+    range_start: Option<String>,
+    #[serde(rename = "rangeEnd")]
+    range_end: Option<String>,
+    gateway: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawIpam {
+    #[serde(default)]
+    ranges: Vec<Vec<RawRange>>,
+    subnet: Option<String>,
+    #[serde(rename = "rangeStart")]
+    range_start: Option<String>,
+    #[serde(rename = "rangeEnd")]
+    range_end: Option<String>,
+    gateway: Option<String>,
+    #[serde(default)]
+    routes: Vec<Route>,
+    #[serde(rename = "dataDir")]
+    data_dir: Option<PathBuf>,
+    #[serde(rename = "resolvConf")]
+    resolv_conf: Option<PathBuf>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawArgs {
+    #[serde(default)]
+    cni: RawCniArgs,
+}
+
+#[derive(Deserialize, Default)]
+struct RawCniArgs {
+    ips: Option<Vec<String>>,
+}
+
+impl IpamConfig {
+    /// Reads the config's `ipam` section, `runtimeConfig.ipRanges` and `runtimeConfig.ips`,
+    /// `args.cni.ips`, and `CNI_ARGS` `IP=` (ignored when `args.cni.ips` is present).
+    pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<IpamConfig, Error> {
+        let raw_ipam = conf.raw().get("ipam").ok_or_else(|| {
+            Error::invalid_config(
+                "ipam is missing; host-local needs an \"ipam\" section with \"ranges\" or \"subnet\"",
+            )
+        })?;
+        let ipam: RawIpam = decode(raw_ipam, "ipam")?;
+        let raw_args: RawArgs = match conf.raw().get("args") {
+            Some(value) if !value.is_null() => decode(value, "args")?,
+            _ => RawArgs::default(),
+        };
+
+        let mut sets: Vec<(String, Vec<RawRange>)> = Vec::new();
+        if let Some(runtime) = conf.runtime_config::<Vec<Vec<RawRange>>>("ipRanges")? {
+            for (i, set) in runtime.into_iter().enumerate() {
+                sets.push((format!("runtimeConfig.ipRanges[{i}]"), set));
+            }
+        }
+        let legacy = RawRange {
+            subnet: ipam.subnet,
+            range_start: ipam.range_start,
+            range_end: ipam.range_end,
+            gateway: ipam.gateway,
+        };
+        if legacy.subnet.is_some() {
+            sets.push(("ipam".to_owned(), vec![legacy]));
+        } else if legacy.range_start.is_some() || legacy.range_end.is_some() {
+            return Err(Error::invalid_config(
+                "ipam.rangeStart/rangeEnd are set but ipam.subnet is missing; add ipam.subnet \
+                 (or use ipam.ranges)",
+            ));
+        }
+        for (i, set) in ipam.ranges.into_iter().enumerate() {
+            sets.push((format!("ipam.ranges[{i}]"), set));
+        }
+        let range_sets = validate_sets(&sets, conf.cni_version)?;
+
+        let requested = requested_ips(conf, args, raw_args.cni.ips, &range_sets)?;
+        Ok(IpamConfig {
+            range_sets,
+            routes: ipam.routes,
+            data_dir: ipam
+                .data_dir
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            resolv_conf: ipam.resolv_conf,
+            requested,
+        })
+    }
+}
+
+/// Deserialises `value`, naming the failing key's full path (`ipam.ranges[0][1].subnet`).
+fn decode<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T, Error> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            prefix.to_owned()
+        } else {
+            format!("{prefix}.{path}")
+        };
+        Error::invalid_config(format!("{field}: {}", e.inner()))
+    })
+}
+
+/// The field name of a range's key: `ipam.ranges[0][1].subnet`, or `ipam.subnet` for the legacy
+/// single range.
+fn field(range_path: &str, key: &str) -> String {
+    format!("{range_path}.{key}")
+}
+
+fn validate_sets(
+    sets: &[(String, Vec<RawRange>)],
+    version: Version,
+) -> Result<Vec<RangeSet>, Error> {
+    if sets.is_empty() {
+        return Err(Error::invalid_config(
+            "ipam: no IP ranges specified; set ipam.ranges (or the legacy ipam.subnet)",
+        ));
+    }
+    // Every accepted range with its path, to report overlaps by name.
+    let mut seen: Vec<(String, Range)> = Vec::new();
+    let mut range_sets = Vec::new();
+    for (set_path, raw_ranges) in sets {
+        if raw_ranges.is_empty() {
+            return Err(Error::invalid_config(format!(
+                "{set_path} is empty; a range set needs at least one range"
+            )));
+        }
+        let mut ranges: Vec<Range> = Vec::new();
+        for (i, raw) in raw_ranges.iter().enumerate() {
+            let path = if set_path == "ipam" {
+                set_path.clone()
+            } else {
+                format!("{set_path}[{i}]")
+            };
+            let range = validate_range(raw, &path)?;
+            if let Some(first) = ranges.first()
+                && first.start.is_ipv4() != range.start.is_ipv4()
+            {
+                return Err(Error::invalid_config(format!(
+                    "{}: {} is not the same address family as {set_path}[0] ({}); a range set \
+                     holds one family (use a second range set for dual-stack)",
+                    field(&path, "subnet"),
+                    range.subnet,
+                    first.subnet
+                )));
+            }
+            if let Some((other_path, other)) = seen.iter().find(|(_, r)| r.overlaps(&range)) {
+                return Err(Error::invalid_config(format!(
+                    "{path}: range {}-{} overlaps {other_path} ({}-{}); ranges must not share \
+                     addresses",
+                    range.start, range.end, other.start, other.end
+                )));
+            }
+            seen.push((path, range.clone()));
+            ranges.push(range);
+        }
+        range_sets.push(RangeSet::new(ranges));
+    }
+    if version < Version::V0_3_0 {
+        for family_v4 in [true, false] {
+            if range_sets
+                .iter()
+                .filter(|s| s.is_ipv4() == family_v4)
+                .count()
+                > 1
+            {
+                return Err(Error::invalid_config(format!(
+                    "ipam: cniVersion {version} results hold one address per family, but the \
+                     config has several {} range sets; use cniVersion 0.3.0 or later",
+                    if family_v4 { "IPv4" } else { "IPv6" }
+                )));
+            }
+        }
+    }
+    Ok(range_sets)
+}
+
+fn validate_range(raw: &RawRange, path: &str) -> Result<Range, Error> {
+    let subnet_field = field(path, "subnet");
+    let Some(text) = raw.subnet.as_deref() else {
+        return Err(Error::invalid_config(format!(
+            "{subnet_field} is missing; every range needs a subnet in CIDR form (e.g. 10.244.1.0/24)"
+        )));
+    };
+    let subnet = parse_subnet(text, &subnet_field)?;
+    let network = subnet.network();
+    let span = 1u128 << (max_prefix(network) - subnet.prefix());
+    let first = from_number(to_number(network) + 1, network);
+    let last_address = to_number(network) + span - 1;
+    // IPv4 keeps the broadcast address out; IPv6 has none (as the reference).
+    let last = from_number(last_address - u128::from(network.is_ipv4()), network);
+    let usable = |ip: IpAddr| {
+        ip.is_ipv4() == network.is_ipv4()
+            && (to_number(first)..=to_number(last)).contains(&to_number(ip))
+    };
+
+    let bound = |key: &str, value: &Option<String>, default: IpAddr| -> Result<IpAddr, Error> {
+        let name = field(path, key);
+        let Some(text) = value.as_deref() else {
+            return Ok(default);
+        };
+        let ip = parse_ip(text, &name)?;
+        if !usable(ip) {
+            return Err(Error::invalid_config(format!(
+                "{name}: {ip} is outside subnet {subnet} (usable addresses {first}-{last})"
+            )));
+        }
+        Ok(ip)
+    };
+    let start = bound("rangeStart", &raw.range_start, first)?;
+    let end = bound("rangeEnd", &raw.range_end, last)?;
+    if to_number(start) > to_number(end) {
+        return Err(Error::invalid_config(format!(
+            "{}: {end} comes before rangeStart {start}",
+            field(path, "rangeEnd")
+        )));
+    }
+    let gateway = match raw.gateway.as_deref() {
+        None => first,
+        Some(text) => {
+            let name = field(path, "gateway");
+            let ip = parse_ip(text, &name)?;
+            if ip.is_ipv4() != network.is_ipv4() || !subnet.contains(ip) {
+                return Err(Error::invalid_config(format!(
+                    "{name}: {ip} is outside subnet {subnet}"
+                )));
+            }
+            ip
+        }
+    };
+    Ok(Range {
+        subnet,
+        start,
+        end,
+        gateway,
+    })
+}
+
+fn max_prefix(ip: IpAddr) -> u8 {
+    if ip.is_ipv4() { 32 } else { 128 }
+}
+
+/// A subnet in canonical CIDR form, large enough to allocate from.
+fn parse_subnet(text: &str, name: &str) -> Result<IpNetwork, Error> {
+    let parsed: IpNetwork = if text.contains('/') {
+        text.parse().ok()
+    } else {
+        None
+    }
+    .ok_or_else(|| {
+        Error::invalid_config(format!(
+            "{name}: {text:?} is not a CIDR (expected e.g. 10.244.1.0/24 or fd00::/64)"
+        ))
+    })?;
+    let network = parsed.network();
+    if network != parsed.ip() {
+        return Err(Error::invalid_config(format!(
+            "{name}: {text} has host bits set; use {network}/{}",
+            parsed.prefix()
+        )));
+    }
+    let smallest = max_prefix(network) - 2;
+    if parsed.prefix() > smallest {
+        return Err(Error::invalid_config(format!(
+            "{name}: network {text} is too small to allocate from (use /{smallest} or larger)"
+        )));
+    }
+    IpNetwork::new(network, parsed.prefix())
+        .map_err(|e| Error::invalid_config(format!("{name}: {text} is not a valid network: {e}")))
+}
+
+fn parse_ip(text: &str, name: &str) -> Result<IpAddr, Error> {
+    text.parse()
+        .map_err(|_| Error::invalid_config(format!("{name}: {text:?} is not an IP address")))
+}
+
+/// A requested address: `10.0.0.5` or `10.0.0.5/24` (the prefix is ignored, as the reference).
+fn parse_requested(text: &str, name: &str) -> Result<IpAddr, Error> {
+    let address = text.split_once('/').map_or(text, |(ip, _)| ip);
+    address.trim().parse().map_err(|_| {
+        Error::invalid_config(format!(
+            "{name}: {text:?} is not an IP address (expected e.g. 10.244.1.5)"
+        ))
+    })
+}
+
+/// Requested addresses from every source, each matched to its range set.
+fn requested_ips(
+    conf: &NetConf,
+    args: &CniArgs,
+    args_ips: Option<Vec<String>>,
+    sets: &[RangeSet],
+) -> Result<Vec<RequestedIp>, Error> {
+    let mut sources: Vec<(String, String)> = Vec::new();
+    if let Some(ips) = conf.runtime_config::<Vec<String>>("ips")? {
+        sources.extend(
+            ips.into_iter()
+                .enumerate()
+                .map(|(i, ip)| (format!("runtimeConfig.ips[{i}]"), ip)),
+        );
+    }
+    match args_ips {
+        Some(ips) => sources.extend(
+            ips.into_iter()
+                .enumerate()
+                .map(|(i, ip)| (format!("args.cni.ips[{i}]"), ip)),
+        ),
+        None => {
+            if let Some(value) = args.get("IP") {
+                sources.extend(
+                    value
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(|ip| ("CNI_ARGS IP".to_owned(), ip.to_owned())),
+                );
+            }
+        }
+    }
+
+    let mut requested: Vec<(String, RequestedIp)> = Vec::new();
+    for (name, text) in sources {
+        let ip = parse_requested(&text, &name)?;
+        let Some(set) = sets.iter().position(|s| s.contains(ip)) else {
+            let all: Vec<String> = sets.iter().map(RangeSet::to_string).collect();
+            return Err(Error::invalid_config(format!(
+                "{name}: requested address {ip} is in no configured range ({})",
+                all.join("; ")
+            )));
+        };
+        if sets[set].is_gateway(ip) {
+            return Err(Error::invalid_config(format!(
+                "{name}: requested address {ip} is the gateway of its range"
+            )));
+        }
+        match requested.iter().find(|(_, r)| r.set == set) {
+            Some((_, existing)) if existing.ip == ip => {}
+            Some((other, existing)) => {
+                return Err(Error::invalid_config(format!(
+                    "{name}: requested address {ip} and {other} ({}) are both in range set \
+                     {set}; one address is allocated per range set",
+                    existing.ip
+                )));
+            }
+            None => requested.push((name, RequestedIp { set, ip })),
+        }
+    }
+    Ok(requested.into_iter().map(|(_, r)| r).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cni::ErrorCode;
+    use serde_json::json;
+
+    fn parse_with(mut ipam: Value, extra: Value, cni_args: &str) -> Result<IpamConfig, Error> {
+        ipam["type"] = json!("host-local");
+        let mut conf = json!({"cniVersion": "1.0.0", "name": "net", "type": "host-local",
+            "ipam": ipam});
+        if let (Some(map), Value::Object(extra)) = (conf.as_object_mut(), extra) {
+            map.extend(extra);
+        }
+        let conf = NetConf::parse(conf.to_string().as_bytes()).unwrap();
+        IpamConfig::from_conf(&conf, &CniArgs::parse(cni_args).unwrap())
+    }
+
+    fn parse(ipam: Value) -> Result<IpamConfig, Error> {
+        parse_with(ipam, json!({}), "")
+    }
+
+    fn refused(ipam: Value, needle: &str) {
+        let err = parse(ipam).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidConfig, "{}", err.msg());
+        assert!(
+            err.msg().contains(needle),
+            "{:?} lacks {needle:?}",
+            err.msg()
+        );
+    }
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn defaults_follow_the_reference() {
+        let config = parse(json!({"type": "host-local", "subnet": "10.244.1.0/24"})).unwrap();
+        let range = &config.range_sets[0].ranges()[0];
+        assert_eq!(
+            (range.start, range.end, range.gateway),
+            (ip("10.244.1.1"), ip("10.244.1.254"), ip("10.244.1.1"))
+        );
+        assert_eq!(config.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+
+        let v6 =
+            parse(json!({"type": "host-local", "ranges": [[{"subnet": "fd00::/120"}]]})).unwrap();
+        let range = &v6.range_sets[0].ranges()[0];
+        assert_eq!((range.start, range.end), (ip("fd00::1"), ip("fd00::ff")));
+    }
+
+    #[test]
+    fn reads_ranges_routes_and_data_dir() {
+        let config = parse(json!({"type": "host-local",
+            "ranges": [
+                [{"subnet": "10.0.0.0/24", "rangeStart": "10.0.0.10", "rangeEnd": "10.0.0.20",
+                  "gateway": "10.0.0.254"},
+                 {"subnet": "10.0.1.0/24"}],
+                [{"subnet": "fd00::/64"}]],
+            "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0", "gw": "fd00::1"}],
+            "dataDir": "/run/ipam"}))
+        .unwrap();
+        assert_eq!(config.range_sets.len(), 2);
+        assert_eq!(config.range_sets[0].ranges().len(), 2);
+        assert_eq!(config.range_sets[0].ranges()[0].gateway, ip("10.0.0.254"));
+        assert_eq!(config.routes.len(), 2);
+        assert_eq!(config.data_dir, PathBuf::from("/run/ipam"));
+    }
+
+    #[test]
+    fn legacy_subnet_comes_before_ranges() {
+        let config = parse(json!({"type": "host-local", "subnet": "10.0.0.0/24",
+            "ranges": [[{"subnet": "fd00::/64"}]]}))
+        .unwrap();
+        assert!(config.range_sets[0].is_ipv4());
+        assert!(!config.range_sets[1].is_ipv4());
+    }
+
+    #[test]
+    fn refusals_name_the_field() {
+        let cases = [
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0/33"}]]}),
+                "ipam.ranges[0][0].subnet",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0"}]]}),
+                "is not a CIDR",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.5/24"}]]}),
+                "host bits set; use 10.0.0.0/24",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0/31"}]]}),
+                "too small",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0/32"}]]}),
+                "too small",
+            ),
+            (json!({"ranges": [[{"subnet": "fd00::/127"}]]}), "too small"),
+            (json!({"ranges": [[{"subnet": "fd00::/128"}]]}), "too small"),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0/24"},
+                    {"subnet": "10.0.1.0/24", "rangeStart": "10.0.2.1"}]]}),
+                "ipam.ranges[0][1].rangeStart: 10.0.2.1 is outside subnet 10.0.1.0/24",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0/24", "rangeEnd": "10.0.0.255"}]]}),
+                "ipam.ranges[0][0].rangeEnd",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0/24", "rangeStart": "10.0.0.9",
+                    "rangeEnd": "10.0.0.8"}]]}),
+                "comes before rangeStart",
+            ),
+            (
+                json!({"subnet": "10.0.0.0/24", "gateway": "10.0.1.1"}),
+                "ipam.gateway: 10.0.1.1 is outside subnet",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0/24"}, {"subnet": "10.0.0.0/25"}]]}),
+                "ipam.ranges[0][1]: range 10.0.0.1-10.0.0.126 overlaps ipam.ranges[0][0]",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0/24"}], [{"subnet": "10.0.0.128/25"}]]}),
+                "ipam.ranges[1][0]: range",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0/24"}, {"subnet": "fd00::/64"}]]}),
+                "ipam.ranges[0][1].subnet: fd00::/64 is not the same address family",
+            ),
+            (json!({"ranges": []}), "no IP ranges specified"),
+            (json!({"ranges": [[]]}), "ipam.ranges[0] is empty"),
+            (
+                json!({"ranges": [[{"rangeStart": "10.0.0.1"}]]}),
+                "ipam.ranges[0][0].subnet is missing",
+            ),
+            (json!({"rangeStart": "10.0.0.1"}), "ipam.subnet is missing"),
+            (
+                json!({"ranges": [[{"subnet": 5}]]}),
+                "ipam.ranges[0][0].subnet",
+            ),
+            (
+                json!({"ranges": [[{"subnet": "10.0.0.0/24", "gateway": "x"}]]}),
+                "ipam.ranges[0][0].gateway",
+            ),
+        ];
+        for (ipam, needle) in cases {
+            refused(ipam, needle);
+        }
+    }
+
+    #[test]
+    fn old_versions_allow_one_set_per_family() {
+        let conf = NetConf::parse(
+            json!({"cniVersion": "0.2.0", "name": "n", "type": "host-local", "ipam": {
+                "type": "host-local", "ranges": [[{"subnet": "10.0.0.0/24"}], [{"subnet": "10.0.1.0/24"}]]}})
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap();
+        let err = IpamConfig::from_conf(&conf, &CniArgs::default()).unwrap_err();
+        assert!(
+            err.msg().contains("several IPv4 range sets"),
+            "{}",
+            err.msg()
+        );
+    }
+
+    #[test]
+    fn requested_addresses_come_from_every_source() {
+        let ipam = json!({"ranges": [[{"subnet": "10.0.0.0/24"}], [{"subnet": "fd00::/64"}]]});
+        let config = parse_with(
+            ipam.clone(),
+            json!({"runtimeConfig": {"ips": ["10.0.0.7/24"]}, "args": {"cni": {"ips": ["fd00::9"]}}}),
+            "IP=10.0.0.8",
+        )
+        .unwrap();
+        assert_eq!(
+            config.requested,
+            [
+                RequestedIp {
+                    set: 0,
+                    ip: ip("10.0.0.7")
+                },
+                RequestedIp {
+                    set: 1,
+                    ip: ip("fd00::9")
+                }
+            ]
+        );
+        let from_env = parse_with(ipam.clone(), json!({}), "IgnoreUnknown=1;IP=10.0.0.8").unwrap();
+        assert_eq!(
+            from_env.requested,
+            [RequestedIp {
+                set: 0,
+                ip: ip("10.0.0.8")
+            }]
+        );
+
+        let cases = [
+            (
+                json!({"runtimeConfig": {"ips": ["10.9.0.1"]}}),
+                "",
+                "runtimeConfig.ips[0]: requested address 10.9.0.1 is in no configured range",
+            ),
+            (
+                json!({"runtimeConfig": {"ips": ["10.0.0.1"]}}),
+                "",
+                "is the gateway",
+            ),
+            (
+                json!({"runtimeConfig": {"ips": ["bogus"]}}),
+                "",
+                "runtimeConfig.ips[0]: \"bogus\" is not an IP",
+            ),
+            (
+                json!({"args": {"cni": {"ips": ["10.0.0.5", "10.0.0.6"]}}}),
+                "",
+                "both in range set 0",
+            ),
+            (json!({}), "IP=10.0.0.300", "CNI_ARGS IP"),
+        ];
+        for (extra, env, needle) in cases {
+            let err = parse_with(ipam.clone(), extra, env).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidConfig);
+            assert!(
+                err.msg().contains(needle),
+                "{:?} lacks {needle:?}",
+                err.msg()
+            );
+        }
+    }
+
+    #[test]
+    fn runtime_ip_ranges_come_first() {
+        let config = parse_with(
+            json!({"subnet": "10.0.0.0/24"}),
+            json!({"runtimeConfig": {"ipRanges": [[{"subnet": "10.1.0.0/24"}]]}}),
+            "",
+        )
+        .unwrap();
+        assert_eq!(
+            config.range_sets[0].ranges()[0].subnet.to_string(),
+            "10.1.0.0/24"
+        );
+        assert_eq!(config.range_sets.len(), 2);
+    }
+
+    #[test]
+    fn a_missing_ipam_section_is_refused() {
+        let conf =
+            NetConf::parse(br#"{"cniVersion":"1.0.0","name":"n","type":"host-local"}"#).unwrap();
+        let err = IpamConfig::from_conf(&conf, &CniArgs::default()).unwrap_err();
+        assert!(err.msg().starts_with("ipam is missing"));
+    }
+}

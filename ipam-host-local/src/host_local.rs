@@ -1,0 +1,343 @@
+//! The host-local operations the plugins call in-process and the binary exposes as CNI commands.
+
+use cni::{CniArgs, Dns, Error, ErrorCode, GcAttachment, IpConfig, NetConf, Success};
+use ipnetwork::IpNetwork;
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::path::Path;
+
+use crate::config::IpamConfig;
+use crate::layout::{Content, Owner};
+use crate::range::RangeSet;
+use crate::store::{Session, Store, Sweep};
+use crate::{ADDRESS_UNAVAILABLE, RESERVATION_MISMATCH, resolv};
+
+/// host-local IPAM for one network: its validated config and its reservation store.
+#[derive(Debug, Clone)]
+pub struct HostLocal {
+    config: IpamConfig,
+    store: Store,
+}
+
+/// What [`HostLocal::allocate`] did: the IPAM result, and which addresses this call reserved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    container_id: String,
+    ifname: String,
+    result: Success,
+    created: Vec<IpAddr>,
+}
+
+impl Allocation {
+    /// The IPAM result: one address per range set (with its subnet's prefix and gateway),
+    /// the config's routes and `resolvConf`'s DNS.
+    pub fn result(&self) -> &Success {
+        &self.result
+    }
+
+    pub fn into_result(self) -> Success {
+        self.result
+    }
+
+    /// The addresses this call reserved. A plugin whose ADD fails after allocating must give
+    /// back exactly these ([`HostLocal::undo`]), never the attachment's earlier addresses.
+    pub fn created(&self) -> &[IpAddr] {
+        &self.created
+    }
+
+    /// Whether the attachment already held every address (a repeated ADD).
+    pub fn already_held(&self) -> bool {
+        self.created.is_empty()
+    }
+}
+
+/// Where each range set's address comes from in one ADD.
+enum Plan {
+    /// The attachment already holds this address.
+    Keep(IpAddr),
+    /// A requested address, reserved exactly or not at all.
+    Exact(IpAddr),
+    /// The next free address round-robin.
+    Next,
+}
+
+impl HostLocal {
+    /// Reads the `ipam` section and the requested addresses (`runtimeConfig.ips`,
+    /// `args.cni.ips`, `CNI_ARGS` `IP`); invalid config is code 7 naming the field.
+    pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<HostLocal, Error> {
+        HostLocal::new(IpamConfig::from_conf(conf, args)?, &conf.name)
+    }
+
+    /// host-local for network `network` (its store is `<dataDir>/<network>`).
+    pub fn new(config: IpamConfig, network: &str) -> Result<HostLocal, Error> {
+        cni::validate::network_name(network)?;
+        let store = Store::new(&config.data_dir, network);
+        Ok(HostLocal { config, store })
+    }
+
+    pub fn config(&self) -> &IpamConfig {
+        &self.config
+    }
+
+    /// `<dataDir>/<network>`, where the reservation files live.
+    pub fn network_dir(&self) -> &Path {
+        self.store.net_dir()
+    }
+
+    /// Reserves one address per range set for the attachment, or returns the ones it already
+    /// holds. Requested addresses are reserved exactly or the call fails with
+    /// [`ADDRESS_UNAVAILABLE`]; an exhausted set fails with [`crate::POOL_EXHAUSTED`]. On
+    /// failure nothing this call reserved stays reserved.
+    pub fn allocate(&self, container_id: &str, ifname: &str) -> Result<Allocation, Error> {
+        validate_attachment(container_id, ifname)?;
+        let dns = match &self.config.resolv_conf {
+            Some(path) => resolv::read(path)?,
+            None => Dns::default(),
+        };
+        let owner = Owner::attachment(container_id, ifname);
+        let sets = &self.config.range_sets;
+        let mut session = self.store.open(sets)?;
+        let held = session.held(&owner)?;
+        let mut addresses = Vec::with_capacity(sets.len());
+        let mut created = Vec::new();
+        for (index, set) in sets.iter().enumerate() {
+            let outcome = self
+                .plan(index, set, &owner, &held)
+                .and_then(|plan| execute(&mut session, index, &owner, plan));
+            match outcome {
+                Ok((ip, new)) => {
+                    addresses.push(ip);
+                    if new {
+                        created.push(ip);
+                    }
+                }
+                Err(err) => {
+                    if let Err(undo) = session.release(&owner, &created) {
+                        log::error!("cannot release {created:?} after a failed ADD: {undo}");
+                    }
+                    session.finish()?;
+                    return Err(err);
+                }
+            }
+        }
+        session.finish()?;
+        Ok(Allocation {
+            container_id: container_id.to_owned(),
+            ifname: ifname.to_owned(),
+            result: self.result(&addresses, dns)?,
+            created,
+        })
+    }
+
+    fn plan(
+        &self,
+        index: usize,
+        set: &RangeSet,
+        owner: &Owner,
+        held: &[IpAddr],
+    ) -> Result<Plan, Error> {
+        let requested = self
+            .config
+            .requested
+            .iter()
+            .find(|r| r.set == index)
+            .map(|r| r.ip);
+        let current = held.iter().copied().find(|ip| set.contains(*ip));
+        match (requested, current) {
+            (Some(wanted), Some(have)) if wanted != have => Err(Error::new(
+                ADDRESS_UNAVAILABLE,
+                format!(
+                    "{owner} already holds {have} in range set {index}, so it cannot get the \
+                     requested {wanted}; DEL the attachment first"
+                ),
+            )),
+            (_, Some(have)) => Ok(Plan::Keep(have)),
+            (Some(wanted), None) => Ok(Plan::Exact(wanted)),
+            (None, None) => Ok(Plan::Next),
+        }
+    }
+
+    fn result(&self, addresses: &[IpAddr], dns: Dns) -> Result<Success, Error> {
+        let mut ips = Vec::with_capacity(addresses.len());
+        for (&ip, set) in addresses.iter().zip(&self.config.range_sets) {
+            let range = set
+                .range_for(ip)
+                .ok_or_else(|| Error::internal(format!("{ip} is outside range set {set}")))?;
+            let address = IpNetwork::new(ip, range.subnet.prefix())
+                .map_err(|e| Error::internal(format!("{ip}/{}: {e}", range.subnet.prefix())))?;
+            ips.push(IpConfig {
+                address,
+                gateway: Some(range.gateway),
+                interface: None,
+            });
+        }
+        Ok(Success {
+            interfaces: Vec::new(),
+            ips,
+            routes: self.config.routes.clone(),
+            dns,
+        })
+    }
+
+    /// Gives back what `allocation` reserved (and only that): the rollback of a failed ADD.
+    pub fn undo(&self, allocation: &Allocation) -> Result<(), Error> {
+        if allocation.created.is_empty() {
+            return Ok(());
+        }
+        let owner = Owner::attachment(&allocation.container_id, &allocation.ifname);
+        let mut session = self.store.open(&self.config.range_sets)?;
+        session.release(&owner, &allocation.created)?;
+        session.finish()
+    }
+
+    /// DEL: releases every address the attachment holds (or, when it holds none, the
+    /// container's legacy ID-only reservations). Succeeds when there is nothing to release.
+    pub fn release(&self, container_id: &str, ifname: &str) -> Result<(), Error> {
+        validate_attachment(container_id, ifname)?;
+        let mut session = self.store.open(&self.config.range_sets)?;
+        session.release_attachment(container_id, ifname)?;
+        session.finish()
+    }
+
+    /// CHECK: the attachment's reservations exist and are exactly `expected`'s addresses.
+    /// Fails with [`RESERVATION_MISMATCH`], naming every difference.
+    pub fn check(&self, container_id: &str, ifname: &str, expected: &Success) -> Result<(), Error> {
+        validate_attachment(container_id, ifname)?;
+        let owner = Owner::attachment(container_id, ifname);
+        let mut session = self.store.open(&self.config.range_sets)?;
+        let held = session.held(&owner)?;
+        let mut problems = Vec::new();
+        if held.is_empty() {
+            problems.push(format!("host-local holds no reservation for {owner}"));
+        }
+        for config in &expected.ips {
+            let ip = config.address.ip();
+            if held.contains(&ip) {
+                let range = self.config.range_sets.iter().find_map(|s| s.range_for(ip));
+                if let Some(range) = range
+                    && range.subnet.prefix() != config.address.prefix()
+                {
+                    problems.push(format!(
+                        "prevResult gives {} but {ip}'s range is {}",
+                        config.address, range.subnet
+                    ));
+                }
+                continue;
+            }
+            let holder = match session.holder(ip)? {
+                Some(Content::Owned(other)) => format!(" (it is reserved by {other})"),
+                Some(_) => " (its reservation file is empty or corrupt)".to_owned(),
+                None => String::new(),
+            };
+            problems.push(format!(
+                "prevResult lists {ip}, but {owner} holds no reservation for it{holder}"
+            ));
+        }
+        for ip in &held {
+            if !expected.ips.iter().any(|c| c.address.ip() == *ip) {
+                problems.push(format!(
+                    "{owner} holds {ip}, which prevResult does not list"
+                ));
+            }
+        }
+        session.finish()?;
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::new(RESERVATION_MISMATCH, problems.join("; ")))
+        }
+    }
+
+    /// GC: releases every reservation whose attachment is not in `valid` (legacy ID-only ones
+    /// by container ID alone), reclaims empty and corrupt reservation files and rebuilds the
+    /// index. An empty `valid` releases everything. `lock` and `last_reserved_ip.*` stay.
+    pub fn gc(&self, valid: &[GcAttachment]) -> Result<(), Error> {
+        let attachments: HashSet<(&str, &str)> = valid
+            .iter()
+            .map(|a| (a.container_id.as_str(), a.ifname.as_str()))
+            .collect();
+        let containers: HashSet<&str> = valid.iter().map(|a| a.container_id.as_str()).collect();
+        let retain = |owner: &Owner| match owner {
+            Owner::Attachment {
+                container_id,
+                ifname,
+            } => attachments.contains(&(container_id.as_str(), ifname.as_str())),
+            Owner::Legacy { container_id } => containers.contains(container_id.as_str()),
+        };
+        let mut session = self.store.lock(&self.config.range_sets)?;
+        let problems = session.rebuild(Sweep::Retain(&retain))?;
+        session.finish()?;
+        match problems.len() {
+            0 => Ok(()),
+            n => Err(Error::new(
+                ErrorCode::Io,
+                format!(
+                    "GC finished with {n} reservation(s) it could not process: {}",
+                    problems
+                        .iter()
+                        .map(Error::msg)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            )),
+        }
+    }
+
+    /// STATUS: the store is usable and every range set has a free address; otherwise code 50
+    /// naming the range set.
+    pub fn status(&self) -> Result<(), Error> {
+        let not_available = |e: Error| {
+            Error::new(
+                ErrorCode::NotAvailable,
+                format!("the reservation store is unusable: {}", e.msg()),
+            )
+        };
+        let sets = &self.config.range_sets;
+        let mut session = self.store.open(sets).map_err(not_available)?;
+        for (index, set) in sets.iter().enumerate() {
+            if !session.has_free(index).map_err(not_available)? {
+                return Err(Error::new(
+                    ErrorCode::NotAvailable,
+                    format!(
+                        "range set {index} ({set}) has no free address: all {} are reserved",
+                        set.usable()
+                    ),
+                ));
+            }
+        }
+        session.finish()
+    }
+}
+
+/// Reserves the planned address of one range set; returns it and whether this call reserved it.
+fn execute(
+    session: &mut Session<'_>,
+    set: usize,
+    owner: &Owner,
+    plan: Plan,
+) -> Result<(IpAddr, bool), Error> {
+    match plan {
+        Plan::Keep(ip) => Ok((ip, false)),
+        Plan::Next => session.allocate(set, owner).map(|ip| (ip, true)),
+        Plan::Exact(ip) => {
+            if session.reserve_exact(set, ip, owner)? {
+                return Ok((ip, true));
+            }
+            let holder = match session.holder(ip)? {
+                Some(Content::Owned(other)) => other.to_string(),
+                _ => "an empty or corrupt reservation file (GC reclaims it)".to_owned(),
+            };
+            Err(Error::new(
+                ADDRESS_UNAVAILABLE,
+                format!("requested address {ip} is already reserved by {holder}"),
+            ))
+        }
+    }
+}
+
+/// The attachment's IDs become file names, so they are checked even when a plugin (not the
+/// skeleton) passes them in.
+fn validate_attachment(container_id: &str, ifname: &str) -> Result<(), Error> {
+    cni::validate::container_id(container_id)?;
+    cni::validate::ifname(ifname)
+}

@@ -1,0 +1,116 @@
+//! host-local IPAM for cni-win: a library the win-bridge and win-overlay plugins call in-process,
+//! and the same code as a standalone `host-local` CNI plugin.
+//!
+//! # Use
+//!
+//! ```no_run
+//! # fn demo(conf: &cni::NetConf, args: &cni::CniArgs) -> Result<(), cni::Error> {
+//! use ipam_host_local::HostLocal;
+//!
+//! let ipam = HostLocal::from_conf(conf, args)?;
+//! let allocation = ipam.allocate("3f2a9c", "eth0")?;
+//! // ... create the endpoint; if that fails, give back only what this ADD reserved:
+//! ipam.undo(&allocation)?;
+//! // DEL:
+//! ipam.release("3f2a9c", "eth0")?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Store: the reference's files, so both binaries can share it
+//!
+//! `<dataDir>/<network>/` (default dataDir `/var/lib/cni/networks`, as the reference on every
+//! OS) holds, exactly as containernetworking/plugins' host-local writes them:
+//!
+//! - one file per reserved address, named by the address (IPv6 `:` written as `_` on Windows),
+//!   holding `containerID\r\nifname` without a trailing newline (legacy files hold the ID only);
+//! - `last_reserved_ip.<set>`: the last address reserved from range set `<set>`;
+//! - `lock`: held with an exclusive `File::lock` (flock / LockFileEx, as the reference's
+//!   go-filemutex) for the whole of every operation, so the reference binary is excluded too.
+//!
+//! Reservations written by the reference are honoured (never handed out twice) and released by
+//! our DEL; ours are released by the reference's DEL.
+//!
+//! # Index: O(1) per operation at any pool size
+//!
+//! The reference reads every reservation file on every ADD and DEL. We keep an index in
+//! `<network>/.cni-win/`, a dot-directory nothing in which can pass for a reservation (the
+//! reference walks subdirectories, parses file names as addresses and deletes files whose
+//! content is `id\r\nifname`):
+//!
+//! - `attachments/<key>/<ip>`, where `<key>` is the escaped `containerID@ifname`: a **hard link
+//!   to the reservation file itself**. Finding what an attachment holds (idempotent ADD, DEL,
+//!   CHECK) is one listing of a directory of one or two entries. Because the link shares the
+//!   reservation's content, the reference's DEL deletes it along with the reservation, keeping
+//!   the index right even when the reference releases our reservations.
+//! - `occupancy.<set>`: a bitmap of reserved positions of each range set (sets up to 2^20
+//!   addresses), so round-robin allocation jumps to the next free address without trying
+//!   taken ones. It is a hint (see below); larger sets probe from the last reserved address.
+//! - `stamp`: the network directory's modification time and each set's layout and
+//!   `last_reserved_ip` content, as we left them. The reference's ADD always rewrites
+//!   `last_reserved_ip`, and anyone's create or delete moves the directory's time, so a stamp
+//!   that does not match means someone else (the reference, an operator's `rm`) changed the
+//!   directory: the index is rebuilt from the reservation files (one O(n) pass).
+//! - `tmp/`: temp files, unique per process.
+//!
+//! # Crash safety
+//!
+//! - **A reservation becomes visible only once complete**: its content is written to a temp
+//!   file and fsynced, then hard-linked to the address's name. The link fails if the name
+//!   exists (O_EXCL semantics on Unix and Windows), so two writers can never both win an
+//!   address, whatever the index says.
+//! - **The index entry is made before the reservation** (link into `attachments/` first, then
+//!   the commit link). A crash in between leaves an entry without reservation, which DEL, CHECK
+//!   and ADD verify against the reservation file and drop. The reverse, a reservation DEL
+//!   cannot find, cannot happen. DEL removes reservations first, syncs the directory, then the
+//!   entries.
+//! - **Every index entry is verified** against the reservation file before it is believed, so
+//!   a stale entry never frees or returns an address that is not the attachment's.
+//! - **The occupancy map is a hint**: a bit wrongly clear costs one failed link (then the bit is
+//!   set); a bit wrongly set hides an address until the next rebuild, which always runs before
+//!   a set is reported exhausted (ADD) or full (STATUS).
+//! - **Rebuilds** start by deleting the stamp, so a crash mid-rebuild makes the next operation
+//!   rebuild again. They remove temp files left by dead writers, reclaim empty reservation files
+//!   (a writer crashed between create and write: every writer holds the lock while a file is
+//!   empty, so an empty file seen under the lock is always a leftover) and report corrupt ones,
+//!   which GC reclaims. No file can block an address forever.
+//! - The stamp, `last_reserved_ip` and the map are written without fsync: losing them costs a
+//!   rebuild or a hint, never a reservation.
+//!
+//! GC rebuilds the index while deleting every reservation whose attachment is not valid, so
+//! whatever a crash left behind, GC leaves a consistent store.
+//!
+//! # Error codes
+//!
+//! Besides the spec's codes (7 for invalid config naming the field, 5 for I/O, 50 from
+//! STATUS), host-local returns:
+//!
+//! | code | constant | meaning |
+//! | --- | --- | --- |
+//! | 100 | [`POOL_EXHAUSTED`] | a range set has no free address; the message names the set, its ranges and how many addresses it holds |
+//! | 101 | [`ADDRESS_UNAVAILABLE`] | a requested address is reserved by someone else, or the attachment already holds another one in that set |
+//! | 102 | [`RESERVATION_MISMATCH`] | CHECK: the reservations differ from prevResult; the message lists each difference |
+
+pub mod config;
+mod fsutil;
+mod host_local;
+pub mod layout;
+mod occupancy;
+pub mod range;
+mod resolv;
+mod store;
+
+pub use config::{DEFAULT_DATA_DIR, IpamConfig, RequestedIp};
+pub use host_local::{Allocation, HostLocal};
+pub use store::INDEX_DIR;
+
+use cni::ErrorCode;
+
+/// Code 100: a range set has no free address.
+pub const POOL_EXHAUSTED: ErrorCode = ErrorCode::Plugin(100);
+
+/// Code 101: a requested address cannot be reserved for this attachment.
+pub const ADDRESS_UNAVAILABLE: ErrorCode = ErrorCode::Plugin(101);
+
+/// Code 102: CHECK found the reservations different from prevResult.
+pub const RESERVATION_MISMATCH: ErrorCode = ErrorCode::Plugin(102);

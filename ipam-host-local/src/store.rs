@@ -1,0 +1,570 @@
+//! The reservation store of one network: the reference's files plus our index, always worked
+//! on under the network's `lock`.
+//!
+//! See the crate documentation for the design; in short:
+//!
+//! - `<net>/<ip>` (reference format) is the truth. A reservation is committed by hard-linking a
+//!   complete, fsynced temp file to that name; the link fails if the name exists.
+//! - `<net>/.cni-win/attachments/<key>/<ip>` is a second hard link to the same file, made
+//!   *before* the commit: finding an attachment's addresses is one small directory listing.
+//! - `<net>/.cni-win/occupancy.<set>` is a bitmap of reserved positions (a hint).
+//! - `<net>/.cni-win/stamp` records what the directory looked like when we last left it; if
+//!   anything else changed it since, the index is rebuilt from the reservation files.
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use cni::Error;
+
+use crate::fsutil::{
+    TEMP_PREFIX, TempFile, io_error, read_optional, remove_optional, replace, sync_dir,
+};
+use crate::layout::{
+    Content, ESCAPES_COLONS, LAST_RESERVED_PREFIX, LOCK_FILE, Owner, ip_file_name, parse_content,
+    parse_ip_file_name,
+};
+use crate::occupancy::Occupancy;
+use crate::range::RangeSet;
+
+/// Our directory inside the network directory. The leading dot keeps it out of anything that
+/// globs the directory (`rm <dir>/*`), and nothing in it can pass for a reservation.
+pub const INDEX_DIR: &str = ".cni-win";
+
+const STAMP_HEADER: &str = "cni-win host-local index v1";
+
+/// Paths of one network's store.
+#[derive(Debug, Clone)]
+pub struct Store {
+    net_dir: PathBuf,
+    index_dir: PathBuf,
+}
+
+/// What a rebuild should do with the reservations it reads.
+pub enum Sweep<'a> {
+    /// Keep every reservation (the index was stale).
+    KeepAll,
+    /// GC: keep the reservations this says are still valid; also reclaim corrupt files.
+    Retain(&'a dyn Fn(&Owner) -> bool),
+}
+
+impl Store {
+    pub fn new(data_dir: &Path, network: &str) -> Store {
+        let net_dir = data_dir.join(network);
+        let index_dir = net_dir.join(INDEX_DIR);
+        Store { net_dir, index_dir }
+    }
+
+    pub fn net_dir(&self) -> &Path {
+        &self.net_dir
+    }
+
+    pub fn reservation_path(&self, ip: IpAddr) -> PathBuf {
+        self.net_dir.join(ip_file_name(ip, ESCAPES_COLONS))
+    }
+
+    fn last_reserved_path(&self, set: usize) -> PathBuf {
+        self.net_dir.join(format!("{LAST_RESERVED_PREFIX}{set}"))
+    }
+
+    fn attachments_dir(&self) -> PathBuf {
+        self.index_dir.join("attachments")
+    }
+
+    fn attachment_dir(&self, owner: &Owner) -> PathBuf {
+        self.attachments_dir().join(owner.key())
+    }
+
+    fn temp_dir(&self) -> PathBuf {
+        self.index_dir.join("tmp")
+    }
+
+    fn stamp_path(&self) -> PathBuf {
+        self.index_dir.join("stamp")
+    }
+
+    fn occupancy_path(&self, set: usize) -> PathBuf {
+        self.index_dir.join(format!("occupancy.{set}"))
+    }
+
+    /// Locks the network directory (creating it if needed) and returns a session whose index is
+    /// known to match the reservation files.
+    pub fn open<'a>(&'a self, sets: &'a [RangeSet]) -> Result<Session<'a>, Error> {
+        let mut session = self.lock(sets)?;
+        let recorded = read_optional(&self.stamp_path())?;
+        if recorded.as_deref() != Some(session.stamp()?.as_bytes()) {
+            log::info!(
+                "index of {} is missing or stale (the directory changed since this plugin last \
+                 used it); rebuilding it from the reservation files",
+                self.net_dir.display()
+            );
+            session.rebuild(Sweep::KeepAll)?;
+        }
+        Ok(session)
+    }
+
+    /// Locks the network directory without checking the index (for callers that rebuild it).
+    pub fn lock<'a>(&'a self, sets: &'a [RangeSet]) -> Result<Session<'a>, Error> {
+        for dir in [&self.net_dir, &self.attachments_dir(), &self.temp_dir()] {
+            fs::create_dir_all(dir).map_err(|e| io_error("create directory", dir, &e))?;
+        }
+        let lock_path = self.net_dir.join(LOCK_FILE);
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(|e| io_error("open lock file", &lock_path, &e))?;
+        lock.lock().map_err(|e| io_error("lock", &lock_path, &e))?;
+
+        let mut last_reserved = Vec::with_capacity(sets.len());
+        let mut occupancy = Vec::with_capacity(sets.len());
+        for (i, set) in sets.iter().enumerate() {
+            let text = read_optional(&self.last_reserved_path(i))?
+                .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+                .unwrap_or_default();
+            last_reserved.push(text);
+            occupancy.push(Occupancy::open(&self.occupancy_path(i), set.size())?);
+        }
+        Ok(Session {
+            store: self,
+            sets,
+            _lock: lock,
+            last_reserved,
+            occupancy,
+            rebuilt: false,
+            changed: false,
+            prepared: None,
+        })
+    }
+}
+
+/// Work on one network's store under its lock (released on drop).
+#[derive(Debug)]
+pub struct Session<'a> {
+    store: &'a Store,
+    sets: &'a [RangeSet],
+    _lock: File,
+    /// Each set's `last_reserved_ip.<n>` content, as on disk.
+    last_reserved: Vec<String>,
+    occupancy: Vec<Occupancy>,
+    /// Whether this session already rebuilt the index (a second rebuild would find the same).
+    rebuilt: bool,
+    /// Whether the network directory changed, so the stamp must be rewritten.
+    changed: bool,
+    /// The complete reservation file being linked to new addresses, and whose content it holds.
+    prepared: Option<(Owner, TempFile)>,
+}
+
+impl Session<'_> {
+    /// The stamp describing the directory as it is now: its modification time (changed by any
+    /// reservation created or removed, by anyone), and each set's layout and last reservation
+    /// (rewritten by every reference ADD, even when the time stamp is too coarse to move).
+    fn stamp(&self) -> Result<String, Error> {
+        let dir = &self.store.net_dir;
+        let modified = fs::metadata(dir)
+            .and_then(|m| m.modified())
+            .map_err(|e| io_error("read metadata of", dir, &e))?;
+        let since_epoch = modified.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let mut stamp = format!(
+            "{STAMP_HEADER}\nmodified {}.{:09}\n",
+            since_epoch.as_secs(),
+            since_epoch.subsec_nanos()
+        );
+        for (i, set) in self.sets.iter().enumerate() {
+            stamp.push_str(&format!(
+                "set {i} {} last {:?}\n",
+                set.fingerprint(),
+                self.last_reserved[i]
+            ));
+        }
+        Ok(stamp)
+    }
+
+    /// Records the directory's state so the next session can trust the index. Skipped when the
+    /// session changed nothing; a session that fails before this leaves the old stamp, so the
+    /// next one rebuilds.
+    pub fn finish(self) -> Result<(), Error> {
+        if self.changed {
+            let stamp = self.stamp()?;
+            replace(
+                &self.store.temp_dir(),
+                &self.store.stamp_path(),
+                stamp.as_bytes(),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Where allocation in `set` starts: after the last reserved address when it lies in the set.
+    fn start_position(&self, set: usize) -> u128 {
+        self.last_reserved[set]
+            .parse::<IpAddr>()
+            .ok()
+            .and_then(|ip| self.sets[set].position_of(ip))
+            .map_or(0, |p| p + 1)
+    }
+
+    fn mark(&mut self, ip: IpAddr, reserved: bool) -> Result<(), Error> {
+        for (i, set) in self.sets.iter().enumerate() {
+            if let Some(position) = set.position_of(ip) {
+                self.occupancy[i].mark(position, reserved, &self.store.occupancy_path(i))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The content of `ip`'s reservation file, if it exists.
+    pub fn holder(&self, ip: IpAddr) -> Result<Option<Content>, Error> {
+        Ok(read_optional(&self.store.reservation_path(ip))?.map(|b| parse_content(&b)))
+    }
+
+    /// The addresses `owner` holds, verified against the reservation files. Index entries whose
+    /// reservation is gone or belongs to someone else (left by a crash) are dropped.
+    pub fn held(&mut self, owner: &Owner) -> Result<Vec<IpAddr>, Error> {
+        let dir = self.store.attachment_dir(owner);
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error("list", &dir, &e)),
+        };
+        let mut held = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error("list", &dir, &e))?;
+            let name = entry.file_name();
+            let ip = name
+                .to_str()
+                .and_then(|n| parse_ip_file_name(n, ESCAPES_COLONS));
+            let owned = match ip {
+                Some(ip) => self.holder(ip)? == Some(Content::Owned(owner.clone())),
+                None => false,
+            };
+            match ip {
+                Some(ip) if owned => held.push(ip),
+                _ => remove_optional(&entry.path())?,
+            }
+        }
+        held.sort();
+        Ok(held)
+    }
+
+    /// A complete, durable reservation file for `owner`, made once per session and linked to
+    /// every address `owner` gets.
+    fn prepared_file(&mut self, owner: &Owner) -> Result<PathBuf, Error> {
+        if let Some((prepared_for, file)) = &self.prepared
+            && prepared_for == owner
+        {
+            return Ok(file.path().to_path_buf());
+        }
+        let file = TempFile::create(&self.store.temp_dir(), owner.content().as_bytes(), true)?;
+        let path = file.path().to_path_buf();
+        self.prepared = Some((owner.clone(), file));
+        Ok(path)
+    }
+
+    /// Tries to reserve `ip` for `owner`: records the intent in the index, then commits by
+    /// linking a complete reservation file to the address's name. `Ok(false)` when the address
+    /// is already taken.
+    fn reserve(&mut self, ip: IpAddr, owner: &Owner) -> Result<bool, Error> {
+        let file = self.prepared_file(owner)?;
+        let dir = self.store.attachment_dir(owner);
+        fs::create_dir_all(&dir).map_err(|e| io_error("create directory", &dir, &e))?;
+        let entry = dir.join(ip_file_name(ip, ESCAPES_COLONS));
+        // An entry left by a crashed ADD is stale (`held` would have reported a live one).
+        remove_optional(&entry)?;
+        fs::hard_link(&file, &entry).map_err(|e| io_error("create", &entry, &e))?;
+
+        let target = self.store.reservation_path(ip);
+        match fs::hard_link(&file, &target) {
+            Ok(()) => {
+                self.changed = true;
+                self.mark(ip, true)?;
+                Ok(true)
+            }
+            Err(e) => {
+                remove_optional(&entry)?;
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    self.mark(ip, true)?;
+                    Ok(false)
+                } else {
+                    Err(io_error("create reservation", &target, &e))
+                }
+            }
+        }
+    }
+
+    /// Reserves the next free address of `set` round-robin for `owner`. When the occupancy map
+    /// says the set is full, the index is rebuilt once (it may be out of date) before giving up
+    /// with [`crate::POOL_EXHAUSTED`].
+    pub fn allocate(&mut self, set: usize, owner: &Owner) -> Result<IpAddr, Error> {
+        loop {
+            if let Some(ip) = self.search(set, owner)? {
+                self.record_last_reserved(set, ip)?;
+                return Ok(ip);
+            }
+            if self.rebuilt {
+                let sets = self.sets;
+                let range_set = &sets[set];
+                return Err(Error::new(
+                    crate::POOL_EXHAUSTED,
+                    format!(
+                        "no free address in range set {set} ({range_set}): all {} addresses it \
+                         holds are reserved",
+                        range_set.usable()
+                    ),
+                )
+                .with_details(format!(
+                    "release addresses (DEL, or GC with the still-valid attachments) or widen \
+                     the range; reservations are files in {}",
+                    self.store.net_dir.display()
+                )));
+            }
+            self.rebuild(Sweep::KeepAll)?;
+        }
+    }
+
+    fn search(&mut self, set: usize, owner: &Owner) -> Result<Option<IpAddr>, Error> {
+        let sets = self.sets;
+        let range_set = &sets[set];
+        let mut from = self.start_position(set);
+        for _ in 0..self.occupancy[set].search_limit() {
+            let Some(position) = self.occupancy[set].next_free(from) else {
+                return Ok(None);
+            };
+            let ip = range_set.address_at(position);
+            from = position + 1;
+            if range_set.is_gateway(ip) {
+                self.mark(ip, true)?;
+                continue;
+            }
+            if self.reserve(ip, owner)? {
+                return Ok(Some(ip));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Reserves exactly `ip` in `set` (a requested address); `Ok(false)` when it is taken.
+    pub fn reserve_exact(&mut self, set: usize, ip: IpAddr, owner: &Owner) -> Result<bool, Error> {
+        let reserved = self.reserve(ip, owner)?;
+        if reserved {
+            self.record_last_reserved(set, ip)?;
+        }
+        Ok(reserved)
+    }
+
+    fn record_last_reserved(&mut self, set: usize, ip: IpAddr) -> Result<(), Error> {
+        let text = ip.to_string();
+        replace(
+            &self.store.temp_dir(),
+            &self.store.last_reserved_path(set),
+            text.as_bytes(),
+        )?;
+        self.last_reserved[set] = text;
+        Ok(())
+    }
+
+    /// Whether `set` has an address believed free (rebuilding once before saying no).
+    pub fn has_free(&mut self, set: usize) -> Result<bool, Error> {
+        let sets = self.sets;
+        let range_set = &sets[set];
+        loop {
+            let mut from = 0;
+            let mut found = false;
+            for _ in 0..self.occupancy[set].search_limit() {
+                let Some(position) = self.occupancy[set].next_free(from) else {
+                    break;
+                };
+                if !range_set.is_gateway(range_set.address_at(position)) {
+                    found = true;
+                    break;
+                }
+                from = position + 1;
+            }
+            if found || self.rebuilt {
+                return Ok(found);
+            }
+            self.rebuild(Sweep::KeepAll)?;
+        }
+    }
+
+    /// Releases `ips` of `owner`: each reservation file is removed only if it still holds
+    /// `owner`'s content, then the index entries go. The directory is synced in between, so a
+    /// power loss cannot leave a reservation without the entry that lets DEL find it.
+    pub fn release(&mut self, owner: &Owner, ips: &[IpAddr]) -> Result<(), Error> {
+        for &ip in ips {
+            if self.holder(ip)? == Some(Content::Owned(owner.clone())) {
+                // Clear the bit first: a crash in between leaves a clear bit on a taken
+                // address, which the next link attempt corrects.
+                self.mark(ip, false)?;
+                remove_optional(&self.store.reservation_path(ip))?;
+                self.changed = true;
+            }
+        }
+        sync_dir(&self.store.net_dir)?;
+        let dir = self.store.attachment_dir(owner);
+        for &ip in ips {
+            remove_optional(&dir.join(ip_file_name(ip, ESCAPES_COLONS)))?;
+        }
+        match fs::remove_dir(&dir) {
+            Ok(()) => Ok(()),
+            // Gone already, or holding entries of addresses not released here (`undo` releases
+            // only what one ADD created): both are fine.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::DirectoryNotEmpty
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(io_error("remove directory", &dir, &e)),
+        }
+    }
+
+    /// DEL: releases everything `container_id`/`ifname` holds; when it holds nothing, the
+    /// container's legacy ID-only reservations instead (the reference's fallback).
+    pub fn release_attachment(&mut self, container_id: &str, ifname: &str) -> Result<(), Error> {
+        let exact = Owner::attachment(container_id, ifname);
+        let held = self.held(&exact)?;
+        if !held.is_empty() {
+            return self.release(&exact, &held);
+        }
+        let legacy = Owner::Legacy {
+            container_id: container_id.to_owned(),
+        };
+        let held = self.held(&legacy)?;
+        self.release(&legacy, &held)
+    }
+
+    /// Rebuilds the whole index from the reservation files. Empty reservation files are crash
+    /// leftovers (every writer holds the lock while a file is empty) and are reclaimed; corrupt
+    /// ones are reported and reclaimed by GC. Returns the per-file errors it stepped over.
+    pub fn rebuild(&mut self, sweep: Sweep<'_>) -> Result<Vec<Error>, Error> {
+        let store = self.store;
+        // Without a stamp, a crash part-way through makes the next session rebuild again.
+        remove_optional(&store.stamp_path())?;
+        let attachments = store.attachments_dir();
+        match fs::remove_dir_all(&attachments) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_error("clear", &attachments, &e)),
+        }
+        fs::create_dir_all(&attachments)
+            .map_err(|e| io_error("create directory", &attachments, &e))?;
+        remove_stale_temp_files(&store.temp_dir())?;
+        for occupancy in &mut self.occupancy {
+            occupancy.clear();
+        }
+        let gateways: HashSet<IpAddr> = self
+            .sets
+            .iter()
+            .flat_map(|s| s.ranges().iter().map(|r| r.gateway))
+            .collect();
+        for gateway in gateways {
+            self.mark_in_memory(gateway);
+        }
+
+        let mut problems = Vec::new();
+        let listing =
+            fs::read_dir(&store.net_dir).map_err(|e| io_error("list", &store.net_dir, &e))?;
+        for entry in listing {
+            let entry = entry.map_err(|e| io_error("list", &store.net_dir, &e))?;
+            let is_file = entry.file_type().is_ok_and(|t| t.is_file());
+            let name = entry.file_name();
+            let Some(ip) = name
+                .to_str()
+                .and_then(|n| parse_ip_file_name(n, ESCAPES_COLONS))
+            else {
+                continue;
+            };
+            if !is_file {
+                continue;
+            }
+            if let Err(err) = self.index_file(ip, &entry.path(), &sweep) {
+                log::warn!("{}", err.msg());
+                problems.push(err);
+            }
+        }
+        for (i, occupancy) in self.occupancy.iter_mut().enumerate() {
+            occupancy.save(&store.occupancy_path(i))?;
+        }
+        self.rebuilt = true;
+        self.changed = true;
+        Ok(problems)
+    }
+
+    /// Indexes (or, as the sweep says, removes) one reservation file during a rebuild.
+    fn index_file(&mut self, ip: IpAddr, path: &Path, sweep: &Sweep<'_>) -> Result<(), Error> {
+        let bytes = fs::read(path).map_err(|e| io_error("read reservation", path, &e))?;
+        match parse_content(&bytes) {
+            Content::Empty => {
+                log::warn!(
+                    "reservation {} is empty (a writer crashed before writing it); reclaiming {ip}",
+                    path.display()
+                );
+                remove_optional(path)
+            }
+            Content::Corrupt(why) => {
+                if matches!(sweep, Sweep::Retain(_)) {
+                    log::warn!(
+                        "reservation {} is corrupt ({why}); GC reclaims {ip}",
+                        path.display()
+                    );
+                    remove_optional(path)
+                } else {
+                    log::warn!(
+                        "reservation {} is corrupt ({why}); {ip} stays blocked until GC reclaims it",
+                        path.display()
+                    );
+                    self.mark_in_memory(ip);
+                    Ok(())
+                }
+            }
+            Content::Owned(owner) => {
+                if let Sweep::Retain(valid) = sweep
+                    && !valid(&owner)
+                {
+                    log::info!("GC releases {ip}, held by {owner}");
+                    return remove_optional(path);
+                }
+                let dir = self.store.attachment_dir(&owner);
+                fs::create_dir_all(&dir).map_err(|e| io_error("create directory", &dir, &e))?;
+                let entry = dir.join(ip_file_name(ip, ESCAPES_COLONS));
+                fs::hard_link(path, &entry).map_err(|e| io_error("index", path, &e))?;
+                self.mark_in_memory(ip);
+                Ok(())
+            }
+        }
+    }
+
+    fn mark_in_memory(&mut self, ip: IpAddr) {
+        for (set, occupancy) in self.sets.iter().zip(&mut self.occupancy) {
+            if let Some(position) = set.position_of(ip) {
+                occupancy.note_reserved(position);
+            }
+        }
+    }
+}
+
+/// Removes temp files left by crashed writers. This process's own (a reservation file being
+/// linked while a rebuild runs) stay; every other writer holds the lock while its files exist.
+fn remove_stale_temp_files(dir: &Path) -> Result<(), Error> {
+    let ours = format!("{}{}.", TEMP_PREFIX, std::process::id());
+    let listing = fs::read_dir(dir).map_err(|e| io_error("list", dir, &e))?;
+    for entry in listing {
+        let entry = entry.map_err(|e| io_error("list", dir, &e))?;
+        if !entry.file_name().to_string_lossy().starts_with(&ours) {
+            log::info!(
+                "removing {} left by an interrupted operation",
+                entry.path().display()
+            );
+            remove_optional(&entry.path())?;
+        }
+    }
+    Ok(())
+}
