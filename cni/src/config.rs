@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use std::io::Read;
 use std::path::PathBuf;
 
+use crate::case_insensitive;
 use crate::error::{Error, ErrorCode};
 use crate::result::{Dns, Success, decode_with};
 use crate::validate;
@@ -152,34 +153,27 @@ impl NetConf {
     /// `runtimeConfig.<key>` decoded as `T`, or `None` when absent.
     ///
     /// containerd on Windows sends capability args with capitalised keys (`PortMappings`,
-    /// `HostPort`, `Servers`) where libcni sends camelCase ones, so both the key and every key
-    /// inside the value are matched without regard to the case of their first letter.
+    /// `HostPort`, `Servers`) where libcni sends camelCase ones; both the key and the fields
+    /// inside are matched regardless of case, as the Go plugins do.
     pub fn runtime_config<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, Error> {
-        let Some(Value::Object(runtime)) = self.raw.get("runtimeConfig") else {
-            return Ok(None);
+        let runtime = match case_insensitive::get(&self.raw, "runtimeConfig") {
+            Some(Value::Object(runtime)) => runtime,
+            _ => return Ok(None),
         };
-        let wanted = lower_first(key);
-        let Some(value) = runtime
-            .iter()
-            .find(|(k, _)| lower_first(k) == wanted)
-            .map(|(_, v)| v)
-        else {
-            return Ok(None);
-        };
-        if value.is_null() {
-            return Ok(None);
+        match case_insensitive::get(runtime, key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => decode_with(
+                value,
+                &format!("runtimeConfig.{key}"),
+                ErrorCode::InvalidConfig,
+            )
+            .map(Some),
         }
-        decode_with(
-            &lower_first_keys(value),
-            &format!("runtimeConfig.{key}"),
-            ErrorCode::InvalidConfig,
-        )
-        .map(Some)
     }
 
     /// The `prevResult`, parsed in the config's version when it does not state its own.
     pub fn prev_result(&self) -> Result<Option<Success>, Error> {
-        match self.raw.get("prevResult") {
+        match case_insensitive::get(&self.raw, "prevResult") {
             None | Some(Value::Null) => Ok(None),
             Some(value) => Success::from_value(value, self.cni_version)
                 .map(Some)
@@ -221,26 +215,6 @@ fn read_capped(input: &mut dyn Read) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
-fn lower_first(key: &str) -> String {
-    let mut chars = key.chars();
-    match chars.next() {
-        Some(first) => first.to_lowercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
-fn lower_first_keys(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (lower_first(k), lower_first_keys(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(lower_first_keys).collect()),
-        other => other.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,6 +242,27 @@ mod tests {
         assert_eq!(conf.ipam_type.as_deref(), Some("host-local"));
         assert_eq!(conf.dns.nameservers, ["10.96.0.10"]);
         assert!(conf.raw().contains_key("policies"));
+    }
+
+    #[test]
+    fn reads_keys_spelled_as_go_configs_spell_them() {
+        // Flannel's rendered win-bridge delegate, as it reaches the plugin.
+        let conf = parse(json!({
+            "cniVersion": "0.2.0", "name": "cbr0", "type": "win-bridge",
+            "ipMasq": true, "ipMasqNetwork": "10.244.0.0/16",
+            "ipam": {"type": "host-local", "subnet": "10.244.1.0/24"},
+            "dns": {"Nameservers": ["10.96.0.10"], "Search": ["svc.cluster.local"]},
+            "RuntimeConfig": {"DNS": {"Servers": ["10.96.0.10"]}}
+        }))
+        .unwrap();
+        assert_eq!(conf.dns.nameservers, ["10.96.0.10"]);
+        assert_eq!(conf.dns.search, ["svc.cluster.local"]);
+        #[derive(Deserialize)]
+        struct RuntimeDns {
+            servers: Vec<String>,
+        }
+        let dns: RuntimeDns = conf.runtime_config("dns").unwrap().unwrap();
+        assert_eq!(dns.servers, ["10.96.0.10"]);
     }
 
     #[test]

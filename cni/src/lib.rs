@@ -6,6 +6,7 @@
 //! ([`result`]), error codes ([`error`]), delegation to IPAM plugins ([`delegate`]) and logging
 //! that never touches stdout ([`logging`]).
 
+pub mod case_insensitive;
 pub mod config;
 pub mod delegate;
 pub mod env;

@@ -8,6 +8,7 @@ use log::{LevelFilter, Log, Metadata, Record};
 use simplelog::{CombinedLogger, ConfigBuilder, SharedLogger, WriteLogger};
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
+use std::sync::RwLock;
 
 /// Environment variable that overrides the config's `logLevel` (operators debugging one node).
 pub const LEVEL_VAR: &str = "CNI_WIN_LOG_LEVEL";
@@ -49,37 +50,59 @@ impl LogSettings {
     }
 }
 
-/// Prefixes every message with a tag such as `ADD 3f2a…:` before handing it on.
-struct Tagged {
+/// What the process logger writes to now. [`init`] may run twice per command (before the
+/// config is read, with the environment's settings; after, with the config's), and in-process
+/// tests run many commands, so the destination and tag are replaceable behind one installed
+/// logger.
+struct Current {
     tag: String,
-    inner: Box<dyn Log>,
+    inner: Option<Box<dyn Log>>,
 }
 
-impl Log for Tagged {
+static CURRENT: RwLock<Current> = RwLock::new(Current {
+    tag: String::new(),
+    inner: None,
+});
+
+/// The installed logger: prefixes every message with the current tag (such as
+/// `ADD 3f2a…/eth0:`) and hands it to the current destination.
+struct Forwarder;
+
+static FORWARDER: Forwarder = Forwarder;
+
+impl Log for Forwarder {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        self.inner.enabled(metadata)
+        CURRENT
+            .read()
+            .is_ok_and(|c| c.inner.as_ref().is_some_and(|l| l.enabled(metadata)))
     }
 
     fn log(&self, record: &Record<'_>) {
-        self.inner.log(
-            &Record::builder()
-                .args(format_args!("{} {}", self.tag, record.args()))
-                .level(record.level())
-                .target(record.target())
-                .module_path(record.module_path())
-                .file(record.file())
-                .line(record.line())
-                .build(),
-        );
+        let Ok(current) = CURRENT.read() else { return };
+        if let Some(inner) = &current.inner {
+            inner.log(
+                &Record::builder()
+                    .args(format_args!("{} {}", current.tag, record.args()))
+                    .level(record.level())
+                    .target(record.target())
+                    .module_path(record.module_path())
+                    .file(record.file())
+                    .line(record.line())
+                    .build(),
+            );
+        }
     }
 
     fn flush(&self) {
-        self.inner.flush();
+        if let Ok(current) = CURRENT.read()
+            && let Some(inner) = &current.inner
+        {
+            inner.flush();
+        }
     }
 }
 
-/// Installs the process logger. Safe to call more than once (later calls are ignored), so
-/// in-process tests can run many commands.
+/// Points the process logger at `settings` and tags its lines with `tag`.
 pub fn init(tag: String, settings: &LogSettings) {
     let config = ConfigBuilder::new()
         .set_time_format_rfc3339()
@@ -98,13 +121,15 @@ pub fn init(tag: String, settings: &LogSettings) {
             Err(e) => file_problem = Some(format!("cannot open log file {}: {e}", path.display())),
         }
     }
-    let logger = Tagged {
-        tag,
-        inner: CombinedLogger::new(loggers),
-    };
-    if log::set_boxed_logger(Box::new(logger)).is_ok() {
-        log::set_max_level(settings.level);
+    if let Ok(mut current) = CURRENT.write() {
+        *current = Current {
+            tag,
+            inner: Some(CombinedLogger::new(loggers)),
+        };
     }
+    // Only the first call installs the forwarder; later ones find it in place.
+    let _ = log::set_logger(&FORWARDER);
+    log::set_max_level(settings.level);
     if let Some(problem) = file_problem {
         log::warn!("{problem}");
     }

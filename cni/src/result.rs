@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::IpAddr;
 
+use crate::case_insensitive::CaseInsensitive;
 use crate::error::{Error, ErrorCode};
 use crate::version::{ResultLayout, Version};
 
@@ -366,13 +367,14 @@ impl Success {
     }
 }
 
-/// Deserialises `value` as `T`; failures get `code` and name the failing field's path.
+/// Deserialises `value` as `T`, matching keys as Go does (see [`CaseInsensitive`]); failures get
+/// `code` and name the failing field's path.
 pub(crate) fn decode_with<T: DeserializeOwned>(
     value: &Value,
     what: &str,
     code: ErrorCode,
 ) -> Result<T, Error> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    serde_path_to_error::deserialize(CaseInsensitive(value.clone())).map_err(|e| {
         let path = e.path().to_string();
         let place = if path == "." {
             String::new()

@@ -108,6 +108,7 @@ fn dispatch<P: Plugin>(
     env_lookup: &dyn Fn(&str) -> Option<OsString>,
     stdin: &mut dyn Read,
 ) -> (Result<Option<String>, Error>, Version) {
+    init_logging(env_lookup, None);
     let env = match Environment::from_lookup(env_lookup) {
         Ok(env) => env,
         Err(err) => {
@@ -130,7 +131,7 @@ fn dispatch<P: Plugin>(
         Err(err) => return (Err(err), Version::LATEST),
     };
     let version = config.cni_version;
-    init_logging(&env, &config, env_lookup);
+    init_logging(env_lookup, Some(&config));
 
     let outcome = gate(env.command, version).and_then(|()| {
         catch_unwind(AssertUnwindSafe(|| call(plugin, env, config, raw))).unwrap_or_else(|panic| {
@@ -225,16 +226,21 @@ fn version_reply(stdin: &mut dyn Read) -> String {
     .to_string()
 }
 
-fn init_logging(env: &Environment, config: &NetConf, lookup: &dyn Fn(&str) -> Option<OsString>) {
-    let text_env = |name: &str| lookup(name).and_then(|v| v.into_string().ok());
+/// Sets up logging from the environment and, once it is read, the config. The tag is built from
+/// the raw variables so that even a command refused for its environment is logged as what it was.
+fn init_logging(lookup: &dyn Fn(&str) -> Option<OsString>, config: Option<&NetConf>) {
+    let text = |name: &str| lookup(name).and_then(|v| v.into_string().ok());
     let (settings, note) = LogSettings::resolve(
-        &text_env,
-        config.log_level.as_deref(),
-        config.log_file.as_deref(),
+        &text,
+        config.and_then(|c| c.log_level.as_deref()),
+        config.and_then(|c| c.log_file.as_deref()),
     );
-    let tag = match &env.attachment {
-        Some(a) => format!("{} {}/{}:", env.command, a.container_id, a.ifname),
-        None => format!("{} {}:", env.command, config.name),
+    let command = text("CNI_COMMAND").unwrap_or_else(|| "?".to_owned());
+    let tag = match (text("CNI_CONTAINERID"), text("CNI_IFNAME")) {
+        (Some(id), Some(ifname)) if command != "GC" && command != "STATUS" => {
+            format!("{command} {id}/{ifname}:")
+        }
+        _ => format!("{command} {}:", config.map_or("?", |c| c.name.as_str())),
     };
     logging::init(tag, &settings);
     if let Some(note) = note {
