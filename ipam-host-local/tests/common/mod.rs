@@ -63,8 +63,10 @@ pub fn ip(text: &str) -> IpAddr {
 
 /// The reservation files of a network directory: address file name -> content.
 pub fn reservations(net_dir: &Path) -> BTreeMap<String, String> {
-    std::fs::read_dir(net_dir)
-        .unwrap()
+    let Ok(listing) = std::fs::read_dir(net_dir) else {
+        return BTreeMap::new();
+    };
+    listing
         .map(|e| e.unwrap())
         .filter(|e| e.file_type().unwrap().is_file())
         .map(|e| e.file_name().into_string().unwrap())
