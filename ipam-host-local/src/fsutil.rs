@@ -1,11 +1,9 @@
-//! Small filesystem helpers: errors that name the path, unique temp files, atomic replacement.
+//! Small filesystem helpers: errors that name the path, durable creation, in-place rewrites.
 
 use cni::{Error, ErrorCode};
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::Path;
 
 /// Code 5 naming what failed on which path.
 pub fn io_error(action: &str, path: &Path, err: &io::Error) -> Error {
@@ -33,64 +31,29 @@ pub fn remove_optional(path: &Path) -> Result<(), Error> {
     }
 }
 
-/// Temp file names start with this, then the creating process's ID and a dot.
-pub const TEMP_PREFIX: &str = "tmp.";
-
-/// A temp file that is removed when dropped (after it has been linked or renamed, or on error).
-#[derive(Debug)]
-pub struct TempFile {
-    path: PathBuf,
+/// Creates `path` holding `bytes` and fsyncs it, so no name linked to it later can show an
+/// empty or partial file after a power loss. Fails if `path` exists.
+pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| io_error("create", path, &e))?;
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    if let Err(e) = written {
+        let _ = fs::remove_file(path);
+        return Err(io_error("write", path, &e));
+    }
+    Ok(())
 }
 
-impl TempFile {
-    /// Creates a new, uniquely named file in `dir` holding `bytes`; `durable` fsyncs it, so a
-    /// name linked to it later never shows an empty file after a power loss.
-    pub fn create(dir: &Path, bytes: &[u8], durable: bool) -> Result<TempFile, Error> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let name = format!(
-            "{TEMP_PREFIX}{}.{nanos}.{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        let path = dir.join(name);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| io_error("create", &path, &e))?;
-        let temp = TempFile { path };
-        file.write_all(bytes)
-            .map_err(|e| io_error("write", &temp.path, &e))?;
-        if durable {
-            file.sync_all()
-                .map_err(|e| io_error("sync", &temp.path, &e))?;
-        }
-        Ok(temp)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if let Err(e) = fs::remove_file(&self.path)
-            && e.kind() != io::ErrorKind::NotFound
-        {
-            log::warn!("cannot remove temp file {}: {e}", self.path.display());
-        }
-    }
-}
-
-/// Replaces `target` with `bytes` atomically (temp file in `temp_dir`, same filesystem, then
-/// rename): readers see the old or the new content, never a torn one.
-pub fn replace(temp_dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let temp = TempFile::create(temp_dir, bytes, false)?;
-    fs::rename(temp.path(), target).map_err(|e| io_error("replace", target, &e))
+/// Rewrites an open file in place: cheaper than a new file (no inode to allocate), for hints
+/// whose torn write costs nothing but a rebuild or a different starting point.
+pub fn overwrite(file: &mut File, bytes: &[u8], path: &Path) -> Result<(), Error> {
+    file.seek(SeekFrom::Start(0))
+        .and_then(|_| file.write_all(bytes))
+        .and_then(|()| file.set_len(bytes.len() as u64))
+        .map_err(|e| io_error("write", path, &e))
 }
 
 /// Makes directory entry changes (links, unlinks) durable. Windows has no directory handle to

@@ -38,11 +38,14 @@
 //! reference walks subdirectories, parses file names as addresses and deletes files whose
 //! content is `id\r\nifname`):
 //!
-//! - `attachments/<key>/<ip>`, where `<key>` is the escaped `containerID@ifname`: a **hard link
-//!   to the reservation file itself**. Finding what an attachment holds (idempotent ADD, DEL,
-//!   CHECK) is one listing of a directory of one or two entries. Because the link shares the
-//!   reservation's content, the reference's DEL deletes it along with the reservation, keeping
-//!   the index right even when the reference releases our reservations.
+//! - `attachments/<bucket>/<key>@<ip>`, where `<key>` is the escaped `containerID@ifname` and
+//!   `<bucket>` one of 256 directories chosen by a hash of the key: **the reservation file's
+//!   first name**. Finding what an attachment holds (idempotent ADD, DEL, CHECK) is one listing
+//!   of a bucket (about 20 names at 5,000 reservations). Because the entry *is* the
+//!   reservation file (same inode, content `id\r\nifname`), the reference's DEL deletes it
+//!   along with the reservation, keeping the index right even when the reference releases
+//!   our reservations; and an ADD creates one new file, as the reference's does (on slow
+//!   filesystems creating an inode is what an ADD costs).
 //! - `occupancy.<set>`: a bitmap of reserved positions of each range set (sets up to 2^20
 //!   addresses), so round-robin allocation jumps to the next free address without trying
 //!   taken ones. It is a hint (see below); larger sets probe from the last reserved address.
@@ -51,31 +54,34 @@
 //!   `last_reserved_ip`, and anyone's create or delete moves the directory's time, so a stamp
 //!   that does not match means someone else (the reference, an operator's `rm`) changed the
 //!   directory: the index is rebuilt from the reservation files (one O(n) pass).
-//! - `tmp/`: temp files, unique per process.
-//!
+
 //! # Crash safety
 //!
-//! - **A reservation becomes visible only once complete**: its content is written to a temp
-//!   file and fsynced, then hard-linked to the address's name. The link fails if the name
+//! - **A reservation becomes visible only once complete**: its content is written and fsynced
+//!   under its index name, then hard-linked to the address's name. The link fails if the name
 //!   exists (O_EXCL semantics on Unix and Windows), so two writers can never both win an
-//!   address, whatever the index says.
-//! - **The index entry is made before the reservation** (link into `attachments/` first, then
-//!   the commit link). A crash in between leaves an entry without reservation, which DEL, CHECK
-//!   and ADD verify against the reservation file and drop. The reverse, a reservation DEL
-//!   cannot find, cannot happen. DEL removes reservations first, syncs the directory, then the
+//!   address, whatever the index says. A taken address costs a rename of the file to the next
+//!   candidate's entry name; dual-stack links the same file under both addresses.
+//! - **The index entry exists before the reservation**. A crash in between leaves an entry
+//!   without reservation, which DEL, CHECK and ADD verify against the reservation file and
+//!   drop, and which the next rebuild or GC removes. The reverse, a reservation DEL cannot
+//!   find, cannot happen. DEL removes reservations first, syncs the directory, then the
 //!   entries.
 //! - **Every index entry is verified** against the reservation file before it is believed, so
 //!   a stale entry never frees or returns an address that is not the attachment's.
 //! - **The occupancy map is a hint**: a bit wrongly clear costs one failed link (then the bit is
 //!   set); a bit wrongly set hides an address until the next rebuild, which always runs before
 //!   a set is reported exhausted (ADD) or full (STATUS).
-//! - **Rebuilds** start by deleting the stamp, so a crash mid-rebuild makes the next operation
-//!   rebuild again. They remove temp files left by dead writers, reclaim empty reservation files
+//! - **Rebuilds** start by emptying the stamp, so a crash mid-rebuild makes the next operation
+//!   rebuild again. They drop every entry (leftovers of dead writers included), reclaim empty
+//!   reservation files
 //!   (a writer crashed between create and write: every writer holds the lock while a file is
 //!   empty, so an empty file seen under the lock is always a leftover) and report corrupt ones,
 //!   which GC reclaims. No file can block an address forever.
-//! - The stamp, `last_reserved_ip` and the map are written without fsync: losing them costs a
-//!   rebuild or a hint, never a reservation.
+//! - The stamp, `last_reserved_ip` (as the reference) and the map are rewritten in place without
+//!   fsync: a torn or lost write costs a rebuild or a hint, never a reservation. Only the
+//!   reservation file itself must survive a crash, and it is complete before it has a name
+//!   anyone reads.
 //!
 //! GC rebuilds the index while deleting every reservation whose attachment is not valid, so
 //! whatever a crash left behind, GC leaves a consistent store.

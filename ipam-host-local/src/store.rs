@@ -4,25 +4,23 @@
 //! See the crate documentation for the design; in short:
 //!
 //! - `<net>/<ip>` (reference format) is the truth. A reservation is committed by hard-linking a
-//!   complete, fsynced temp file to that name; the link fails if the name exists.
-//! - `<net>/.cni-win/attachments/<key>/<ip>` is a second hard link to the same file, made
-//!   *before* the commit: finding an attachment's addresses is one small directory listing.
+//!   complete, fsynced file to that name; the link fails if the name exists.
+//! - `<net>/.cni-win/attachments/<bucket>/<key>@<ip>` is that file's first name, written
+//!   *before* the commit: finding an attachment's addresses is one listing of a small bucket.
 //! - `<net>/.cni-win/occupancy.<set>` is a bitmap of reserved positions (a hint).
 //! - `<net>/.cni-win/stamp` records what the directory looked like when we last left it; if
 //!   anything else changed it since, the index is rebuilt from the reservation files.
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
-use std::io;
+use std::io::{self, Read};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use cni::Error;
 
-use crate::fsutil::{
-    TEMP_PREFIX, TempFile, io_error, read_optional, remove_optional, replace, sync_dir,
-};
+use crate::fsutil::{io_error, overwrite, read_optional, remove_optional, sync_dir, write_durably};
 use crate::layout::{
     Content, ESCAPES_COLONS, LAST_RESERVED_PREFIX, LOCK_FILE, Owner, ip_file_name, parse_content,
     parse_ip_file_name,
@@ -74,12 +72,23 @@ impl Store {
         self.index_dir.join("attachments")
     }
 
-    fn attachment_dir(&self, owner: &Owner) -> PathBuf {
-        self.attachments_dir().join(owner.key())
+    /// The bucket holding `owner`'s entries: one of 256, by a hash of its key, so no directory
+    /// grows with the number of reservations the way one flat directory would (5,000
+    /// reservations make buckets of about 20 names) and no directory is made per attachment.
+    fn bucket(&self, owner: &Owner) -> PathBuf {
+        let hash = owner.key().bytes().fold(0x811c_9dc5u32, |h, b| {
+            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+        });
+        self.attachments_dir().join(format!("{:02x}", hash & 0xff))
     }
 
-    fn temp_dir(&self) -> PathBuf {
-        self.index_dir.join("tmp")
+    /// `owner`'s index entry for `ip`: `<key>@<ip file name>`.
+    fn entry_path(&self, owner: &Owner, ip: IpAddr) -> PathBuf {
+        self.bucket(owner).join(format!(
+            "{}@{}",
+            owner.key(),
+            ip_file_name(ip, ESCAPES_COLONS)
+        ))
     }
 
     fn stamp_path(&self) -> PathBuf {
@@ -94,8 +103,7 @@ impl Store {
     /// known to match the reservation files.
     pub fn open<'a>(&'a self, sets: &'a [RangeSet]) -> Result<Session<'a>, Error> {
         let mut session = self.lock(sets)?;
-        let recorded = read_optional(&self.stamp_path())?;
-        if recorded.as_deref() != Some(session.stamp()?.as_bytes()) {
+        if session.recorded_stamp != session.stamp()? {
             log::info!(
                 "index of {} is missing or stale (the directory changed since this plugin last \
                  used it); rebuilding it from the reservation files",
@@ -108,7 +116,7 @@ impl Store {
 
     /// Locks the network directory without checking the index (for callers that rebuild it).
     pub fn lock<'a>(&'a self, sets: &'a [RangeSet]) -> Result<Session<'a>, Error> {
-        for dir in [&self.net_dir, &self.attachments_dir(), &self.temp_dir()] {
+        for dir in [&self.net_dir, &self.attachments_dir()] {
             fs::create_dir_all(dir).map_err(|e| io_error("create directory", dir, &e))?;
         }
         let lock_path = self.net_dir.join(LOCK_FILE);
@@ -130,6 +138,17 @@ impl Store {
             last_reserved.push(text);
             occupancy.push(Occupancy::open(&self.occupancy_path(i), set.size())?);
         }
+        let stamp_path = self.stamp_path();
+        let mut stamp_file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&stamp_path)
+            .map_err(|e| io_error("open", &stamp_path, &e))?;
+        let mut recorded_stamp = String::new();
+        // An unreadable stamp reads as empty, which forces a rebuild.
+        let _ = stamp_file.read_to_string(&mut recorded_stamp);
         Ok(Session {
             store: self,
             sets,
@@ -139,6 +158,8 @@ impl Store {
             rebuilt: false,
             changed: false,
             prepared: None,
+            stamp_file,
+            recorded_stamp,
         })
     }
 }
@@ -156,8 +177,32 @@ pub struct Session<'a> {
     rebuilt: bool,
     /// Whether the network directory changed, so the stamp must be rewritten.
     changed: bool,
-    /// The complete reservation file being linked to new addresses, and whose content it holds.
-    prepared: Option<(Owner, TempFile)>,
+    /// The complete reservation file of this session's new reservations.
+    prepared: Option<Prepared>,
+    stamp_file: File,
+    recorded_stamp: String,
+}
+
+/// A complete reservation file (content `containerID\r\nifname`, fsynced), named by one index
+/// entry. New addresses of the same owner share it: one new inode per ADD, as the reference.
+#[derive(Debug)]
+struct Prepared {
+    owner: Owner,
+    entry: PathBuf,
+    /// Whether a reservation name links to it; an uncommitted one is removed when the session
+    /// ends (a crash leaves it as an entry without reservation, which lookups drop).
+    committed: bool,
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        if let Some(prepared) = &self.prepared
+            && !prepared.committed
+            && let Err(err) = remove_optional(&prepared.entry)
+        {
+            log::warn!("{}", err.msg());
+        }
+    }
 }
 
 impl Session<'_> {
@@ -188,14 +233,11 @@ impl Session<'_> {
     /// Records the directory's state so the next session can trust the index. Skipped when the
     /// session changed nothing; a session that fails before this leaves the old stamp, so the
     /// next one rebuilds.
-    pub fn finish(self) -> Result<(), Error> {
+    pub fn finish(mut self) -> Result<(), Error> {
         if self.changed {
             let stamp = self.stamp()?;
-            replace(
-                &self.store.temp_dir(),
-                &self.store.stamp_path(),
-                stamp.as_bytes(),
-            )?;
+            let path = self.store.stamp_path();
+            overwrite(&mut self.stamp_file, stamp.as_bytes(), &path)?;
         }
         Ok(())
     }
@@ -226,7 +268,8 @@ impl Session<'_> {
     /// The addresses `owner` holds, verified against the reservation files. Index entries whose
     /// reservation is gone or belongs to someone else (left by a crash) are dropped.
     pub fn held(&mut self, owner: &Owner) -> Result<Vec<IpAddr>, Error> {
-        let dir = self.store.attachment_dir(owner);
+        let dir = self.store.bucket(owner);
+        let prefix = format!("{}@", owner.key());
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -236,9 +279,10 @@ impl Session<'_> {
         for entry in entries {
             let entry = entry.map_err(|e| io_error("list", &dir, &e))?;
             let name = entry.file_name();
-            let ip = name
-                .to_str()
-                .and_then(|n| parse_ip_file_name(n, ESCAPES_COLONS));
+            let Some(ip_name) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+                continue;
+            };
+            let ip = parse_ip_file_name(ip_name, ESCAPES_COLONS);
             let owned = match ip {
                 Some(ip) => self.holder(ip)? == Some(Content::Owned(owner.clone())),
                 None => false,
@@ -252,41 +296,68 @@ impl Session<'_> {
         Ok(held)
     }
 
-    /// A complete, durable reservation file for `owner`, made once per session and linked to
-    /// every address `owner` gets.
-    fn prepared_file(&mut self, owner: &Owner) -> Result<PathBuf, Error> {
-        if let Some((prepared_for, file)) = &self.prepared
-            && prepared_for == owner
-        {
-            return Ok(file.path().to_path_buf());
+    /// Makes `entry` a name of `owner`'s complete reservation file: a new link of the
+    /// session's file once a reservation uses it, the spare file renamed while none does, or a
+    /// new fsynced file.
+    fn name_reservation_file(&mut self, owner: &Owner, entry: &Path) -> Result<(), Error> {
+        match &mut self.prepared {
+            Some(prepared) if prepared.owner == *owner && prepared.committed => {
+                fs::hard_link(&prepared.entry, entry).map_err(|e| io_error("create", entry, &e))
+            }
+            Some(prepared) if prepared.owner == *owner => {
+                fs::rename(&prepared.entry, entry).map_err(|e| io_error("create", entry, &e))?;
+                prepared.entry = entry.to_path_buf();
+                Ok(())
+            }
+            _ => {
+                self.discard_spare()?;
+                write_durably(entry, owner.content().as_bytes())?;
+                self.prepared = Some(Prepared {
+                    owner: owner.clone(),
+                    entry: entry.to_path_buf(),
+                    committed: false,
+                });
+                Ok(())
+            }
         }
-        let file = TempFile::create(&self.store.temp_dir(), owner.content().as_bytes(), true)?;
-        let path = file.path().to_path_buf();
-        self.prepared = Some((owner.clone(), file));
-        Ok(path)
     }
 
-    /// Tries to reserve `ip` for `owner`: records the intent in the index, then commits by
-    /// linking a complete reservation file to the address's name. `Ok(false)` when the address
-    /// is already taken.
+    /// Removes the session's reservation file if no reservation uses it.
+    fn discard_spare(&mut self) -> Result<(), Error> {
+        match self.prepared.take() {
+            Some(prepared) if !prepared.committed => remove_optional(&prepared.entry),
+            _ => Ok(()),
+        }
+    }
+
+    /// Tries to reserve `ip` for `owner`: names the complete reservation file in the index,
+    /// then commits by linking it to the address's name. `Ok(false)` when the address is
+    /// already taken.
     fn reserve(&mut self, ip: IpAddr, owner: &Owner) -> Result<bool, Error> {
-        let file = self.prepared_file(owner)?;
-        let dir = self.store.attachment_dir(owner);
-        fs::create_dir_all(&dir).map_err(|e| io_error("create directory", &dir, &e))?;
-        let entry = dir.join(ip_file_name(ip, ESCAPES_COLONS));
+        let bucket = self.store.bucket(owner);
+        fs::create_dir_all(&bucket).map_err(|e| io_error("create directory", &bucket, &e))?;
+        let entry = self.store.entry_path(owner, ip);
         // An entry left by a crashed ADD is stale (`held` would have reported a live one).
         remove_optional(&entry)?;
-        fs::hard_link(&file, &entry).map_err(|e| io_error("create", &entry, &e))?;
+        self.name_reservation_file(owner, &entry)?;
+        // Whether `entry` is the spare file itself rather than one more link to a committed one.
+        let spare = self.prepared.as_mut().filter(|p| p.entry == entry);
 
         let target = self.store.reservation_path(ip);
-        match fs::hard_link(&file, &target) {
+        match fs::hard_link(&entry, &target) {
             Ok(()) => {
+                if let Some(prepared) = spare {
+                    prepared.committed = true;
+                }
                 self.changed = true;
                 self.mark(ip, true)?;
                 Ok(true)
             }
             Err(e) => {
-                remove_optional(&entry)?;
+                // A spare stays for the next candidate; an extra link goes.
+                if spare.is_none() {
+                    remove_optional(&entry)?;
+                }
                 if e.kind() == io::ErrorKind::AlreadyExists {
                     self.mark(ip, true)?;
                     Ok(false)
@@ -357,13 +428,18 @@ impl Session<'_> {
         Ok(reserved)
     }
 
+    /// Rewrites `last_reserved_ip.<set>` in place, as the reference does (it is a hint: a torn
+    /// write only moves where the next search starts).
     fn record_last_reserved(&mut self, set: usize, ip: IpAddr) -> Result<(), Error> {
         let text = ip.to_string();
-        replace(
-            &self.store.temp_dir(),
-            &self.store.last_reserved_path(set),
-            text.as_bytes(),
-        )?;
+        let path = self.store.last_reserved_path(set);
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io_error("open", &path, &e))?;
+        overwrite(&mut file, text.as_bytes(), &path)?;
         self.last_reserved[set] = text;
         Ok(())
     }
@@ -406,24 +482,10 @@ impl Session<'_> {
             }
         }
         sync_dir(&self.store.net_dir)?;
-        let dir = self.store.attachment_dir(owner);
         for &ip in ips {
-            remove_optional(&dir.join(ip_file_name(ip, ESCAPES_COLONS)))?;
+            remove_optional(&self.store.entry_path(owner, ip))?;
         }
-        match fs::remove_dir(&dir) {
-            Ok(()) => Ok(()),
-            // Gone already, or holding entries of addresses not released here (`undo` releases
-            // only what one ADD created): both are fine.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::DirectoryNotEmpty
-                ) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(io_error("remove directory", &dir, &e)),
-        }
+        Ok(())
     }
 
     /// DEL: releases everything `container_id`/`ifname` holds; when it holds nothing, the
@@ -447,7 +509,7 @@ impl Session<'_> {
     pub fn rebuild(&mut self, sweep: Sweep<'_>) -> Result<Vec<Error>, Error> {
         let store = self.store;
         // Without a stamp, a crash part-way through makes the next session rebuild again.
-        remove_optional(&store.stamp_path())?;
+        overwrite(&mut self.stamp_file, b"", &store.stamp_path())?;
         let attachments = store.attachments_dir();
         match fs::remove_dir_all(&attachments) {
             Ok(()) => {}
@@ -456,7 +518,9 @@ impl Session<'_> {
         }
         fs::create_dir_all(&attachments)
             .map_err(|e| io_error("create directory", &attachments, &e))?;
-        remove_stale_temp_files(&store.temp_dir())?;
+        // The session's file went with the old index; if a reservation uses it, it is
+        // re-indexed below like any other.
+        self.prepared = None;
         for occupancy in &mut self.occupancy {
             occupancy.clear();
         }
@@ -532,9 +596,10 @@ impl Session<'_> {
                     log::info!("GC releases {ip}, held by {owner}");
                     return remove_optional(path);
                 }
-                let dir = self.store.attachment_dir(&owner);
-                fs::create_dir_all(&dir).map_err(|e| io_error("create directory", &dir, &e))?;
-                let entry = dir.join(ip_file_name(ip, ESCAPES_COLONS));
+                let bucket = self.store.bucket(&owner);
+                fs::create_dir_all(&bucket)
+                    .map_err(|e| io_error("create directory", &bucket, &e))?;
+                let entry = self.store.entry_path(&owner, ip);
                 fs::hard_link(path, &entry).map_err(|e| io_error("index", path, &e))?;
                 self.mark_in_memory(ip);
                 Ok(())
@@ -549,22 +614,4 @@ impl Session<'_> {
             }
         }
     }
-}
-
-/// Removes temp files left by crashed writers. This process's own (a reservation file being
-/// linked while a rebuild runs) stay; every other writer holds the lock while its files exist.
-fn remove_stale_temp_files(dir: &Path) -> Result<(), Error> {
-    let ours = format!("{}{}.", TEMP_PREFIX, std::process::id());
-    let listing = fs::read_dir(dir).map_err(|e| io_error("list", dir, &e))?;
-    for entry in listing {
-        let entry = entry.map_err(|e| io_error("list", dir, &e))?;
-        if !entry.file_name().to_string_lossy().starts_with(&ours) {
-            log::info!(
-                "removing {} left by an interrupted operation",
-                entry.path().display()
-            );
-            remove_optional(&entry.path())?;
-        }
-    }
-    Ok(())
 }

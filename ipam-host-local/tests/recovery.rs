@@ -32,25 +32,59 @@ fn next_tick() {
     std::thread::sleep(std::time::Duration::from_millis(30));
 }
 
+/// The index entry of `id`/eth0 for `address`, wherever its bucket is.
+fn entry_of(ipam: &HostLocal, id: &str, address: &str) -> PathBuf {
+    let name = format!("{id}@eth0@{address}");
+    for bucket in fs::read_dir(index(ipam).join("attachments")).unwrap() {
+        let path = bucket.unwrap().path().join(&name);
+        if path.exists() {
+            return path;
+        }
+    }
+    panic!("no index entry {name}");
+}
+
+/// Every file under the index's attachments directory.
+fn entries(ipam: &HostLocal) -> Vec<String> {
+    let mut names = Vec::new();
+    for bucket in fs::read_dir(index(ipam).join("attachments")).unwrap() {
+        for entry in fs::read_dir(bucket.unwrap().path()).unwrap() {
+            names.push(entry.unwrap().file_name().into_string().unwrap());
+        }
+    }
+    names.sort();
+    names
+}
+
 #[test]
 fn an_index_entry_without_reservation_is_dropped() {
-    // Crash after the index entry was linked but before the reservation was committed.
+    // Crash after the reservation file was written under its index name, before the commit
+    // link: the entry names an address nobody reserved.
     let dir = Scratch::new("intent");
     let ipam = small_pool(&dir);
-    ipam.allocate("other", "eth0").unwrap();
-    let entry_dir = index(&ipam).join("attachments").join("a@eth0");
-    fs::create_dir_all(&entry_dir).unwrap();
-    fs::write(entry_dir.join("10.0.0.5"), "a\r\neth0").unwrap();
-
     let a = ipam.allocate("a", "eth0").unwrap();
-    assert!(
-        !a.already_held(),
-        "an uncommitted intent is not a reservation"
+    let bucket = entry_of(&ipam, "a", "10.0.0.2")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    fs::write(bucket.join("a@eth0@10.0.0.5"), "a\r\neth0").unwrap();
+
+    let again = ipam.allocate("a", "eth0").unwrap();
+    assert!(again.already_held());
+    assert_eq!(
+        again.result(),
+        a.result(),
+        "the uncommitted entry is not a reservation"
     );
-    assert_eq!(a.result().ips[0].address.ip(), ip("10.0.0.3"));
-    assert!(!entry_dir.join("10.0.0.5").exists());
+    ipam.check("a", "eth0", a.result()).unwrap();
+    assert_eq!(entries(&ipam), ["a@eth0@10.0.0.2"]);
+    // The address is still free for others.
+    ipam.allocate("b", "eth0").unwrap();
+    ipam.allocate("c", "eth0").unwrap();
+    ipam.allocate("d", "eth0").unwrap();
+    assert_eq!(address_of(&ipam, "e"), ip("10.0.0.6"));
     ipam.release("a", "eth0").unwrap();
-    assert_eq!(reservations(ipam.network_dir()).len(), 1);
+    assert!(!entries(&ipam).iter().any(|e| e.starts_with("a@")));
 }
 
 #[test]
@@ -133,24 +167,24 @@ fn a_corrupt_reservation_file_is_reclaimed_by_gc() {
 }
 
 #[test]
-fn temp_files_of_dead_writers_are_cleaned_up() {
-    let dir = Scratch::new("temp");
+fn gc_leaves_only_entries_of_live_reservations() {
+    let dir = Scratch::new("leftovers");
     let ipam = small_pool(&dir);
     address_of(&ipam, "a");
-    let tmp = index(&ipam).join("tmp");
-    // Crash after the temp file was written, before (or after) it was linked.
-    fs::write(tmp.join("tmp.4000000.1.1"), "x\r\neth0").unwrap();
-    fs::hard_link(
-        ipam.network_dir().join("10.0.0.2"),
-        tmp.join("tmp.4000000.1.2"),
-    )
-    .unwrap();
+    address_of(&ipam, "b");
+    let bucket = entry_of(&ipam, "a", "10.0.0.2")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    // Leftovers of crashed writers: an uncommitted reservation file, a stray entry.
+    fs::write(bucket.join("a@eth0@10.0.0.6"), "a\r\neth0").unwrap();
+    fs::write(bucket.join("zz@eth0@10.0.0.5"), "zz\r\neth0").unwrap();
     ipam.gc(&[GcAttachment {
         container_id: "a".into(),
         ifname: "eth0".into(),
     }])
     .unwrap();
-    assert_eq!(fs::read_dir(&tmp).unwrap().count(), 0);
+    assert_eq!(entries(&ipam), ["a@eth0@10.0.0.2"]);
     assert!(ipam.allocate("a", "eth0").unwrap().already_held());
 }
 
