@@ -537,6 +537,62 @@ fn each_host_has_its_own_version_and_features() {
     assert!(!features.supports(Feature::Dsr) && features.supports(Feature::ApiV2));
 }
 
+/// V1 readers (win-overlay's `Subnets[0]`/`ManagementIP`) see the V2 networks through `HNSCall`.
+#[test]
+fn v1_network_listing_is_derived_from_the_v2_networks() {
+    let dir = TempDir::new("v1");
+    let client = client(&dir);
+    let call = |path: &str| -> serde_json::Value {
+        serde_json::from_str(&client.raw().hns_call("GET", path, "").unwrap()).unwrap()
+    };
+    assert_eq!(
+        call("/networks/"),
+        serde_json::json!({"Success": true, "Output": []})
+    );
+    let mut settings = network_settings(
+        "flannel.4096",
+        NetworkType::Overlay,
+        "10.244.1.0/24",
+        "10.244.1.1",
+    );
+    settings
+        .policies
+        .push(NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
+            provider_address: "192.168.1.10".into(),
+        }));
+    let overlay = client.create_network(Guid::ZERO, &settings).unwrap().id();
+    let bridge = bridge(&client);
+
+    let listing = call("/networks/");
+    assert_eq!(listing["Success"], true);
+    let networks = listing["Output"].as_array().unwrap();
+    assert_eq!(networks.len(), 2);
+    let overlay_v1 = networks
+        .iter()
+        .find(|n| n["ID"] == overlay.to_string())
+        .unwrap();
+    assert_eq!(overlay_v1["Name"], "flannel.4096");
+    assert_eq!(overlay_v1["Type"], "Overlay");
+    assert_eq!(
+        overlay_v1["Subnets"],
+        serde_json::json!([{"AddressPrefix": "10.244.1.0/24", "GatewayAddress": "10.244.1.1"}])
+    );
+    assert_eq!(overlay_v1["ManagementIP"], "192.168.1.10");
+    assert!(overlay_v1["MacPools"][0]["StartMacAddress"].is_string());
+
+    let bridge_v1 = call(&format!("/networks/{}", bridge.to_upper_string()));
+    assert_eq!(bridge_v1["Output"]["Type"], "L2Bridge");
+    assert!(bridge_v1["Output"].get("ManagementIP").is_none());
+
+    let missing = call("/networks/11111111-2222-3333-4444-555555555555");
+    assert_eq!(
+        missing,
+        serde_json::json!({"Success": false, "Error": "Element not found."})
+    );
+    client.delete_network(bridge).unwrap();
+    assert_eq!(call("/networks")["Output"].as_array().unwrap().len(), 1);
+}
+
 #[test]
 fn endpoint_policies_are_stored_as_given() {
     let dir = TempDir::new("eppolicy");

@@ -23,6 +23,7 @@ mod random;
 mod service;
 mod state;
 pub mod store;
+mod v1;
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,4 @@
-//! Load balancers (read side) and the V1 `HNSCall` entry point.
+//! Load balancers (read side).
 
 use super::engine::State;
 use super::failure::HcnFailure;
@@ -38,21 +38,6 @@ impl State<'_> {
         Query::parse(query)?;
         let balancer = self.require_load_balancer(id)?;
         serde_json::to_string(&balancer).map_err(|e| HcnFailure::io("load balancer", e))
-    }
-
-    /// `HNSCall`: only `GET /globals/version` is modelled; other requests get the
-    /// V1 failure envelope, as HNS answers requests it cannot serve.
-    pub fn hns_call(&self, method: &str, path: &str) -> Result<String, HcnFailure> {
-        let envelope = if method.eq_ignore_ascii_case("GET")
-            && path
-                .trim_end_matches('/')
-                .eq_ignore_ascii_case("/globals/version")
-        {
-            serde_json::json!({ "Success": true, "Output": self.host.version })
-        } else {
-            serde_json::json!({ "Success": false, "Error": format!("{method} {path} is not modelled by the HCN emulator") })
-        };
-        Ok(envelope.to_string())
     }
 
     fn require_load_balancer(&self, id: Guid) -> Result<HostComputeLoadBalancer, HcnFailure> {

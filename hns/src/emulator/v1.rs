@@ -1,0 +1,159 @@
+//! The V1 (`HNSCall`) view of the emulated host.
+//!
+//! HNS serves its V1 REST-like API from the same objects as V2. Clients still
+//! read it: hcsshim's version probe (`GET /globals/version`), and win-overlay,
+//! which takes `Subnets[0]` and `ManagementIP` of its network from
+//! `GET /networks/`. Only those reads are modelled; the V1 shapes are derived
+//! from the stored V2 networks, never stored themselves.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::engine::State;
+use super::failure::HcnFailure;
+use super::store::ObjectDir;
+use crate::guid::Guid;
+use crate::schema::{HostComputeNetwork, NetworkPolicy};
+
+/// A V1 `HNSNetwork`, as far as it can be derived from a V2 network.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct V1Network {
+    #[serde(rename = "ID")]
+    id: Guid,
+    name: String,
+    #[serde(rename = "Type")]
+    network_type: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    network_adapter_name: String,
+    subnets: Vec<V1Subnet>,
+    /// The host's address on the network: the `ProviderAddress` policy HNS
+    /// keeps on overlay networks (empty, and omitted, otherwise).
+    #[serde(rename = "ManagementIP", skip_serializing_if = "String::is_empty")]
+    management_ip: String,
+    #[serde(rename = "DNSSuffix", skip_serializing_if = "String::is_empty")]
+    dns_suffix: String,
+    /// Comma-joined, as V1 spells lists.
+    #[serde(rename = "DNSServerList", skip_serializing_if = "String::is_empty")]
+    dns_server_list: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    mac_pools: Vec<V1MacPool>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct V1Subnet {
+    address_prefix: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    gateway_address: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct V1MacPool {
+    start_mac_address: String,
+    end_mac_address: String,
+}
+
+impl From<&HostComputeNetwork> for V1Network {
+    fn from(network: &HostComputeNetwork) -> V1Network {
+        let policy = |pick: fn(&NetworkPolicy) -> Option<&str>| {
+            network
+                .policies
+                .iter()
+                .find_map(pick)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        V1Network {
+            id: network.id,
+            name: network.name.clone(),
+            network_type: network.network_type.to_string(),
+            network_adapter_name: policy(|p| match p {
+                NetworkPolicy::NetAdapterName(adapter) => Some(&adapter.network_adapter_name),
+                _ => None,
+            }),
+            subnets: network
+                .subnets()
+                .map(|subnet| V1Subnet {
+                    address_prefix: subnet.ip_address_prefix.clone(),
+                    gateway_address: subnet.gateway().unwrap_or_default().to_owned(),
+                })
+                .collect(),
+            management_ip: policy(|p| match p {
+                NetworkPolicy::ProviderAddress(address) => Some(&address.provider_address),
+                _ => None,
+            }),
+            dns_suffix: network.dns.domain.clone(),
+            dns_server_list: network.dns.server_list.join(","),
+            mac_pools: network
+                .mac_pool
+                .ranges
+                .iter()
+                .map(|range| V1MacPool {
+                    start_mac_address: range.start_mac_address.clone(),
+                    end_mac_address: range.end_mac_address.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl State<'_> {
+    /// `HNSCall`: answers `GET /globals/version`, `GET /networks/` and
+    /// `GET /networks/<id>` with the V1 envelope; other requests get the V1
+    /// failure envelope, as HNS answers requests it cannot serve.
+    pub fn hns_call(&self, method: &str, path: &str) -> Result<String, HcnFailure> {
+        let route = path.trim_end_matches('/').to_ascii_lowercase();
+        let output = if !method.eq_ignore_ascii_case("GET") {
+            None
+        } else if route == "/globals/version" {
+            Some(json!(self.host.version))
+        } else if route == "/networks" {
+            Some(self.v1_networks()?)
+        } else if let Some(id) = route.strip_prefix("/networks/") {
+            return self.v1_network(id);
+        } else {
+            None
+        };
+        Ok(match output {
+            Some(output) => success(output),
+            None => failure(&format!(
+                "{method} {path} is not modelled by the HCN emulator"
+            )),
+        })
+    }
+
+    fn v1_networks(&self) -> Result<Value, HcnFailure> {
+        let mut networks = Vec::new();
+        for id in self.all_ids(ObjectDir::Networks)? {
+            if let Some(network) = self.load_network(id)? {
+                networks.push(V1Network::from(&network));
+            }
+        }
+        serde_json::to_value(networks).map_err(|e| HcnFailure::io("V1 networks", e))
+    }
+
+    /// One network; V1 reports an unknown or malformed ID as "Element not found.".
+    fn v1_network(&self, id: &str) -> Result<String, HcnFailure> {
+        let network = match id.parse::<Guid>() {
+            Ok(id) => self.load_network(id)?,
+            Err(_) => None,
+        };
+        Ok(match network {
+            Some(network) => success(
+                serde_json::to_value(V1Network::from(&network))
+                    .map_err(|e| HcnFailure::io("V1 network", e))?,
+            ),
+            None => failure("Element not found."),
+        })
+    }
+}
+
+fn success(output: Value) -> String {
+    json!({ "Success": true, "Output": output }).to_string()
+}
+
+fn failure(error: &str) -> String {
+    json!({ "Success": false, "Error": error }).to_string()
+}
