@@ -39,9 +39,9 @@
 //! content is `id\r\nifname`):
 //!
 //! - `attachments/<bucket>/<key>@<ip>`, where `<key>` is the escaped `containerID@ifname` and
-//!   `<bucket>` one of 256 directories chosen by a hash of the key: **the reservation file's
+//!   `<bucket>` one of 64 directories chosen by a hash of the key: **the reservation file's
 //!   first name**. Finding what an attachment holds (idempotent ADD, DEL, CHECK) is one listing
-//!   of a bucket (about 20 names at 5,000 reservations). Because the entry *is* the
+//!   of a bucket (about 80 names at 5,000 reservations). Because the entry *is* the
 //!   reservation file (same inode, content `id\r\nifname`), the reference's DEL deletes it
 //!   along with the reservation, keeping the index right even when the reference releases
 //!   our reservations; and an ADD creates one new file, as the reference's does (on slow

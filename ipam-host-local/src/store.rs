@@ -34,6 +34,9 @@ pub const INDEX_DIR: &str = ".cni-win";
 
 const STAMP_HEADER: &str = "cni-win host-local index v1";
 
+/// How many bucket directories the index spreads its entries over.
+const BUCKETS: u32 = 64;
+
 /// Paths of one network's store.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -72,14 +75,15 @@ impl Store {
         self.index_dir.join("attachments")
     }
 
-    /// The bucket holding `owner`'s entries: one of 256, by a hash of its key, so no directory
+    /// The bucket holding `owner`'s entries: one of 64, by a hash of its key, so no directory
     /// grows with the number of reservations the way one flat directory would (5,000
-    /// reservations make buckets of about 20 names) and no directory is made per attachment.
+    /// reservations make buckets of about 80 names) and no directory is made per attachment.
     fn bucket(&self, owner: &Owner) -> PathBuf {
         let hash = owner.key().bytes().fold(0x811c_9dc5u32, |h, b| {
             (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
         });
-        self.attachments_dir().join(format!("{:02x}", hash & 0xff))
+        self.attachments_dir()
+            .join(format!("{:02x}", hash % BUCKETS))
     }
 
     /// `owner`'s index entry for `ip`: `<key>@<ip file name>`.
@@ -510,14 +514,7 @@ impl Session<'_> {
         let store = self.store;
         // Without a stamp, a crash part-way through makes the next session rebuild again.
         overwrite(&mut self.stamp_file, b"", &store.stamp_path())?;
-        let attachments = store.attachments_dir();
-        match fs::remove_dir_all(&attachments) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_error("clear", &attachments, &e)),
-        }
-        fs::create_dir_all(&attachments)
-            .map_err(|e| io_error("create directory", &attachments, &e))?;
+        clear_buckets(&store.attachments_dir())?;
         // The session's file went with the old index; if a reservation uses it, it is
         // re-indexed below like any other.
         self.prepared = None;
@@ -614,4 +611,34 @@ impl Session<'_> {
             }
         }
     }
+}
+
+/// Empties every bucket and makes sure all of them exist. The directories are kept, so an ADD
+/// never has to create one (creating an inode is the costliest step of an ADD on slow disks).
+fn clear_buckets(attachments: &Path) -> Result<(), Error> {
+    let listing = fs::read_dir(attachments).map_err(|e| io_error("list", attachments, &e))?;
+    for bucket in listing {
+        let bucket = bucket
+            .map_err(|e| io_error("list", attachments, &e))?
+            .path();
+        let cleared = if bucket.is_dir() {
+            fs::read_dir(&bucket).and_then(|entries| {
+                entries
+                    .map(|entry| fs::remove_file(entry?.path()))
+                    .collect::<io::Result<()>>()
+            })
+        } else {
+            fs::remove_file(&bucket)
+        };
+        cleared.map_err(|e| io_error("clear", &bucket, &e))?;
+    }
+    for index in 0..BUCKETS {
+        let bucket = attachments.join(format!("{index:02x}"));
+        match fs::create_dir(&bucket) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_error("create directory", &bucket, &e)),
+        }
+    }
+    Ok(())
 }
