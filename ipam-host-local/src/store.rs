@@ -622,10 +622,8 @@ fn clear_buckets(attachments: &Path) -> Result<(), Error> {
             .map_err(|e| io_error("list", attachments, &e))?
             .path();
         let cleared = if bucket.is_dir() {
-            fs::read_dir(&bucket).and_then(|entries| {
-                entries
-                    .map(|entry| fs::remove_file(entry?.path()))
-                    .collect::<io::Result<()>>()
+            fs::read_dir(&bucket).and_then(|mut entries| {
+                entries.try_for_each(|entry| fs::remove_file(entry?.path()))
             })
         } else {
             fs::remove_file(&bucket)
