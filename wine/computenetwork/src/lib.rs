@@ -1,0 +1,300 @@
+//! `computenetwork.dll` for Wine: the HCN C API over the file-backed HCN emulator.
+//!
+//! Exports, with the documented signatures (`ComputeNetwork.h`), every
+//! function `hns::native::ComputeNetwork` imports: Enumerate / Create / Open /
+//! Modify / Query…Properties / Delete / Close for networks, endpoints and
+//! namespaces, and Enumerate / Open / Query…Properties / Close for load
+//! balancers. Each export is one call of the emulator (`hns::emulator`), which
+//! holds all semantics; the state lives under `HCN_EMULATOR_STATE`, so
+//! `hnsctl` on Linux sees what a Windows binary did under Wine. The C-ABI
+//! conventions (UTF-16, CoTaskMem out strings, error records, no unwinding)
+//! are [`hcn_emulator_ffi`]'s.
+//!
+//! Test-only, never shipped. Windows only; on other targets the crate is empty.
+#![cfg(windows)]
+
+use std::ffi::c_void;
+
+use hcn_emulator_ffi::{
+    call, call_returning_handle, call_returning_string, call_without_record, emulator,
+    handle_number, read_guid, read_string,
+};
+use hns::raw::{EndpointHandle, LoadBalancerHandle, NamespaceHandle, NetworkHandle};
+use hns::{Function, RawHcn};
+use windows::core::{GUID, HRESULT, PCWSTR, PWSTR};
+
+/// `HcnEnumerate*(Query, *Result, *ErrorRecord)`.
+macro_rules! enumerate {
+    ($export:ident = $function:ident, $method:ident) => {
+        #[doc = concat!("`", stringify!($export), "(Query, *Result, *ErrorRecord)`.")]
+        ///
+        /// # Safety
+        /// `query` is null or a NUL-terminated UTF-16 string; `result` and
+        /// `error_record` are null or writable.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "system" fn $export(
+            query: PCWSTR,
+            result: *mut PWSTR,
+            error_record: *mut PWSTR,
+        ) -> HRESULT {
+            let function = Function::$function;
+            // SAFETY: the pointers as documented above.
+            unsafe {
+                call_returning_string(function, result, error_record, || {
+                    emulator(function)?.$method(&read_string(function, "Query", query)?)
+                })
+            }
+        }
+    };
+}
+
+/// `HcnOpen*(Id, *Handle, *ErrorRecord)`.
+macro_rules! open {
+    ($export:ident = $function:ident, $method:ident) => {
+        #[doc = concat!("`", stringify!($export), "(Id, *Handle, *ErrorRecord)`.")]
+        ///
+        /// # Safety
+        /// `id` is null or a GUID; `handle` and `error_record` are null or writable.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "system" fn $export(
+            id: *const GUID,
+            handle: *mut *mut c_void,
+            error_record: *mut PWSTR,
+        ) -> HRESULT {
+            let function = Function::$function;
+            // SAFETY: the pointers as documented above.
+            unsafe {
+                call_returning_handle(function, handle, error_record, || {
+                    Ok(emulator(function)?.$method(&read_guid(function, id)?)?.0)
+                })
+            }
+        }
+    };
+}
+
+/// `HcnModify*(Handle, Settings, *ErrorRecord)`.
+macro_rules! modify {
+    ($export:ident = $function:ident, $method:ident, $handle:ident) => {
+        #[doc = concat!("`", stringify!($export), "(Handle, Settings, *ErrorRecord)`.")]
+        ///
+        /// # Safety
+        /// `settings` is null or a NUL-terminated UTF-16 string; `error_record` is null or writable.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "system" fn $export(
+            handle: *const c_void,
+            settings: PCWSTR,
+            error_record: *mut PWSTR,
+        ) -> HRESULT {
+            let function = Function::$function;
+            // SAFETY: the pointers as documented above.
+            unsafe {
+                call(function, error_record, || {
+                    emulator(function)?.$method(
+                        $handle(handle_number(handle)),
+                        &read_string(function, "Settings", settings)?,
+                    )
+                })
+            }
+        }
+    };
+}
+
+/// `HcnQuery*Properties(Handle, Query, *Properties, *ErrorRecord)`.
+macro_rules! query {
+    ($export:ident = $function:ident, $method:ident, $handle:ident) => {
+        #[doc = concat!("`", stringify!($export), "(Handle, Query, *Properties, *ErrorRecord)`.")]
+        ///
+        /// # Safety
+        /// `query` is null or a NUL-terminated UTF-16 string; `properties` and
+        /// `error_record` are null or writable.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "system" fn $export(
+            handle: *const c_void,
+            query: PCWSTR,
+            properties: *mut PWSTR,
+            error_record: *mut PWSTR,
+        ) -> HRESULT {
+            let function = Function::$function;
+            // SAFETY: the pointers as documented above.
+            unsafe {
+                call_returning_string(function, properties, error_record, || {
+                    emulator(function)?.$method(
+                        $handle(handle_number(handle)),
+                        &read_string(function, "Query", query)?,
+                    )
+                })
+            }
+        }
+    };
+}
+
+/// `HcnDelete*(Id, *ErrorRecord)`.
+macro_rules! delete {
+    ($export:ident = $function:ident, $method:ident) => {
+        #[doc = concat!("`", stringify!($export), "(Id, *ErrorRecord)`.")]
+        ///
+        /// # Safety
+        /// `id` is null or a GUID; `error_record` is null or writable.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "system" fn $export(
+            id: *const GUID,
+            error_record: *mut PWSTR,
+        ) -> HRESULT {
+            let function = Function::$function;
+            // SAFETY: the pointers as documented above.
+            unsafe {
+                call(function, error_record, || {
+                    emulator(function)?.$method(&read_guid(function, id)?)
+                })
+            }
+        }
+    };
+}
+
+/// `HcnClose*(Handle)`.
+macro_rules! close {
+    ($export:ident = $function:ident, $method:ident, $handle:ident) => {
+        #[doc = concat!("`", stringify!($export), "(Handle)`.")]
+        #[unsafe(no_mangle)]
+        pub extern "system" fn $export(handle: *const c_void) -> HRESULT {
+            let function = Function::$function;
+            call_without_record(function, || {
+                emulator(function)?.$method($handle(handle_number(handle)))
+            })
+        }
+    };
+}
+
+/// `HcnCreateNetwork` / `HcnCreateNamespace`: `(Id, Settings, *Handle, *ErrorRecord)`.
+macro_rules! create {
+    ($export:ident = $function:ident, $method:ident) => {
+        #[doc = concat!("`", stringify!($export), "(Id, Settings, *Handle, *ErrorRecord)`; the zero GUID lets HNS choose.")]
+        ///
+        /// # Safety
+        /// `id` is null or a GUID; `settings` is null or a NUL-terminated UTF-16
+        /// string; `handle` and `error_record` are null or writable.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "system" fn $export(
+            id: *const GUID,
+            settings: PCWSTR,
+            handle: *mut *mut c_void,
+            error_record: *mut PWSTR,
+        ) -> HRESULT {
+            let function = Function::$function;
+            // SAFETY: the pointers as documented above.
+            unsafe {
+                call_returning_handle(function, handle, error_record, || {
+                    let id = read_guid(function, id)?;
+                    let settings = read_string(function, "Settings", settings)?;
+                    Ok(emulator(function)?.$method(&id, &settings)?.0)
+                })
+            }
+        }
+    };
+}
+
+enumerate!(HcnEnumerateNetworks = EnumerateNetworks, enumerate_networks);
+create!(HcnCreateNetwork = CreateNetwork, create_network);
+open!(HcnOpenNetwork = OpenNetwork, open_network);
+modify!(
+    HcnModifyNetwork = ModifyNetwork,
+    modify_network,
+    NetworkHandle
+);
+query!(
+    HcnQueryNetworkProperties = QueryNetworkProperties,
+    query_network_properties,
+    NetworkHandle
+);
+delete!(HcnDeleteNetwork = DeleteNetwork, delete_network);
+close!(HcnCloseNetwork = CloseNetwork, close_network, NetworkHandle);
+
+enumerate!(
+    HcnEnumerateEndpoints = EnumerateEndpoints,
+    enumerate_endpoints
+);
+open!(HcnOpenEndpoint = OpenEndpoint, open_endpoint);
+modify!(
+    HcnModifyEndpoint = ModifyEndpoint,
+    modify_endpoint,
+    EndpointHandle
+);
+query!(
+    HcnQueryEndpointProperties = QueryEndpointProperties,
+    query_endpoint_properties,
+    EndpointHandle
+);
+delete!(HcnDeleteEndpoint = DeleteEndpoint, delete_endpoint);
+close!(
+    HcnCloseEndpoint = CloseEndpoint,
+    close_endpoint,
+    EndpointHandle
+);
+
+enumerate!(
+    HcnEnumerateNamespaces = EnumerateNamespaces,
+    enumerate_namespaces
+);
+create!(HcnCreateNamespace = CreateNamespace, create_namespace);
+open!(HcnOpenNamespace = OpenNamespace, open_namespace);
+modify!(
+    HcnModifyNamespace = ModifyNamespace,
+    modify_namespace,
+    NamespaceHandle
+);
+query!(
+    HcnQueryNamespaceProperties = QueryNamespaceProperties,
+    query_namespace_properties,
+    NamespaceHandle
+);
+delete!(HcnDeleteNamespace = DeleteNamespace, delete_namespace);
+close!(
+    HcnCloseNamespace = CloseNamespace,
+    close_namespace,
+    NamespaceHandle
+);
+
+enumerate!(
+    HcnEnumerateLoadBalancers = EnumerateLoadBalancers,
+    enumerate_load_balancers
+);
+open!(HcnOpenLoadBalancer = OpenLoadBalancer, open_load_balancer);
+query!(
+    HcnQueryLoadBalancerProperties = QueryLoadBalancerProperties,
+    query_load_balancer_properties,
+    LoadBalancerHandle
+);
+close!(
+    HcnCloseLoadBalancer = CloseLoadBalancer,
+    close_load_balancer,
+    LoadBalancerHandle
+);
+
+/// `HcnCreateEndpoint(Network, Id, Settings, *Endpoint, *ErrorRecord)`.
+///
+/// # Safety
+/// `id` is null or a GUID; `settings` is null or a NUL-terminated UTF-16
+/// string; `endpoint` and `error_record` are null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "system" fn HcnCreateEndpoint(
+    network: *const c_void,
+    id: *const GUID,
+    settings: PCWSTR,
+    endpoint: *mut *mut c_void,
+    error_record: *mut PWSTR,
+) -> HRESULT {
+    let function = Function::CreateEndpoint;
+    // SAFETY: the pointers as documented above.
+    unsafe {
+        call_returning_handle(function, endpoint, error_record, || {
+            let id = read_guid(function, id)?;
+            let settings = read_string(function, "Settings", settings)?;
+            let created = emulator(function)?.create_endpoint(
+                NetworkHandle(handle_number(network)),
+                &id,
+                &settings,
+            )?;
+            Ok(created.0)
+        })
+    }
+}
