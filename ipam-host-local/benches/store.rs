@@ -1,9 +1,10 @@
 //! Per-operation cost of ADD and DEL, through the library and through the `host-local` binary
 //! (spawned as a runtime does), with 10, 250 and 5,000 reservations already in a /16.
 //!
-//! `cargo bench -p ipam-host-local --bench store` (release profile). Set `BENCH_ROUNDS` to
-//! change how many ADD+DEL pairs each figure averages (default 200 for the library, 100 for
-//! the binary).
+//! `cargo bench -p ipam-host-local --bench store` (release profile). Figures are medians; set
+//! `BENCH_ROUNDS` to change how many ADD+DEL pairs each is taken over (default 200 for the
+//! library, 100 for the binary). "first op" is the one-time index build over a store the
+//! reference wrote.
 
 use cni::{CniArgs, NetConf};
 use ipam_host_local::HostLocal;
@@ -51,8 +52,10 @@ fn scratch(label: &str) -> PathBuf {
     dir
 }
 
-fn mean(total: Duration, rounds: usize) -> Duration {
-    total / rounds as u32
+/// The median: the machine is shared, and a few slow outliers should not move a figure.
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
 }
 
 fn library(data_dir: &Path, rounds: usize) -> (Duration, Figures) {
@@ -61,21 +64,21 @@ fn library(data_dir: &Path, rounds: usize) -> (Duration, Figures) {
     let first = Instant::now();
     ipam.release("warm-up", "eth0").expect("first operation");
     let rebuild = first.elapsed();
-    let (mut add, mut del) = (Duration::ZERO, Duration::ZERO);
+    let (mut add, mut del) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         let id = format!("lib{round}");
         let start = Instant::now();
         ipam.allocate(&id, "eth0").expect("ADD");
-        add += start.elapsed();
+        add.push(start.elapsed());
         let start = Instant::now();
         ipam.release(&id, "eth0").expect("DEL");
-        del += start.elapsed();
+        del.push(start.elapsed());
     }
     (
         rebuild,
         Figures {
-            add: mean(add, rounds),
-            del: mean(del, rounds),
+            add: median(add),
+            del: median(del),
         },
     )
 }
@@ -112,15 +115,15 @@ fn spawn(command: &str, id: &str, stdin: &[u8]) -> Duration {
 fn binary(data_dir: &Path, rounds: usize) -> Figures {
     let stdin = config(data_dir).to_string().into_bytes();
     spawn("DEL", "warm-up", &stdin);
-    let (mut add, mut del) = (Duration::ZERO, Duration::ZERO);
+    let (mut add, mut del) = (Vec::new(), Vec::new());
     for round in 0..rounds {
         let id = format!("bin{round}");
-        add += spawn("ADD", &id, &stdin);
-        del += spawn("DEL", &id, &stdin);
+        add.push(spawn("ADD", &id, &stdin));
+        del.push(spawn("DEL", &id, &stdin));
     }
     Figures {
-        add: mean(add, rounds),
-        del: mean(del, rounds),
+        add: median(add),
+        del: median(del),
     }
 }
 
@@ -138,12 +141,12 @@ fn main() {
     let bin_rounds = if rounds > 0 { rounds } else { 100 };
 
     let version = json!({"cniVersion": "1.1.0"}).to_string().into_bytes();
-    let spawn_only: Duration = (0..bin_rounds)
+    let spawn_only = (0..bin_rounds)
         .map(|_| spawn("VERSION", "v", &version))
-        .sum();
+        .collect();
     println!(
         "process spawn + VERSION (no store work): {}",
-        micros(mean(spawn_only, bin_rounds))
+        micros(median(spawn_only))
     );
     println!(
         "{:>12} | {:>11} {:>11} | {:>11} {:>11} | {:>16}",
