@@ -140,6 +140,7 @@ fn spawn(launcher: &dyn Launcher, program: &Path, invocation: &Invocation) -> io
     command
         .env_clear()
         .envs(without_cni_variables(std::env::vars_os()))
+        .envs(launcher.env())
         .envs(&invocation.env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -28,6 +28,6 @@ pub use catalogue::Catalogue;
 pub use exec::{Exec, Exit, Invocation};
 pub use fixture::{Fixture, Plain, Scope, Setting};
 pub use harness::Harness;
-pub use launcher::{Launcher, Native};
+pub use launcher::{Launcher, Native, Wine};
 pub use report::{CaseReport, Report, Verdict};
 pub use scratch::ScratchDir;

@@ -4,13 +4,14 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use conformance::{Harness, cases};
+use conformance::{Harness, Launcher, Native, Wine, cases};
 
 const USAGE: &str = "\
 usage: cni-conformance --plugin PATH [--config FILE] [--cni-path DIR]... [--filter PREFIX]
-                       [--json-report FILE] [--timeout-ms N]
+                       [--json-report FILE] [--timeout-ms N] [--launcher native|wine]
        cni-conformance --list
 
   --plugin PATH        the plugin binary to test
@@ -21,6 +22,8 @@ usage: cni-conformance --plugin PATH [--config FILE] [--cni-path DIR]... [--filt
   --filter PREFIX      run only the cases whose id starts with PREFIX
   --json-report FILE   also write the report as JSON
   --timeout-ms N       kill a plugin call after N milliseconds (default 10000)
+  --launcher L         native (default): run the plugin directly; wine: run a Windows .exe
+                       with $WINE (default wine64) in $WINEPREFIX, paths given as Z:\\... with ;
   --list               print the case ids and their spec sections";
 
 /// The parsed command line.
@@ -32,8 +35,26 @@ struct Options {
     filter: String,
     json_report: Option<PathBuf>,
     timeout: Option<Duration>,
+    launcher: LauncherChoice,
     list: bool,
     help: bool,
+}
+
+/// How the plugin is started (`--launcher`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum LauncherChoice {
+    #[default]
+    Native,
+    Wine,
+}
+
+impl LauncherChoice {
+    fn launcher(self) -> Arc<dyn Launcher> {
+        match self {
+            LauncherChoice::Native => Arc::new(Native),
+            LauncherChoice::Wine => Arc::new(Wine::from_env()),
+        }
+    }
 }
 
 fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
@@ -66,6 +87,18 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
                     .filter(|ms| *ms > 0)
                     .ok_or_else(|| format!("--timeout-ms needs a positive integer, got {raw:?}"))?;
                 options.timeout = Some(Duration::from_millis(ms));
+            }
+            "--launcher" => {
+                options.launcher = match value(&flag)?.to_str() {
+                    Some("native") => LauncherChoice::Native,
+                    Some("wine") => LauncherChoice::Wine,
+                    other => {
+                        return Err(format!(
+                            "--launcher must be native or wine, got {:?}",
+                            other.unwrap_or_default()
+                        ));
+                    }
+                }
             }
             "--list" => options.list = true,
             "--help" | "-h" => options.help = true,
@@ -112,7 +145,9 @@ fn run(options: Options) -> Result<ExitCode, String> {
             options.filter
         ));
     }
-    let mut harness = Harness::new(plugin).with_cni_path(options.cni_path);
+    let mut harness = Harness::new(plugin)
+        .with_launcher(options.launcher.launcher())
+        .with_cni_path(options.cni_path);
     if let Some(timeout) = options.timeout {
         harness = harness.with_timeout(timeout);
     }
@@ -162,6 +197,8 @@ mod tests {
             "--json-report",
             "r.json",
             "--timeout-ms=250",
+            "--launcher",
+            "wine",
         ]))
         .unwrap();
         assert_eq!(
@@ -173,6 +210,7 @@ mod tests {
                 filter: "env.".into(),
                 json_report: Some("r.json".into()),
                 timeout: Some(Duration::from_millis(250)),
+                launcher: LauncherChoice::Wine,
                 list: false,
                 help: false,
             }
@@ -181,7 +219,7 @@ mod tests {
 
     #[test]
     fn refuses_bad_command_lines_with_one_clear_message() {
-        let cases: [(&[&str], &str); 5] = [
+        let cases: [(&[&str], &str); 6] = [
             (
                 &["--plugin", "p", "--frobnicate"],
                 "unknown argument \"--frobnicate\"",
@@ -193,6 +231,10 @@ mod tests {
                 "positive integer",
             ),
             (&["--filter", "env."], "--plugin PATH is required"),
+            (
+                &["--plugin", "p", "--launcher", "dosbox"],
+                "--launcher must be native or wine",
+            ),
         ];
         for (line, needle) in cases {
             let err = parse(args(line)).unwrap_err();
