@@ -7,10 +7,33 @@
 //! (`PortMappings`, `HostPort`, `Servers`). A drop-in replacement must read them all; decoding
 //! through [`CaseInsensitive`] gives every typed config struct that behaviour without aliases.
 
+use serde::de::DeserializeOwned;
 use serde::de::value::{MapDeserializer, SeqDeserializer};
 use serde::de::{Deserializer, IntoDeserializer, Visitor};
 use serde::forward_to_deserialize_any;
 use serde_json::{Map, Value};
+
+use crate::error::{Error, ErrorCode};
+
+/// Decodes `value` (found at `place`, e.g. `ipam` or `runtimeConfig.dns`; empty for the whole
+/// config) as `T`, matching keys as Go does. A failure gets `code` and a message that starts with
+/// the full path of the field at fault, such as `ipam.ranges[0][1].rangeStart: ...`.
+pub fn decode<T: DeserializeOwned>(
+    value: &Value,
+    place: &str,
+    code: ErrorCode,
+) -> Result<T, Error> {
+    serde_path_to_error::deserialize(CaseInsensitive(value.clone())).map_err(|e| {
+        let path = e.path().to_string();
+        let field = match (place.is_empty(), path == ".") {
+            (true, true) => "network config".to_owned(),
+            (true, false) => path,
+            (false, true) => place.to_owned(),
+            (false, false) => format!("{place}.{path}"),
+        };
+        Error::new(code, format!("{field}: {}", e.inner()))
+    })
+}
 
 /// A JSON value whose objects match struct fields case-insensitively when deserialised.
 #[derive(Debug, Clone)]

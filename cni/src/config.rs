@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use crate::case_insensitive;
 use crate::error::{Error, ErrorCode};
-use crate::result::{Dns, Success, decode_with};
+use crate::result::{Dns, Success};
 use crate::validate;
 use crate::version::Version;
 
@@ -93,11 +93,8 @@ impl NetConf {
                 "network config on stdin must be a JSON object",
             ));
         };
-        let base: BaseKeys = decode_with(
-            &Value::Object(raw.clone()),
-            "network config",
-            ErrorCode::InvalidConfig,
-        )?;
+        let base: BaseKeys =
+            case_insensitive::decode(&Value::Object(raw.clone()), "", ErrorCode::InvalidConfig)?;
 
         let cni_version = match base.cni_version.as_deref() {
             None | Some("") => Version::UNSPECIFIED,
@@ -143,9 +140,9 @@ impl NetConf {
     /// Decodes the plugin's own view of the config (its specific keys); errors are code 7 and
     /// name the failing key's path.
     pub fn plugin_config<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        decode_with(
+        case_insensitive::decode(
             &Value::Object(self.raw.clone()),
-            "network config",
+            "",
             ErrorCode::InvalidConfig,
         )
     }
@@ -162,7 +159,7 @@ impl NetConf {
         };
         match case_insensitive::get(runtime, key) {
             None | Some(Value::Null) => Ok(None),
-            Some(value) => decode_with(
+            Some(value) => case_insensitive::decode(
                 value,
                 &format!("runtimeConfig.{key}"),
                 ErrorCode::InvalidConfig,
@@ -190,7 +187,9 @@ impl NetConf {
             .find(|k| self.raw.contains_key(*k));
         match key {
             None => Ok(None),
-            Some(key) => decode_with(&self.raw[key], key, ErrorCode::InvalidConfig).map(Some),
+            Some(key) => {
+                case_insensitive::decode(&self.raw[key], key, ErrorCode::InvalidConfig).map(Some)
+            }
         }
     }
 }

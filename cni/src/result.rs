@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::net::IpAddr;
 
-use crate::case_insensitive::CaseInsensitive;
+use crate::case_insensitive;
 use crate::error::{Error, ErrorCode};
 use crate::version::{ResultLayout, Version};
 
@@ -367,26 +367,8 @@ impl Success {
     }
 }
 
-/// Deserialises `value` as `T`, matching keys as Go does (see [`CaseInsensitive`]); failures get
-/// `code` and name the failing field's path.
-pub(crate) fn decode_with<T: DeserializeOwned>(
-    value: &Value,
-    what: &str,
-    code: ErrorCode,
-) -> Result<T, Error> {
-    serde_path_to_error::deserialize(CaseInsensitive(value.clone())).map_err(|e| {
-        let path = e.path().to_string();
-        let place = if path == "." {
-            String::new()
-        } else {
-            format!(" at {path:?}")
-        };
-        Error::new(code, format!("cannot decode {what}{place}: {}", e.inner()))
-    })
-}
-
 fn decode<T: DeserializeOwned>(value: &Value, what: &str) -> Result<T, Error> {
-    decode_with(value, what, ErrorCode::Decode)
+    case_insensitive::decode(value, what, ErrorCode::Decode)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The `ipam` section (plus requested addresses) read, defaulted and validated as the reference
 //! host-local does, with every refusal a code 7 that names the field at fault.
 
-use cni::{CniArgs, Error, NetConf, Route, Version};
+use cni::{CniArgs, Error, ErrorCode, NetConf, Route, Version};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -130,16 +130,9 @@ impl IpamConfig {
 }
 
 /// Deserialises `value`, naming the failing key's full path (`ipam.ranges[0][1].subnet`).
+/// Decodes as Go's host-local does: keys match regardless of case (`Subnet`, `RangeStart`).
 fn decode<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T, Error> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." {
-            prefix.to_owned()
-        } else {
-            format!("{prefix}.{path}")
-        };
-        Error::invalid_config(format!("{field}: {}", e.inner()))
-    })
+    cni::case_insensitive::decode(value, prefix, ErrorCode::InvalidConfig)
 }
 
 /// The field name of a range's key: `ipam.ranges[0][1].subnet`, or `ipam.subnet` for the legacy
@@ -437,6 +430,15 @@ mod tests {
             parse(json!({"type": "host-local", "ranges": [[{"subnet": "fd00::/120"}]]})).unwrap();
         let range = &v6.range_sets[0].ranges()[0];
         assert_eq!((range.start, range.end), (ip("fd00::1"), ip("fd00::ff")));
+    }
+
+    #[test]
+    fn reads_keys_in_any_case_as_the_go_plugin_does() {
+        let config = parse(json!({"Type": "host-local", "Subnet": "10.244.1.0/24",
+            "RangeStart": "10.244.1.10", "DataDir": "/run/ipam"}))
+        .unwrap();
+        assert_eq!(config.range_sets[0].ranges()[0].start, ip("10.244.1.10"));
+        assert_eq!(config.data_dir, PathBuf::from("/run/ipam"));
     }
 
     #[test]
