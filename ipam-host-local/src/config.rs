@@ -77,6 +77,16 @@ struct RawCniArgs {
 }
 
 impl IpamConfig {
+    /// Never hands out `addresses` (each in the range set holding it), like the gateways; see
+    /// [`RangeSet::exclude`].
+    pub fn exclude(&mut self, addresses: &[IpAddr]) {
+        for set in &mut self.range_sets {
+            for &ip in addresses {
+                set.exclude(ip);
+            }
+        }
+    }
+
     /// Reads the config's `ipam` section, `runtimeConfig.ipRanges` and `runtimeConfig.ips`,
     /// `args.cni.ips`, and `CNI_ARGS` `IP=` (ignored when `args.cni.ips` is present).
     pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<IpamConfig, Error> {

@@ -79,6 +79,12 @@ impl HostLocal {
         &self.config
     }
 
+    /// Never hands out `addresses` (see [`IpamConfig::exclude`]): the plugins keep their pod
+    /// gateway and the HNS subnet's gateway out of the pool.
+    pub fn exclude(&mut self, addresses: &[IpAddr]) {
+        self.config.exclude(addresses);
+    }
+
     /// `<dataDir>/<network>`, where the reservation files live.
     pub fn network_dir(&self) -> &Path {
         self.store.net_dir()

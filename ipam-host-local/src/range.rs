@@ -81,12 +81,41 @@ impl fmt::Display for Range {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RangeSet {
     ranges: Vec<Range>,
+    /// Addresses inside the ranges that are never handed out besides the gateways (see
+    /// [`RangeSet::exclude`]).
+    excluded: Vec<IpAddr>,
 }
 
 impl RangeSet {
     /// A set of validated, non-overlapping ranges of one family (see [`crate::config`]).
     pub(crate) fn new(ranges: Vec<Range>) -> RangeSet {
-        RangeSet { ranges }
+        RangeSet {
+            ranges,
+            excluded: Vec::new(),
+        }
+    }
+
+    /// Never hands out `ip`, like a gateway. For addresses the caller knows are taken outside
+    /// host-local: win-bridge routes pods through x.2 (Flannel's `cbr0_ep`) while host-local's
+    /// default range starts at x.1 and skips only its own gateway. Addresses outside the set,
+    /// gateways and repeats are ignored.
+    pub fn exclude(&mut self, ip: IpAddr) {
+        if self.contains(ip) && !self.is_gateway(ip) && !self.excluded.contains(&ip) {
+            self.excluded.push(ip);
+        }
+    }
+
+    /// Whether `ip` is never handed out: a range's gateway or an excluded address.
+    pub fn is_reserved(&self, ip: IpAddr) -> bool {
+        self.is_gateway(ip) || self.excluded.contains(&ip)
+    }
+
+    /// Every address of the set that is never handed out.
+    pub fn reserved(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.ranges
+            .iter()
+            .map(|r| r.gateway)
+            .chain(self.excluded.iter().copied())
     }
 
     pub fn ranges(&self) -> &[Range] {
@@ -98,9 +127,9 @@ impl RangeSet {
         self.ranges.iter().map(Range::len).sum()
     }
 
-    /// How many addresses the set can hand out (gateways excluded).
+    /// How many addresses the set can hand out (gateways and excluded addresses left out).
     pub fn usable(&self) -> u128 {
-        self.ranges.iter().map(Range::usable).sum()
+        self.ranges.iter().map(Range::usable).sum::<u128>() - self.excluded.len() as u128
     }
 
     pub fn is_ipv4(&self) -> bool {
@@ -149,11 +178,17 @@ impl RangeSet {
     /// A stable description of the set's layout: an occupancy map built for one layout is
     /// meaningless for another, so a changed config forces a rebuild.
     pub fn fingerprint(&self) -> String {
-        self.ranges
+        let mut text = self
+            .ranges
             .iter()
             .map(|r| format!("{}|{}|{}|{}", r.subnet, r.start, r.end, r.gateway))
             .collect::<Vec<_>>()
-            .join(",")
+            .join(",");
+        if !self.excluded.is_empty() {
+            let excluded: Vec<String> = self.excluded.iter().map(IpAddr::to_string).collect();
+            text.push_str(&format!("|excluded {}", excluded.join(" ")));
+        }
+        text
     }
 }
 
@@ -193,6 +228,20 @@ mod tests {
         }
         assert_eq!(set.address_at(8), "10.0.0.250".parse::<IpAddr>().unwrap());
         assert!(set.is_gateway("10.0.1.1".parse().unwrap()));
+    }
+
+    #[test]
+    fn excluded_addresses_count_as_reserved_and_change_the_fingerprint() {
+        let mut set = RangeSet::new(vec![range("10.0.0.0/29", "10.0.0.1", "10.0.0.6", "10.0.0.1")]);
+        let before = set.fingerprint();
+        for ip in ["10.0.0.2", "10.0.0.2", "10.0.0.1", "10.0.1.2"] {
+            set.exclude(ip.parse().unwrap());
+        }
+        assert!(set.is_reserved("10.0.0.2".parse().unwrap()));
+        assert!(set.is_reserved("10.0.0.1".parse().unwrap()));
+        assert!(!set.is_reserved("10.0.0.3".parse().unwrap()));
+        assert_eq!(set.usable(), 4);
+        assert_ne!(set.fingerprint(), before);
     }
 
     #[test]

@@ -412,7 +412,7 @@ impl Session<'_> {
             };
             let ip = range_set.address_at(position);
             from = position + 1;
-            if range_set.is_gateway(ip) {
+            if range_set.is_reserved(ip) {
                 self.mark(ip, true)?;
                 continue;
             }
@@ -459,7 +459,7 @@ impl Session<'_> {
                 let Some(position) = self.occupancy[set].next_free(from) else {
                     break;
                 };
-                if !range_set.is_gateway(range_set.address_at(position)) {
+                if !range_set.is_reserved(range_set.address_at(position)) {
                     found = true;
                     break;
                 }
@@ -521,13 +521,9 @@ impl Session<'_> {
         for occupancy in &mut self.occupancy {
             occupancy.clear();
         }
-        let gateways: HashSet<IpAddr> = self
-            .sets
-            .iter()
-            .flat_map(|s| s.ranges().iter().map(|r| r.gateway))
-            .collect();
-        for gateway in gateways {
-            self.mark_in_memory(gateway);
+        let reserved: HashSet<IpAddr> = self.sets.iter().flat_map(RangeSet::reserved).collect();
+        for address in reserved {
+            self.mark_in_memory(address);
         }
 
         let mut problems = Vec::new();

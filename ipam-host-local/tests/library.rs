@@ -421,3 +421,26 @@ fn index_files_never_look_like_reservations_to_the_reference() {
         }
     }
 }
+
+#[test]
+fn excluded_addresses_are_never_handed_out() {
+    let dir = Scratch::new("excluded");
+    let mut ipam = host_local(dir.path(), json!({"subnet": "10.0.0.0/29"}));
+    // win-bridge's pod gateway (x.2) and the HNS subnet's gateway (x.1, already host-local's).
+    ipam.exclude(&[ip("10.0.0.2"), ip("10.0.0.1")]);
+    let mut handed_out = Vec::new();
+    for id in ["a", "b", "c", "d"] {
+        handed_out.push(first_ip(ipam.allocate(id, "eth0").unwrap().result()));
+    }
+    assert_eq!(
+        handed_out,
+        [ip("10.0.0.3"), ip("10.0.0.4"), ip("10.0.0.5"), ip("10.0.0.6")]
+    );
+    let err = ipam.allocate("e", "eth0").unwrap_err();
+    assert_eq!(err.code(), POOL_EXHAUSTED);
+    assert!(err.msg().contains("all 4 addresses"), "{}", err.msg());
+    assert_eq!(ipam.status().unwrap_err().code(), ErrorCode::NotAvailable);
+    // Releasing makes room again, still never at x.2.
+    ipam.release("a", "eth0").unwrap();
+    assert_eq!(first_ip(ipam.allocate("e", "eth0").unwrap().result()), ip("10.0.0.3"));
+}
