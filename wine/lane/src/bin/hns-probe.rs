@@ -1,0 +1,207 @@
+//! `hns-probe`: drives the typed `hns::Client` over the platform's default
+//! backend and prints what it observed as one JSON document.
+//!
+//! Built for Windows it runs `hns::native::ComputeNetwork`, the code that talks
+//! to the real HNS, here against the emulator's `computenetwork.dll` under
+//! Wine; built for Linux it runs the in-process emulator. The Wine lane runs
+//! both and judges the output (and cross-checks it with Linux `hnsctl`); the
+//! probe itself judges nothing, so a bug in the backend shows up as a wrong
+//! observation rather than being explained away here.
+//!
+//! Commands (fixed GUIDs, so both lanes see the same objects and records):
+//!   attach    create a network, an endpoint and a namespace; attach the endpoint
+//!   detach    detach it again and delete all three
+//!   errors    provoke not-found, already-exists, invalid-JSON and already-attached failures
+//!   v1        the V1 network listing (`HNSCall GET /networks/`) and the HNS version
+//!   load-balancers   every load balancer's properties
+//!
+//! Test-only, never shipped.
+
+use std::process::ExitCode;
+
+use hns::schema::{
+    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, Ipam, NetworkType,
+    Route, Subnet,
+};
+use hns::{Client, Guid, HnsError, RawError};
+use serde_json::{Value, json};
+
+const NETWORK: Guid = Guid::from_u128(0x5eed0001_0000_4000_8000_000000000001);
+const ENDPOINT: Guid = Guid::from_u128(0x5eed0002_0000_4000_8000_000000000002);
+const NAMESPACE: Guid = Guid::from_u128(0x5eed0003_0000_4000_8000_000000000003);
+/// Never created: the not-found probes look for it.
+const MISSING: Guid = Guid::from_u128(0x5eed0004_0000_4000_8000_000000000004);
+
+fn main() -> ExitCode {
+    let command = std::env::args().nth(1).unwrap_or_default();
+    let outcome = Client::from_env()
+        .map_err(|error| format!("no HCN backend: {error}"))
+        .and_then(|client| match command.as_str() {
+            "attach" => attach(&client),
+            "detach" => detach(&client),
+            "errors" => Ok(errors(&client)),
+            "v1" => v1(&client),
+            "load-balancers" => client
+                .list_load_balancers()
+                .map_err(|error| error.to_string())
+                .and_then(|balancers| to_json(&balancers)),
+            other => Err(format!(
+                "unknown command {other:?}; expected attach, detach, errors, v1 or load-balancers"
+            )),
+        });
+    match outcome {
+        Ok(observed) => {
+            println!("{observed}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("hns-probe: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn network_settings(name: &str) -> HostComputeNetwork {
+    HostComputeNetwork {
+        name: name.to_owned(),
+        network_type: NetworkType::L2Bridge,
+        ipams: vec![Ipam {
+            ipam_type: "Static".to_owned(),
+            subnets: vec![Subnet {
+                ip_address_prefix: "10.99.0.0/24".to_owned(),
+                routes: vec![Route {
+                    next_hop: "10.99.0.1".to_owned(),
+                    destination_prefix: "0.0.0.0/0".to_owned(),
+                    metric: None,
+                }],
+                ..Subnet::default()
+            }],
+        }],
+        ..HostComputeNetwork::default()
+    }
+}
+
+fn endpoint_settings() -> HostComputeEndpoint {
+    HostComputeEndpoint {
+        name: "probe-ep".to_owned(),
+        ip_configurations: vec![IpConfig {
+            ip_address: "10.99.0.5".to_owned(),
+            prefix_length: None,
+        }],
+        ..HostComputeEndpoint::default()
+    }
+}
+
+fn to_json(value: &impl serde::Serialize) -> Result<Value, String> {
+    serde_json::to_value(value).map_err(|e| format!("cannot encode an observation: {e}"))
+}
+
+/// Creates network, endpoint and namespace and attaches the endpoint: 4 typed operations.
+fn attach(client: &Client) -> Result<Value, String> {
+    let fail = |error: HnsError| error.to_string();
+    let network = client
+        .create_network(NETWORK, &network_settings("probe-net"))
+        .map_err(fail)?;
+    let endpoint = network
+        .create_endpoint(ENDPOINT, &endpoint_settings())
+        .map_err(fail)?;
+    client
+        .create_namespace(NAMESPACE, &HostComputeNamespace::default())
+        .map_err(fail)?;
+    client.attach_endpoint(NAMESPACE, ENDPOINT).map_err(fail)?;
+    let namespace = client.open_namespace(NAMESPACE).map_err(fail)?;
+    Ok(json!({
+        "network": to_json(network.properties())?,
+        "endpoint": to_json(endpoint.properties())?,
+        "namespace": to_json(namespace.properties())?,
+    }))
+}
+
+/// Undoes [`attach`]; reports the namespace as it was after the detach.
+fn detach(client: &Client) -> Result<Value, String> {
+    let fail = |error: HnsError| error.to_string();
+    client.detach_endpoint(NAMESPACE, ENDPOINT).map_err(fail)?;
+    let namespace = client
+        .open_namespace(NAMESPACE)
+        .map_err(fail)?
+        .into_properties();
+    client.delete_endpoint(ENDPOINT).map_err(fail)?;
+    client.delete_namespace(NAMESPACE).map_err(fail)?;
+    client.delete_network(NETWORK).map_err(fail)?;
+    Ok(json!({ "namespace": to_json(&namespace)? }))
+}
+
+/// One failure as the caller sees it: kind, HRESULT and error record.
+fn failure(outcome: Result<(), HnsError>) -> Value {
+    match outcome {
+        Ok(()) => json!({ "kind": "succeeded" }),
+        Err(error) => json!({
+            "kind": format!("{:?}", error.kind()),
+            "hresult": error.hresult().map(|code| code.0),
+            "record": error.record(),
+        }),
+    }
+}
+
+/// Provokes one failure of each family; every object it makes is removed again.
+fn errors(client: &Client) -> Value {
+    let open_missing = failure(client.open_endpoint(MISSING).map(drop));
+    let duplicate = failure(
+        client
+            .create_network(NETWORK, &network_settings("probe-dup"))
+            .map(drop)
+            .and_then(|()| {
+                client
+                    .create_network(NETWORK, &network_settings("probe-dup-2"))
+                    .map(drop)
+            }),
+    );
+    let invalid_json = failure(
+        match client.raw().create_network(&Guid::ZERO, "{\"Name\": ") {
+            Ok(handle) => client
+                .raw()
+                .close_network(handle)
+                .map_err(|e| HnsError::from_raw(e, "close network")),
+            Err(error) => Err(HnsError::from_raw(
+                error,
+                "create network from invalid JSON",
+            )),
+        },
+    );
+    let attach_twice = failure(
+        client
+            .open_network(NETWORK)
+            .and_then(|network| {
+                network
+                    .create_endpoint(ENDPOINT, &endpoint_settings())
+                    .map(drop)
+            })
+            .and_then(|()| client.create_namespace(NAMESPACE, &HostComputeNamespace::default()))
+            .and_then(|_| client.attach_endpoint(NAMESPACE, ENDPOINT))
+            .and_then(|()| client.attach_endpoint(NAMESPACE, ENDPOINT)),
+    );
+    let cleanup = failure(
+        client
+            .delete_namespace(NAMESPACE)
+            .and_then(|()| client.delete_network(NETWORK)),
+    );
+    json!({
+        "open-missing-endpoint": open_missing,
+        "create-network-twice": duplicate,
+        "create-network-invalid-json": invalid_json,
+        "attach-twice": attach_twice,
+        "cleanup": cleanup,
+    })
+}
+
+/// What V1 readers see: the raw `GET /networks/` envelope and the version.
+fn v1(client: &Client) -> Result<Value, String> {
+    let listing = client
+        .raw()
+        .hns_call("GET", "/networks/", "")
+        .map_err(|error: RawError| error.to_string())?;
+    let listing: Value = serde_json::from_str(&listing)
+        .map_err(|e| format!("HNSCall GET /networks/ returned non-JSON {listing:?}: {e}"))?;
+    let version = client.version().map_err(|error| error.to_string())?;
+    Ok(json!({ "networks": listing, "version": to_json(&version)? }))
+}

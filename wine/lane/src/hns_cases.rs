@@ -1,0 +1,420 @@
+//! The HNS cases: `hnsctl` and `hns-probe` drive the HNS client of one side; under Wine that
+//! is `hns::native` calling the emulator's `computenetwork.dll` and `vmcompute.dll`. Each case
+//! checks what the side printed and cross-checks the state with Linux `hnsctl`.
+
+use serde_json::{Value, json};
+
+use crate::lane::{Bench, Lane, Side};
+use crate::table::Outcome;
+
+/// One HNS case, run once per side on a fresh emulated host.
+#[derive(Debug)]
+pub struct HnsCase {
+    pub id: &'static str,
+    check: fn(&Bench<'_>) -> Result<String, String>,
+}
+
+impl HnsCase {
+    pub fn run(&self, lane: &Lane, side: Side) -> Outcome {
+        match lane
+            .bench(side, self.id)
+            .and_then(|bench| (self.check)(&bench))
+        {
+            Ok(note) => Outcome::pass(note),
+            Err(why) => Outcome::fail(why),
+        }
+    }
+}
+
+/// Every HNS case, in the order they run.
+pub fn all() -> Vec<HnsCase> {
+    vec![
+        HnsCase {
+            id: "hnsctl.network-lifecycle",
+            check: network_lifecycle,
+        },
+        HnsCase {
+            id: "hnsctl.namespace-lifecycle",
+            check: namespace_lifecycle,
+        },
+        HnsCase {
+            id: "hnsctl.not-found",
+            check: not_found,
+        },
+        HnsCase {
+            id: "hnsctl.injected-fault",
+            check: injected_fault,
+        },
+        HnsCase {
+            id: "hnsctl.host-version",
+            check: host_version,
+        },
+        HnsCase {
+            id: "probe.attach-detach",
+            check: attach_detach,
+        },
+        HnsCase {
+            id: "probe.error-records",
+            check: error_records,
+        },
+        HnsCase {
+            id: "probe.v1-networks",
+            check: v1_networks,
+        },
+        HnsCase {
+            id: "probe.load-balancers",
+            check: load_balancers,
+        },
+    ]
+}
+
+// Fixed GUIDs of hns-probe (see its docs).
+const PROBE_NETWORK: &str = "5eed0001-0000-4000-8000-000000000001";
+const PROBE_ENDPOINT: &str = "5eed0002-0000-4000-8000-000000000002";
+const PROBE_NAMESPACE: &str = "5eed0003-0000-4000-8000-000000000003";
+const PROBE_MISSING: &str = "5eed0004-0000-4000-8000-000000000004";
+
+fn parse(what: &str, text: &str) -> Result<Value, String> {
+    serde_json::from_str(text.trim()).map_err(|e| format!("{what} is not JSON ({e}): {text:?}"))
+}
+
+fn ensure(condition: bool, why: impl FnOnce() -> String) -> Result<(), String> {
+    if condition { Ok(()) } else { Err(why()) }
+}
+
+/// `hnsctl --json <object> list` on the side under test equals Linux hnsctl's on the same state.
+fn listed_alike(bench: &Bench<'_>, object: &str) -> Result<Value, String> {
+    let side = parse("list", &bench.hnsctl(&["--json", object, "list"])?.ok()?)?;
+    let linux = parse(
+        "Linux list",
+        &bench.linux_hnsctl(&["--json", object, "list"])?.ok()?,
+    )?;
+    ensure(side == linux, || {
+        format!(
+            "{object} list differs from Linux hnsctl's view of the same state: {side} vs {linux}"
+        )
+    })?;
+    Ok(side)
+}
+
+fn empty_for_linux(bench: &Bench<'_>, object: &str) -> Result<(), String> {
+    let linux = parse(
+        "Linux list",
+        &bench.linux_hnsctl(&["--json", object, "list"])?.ok()?,
+    )?;
+    ensure(linux == json!([]), || {
+        format!("Linux hnsctl still sees {object}s: {linux}")
+    })
+}
+
+fn network_lifecycle(bench: &Bench<'_>) -> Result<String, String> {
+    let id = bench
+        .hnsctl(&[
+            "network",
+            "create",
+            "--name",
+            "lane-bridge",
+            "--type",
+            "L2Bridge",
+            "--subnet",
+            "10.98.0.0/24",
+            "--gateway",
+            "10.98.0.1",
+        ])?
+        .ok()?
+        .trim()
+        .to_owned();
+    let listed = listed_alike(bench, "network")?;
+    let network = &listed[0];
+    ensure(
+        listed.as_array().map(Vec::len) == Some(1)
+            && network["ID"] == id.as_str()
+            && network["Name"] == "lane-bridge"
+            && network["Ipams"][0]["Subnets"][0]["IpAddressPrefix"] == "10.98.0.0/24",
+        || format!("created {id}, but the list is {listed}"),
+    )?;
+    let shown = parse(
+        "network show",
+        &bench.hnsctl(&["network", "show", "lane-bridge"])?.ok()?,
+    )?;
+    ensure(shown == *network, || {
+        format!("show {shown} differs from list entry {network}")
+    })?;
+    bench.hnsctl(&["network", "delete", "lane-bridge"])?.ok()?;
+    empty_for_linux(bench, "network")?;
+    Ok(format!(
+        "network {id} created, listed, shown, deleted; Linux hnsctl agrees"
+    ))
+}
+
+fn namespace_lifecycle(bench: &Bench<'_>) -> Result<String, String> {
+    let id = bench
+        .hnsctl(&["namespace", "create"])?
+        .ok()?
+        .trim()
+        .to_owned();
+    let listed = listed_alike(bench, "namespace")?;
+    ensure(
+        listed.as_array().map(Vec::len) == Some(1) && listed[0]["ID"] == id.as_str(),
+        || format!("created {id}, but the list is {listed}"),
+    )?;
+    let shown = parse(
+        "namespace show",
+        &bench.hnsctl(&["namespace", "show", &id])?.ok()?,
+    )?;
+    ensure(shown == listed[0], || {
+        format!("show {shown} differs from list entry {}", listed[0])
+    })?;
+    bench.hnsctl(&["namespace", "delete", &id])?.ok()?;
+    empty_for_linux(bench, "namespace")?;
+    Ok(format!(
+        "namespace {id} created, listed, shown, deleted; Linux hnsctl agrees"
+    ))
+}
+
+/// The HRESULT and the error record's detail both reach the caller's message.
+fn not_found(bench: &Bench<'_>) -> Result<String, String> {
+    let stderr = bench
+        .hnsctl(&["network", "show", PROBE_MISSING])?
+        .failed()?;
+    for needle in [
+        "(not found)",
+        "HcnOpenNetwork failed with HRESULT 0x803B0001 (HCN_E_NETWORK_NOT_FOUND)",
+        &format!("The network was not found. (network {PROBE_MISSING})"),
+    ] {
+        ensure(stderr.contains(needle), || {
+            format!("error {:?} lacks {needle:?}", stderr.trim())
+        })?;
+    }
+    Ok("HCN_E_NETWORK_NOT_FOUND with its error record, reported as not found".to_owned())
+}
+
+/// A fault injected with Linux hnsctl hits the side's next call, once, through the same engine.
+fn injected_fault(bench: &Bench<'_>) -> Result<String, String> {
+    bench.linux_hnsctl(&["stats", "--reset"])?.ok()?;
+    bench
+        .linux_hnsctl(&[
+            "fault",
+            "inject",
+            "--function",
+            "HcnEnumerateNetworks",
+            "--hresult",
+            "0x803B0015",
+        ])?
+        .ok()?;
+    let stderr = bench.hnsctl(&["network", "list"])?.failed()?;
+    for needle in [
+        "HcnEnumerateNetworks failed with HRESULT 0x803B0015 (HCN_E_REQUEST_UNSUPPORTED)",
+        "(fault injected into HcnEnumerateNetworks)",
+    ] {
+        ensure(stderr.contains(needle), || {
+            format!("error {:?} lacks {needle:?}", stderr.trim())
+        })?;
+    }
+    bench.hnsctl(&["network", "list"])?.ok()?;
+    let stats = parse("stats", &bench.linux_hnsctl(&["--json", "stats"])?.ok()?)?;
+    ensure(stats["HcnEnumerateNetworks"] == 2, || {
+        format!("the engine counted {stats} (expected HcnEnumerateNetworks: 2)")
+    })?;
+    Ok(
+        "0x803B0015 injected by Linux hnsctl surfaced once; the engine counted both calls"
+            .to_owned(),
+    )
+}
+
+/// `hnsctl host version` goes through `HNSCall GET /globals/version` (vmcompute.dll under Wine).
+fn host_version(bench: &Bench<'_>) -> Result<String, String> {
+    bench
+        .linux_hnsctl(&["host", "version", "--set", "11.7"])?
+        .ok()?;
+    let version = bench.hnsctl(&["host", "version"])?.ok()?;
+    ensure(version.trim() == "11.7", || {
+        format!("host version printed {:?}, expected 11.7", version.trim())
+    })?;
+    Ok("11.7 set by Linux hnsctl, read back through HNSCall".to_owned())
+}
+
+/// Endpoint create and namespace attach/detach through the typed client.
+fn attach_detach(bench: &Bench<'_>) -> Result<String, String> {
+    let attached = parse("probe attach", &bench.probe(&["attach"])?.ok()?)?;
+    let endpoint = &attached["endpoint"];
+    ensure(
+        endpoint["ID"] == PROBE_ENDPOINT
+            && endpoint["HostComputeNetwork"] == PROBE_NETWORK
+            && endpoint["IpConfigurations"][0]["IpAddress"] == "10.99.0.5"
+            && endpoint["MacAddress"]
+                .as_str()
+                .is_some_and(|mac| mac.len() == 17),
+        || format!("created endpoint reads back as {endpoint}"),
+    )?;
+    let resources = attached["namespace"]["Resources"]
+        .to_string()
+        .to_lowercase();
+    ensure(resources.contains(PROBE_ENDPOINT), || {
+        format!("namespace after attach: {}", attached["namespace"])
+    })?;
+    let linux_namespace = parse(
+        "Linux namespace show",
+        &bench
+            .linux_hnsctl(&["namespace", "show", PROBE_NAMESPACE])?
+            .ok()?,
+    )?;
+    ensure(linux_namespace == attached["namespace"], || {
+        format!(
+            "Linux hnsctl sees namespace {linux_namespace}, the probe {}",
+            attached["namespace"]
+        )
+    })?;
+    let endpoints = listed_alike(bench, "endpoint")?;
+    ensure(endpoints[0]["MacAddress"] == endpoint["MacAddress"], || {
+        format!("endpoint list {endpoints} vs created {endpoint}")
+    })?;
+
+    let detached = parse("probe detach", &bench.probe(&["detach"])?.ok()?)?;
+    ensure(detached["namespace"].get("Resources").is_none(), || {
+        format!("namespace after detach: {}", detached["namespace"])
+    })?;
+    for object in ["endpoint", "namespace", "network"] {
+        empty_for_linux(bench, object)?;
+    }
+    Ok("endpoint created, attached, listed, detached, deleted; Linux hnsctl agrees".to_owned())
+}
+
+/// Each failure family reaches the caller as the right `HnsError` kind, with the HRESULT and
+/// the emulator's error record intact.
+fn error_records(bench: &Bench<'_>) -> Result<String, String> {
+    let observed = parse("probe errors", &bench.probe(&["errors"])?.ok()?)?;
+    let expectations = [
+        (
+            "open-missing-endpoint",
+            "NotFound",
+            0x803B_0002_u32,
+            format!("(endpoint {PROBE_MISSING})"),
+        ),
+        (
+            "create-network-twice",
+            "AlreadyExists",
+            0x803B_0010,
+            String::new(),
+        ),
+        (
+            "create-network-invalid-json",
+            "InvalidInput",
+            0x803B_001B,
+            "network settings".to_owned(),
+        ),
+        (
+            "attach-twice",
+            "AlreadyAttached",
+            0x803B_0014,
+            String::new(),
+        ),
+    ];
+    for (name, kind, hresult, detail) in expectations {
+        let failure = &observed[name];
+        ensure(
+            failure["kind"] == kind && failure["hresult"] == hresult,
+            || format!("{name}: expected {kind} {hresult:#010X}, observed {failure}"),
+        )?;
+        let record = parse(
+            &format!("{name} error record"),
+            failure["record"].as_str().unwrap_or_default(),
+        )?;
+        ensure(
+            record["Success"] == false
+                && record["ErrorCode"] == hresult
+                && record["Error"]
+                    .as_str()
+                    .is_some_and(|text| text.contains(&detail)),
+            || {
+                format!(
+                    "{name}: error record {record} (expected ErrorCode {hresult} and {detail:?})"
+                )
+            },
+        )?;
+    }
+    ensure(observed["cleanup"]["kind"] == "succeeded", || {
+        format!("cleanup: {}", observed["cleanup"])
+    })?;
+    empty_for_linux(bench, "network")?;
+    Ok(
+        "not found, already exists, invalid JSON, already attached: kinds, HRESULTs, records"
+            .to_owned(),
+    )
+}
+
+/// V1 readers get `Subnets[0]` and `ManagementIP` through `HNSCall GET /networks/`.
+fn v1_networks(bench: &Bench<'_>) -> Result<String, String> {
+    bench
+        .hnsctl(&[
+            "network",
+            "create",
+            "--name",
+            "lane-overlay",
+            "--type",
+            "Overlay",
+            "--subnet",
+            "10.97.0.0/24",
+            "--gateway",
+            "10.97.0.1",
+            "--vni",
+            "4097",
+            "--provider-address",
+            "192.168.50.10",
+        ])?
+        .ok()?;
+    let observed = parse("probe v1", &bench.probe(&["v1"])?.ok()?)?;
+    let listing = &observed["networks"];
+    let network = &listing["Output"][0];
+    ensure(
+        listing["Success"] == true
+            && network["Name"] == "lane-overlay"
+            && network["Type"] == "Overlay"
+            && network["Subnets"][0]
+                == json!({"AddressPrefix": "10.97.0.0/24", "GatewayAddress": "10.97.0.1"})
+            && network["ManagementIP"] == "192.168.50.10",
+        || format!("GET /networks/ answered {listing}"),
+    )?;
+    let version = bench.linux_hnsctl(&["host", "version"])?.ok()?;
+    let reported = format!(
+        "{}.{}",
+        observed["version"]["Major"], observed["version"]["Minor"]
+    );
+    ensure(reported == version.trim(), || {
+        format!(
+            "probe saw version {reported}, Linux hnsctl {}",
+            version.trim()
+        )
+    })?;
+    Ok("Subnets[0] and ManagementIP of the overlay network; version agrees".to_owned())
+}
+
+/// Load balancers (kube-proxy's; the emulator lists those in its state) through
+/// Enumerate/Open/Query/Close.
+fn load_balancers(bench: &Bench<'_>) -> Result<String, String> {
+    let id = "5EED0005-0000-4000-8000-000000000005";
+    let balancer = json!({
+        "ID": id.to_lowercase(),
+        "SourceVIP": "10.98.0.2",
+        "FrontendVIPs": ["10.96.0.10"],
+        "SchemaVersion": {"Major": 2, "Minor": 0}
+    });
+    let path = bench
+        .state()
+        .join("loadbalancers")
+        .join(format!("{id}.json"));
+    std::fs::create_dir_all(bench.state().join("loadbalancers"))
+        .and_then(|()| std::fs::write(&path, balancer.to_string()))
+        .map_err(|e| format!("cannot seed {}: {e}", path.display()))?;
+    let observed = parse(
+        "probe load-balancers",
+        &bench.probe(&["load-balancers"])?.ok()?,
+    )?;
+    ensure(
+        observed.as_array().map(Vec::len) == Some(1)
+            && observed[0]["ID"] == balancer["ID"]
+            && observed[0]["FrontendVIPs"] == balancer["FrontendVIPs"],
+        || format!("listed {observed}, seeded {balancer}"),
+    )?;
+    Ok("the seeded load balancer listed through Enumerate/Open/Query/Close".to_owned())
+}

@@ -1,0 +1,134 @@
+//! The two sides of every case: the Linux binaries with the in-process emulator, and the
+//! Windows binaries under Wine with the emulator DLLs. A [`Bench`] is one case on one side.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use conformance::{Launcher, Native, Wine};
+use hns::emulator::STATE_ENV;
+
+use crate::process::{self, Ran};
+
+/// Which build a case runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// Linux binaries; HNS is the in-process emulator.
+    Native,
+    /// Windows `.exe` files under Wine; HNS is `computenetwork.dll`/`vmcompute.dll` over the
+    /// emulator, reached through `hns::native`.
+    Wine,
+}
+
+impl Side {
+    pub const BOTH: [Side; 2] = [Side::Native, Side::Wine];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Side::Native => "native",
+            Side::Wine => "wine",
+        }
+    }
+}
+
+/// Where the binaries are and how each side starts them.
+#[derive(Debug)]
+pub struct Lane {
+    native_bin: PathBuf,
+    windows_bin: PathBuf,
+    scratch: PathBuf,
+    wine: Wine,
+}
+
+impl Lane {
+    /// `native_bin` holds the Linux builds, `windows_bin` the `.exe` files with the DLLs
+    /// staged beside them; every case gets a fresh directory under `scratch`.
+    pub fn new(native_bin: PathBuf, windows_bin: PathBuf, scratch: PathBuf) -> Lane {
+        Lane {
+            native_bin,
+            windows_bin,
+            scratch,
+            wine: Wine::from_env(),
+        }
+    }
+
+    pub fn scratch(&self) -> &Path {
+        &self.scratch
+    }
+
+    pub fn launcher(&self, side: Side) -> &dyn Launcher {
+        match side {
+            Side::Native => &Native,
+            Side::Wine => &self.wine,
+        }
+    }
+
+    /// The build of binary `name` for `side`.
+    pub fn program(&self, side: Side, name: &str) -> PathBuf {
+        match side {
+            Side::Native => self.native_bin.join(name),
+            Side::Wine => self.windows_bin.join(format!("{name}.exe")),
+        }
+    }
+
+    /// A command running `name` on `side`, with the launcher's environment.
+    pub fn command(&self, side: Side, name: &str) -> Command {
+        let launcher = self.launcher(side);
+        let mut command = launcher.command(&self.program(side, name));
+        command.envs(launcher.env());
+        command
+    }
+
+    /// An empty emulated host for one case on one side.
+    pub fn bench(&self, side: Side, case: &str) -> Result<Bench<'_>, String> {
+        let state = self.scratch.join("hns").join(side.name()).join(case);
+        let _ = std::fs::remove_dir_all(&state);
+        std::fs::create_dir_all(&state)
+            .map_err(|e| format!("cannot create {}: {e}", state.display()))?;
+        Ok(Bench {
+            lane: self,
+            side,
+            state,
+        })
+    }
+}
+
+/// One case on one side: its emulated host and the tools that reach it.
+#[derive(Debug)]
+pub struct Bench<'a> {
+    lane: &'a Lane,
+    side: Side,
+    state: PathBuf,
+}
+
+impl Bench<'_> {
+    /// The state directory on the host.
+    pub fn state(&self) -> &Path {
+        &self.state
+    }
+
+    /// `hnsctl` of the side under test.
+    pub fn hnsctl(&self, args: &[&str]) -> Result<Ran, String> {
+        self.run(self.side, "hnsctl", args)
+    }
+
+    /// `hns-probe` of the side under test.
+    pub fn probe(&self, args: &[&str]) -> Result<Ran, String> {
+        self.run(self.side, "hns-probe", args)
+    }
+
+    /// Linux `hnsctl` on the same state: the independent view a Wine run is checked against
+    /// and the way to set test controls. Never run while a Wine process uses the state
+    /// (Wine's file locks do not exclude Linux ones); the lane runs everything in sequence.
+    pub fn linux_hnsctl(&self, args: &[&str]) -> Result<Ran, String> {
+        self.run(Side::Native, "hnsctl", args)
+    }
+
+    fn run(&self, side: Side, name: &str, args: &[&str]) -> Result<Ran, String> {
+        let mut command = self.lane.command(side, name);
+        command
+            .args(args)
+            .env(STATE_ENV, self.lane.launcher(side).plugin_path(&self.state))
+            .env_remove(hns::backend::BACKEND_ENV);
+        process::run(command)
+    }
+}
