@@ -1,0 +1,188 @@
+//! ADD, CHECK and DEL through the real binary for every spec version, idempotency, and the
+//! documented endpoint.
+
+mod common;
+
+use common::{Call, NETWORK, Node};
+use serde_json::{Value, json};
+
+const VERSIONS: [&str; 7] = [
+    "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
+];
+
+fn with_prev(mut config: Value, result: &Value) -> Value {
+    config["prevResult"] = result.clone();
+    config
+}
+
+#[test]
+fn add_check_del_in_every_version() {
+    let node = Node::new("versions");
+    for (i, version) in VERSIONS.iter().enumerate() {
+        let container = format!("pod-{i}");
+        let netns = node.namespace();
+        let config = node.config(version);
+        let result = node.add(&container, &netns, &config).result();
+        assert_eq!(result["cniVersion"], *version);
+        let address = if version.starts_with("0.1") || version.starts_with("0.2") {
+            assert_eq!(result["ip4"]["gateway"], "10.244.1.2", "{result}");
+            result["ip4"]["ip"].clone()
+        } else {
+            assert_eq!(result["interfaces"][0]["name"], "eth0");
+            assert_eq!(result["interfaces"][0]["sandbox"], netns.as_str());
+            assert!(
+                result["interfaces"][0]["mac"]
+                    .as_str()
+                    .unwrap()
+                    .contains('-')
+            );
+            assert_eq!(result["ips"][0]["gateway"], "10.244.1.2");
+            assert_eq!(result["ips"][0]["interface"], 0);
+            assert_eq!(
+                result["routes"][0],
+                json!({"dst": "0.0.0.0/0", "gw": "10.244.1.2"})
+            );
+            result["ips"][0]["address"].clone()
+        };
+        let address = address.as_str().unwrap().to_owned();
+        assert!(address.ends_with("/24"), "{address}");
+        for taken in ["10.244.1.1/24", "10.244.1.2/24"] {
+            assert_ne!(
+                address, taken,
+                "host-local must never hand out the gateways"
+            );
+        }
+        assert_eq!(result["dns"]["nameservers"], json!(["10.96.0.10"]));
+
+        let config = with_prev(config, &result);
+        if *version >= "0.4.0" {
+            node.check(&container, &netns, &config).silent();
+        }
+        node.del(&container, Some(&netns), &config).silent();
+    }
+    assert!(node.endpoints().is_empty());
+    assert!(node.reservations().is_empty());
+}
+
+#[test]
+fn the_endpoint_is_what_the_config_says() {
+    let node = Node::new("endpoint");
+    let netns = node.namespace();
+    let mut config = node.config("1.0.0");
+    config["ipMasqNetwork"] = json!("10.244.0.0/16");
+    config["runtimeConfig"] = json!({
+        "portMappings": [{"HostPort": 8080, "ContainerPort": 80, "Protocol": "tcp", "HostIP": ""}],
+        "dns": {"Servers": ["10.96.0.53"], "Searches": ["default.svc.cluster.local"], "Options": ["ndots:5"]}
+    });
+    config["optionalFlags"] = json!({"localRoutedPortMapping": true});
+    let result = node.add("web", &netns, &config).result();
+    let endpoint = node.endpoint("web_cbr0");
+    let settings = serde_json::to_value(&endpoint).unwrap();
+    assert_eq!(
+        settings["Policies"],
+        json!([
+            {"Type": "SDNRoute", "Settings": {"DestinationPrefix": "10.96.0.0/12", "NeedEncap": true}},
+            {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.244.0.0/16", "10.96.0.0/12"]}},
+            {"Type": "PortMapping", "Settings": {"Protocol": 6, "InternalPort": 80, "ExternalPort": 8080, "Flags": 1}}
+        ])
+    );
+    assert_eq!(
+        settings["Dns"],
+        json!({"Search": ["default.svc.cluster.local"], "ServerList": ["10.96.0.53"], "Options": ["ndots:5"]})
+    );
+    assert_eq!(
+        settings["Routes"],
+        json!([{"NextHop": "10.244.1.2", "DestinationPrefix": "0.0.0.0/0"}])
+    );
+    assert_eq!(settings["IpConfigurations"][0]["PrefixLength"], 24);
+    assert_eq!(endpoint.host_compute_namespace.to_string(), netns);
+    assert_eq!(
+        result["interfaces"][0]["mac"],
+        endpoint.mac_address.as_str()
+    );
+    assert_eq!(result["dns"]["options"], json!(["ndots:5"]));
+}
+
+#[test]
+fn a_repeated_add_returns_the_same_result_and_allocates_nothing() {
+    let node = Node::new("repeat");
+    let netns = node.namespace();
+    let config = node.config("1.1.0");
+    let first = node.add("pod", &netns, &config).result();
+    let reservations = node.reservations();
+    for _ in 0..2 {
+        assert_eq!(node.add("pod", &netns, &config).result(), first);
+    }
+    assert_eq!(node.reservations(), reservations);
+    assert_eq!(node.endpoints().len(), 1);
+    // The same container in another namespace is a conflict, not a second endpoint.
+    let other = node.namespace();
+    let msg = node.add("pod", &other, &config).error(111);
+    assert!(msg.contains("attached to namespace"), "{msg}");
+    assert_eq!(node.reservations(), reservations);
+}
+
+#[test]
+fn del_is_idempotent_and_needs_neither_netns_nor_prev_result() {
+    let node = Node::new("del");
+    let config = node.config("1.1.0");
+    let netns = node.namespace();
+    node.add("a", &netns, &config).result();
+    node.del("a", None, &config).silent();
+    node.del("a", None, &config).silent();
+    node.del("never-added", Some(&netns), &config).silent();
+    // A namespace containerd already removed.
+    let gone = node.namespace();
+    node.add("b", &gone, &config).result();
+    node.client()
+        .delete_namespace(gone.parse().unwrap())
+        .unwrap();
+    node.del("b", Some(&gone), &config).silent();
+    assert!(node.endpoints().is_empty());
+    assert!(node.reservations().is_empty());
+}
+
+#[test]
+fn a_second_interface_gets_its_own_endpoint() {
+    let node = Node::new("ifname");
+    let config = node.config("1.0.0");
+    let netns = node.namespace();
+    let eth0 = node.add("pod", &netns, &config).result();
+    let ns2 = node.namespace();
+    let call = |command| Call {
+        command,
+        container_id: "pod",
+        ifname: "eth1",
+        netns: Some(&ns2),
+        config: &config,
+    };
+    let eth1 = node.run(&call("ADD")).result();
+    assert_ne!(eth0["ips"][0]["address"], eth1["ips"][0]["address"]);
+    node.endpoint("pod_cbr0@eth1");
+    node.run(&call("DEL")).silent();
+    // eth1's DEL left eth0 alone.
+    assert_eq!(node.endpoints().len(), 1);
+    node.endpoint("pod_cbr0");
+}
+
+#[test]
+fn del_removes_an_endpoint_the_reference_plugin_made() {
+    let node = Node::new("reference");
+    let config = node.config("1.0.0");
+    let id = node.network_id(NETWORK);
+    // The reference names it <container>_<network> and lets HNS choose the ID.
+    let client = node.client();
+    let network = client.open_network(id).unwrap();
+    let settings = hns::schema::HostComputeEndpoint {
+        name: "legacy_cbr0".into(),
+        ip_configurations: vec![hns::schema::IpConfig {
+            ip_address: "10.244.1.77".into(),
+            prefix_length: None,
+        }],
+        ..Default::default()
+    };
+    network.create_endpoint(hns::Guid::ZERO, &settings).unwrap();
+    drop(network);
+    node.del("legacy", None, &config).silent();
+    assert!(node.endpoints().is_empty());
+}

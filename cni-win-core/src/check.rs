@@ -1,0 +1,114 @@
+//! CHECK: the endpoint still is what ADD made: on this network, attached to CNI_NETNS, with
+//! prevResult's addresses and MAC and every policy the config implies; then IPAM's CHECK.
+//! Each difference is named (code 113).
+
+use std::net::IpAddr;
+
+use cni::{Error, Request, Success};
+use hns::Client;
+
+use crate::codes::CHECK_MISMATCH;
+use crate::config::{Conf, namespace_guid};
+use crate::endpoint::addresses_of;
+use crate::hns_error::to_cni;
+use crate::identity::{endpoint_guid, endpoint_name};
+use crate::ipam::Ipam;
+use crate::kind::NetworkKind;
+use crate::{network, policy};
+
+pub fn check<K: NetworkKind>(kind: &K, client: &Client, request: &Request) -> Result<(), Error> {
+    let conf = Conf::load(kind, &request.config)?;
+    let Some(prev) = request.config.prev_result()? else {
+        return Err(Error::invalid_config(
+            "CHECK needs prevResult: the runtime passes the ADD result there",
+        ));
+    };
+    let namespace = namespace_guid(request.netns.as_deref().unwrap_or_default())?;
+    let ipam = Ipam::from_conf(&request.config, &request.args)?;
+    let open = network::find(kind, &conf.kind, client, &conf.network)?;
+    let guid = endpoint_guid(&conf.network, &request.container_id, &request.ifname);
+    let name = endpoint_name(&conf.network, &request.container_id, &request.ifname);
+    let endpoint = client.open_endpoint(guid).map_err(|e| {
+        if e.is_not_found() {
+            Error::new(
+                CHECK_MISMATCH,
+                format!("endpoint {name} ({guid}) does not exist"),
+            )
+        } else {
+            to_cni(&e, &format!("open endpoint {name}"))
+        }
+    })?;
+    let endpoint = endpoint.properties();
+
+    let mut problems = Vec::new();
+    if endpoint.host_compute_network != open.id() {
+        problems.push(format!(
+            "it is on network {}, not {:?} ({})",
+            endpoint.host_compute_network,
+            conf.network,
+            open.id()
+        ));
+    }
+    if endpoint.host_compute_namespace != namespace {
+        problems.push(format!(
+            "it is attached to namespace {}, not CNI_NETNS {namespace}",
+            if endpoint.host_compute_namespace.is_zero() {
+                "(none)".to_owned()
+            } else {
+                endpoint.host_compute_namespace.to_string()
+            }
+        ));
+    }
+    let addresses = addresses_of(endpoint)?;
+    let mut have: Vec<IpAddr> = addresses.iter().map(|a| a.ip()).collect();
+    let mut want: Vec<IpAddr> = prev.ips.iter().map(|ip| ip.address.ip()).collect();
+    have.sort_unstable();
+    want.sort_unstable();
+    if have != want {
+        problems.push(format!("it holds {have:?} but prevResult lists {want:?}"));
+    }
+    if let Some(mac) = expected_mac(&prev, &request.ifname)
+        && !same_mac(mac, &endpoint.mac_address)
+    {
+        problems.push(format!(
+            "its MAC is {} but prevResult says {mac}",
+            endpoint.mac_address
+        ));
+    }
+    let present: Vec<serde_json::Value> = endpoint
+        .policies
+        .iter()
+        .filter_map(|p| serde_json::to_value(p).ok())
+        .collect();
+    for expected in policy::compose(kind, &conf, open.properties(), &addresses)? {
+        let value = serde_json::to_value(&expected).unwrap_or_default();
+        if !present.contains(&value) {
+            problems.push(format!("policy {value} is missing"));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(Error::new(
+            CHECK_MISMATCH,
+            format!("endpoint {name} ({guid}): {}", problems.join("; ")),
+        ));
+    }
+    ipam.check(request, &prev)
+}
+
+/// The MAC prevResult gives the attachment's interface (by name, else the only one).
+fn expected_mac<'a>(prev: &'a Success, ifname: &str) -> Option<&'a str> {
+    let by_name = prev.interfaces.iter().find(|i| i.name == ifname);
+    let only = (prev.interfaces.len() == 1).then(|| &prev.interfaces[0]);
+    by_name.or(only)?.mac.as_deref()
+}
+
+/// MACs compare by their hex digits, whatever the separator or case.
+fn same_mac(a: &str, b: &str) -> bool {
+    let digits = |s: &str| -> String {
+        s.chars()
+            .filter(char::is_ascii_hexdigit)
+            .map(|c| c.to_ascii_lowercase())
+            .collect()
+    };
+    digits(a) == digits(b)
+}

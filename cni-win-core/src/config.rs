@@ -1,0 +1,292 @@
+//! The network config both plugins read: every key the reference win-bridge/win-overlay and
+//! sdnbridge accept, decoded as Go decodes it (keys matched regardless of case, unknown keys
+//! ignored) and validated up front, so ADD fails before touching HNS or IPAM.
+//!
+//! | key | meaning here |
+//! | --- | --- |
+//! | `name` | the HNS network's name |
+//! | `apiVersion` / `ApiVersion` | accepted whatever its value: HCN V2 is always used (the reference's V1 path cannot work with containerd, plugins#1229) |
+//! | `policies`, `AdditionalArgs` | entries named `EndpointPolicy` (any case), V1 or V2 shape, translated to V2; other names are ignored as the reference does |
+//! | `loopbackDSR`, `optionalFlags.loopbackDSR` | OutBoundNAT `Destinations` = the pod's IPs (needs HNS DSR support) |
+//! | `optionalFlags.localRoutedPortMapping` | PortMapping `Flags` LocalRoutedVip (NodeIP:HostPort from the node) |
+//! | `optionalFlags.allowAclPortMapping` | an inbound Allow ACL for each mapped container port |
+//! | `optionalFlags.*` (others) | accepted; plugin-specific ones are read by the plugin |
+//! | `capabilities` | accepted (read by the runtime, which fills `runtimeConfig`) |
+//! | `runtimeConfig.portMappings` | one PortMapping policy each |
+//! | `runtimeConfig.dns` | overrides `dns` field by field (servers, searches, options) |
+//! | `dns` | the endpoint's DNS |
+//! | `ipam` | `host-local` runs in-process; any other type is executed from `CNI_PATH` |
+
+use std::net::IpAddr;
+
+use cni::case_insensitive;
+use cni::{Dns, Error, ErrorCode, NetConf};
+use hns::Guid;
+use hns::schema::EndpointPolicy;
+use hns::schema::policy::protocol;
+use ipnetwork::IpNetwork;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::kind::NetworkKind;
+
+/// A validated config: the shared keys plus the plugin's own.
+#[derive(Debug)]
+pub struct Conf<K: NetworkKind> {
+    /// The HNS network's name.
+    pub network: String,
+    /// The plugin's own keys.
+    pub kind: K::Config,
+    pub flags: OptionalFlags,
+    /// `loopbackDSR` at the top level or under `optionalFlags`.
+    pub loopback_dsr: bool,
+    /// Endpoint policies from `policies` and `AdditionalArgs`, translated to V2, in order.
+    pub policies: Vec<UserPolicy>,
+    /// `runtimeConfig.portMappings`, validated.
+    pub port_mappings: Vec<PortMapping>,
+    /// `dns` overridden field by field by `runtimeConfig.dns`.
+    pub dns: Dns,
+    /// Gateways the `ipam` section sets explicitly, per subnet.
+    pub ipam_gateways: Vec<(IpNetwork, IpAddr)>,
+}
+
+/// `optionalFlags` (sdnbridge's key); every flag defaults to false.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct OptionalFlags {
+    #[serde(rename = "localRoutedPortMapping")]
+    pub local_routed_port_mapping: bool,
+    #[serde(rename = "allowAclPortMapping")]
+    pub allow_acl_port_mapping: bool,
+    #[serde(rename = "loopbackDSR")]
+    pub loopback_dsr: bool,
+}
+
+/// One user policy and where it was written, e.g. `policies[2]` or `AdditionalArgs[0]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserPolicy {
+    pub source: String,
+    pub policy: EndpointPolicy,
+}
+
+/// A validated runtime port mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortMapping {
+    pub host_port: u16,
+    pub container_port: u16,
+    /// IP protocol number.
+    pub protocol: u32,
+    pub host_ip: Option<IpAddr>,
+}
+
+/// The shared keys as they appear on the wire.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct SharedKeys {
+    policies: Vec<NamedEntry>,
+    #[serde(rename = "AdditionalArgs")]
+    additional_args: Vec<NamedEntry>,
+    #[serde(rename = "loopbackDSR")]
+    loopback_dsr: bool,
+    #[serde(rename = "optionalFlags")]
+    optional_flags: OptionalFlags,
+}
+
+/// `{"name": ..., "value": ...}`.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct NamedEntry {
+    name: String,
+    value: Value,
+}
+
+#[derive(Deserialize)]
+struct RawPortMapping {
+    #[serde(rename = "hostPort")]
+    host_port: u16,
+    #[serde(rename = "containerPort")]
+    container_port: u16,
+    #[serde(default)]
+    protocol: String,
+    #[serde(rename = "hostIP", default)]
+    host_ip: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RuntimeDns {
+    servers: Vec<String>,
+    searches: Vec<String>,
+    options: Vec<String>,
+}
+
+impl<K: NetworkKind> Conf<K> {
+    /// Reads and validates the whole config; every problem is code 7 naming the key.
+    pub fn load(kind: &K, conf: &NetConf) -> Result<Conf<K>, Error> {
+        let shared: SharedKeys = conf.plugin_config()?;
+        let plugin: K::Config = conf.plugin_config()?;
+        kind.validate(&plugin)?;
+        let mut policies = Vec::new();
+        collect_policies("policies", &shared.policies, &mut policies)?;
+        collect_policies("AdditionalArgs", &shared.additional_args, &mut policies)?;
+        Ok(Conf {
+            network: conf.name.clone(),
+            kind: plugin,
+            flags: shared.optional_flags,
+            loopback_dsr: shared.loopback_dsr || shared.optional_flags.loopback_dsr,
+            policies,
+            port_mappings: port_mappings(conf)?,
+            dns: dns(conf)?,
+            ipam_gateways: ipam_gateways(conf)?,
+        })
+    }
+
+    /// The gateway the `ipam` section sets for the range holding `subnet`, if any.
+    pub fn ipam_gateway(&self, subnet: IpNetwork) -> Option<IpAddr> {
+        self.ipam_gateways
+            .iter()
+            .find(|(range, _)| {
+                range.network() == subnet.network() && range.prefix() == subnet.prefix()
+            })
+            .map(|(_, gateway)| *gateway)
+    }
+}
+
+/// Translates the `EndpointPolicy` entries of one list; an entry that is not a policy is code 7
+/// naming it (the reference silently drops it).
+fn collect_policies(
+    key: &str,
+    entries: &[NamedEntry],
+    into: &mut Vec<UserPolicy>,
+) -> Result<(), Error> {
+    for (index, entry) in entries.iter().enumerate() {
+        if !entry.name.eq_ignore_ascii_case("EndpointPolicy") {
+            continue;
+        }
+        let source = format!("{key}[{index}]");
+        let policy = hns::schema::v1::endpoint_policy_from_conf(&entry.value.to_string())
+            .map_err(|e| Error::invalid_config(format!("{source}.value: {e}")))?;
+        if policy_settings_misfit(&policy) {
+            return Err(Error::invalid_config(format!(
+                "{source}.value: {} {} does not have the V2 settings HNS accepts for its type \
+                 (check the key names under \"Settings\", e.g. Exceptions rather than ExceptionList)",
+                policy.type_name(),
+                entry.value
+            )));
+        }
+        into.push(UserPolicy { source, policy });
+    }
+    Ok(())
+}
+
+/// A policy of a type HNS documents and we model whose settings did not decode: HNS would
+/// refuse it, so it is refused here with the entry's name.
+fn policy_settings_misfit(policy: &EndpointPolicy) -> bool {
+    use hns::schema::policy::Policy;
+    policy.is_raw() && EndpointPolicy::is_modelled_type(policy.type_name())
+}
+
+fn port_mappings(conf: &NetConf) -> Result<Vec<PortMapping>, Error> {
+    let raw: Vec<RawPortMapping> = conf.runtime_config("portMappings")?.unwrap_or_default();
+    raw.iter()
+        .enumerate()
+        .map(|(index, mapping)| {
+            let field = |name: &str| format!("runtimeConfig.portMappings[{index}].{name}");
+            let protocol = parse_protocol(&mapping.protocol).ok_or_else(|| {
+                Error::invalid_config(format!(
+                    "{}: unknown protocol {:?}; use tcp, udp, icmpv4, icmpv6, igmp or a protocol number",
+                    field("protocol"),
+                    mapping.protocol
+                ))
+            })?;
+            let host_ip = match mapping.host_ip.trim() {
+                "" => None,
+                text => Some(text.parse::<IpAddr>().map_err(|_| {
+                    Error::invalid_config(format!("{}: {text:?} is not an IP address", field("hostIP")))
+                })?),
+            };
+            Ok(PortMapping {
+                host_port: mapping.host_port,
+                container_port: mapping.container_port,
+                protocol,
+                host_ip,
+            })
+        })
+        .collect()
+}
+
+/// A protocol name (`tcp`, case-insensitive) or number (`"6"`).
+fn parse_protocol(text: &str) -> Option<u32> {
+    protocol::number(text).or_else(|| text.trim().parse::<u8>().ok().map(u32::from))
+}
+
+fn dns(conf: &NetConf) -> Result<Dns, Error> {
+    let mut dns = conf.dns.clone();
+    if let Some(runtime) = conf.runtime_config::<RuntimeDns>("dns")? {
+        if !runtime.servers.is_empty() {
+            dns.nameservers = runtime.servers;
+        }
+        if !runtime.searches.is_empty() {
+            dns.search = runtime.searches;
+        }
+        if !runtime.options.is_empty() {
+            dns.options = runtime.options;
+        }
+    }
+    Ok(dns)
+}
+
+/// `ipam.subnet` + `ipam.gateway` and every `ipam.ranges[i][j]` with both set.
+fn ipam_gateways(conf: &NetConf) -> Result<Vec<(IpNetwork, IpAddr)>, Error> {
+    let Some(Value::Object(ipam)) = case_insensitive::get(conf.raw(), "ipam") else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    let mut take = |range: &serde_json::Map<String, Value>, path: &str| -> Result<(), Error> {
+        let text = |key: &str| case_insensitive::get(range, key).and_then(Value::as_str);
+        if let (Some(subnet), Some(gateway)) = (text("subnet"), text("gateway")) {
+            let subnet: IpNetwork = subnet.parse().map_err(|_| {
+                Error::invalid_config(format!("{path}.subnet: {subnet:?} is not a CIDR"))
+            })?;
+            let gateway: IpAddr = gateway.parse().map_err(|_| {
+                Error::invalid_config(format!("{path}.gateway: {gateway:?} is not an IP address"))
+            })?;
+            found.push((subnet, gateway));
+        }
+        Ok(())
+    };
+    take(ipam, "ipam")?;
+    if let Some(Value::Array(sets)) = case_insensitive::get(ipam, "ranges") {
+        for (i, set) in sets.iter().enumerate() {
+            for (j, range) in set.as_array().into_iter().flatten().enumerate() {
+                if let Value::Object(range) = range {
+                    take(range, &format!("ipam.ranges[{i}][{j}]"))?;
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The HCN namespace `CNI_NETNS` names. containerd passes the namespace GUID; a docker-style
+/// value (`none`, `container:<id>`) is dockershim's HNS V1 hot-attach, which is not supported.
+pub fn namespace_guid(netns: &str) -> Result<Guid, Error> {
+    if netns == "none" || netns.starts_with("container:") {
+        return Err(Error::new(
+            ErrorCode::InvalidEnvironment,
+            format!(
+                "CNI_NETNS={netns:?} is a docker-style network namespace (dockershim / HNS V1 hot-attach), \
+                 which is not supported: run the pod with containerd, which passes an HCN namespace GUID"
+            ),
+        ));
+    }
+    netns.parse().map_err(|_| {
+        Error::new(
+            ErrorCode::InvalidEnvironment,
+            format!(
+                "CNI_NETNS={netns:?} is not an HCN namespace GUID (containerd passes one, e.g. \
+                 5f3f8c1e-0b49-4b36-9a0e-6f1c2b3d4e5f)"
+            ),
+        )
+    })
+}
