@@ -17,6 +17,7 @@ pub mod catalogue;
 pub mod exec;
 pub mod fixture;
 pub mod harness;
+pub mod hns;
 pub mod launcher;
 pub mod protocol;
 pub mod report;

@@ -7,11 +7,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use conformance::hns::{HnsFixture, L2BRIDGE_NETWORK};
 use conformance::{Harness, Launcher, Native, Wine, cases};
 
 const USAGE: &str = "\
 usage: cni-conformance --plugin PATH [--config FILE] [--cni-path DIR]... [--filter PREFIX]
                        [--json-report FILE] [--timeout-ms N] [--launcher native|wine]
+                       [--hnsctl PATH [--hns-network ARGS]]
        cni-conformance --list
 
   --plugin PATH        the plugin binary to test
@@ -24,6 +26,11 @@ usage: cni-conformance --plugin PATH [--config FILE] [--cni-path DIR]... [--filt
   --timeout-ms N       kill a plugin call after N milliseconds (default 10000)
   --launcher L         native (default): run the plugin directly; wine: run a Windows .exe
                        with $WINE (default wine64) in $WINEPREFIX, paths given as Z:\\... with ;
+  --hnsctl PATH        run every case on a fresh HCN emulator host made with this hnsctl:
+                       a network (--hns-network) and a namespace (CNI_NETNS); the config's
+                       name becomes the network's, HCN_EMULATOR_STATE is set
+  --hns-network ARGS   `hnsctl network create` arguments (default: an L2Bridge network,
+                       \"--name cbr0 --type L2Bridge --subnet 10.244.1.0/24 --gateway 10.244.1.1\")
   --list               print the case ids and their spec sections";
 
 /// The parsed command line.
@@ -36,6 +43,8 @@ struct Options {
     json_report: Option<PathBuf>,
     timeout: Option<Duration>,
     launcher: LauncherChoice,
+    hnsctl: Option<PathBuf>,
+    hns_network: Option<String>,
     list: bool,
     help: bool,
 }
@@ -100,6 +109,10 @@ fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, String> {
                     }
                 }
             }
+            "--hnsctl" => options.hnsctl = Some(value(&flag)?.into()),
+            "--hns-network" => {
+                options.hns_network = Some(value(&flag)?.to_string_lossy().into_owned());
+            }
             "--list" => options.list = true,
             "--help" | "-h" => options.help = true,
             other => return Err(format!("unknown argument {other:?}")),
@@ -150,6 +163,16 @@ fn run(options: Options) -> Result<ExitCode, String> {
         .with_cni_path(options.cni_path);
     if let Some(timeout) = options.timeout {
         harness = harness.with_timeout(timeout);
+    }
+    match (options.hnsctl, options.hns_network) {
+        (Some(hnsctl), network) => {
+            let network = network.as_deref().unwrap_or(L2BRIDGE_NETWORK);
+            let fixture =
+                HnsFixture::new(hnsctl, network).map_err(|e| format!("--hns-network: {e}"))?;
+            harness = harness.with_fixture(Arc::new(fixture));
+        }
+        (None, Some(_)) => return Err("--hns-network needs --hnsctl".into()),
+        (None, None) => {}
     }
     if let Some(path) = options.config {
         let text = std::fs::read_to_string(&path)
@@ -211,6 +234,8 @@ mod tests {
                 json_report: Some("r.json".into()),
                 timeout: Some(Duration::from_millis(250)),
                 launcher: LauncherChoice::Wine,
+                hnsctl: None,
+                hns_network: None,
                 list: false,
                 help: false,
             }
