@@ -12,7 +12,9 @@ const PLUGIN: &str = env!("CARGO_BIN_EXE_win-bridge");
 
 /// `hnsctl` from the same target directory, built first if this test run did not build it.
 fn hnsctl() -> PathBuf {
-    let dir = Path::new(PLUGIN).parent().expect("the plugin has a directory");
+    let dir = Path::new(PLUGIN)
+        .parent()
+        .expect("the plugin has a directory");
     let path = dir.join(format!("hnsctl{}", std::env::consts::EXE_SUFFIX));
     if !path.is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
