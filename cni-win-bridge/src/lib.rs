@@ -53,7 +53,7 @@ impl NetworkKind for Bridge {
 
     fn validate(&self, config: &BridgeConfig) -> Result<(), Error> {
         let text = config.ip_masq_network.trim();
-        if !text.is_empty() && text.parse::<IpNetwork>().is_err() {
+        if !text.is_empty() && cni_win_core::policy::parse_cidr(text).is_none() {
             return Err(Error::invalid_config(format!(
                 "ipMasqNetwork: {text:?} is not a CIDR (expected e.g. 10.244.0.0/16)"
             )));

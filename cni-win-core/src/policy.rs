@@ -5,7 +5,7 @@
 //! The reference appends a second OutBoundNAT for `ipMasqNetwork` next to the user's; here
 //! every OutBoundNAT that only lists exceptions is merged into one, with the plugin's
 //! exceptions (`ipMasqNetwork`, the overlay subnet) appended, duplicates dropped and the order
-//! kept. Every exception must be a CIDR (or a single address).
+//! kept. Every exception must be a CIDR (`address/prefix`).
 
 use std::net::IpAddr;
 
@@ -60,6 +60,12 @@ pub fn compose<K: NetworkKind>(
     Ok(policies)
 }
 
+/// A CIDR in `address/prefix` form (a bare address is refused: it is usually a typo).
+pub fn parse_cidr(text: &str) -> Option<IpNetwork> {
+    let text = text.trim();
+    text.contains('/').then(|| text.parse().ok()).flatten()
+}
+
 /// The OutBoundNAT being merged, and which entry set its non-exception settings.
 #[derive(Default)]
 struct NatMerge {
@@ -94,7 +100,7 @@ impl NatMerge {
     }
 
     fn add_exception(&mut self, source: &str, cidr: &str) -> Result<(), Error> {
-        let parsed: IpNetwork = cidr.trim().parse().map_err(|_| {
+        let parsed: IpNetwork = parse_cidr(cidr).ok_or_else(|| {
             Error::invalid_config(format!(
                 "{source}: exception {cidr:?} is not a CIDR (expected e.g. 10.244.0.0/16)"
             ))

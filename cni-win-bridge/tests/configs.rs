@@ -1,0 +1,270 @@
+//! Every field config from the reference material, and every file in `examples/win-bridge`,
+//! accepted by the real binary and producing the documented endpoint (asserted on the JSON
+//! HNS received).
+
+mod common;
+
+use std::path::Path;
+
+use common::Node;
+use serde_json::{Value, json};
+
+fn load(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn field(name: &str) -> Value {
+    load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/field")
+            .join(name),
+    )
+}
+
+fn example(name: &str) -> Value {
+    load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/win-bridge")
+            .join(name),
+    )
+}
+
+/// What win-bridge receives when Flannel (on Windows) delegates to it: the delegate with
+/// `name`, `type` (win-bridge: these configs are switched to it, whatever they named),
+/// `ipMasq`, `ipMasqNetwork` (the cluster network), `cniVersion` and host-local IPAM set.
+fn rendered_by_flannel(flannel: &Value, node: &Node) -> Value {
+    let mut delegate = flannel["delegate"].clone();
+    delegate["name"] = flannel["name"].clone();
+    delegate["type"] = json!("win-bridge");
+    delegate["ipMasq"] = json!(true);
+    delegate["ipMasqNetwork"] = json!("10.244.0.0/16");
+    delegate["cniVersion"] = flannel.get("cniVersion").cloned().unwrap_or(json!("0.2.0"));
+    delegate["ipam"] = json!({"type": "host-local", "subnet": "10.244.1.0/24"});
+    with_data_dir(delegate, node)
+}
+
+/// Points host-local at the node's store (the only change a test makes to a field config).
+fn with_data_dir(mut config: Value, node: &Node) -> Value {
+    config["ipam"]["dataDir"] = json!(node.ipam_dir());
+    config
+}
+
+/// ADDs one pod with `config` and returns the endpoint HNS holds, as JSON.
+fn endpoint_for(node: &Node, config: &Value) -> Value {
+    let netns = node.namespace();
+    node.add("pod", &netns, config).result();
+    serde_json::to_value(node.endpoint("pod_cbr0")).unwrap()
+}
+
+fn nat(exceptions: &[&str]) -> Value {
+    json!({"Type": "OutBoundNAT", "Settings": {"Exceptions": exceptions}})
+}
+
+fn route(prefix: &str) -> Value {
+    json!({"Type": "SDNRoute", "Settings": {"DestinationPrefix": prefix, "NeedEncap": true}})
+}
+
+fn dsr(ip: &str) -> Value {
+    json!({"Type": "OutBoundNAT", "Settings": {"Destinations": [ip]}})
+}
+
+const DEFAULT_ROUTE: &str = r#"[{"NextHop":"10.244.1.2","DestinationPrefix":"0.0.0.0/0"}]"#;
+
+fn assert_bridge_endpoint(endpoint: &Value, policies: Value) {
+    assert_eq!(endpoint["Policies"], policies, "{endpoint:#}");
+    assert_eq!(
+        endpoint["Routes"],
+        serde_json::from_str::<Value>(DEFAULT_ROUTE).unwrap()
+    );
+    assert_eq!(
+        endpoint["IpConfigurations"],
+        json!([{"IpAddress": "10.244.1.3", "PrefixLength": 24}])
+    );
+}
+
+#[test]
+fn reference_sample_v1_translates_v1_policies_and_adds_loopback_dsr() {
+    let node = Node::new("sample-v1");
+    let endpoint = endpoint_for(
+        &node,
+        &with_data_dir(field("reference-sample-v1.json"), &node),
+    );
+    assert_bridge_endpoint(
+        &endpoint,
+        json!([
+            route("11.0.0.0/8"),
+            route("10.137.198.27/32"),
+            nat(&["192.168.0.0/16", "11.0.0.0/8", "10.137.196.0/23"]),
+            dsr("10.244.1.3")
+        ]),
+    );
+    assert_eq!(
+        endpoint["Dns"],
+        json!({"Search": ["svc.cluster.local"], "ServerList": ["11.0.0.10"]})
+    );
+}
+
+#[test]
+fn reference_sample_v2_as_flannel_renders_it_merges_ip_masq_network() {
+    let node = Node::new("sample-v2");
+    let endpoint = endpoint_for(
+        &node,
+        &rendered_by_flannel(&field("reference-sample-v2.json"), &node),
+    );
+    assert_bridge_endpoint(
+        &endpoint,
+        json!([
+            route("11.0.0.0/8"),
+            route("10.137.198.27/32"),
+            nat(&[
+                "192.168.0.0/16",
+                "11.0.0.0/8",
+                "10.137.196.0/23",
+                "10.244.0.0/16"
+            ]),
+            dsr("10.244.1.3")
+        ]),
+    );
+}
+
+#[test]
+fn flannels_rendered_delegate_takes_runtime_dns_and_one_nat() {
+    let node = Node::new("flannel");
+    let endpoint = endpoint_for(
+        &node,
+        &with_data_dir(field("flannel-rendered-delegate.json"), &node),
+    );
+    assert_bridge_endpoint(&endpoint, json!([nat(&["10.244.0.0/16", "10.96.0.0/12"])]));
+    assert_eq!(
+        endpoint["Dns"],
+        json!({"Search": ["default.svc.cluster.local"], "ServerList": ["10.96.0.10"]})
+    );
+}
+
+#[test]
+fn microsoft_sdn_l2bridge_delegate() {
+    let node = Node::new("sdn");
+    let endpoint = endpoint_for(
+        &node,
+        &rendered_by_flannel(&field("microsoft-sdn-l2bridge.json"), &node),
+    );
+    assert_bridge_endpoint(
+        &endpoint,
+        json!([
+            route("10.96.0.0/12"),
+            route("10.127.130.38/32"),
+            nat(&["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"])
+        ]),
+    );
+}
+
+#[test]
+fn sig_windows_tools_host_gw_configs_for_docker_and_containerd() {
+    for name in [
+        "sig-windows-tools-host-gw-docker.json",
+        "sig-windows-tools-host-gw-containerd.json",
+    ] {
+        let node = Node::new("sig-windows-tools");
+        let endpoint = endpoint_for(&node, &rendered_by_flannel(&field(name), &node));
+        assert_bridge_endpoint(
+            &endpoint,
+            json!([
+                route("10.96.0.0/12"),
+                route("10.127.130.0/24"),
+                nat(&["10.96.0.0/12", "10.244.0.0/16", "10.127.130.0/24"])
+            ]),
+        );
+    }
+}
+
+#[test]
+fn windows_container_networking_sdnbridge_config_with_optional_flags() {
+    let node = Node::new("wcn");
+    let config = rendered_by_flannel(
+        &field("windows-container-networking-flannel-l2bridge.json"),
+        &node,
+    );
+    let endpoint = endpoint_for(&node, &config);
+    assert_bridge_endpoint(
+        &endpoint,
+        json!([
+            route("10.96.0.0/12"),
+            route("10.127.130.38/32"),
+            nat(&["10.244.0.0/16", "10.96.0.0/12"])
+        ]),
+    );
+}
+
+#[test]
+fn example_flannel_host_gw_conflist() {
+    let node = Node::new("example-flannel");
+    let list = example("flannel-host-gw.conflist");
+    let mut flannel = list["plugins"][0].clone();
+    flannel["name"] = list["name"].clone();
+    flannel["cniVersion"] = list["cniVersion"].clone();
+    let endpoint = endpoint_for(&node, &rendered_by_flannel(&flannel, &node));
+    assert_bridge_endpoint(
+        &endpoint,
+        json!([
+            route("10.96.0.0/12"),
+            route("10.127.130.38/32"),
+            nat(&["10.96.0.0/12", "10.244.0.0/16", "10.127.130.0/24"])
+        ]),
+    );
+}
+
+#[test]
+fn example_win_bridge_conf_with_port_mappings() {
+    let node = Node::new("example-plain");
+    let mut config = with_data_dir(example("win-bridge.conf"), &node);
+    config["runtimeConfig"] = json!({"portMappings": [{"hostPort": 8443, "containerPort": 443, "protocol": "TCP", "hostIP": "10.127.130.38"}]});
+    let endpoint = endpoint_for(&node, &config);
+    assert_bridge_endpoint(
+        &endpoint,
+        json!([
+            route("10.96.0.0/12"),
+            nat(&["10.96.0.0/12", "10.127.130.0/24", "10.244.0.0/16"]),
+            {"Type": "PortMapping", "Settings": {"Protocol": 6, "InternalPort": 443, "ExternalPort": 8443, "VIP": "10.127.130.38", "Flags": 1}}
+        ]),
+    );
+}
+
+#[test]
+fn example_dual_stack_conf() {
+    let node = Node::empty("example-dual");
+    node.create_network(
+        "cbr0",
+        "L2Bridge",
+        &[
+            ("10.244.1.0/24", "10.244.1.1"),
+            ("fd00:10:244:1::/64", "fd00:10:244:1::1"),
+        ],
+    );
+    let config = with_data_dir(example("dual-stack.conf"), &node);
+    let netns = node.namespace();
+    let result = node.add("pod", &netns, &config).result();
+    assert_eq!(
+        result["ips"],
+        json!([
+            {"address": "10.244.1.3/24", "gateway": "10.244.1.2", "interface": 0},
+            {"address": "fd00:10:244:1::3/64", "gateway": "fd00:10:244:1::2", "interface": 0}
+        ])
+    );
+    let endpoint = serde_json::to_value(node.endpoint("pod_cbr0")).unwrap();
+    assert_eq!(
+        endpoint["Routes"],
+        json!([
+            {"NextHop": "10.244.1.2", "DestinationPrefix": "0.0.0.0/0"},
+            {"NextHop": "fd00:10:244:1::2", "DestinationPrefix": "::/0"}
+        ])
+    );
+    // An HNS without dual-stack support refuses it by name.
+    node.del("pod", Some(&netns), &config).silent();
+    node.engine()
+        .set_version(hns::HnsVersion::new(10, 2))
+        .unwrap();
+    let msg = node.add("pod", &netns, &config).error(112);
+    assert!(msg.contains("IPv6") && msg.contains("11.10"), "{msg}");
+    assert!(node.reservations().is_empty());
+}

@@ -1,0 +1,221 @@
+//! Every error the plugin documents, through the real binary: its code and what it names.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{Call, Node};
+use hns::HnsVersion;
+use serde_json::json;
+
+#[test]
+fn a_missing_network_is_try_again_later_and_names_it() {
+    let node = Node::empty("no-network");
+    let msg = node
+        .add("pod", &node.namespace(), &node.config("1.0.0"))
+        .error(11);
+    assert!(
+        msg.contains("\"cbr0\"") && msg.contains("flanneld"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_network_of_another_type_is_invalid_config() {
+    let node = Node::empty("wrong-type");
+    node.create_network("cbr0", "Overlay", &[("10.244.1.0/24", "10.244.1.1")]);
+    let msg = node
+        .add("pod", &node.namespace(), &node.config("1.0.0"))
+        .error(7);
+    assert!(msg.contains("Overlay") && msg.contains("L2Bridge"), "{msg}");
+}
+
+#[test]
+fn docker_style_netns_is_refused_for_add_but_del_still_cleans_up() {
+    let node = Node::new("docker");
+    let config = node.config("1.0.0");
+    for netns in ["none", "container:abc123", "not-a-guid"] {
+        let msg = node.add("pod", netns, &config).error(4);
+        assert!(msg.contains("CNI_NETNS"), "{msg}");
+    }
+    let msg = node.add("pod", "none", &config).error(4);
+    assert!(msg.contains("dockershim"), "{msg}");
+    node.add("pod", &node.namespace(), &config).result();
+    node.del("pod", Some("none"), &config).silent();
+    assert!(node.endpoints().is_empty() && node.reservations().is_empty());
+}
+
+#[test]
+fn bad_policies_and_port_mappings_are_named() {
+    let node = Node::new("bad-input");
+    let netns = node.namespace();
+    let cases = [
+        (
+            json!({"policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT"}},
+                            {"name": "EndpointPolicy", "value": "not a policy"}]}),
+            "policies[1]",
+        ),
+        (
+            json!({"AdditionalArgs": [{"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "Settings": {"ExceptionList": ["10.0.0.0/8"]}}}]}),
+            "AdditionalArgs[0]",
+        ),
+        (
+            json!({"policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/33"]}}]}),
+            "10.0.0.0/33",
+        ),
+        (
+            json!({"policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["x"]}}}]}),
+            "policies[0]",
+        ),
+        (json!({"ipMasqNetwork": "10.244.0.0"}), "ipMasqNetwork"),
+        (
+            json!({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "sctp"}]}}),
+            "runtimeConfig.portMappings[0].protocol",
+        ),
+        (
+            json!({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "tcp", "hostIP": "x"}]}}),
+            "hostIP",
+        ),
+        (json!({"ipam": null}), "ipam"),
+    ];
+    for (overrides, needle) in cases {
+        let mut config = node.config("1.0.0");
+        for (key, value) in overrides.as_object().unwrap() {
+            if value.is_null() {
+                config.as_object_mut().unwrap().remove(key);
+            } else {
+                config[key] = value.clone();
+            }
+        }
+        let reply = node.add("pod", &netns, &config);
+        assert_eq!(reply.status, Some(1), "{needle}: {reply:?}");
+        let msg = reply.error(7);
+        assert!(msg.contains(needle), "{needle}: {msg}");
+    }
+    assert!(node.endpoints().is_empty() && node.reservations().is_empty());
+}
+
+#[test]
+fn hns_rejecting_a_user_policy_is_invalid_config_naming_it() {
+    let node = Node::new("hns-rejects");
+    let mut config = node.config("1.0.0");
+    config["policies"] =
+        json!([{"name": "EndpointPolicy", "value": {"Type": "NoSuchPolicy", "Settings": {}}}]);
+    let reply = node.add("pod", &node.namespace(), &config);
+    let msg = reply.error(7);
+    assert!(msg.contains("policies[0]"), "{msg}");
+    assert!(
+        reply.json()["details"]
+            .as_str()
+            .unwrap()
+            .contains("HRESULT 0x803B"),
+        "{reply:?}"
+    );
+    assert!(node.endpoints().is_empty() && node.reservations().is_empty());
+}
+
+#[test]
+fn loopback_dsr_needs_a_capable_hns_and_costs_one_call() {
+    let node = Node::new("dsr");
+    let mut config = node.config("1.0.0");
+    config["optionalFlags"] = json!({"loopbackDSR": true});
+    node.engine().set_version(HnsVersion::new(10, 1)).unwrap();
+    let msg = node.add("pod", &node.namespace(), &config).error(112);
+    assert!(msg.contains("loopbackDSR") && msg.contains("10.2"), "{msg}");
+    assert!(node.reservations().is_empty());
+    node.engine().set_version(HnsVersion::new(13, 2)).unwrap();
+    let netns = node.namespace();
+    node.calls();
+    let result = node.add("pod", &netns, &config).result();
+    assert_eq!(node.calls(), (8, 11));
+    let ip = result["ips"][0]["address"]
+        .as_str()
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let endpoint = node.endpoint("pod_cbr0");
+    let dsr = serde_json::to_value(endpoint.policies.last().unwrap()).unwrap();
+    assert_eq!(
+        dsr,
+        json!({"Type": "OutBoundNAT", "Settings": {"Destinations": [ip]}})
+    );
+}
+
+#[test]
+fn an_unreachable_hns_is_try_again_for_add_and_not_available_for_status() {
+    let node = Node::new("unreachable");
+    let config = node.config("1.1.0");
+    let unset = BTreeMap::from([(hns::emulator::STATE_ENV, String::new())]);
+    let call = |command| Call {
+        command,
+        container_id: "pod",
+        ifname: "eth0",
+        netns: Some("5f3f8c1e-0b49-4b36-9a0e-6f1c2b3d4e5f"),
+        config: &config,
+    };
+    let msg = node.run_with(&call("ADD"), &unset).error(11);
+    assert!(msg.contains("HCN_EMULATOR_STATE"), "{msg}");
+    node.run_with(&call("STATUS"), &unset).error(50);
+}
+
+#[test]
+fn status_reports_readiness_and_why_not() {
+    let node = Node::empty("status");
+    let config = node.config("1.1.0");
+    let call = Call {
+        command: "STATUS",
+        container_id: "",
+        ifname: "",
+        netns: None,
+        config: &config,
+    };
+    let msg = node.run(&call).error(50);
+    assert!(msg.contains("does not exist"), "{msg}");
+    node.create_network("cbr0", "NAT", &[("10.244.1.0/24", "10.244.1.1")]);
+    let msg = node.run(&call).error(50);
+    assert!(msg.contains("NAT"), "{msg}");
+    let ready = Node::new("status-ready");
+    let config = ready.config("1.1.0");
+    ready
+        .run(&Call {
+            command: "STATUS",
+            container_id: "",
+            ifname: "",
+            netns: None,
+            config: &config,
+        })
+        .silent();
+}
+
+#[test]
+fn check_names_every_difference() {
+    let node = Node::new("check");
+    let mut config = node.config("1.0.0");
+    let netns = node.namespace();
+    let result = node.add("pod", &netns, &config).result();
+    config["prevResult"] = result.clone();
+    node.check("pod", &netns, &config).silent();
+
+    let mut wrong = config.clone();
+    wrong["prevResult"]["ips"][0]["address"] = json!("10.244.1.99/24");
+    wrong["prevResult"]["interfaces"][0]["mac"] = json!("00-11-22-33-44-55");
+    let msg = node.check("pod", &node.namespace(), &wrong).error(113);
+    for needle in ["10.244.1.99", "00-11-22-33-44-55", "namespace"] {
+        assert!(msg.contains(needle), "{needle}: {msg}");
+    }
+    let mut more = config.clone();
+    more["ipMasqNetwork"] = json!("10.250.0.0/16");
+    let msg = node.check("pod", &netns, &more).error(113);
+    assert!(
+        msg.contains("10.250.0.0/16") && msg.contains("missing"),
+        "{msg}"
+    );
+    let mut none = config.clone();
+    none.as_object_mut().unwrap().remove("prevResult");
+    node.check("pod", &netns, &none).error(7);
+    node.del("pod", Some(&netns), &config).silent();
+    let msg = node.check("pod", &netns, &config).error(113);
+    assert!(msg.contains("does not exist"), "{msg}");
+}
