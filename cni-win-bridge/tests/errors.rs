@@ -69,6 +69,12 @@ fn bad_policies_and_port_mappings_are_named() {
         ),
         (json!({"ipMasqNetwork": "10.244.0.0"}), "ipMasqNetwork"),
         (
+            json!({"policies": [
+            {"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.0.0.0/8"]}}},
+            {"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"VirtualIP": "10.127.130.38", "Exceptions": ["10.1.0.0/16"]}}}]}),
+            "policies[1]: OutBoundNAT differs from policies[0]",
+        ),
+        (
             json!({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "sctp"}]}}),
             "runtimeConfig.portMappings[0].protocol",
         ),
