@@ -1,4 +1,4 @@
-//! Small filesystem helpers: errors that name the path, durable creation, in-place rewrites.
+//! Small filesystem helpers: errors that name the path, exclusive creation, in-place rewrites.
 
 use cni::{Error, ErrorCode};
 use std::fs::{self, File, OpenOptions};
@@ -31,15 +31,21 @@ pub fn remove_optional(path: &Path) -> Result<(), Error> {
     }
 }
 
-/// Creates `path` holding `bytes` and fsyncs it, so no name linked to it later can show an
-/// empty or partial file after a power loss. Fails if `path` exists.
-pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+/// Creates `path` holding `bytes`; fails if `path` exists.
+///
+/// There is deliberately no fsync. Every process sees the content as soon as `write` returns,
+/// so a name linked to the file afterwards never shows it incomplete to anyone while the node
+/// runs. Only a power loss can tear it, leaving an empty or short reservation that rebuilds and
+/// GC reclaim; and a power loss also ends every pod on the node, so the reservation it held
+/// was stale anyway. The reference host-local does not fsync either, and an fsync would cost
+/// more than the rest of an ADD (0.4-2.4 ms measured here against ~1.1 ms).
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
         .map_err(|e| io_error("create", path, &e))?;
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    let written = file.write_all(bytes);
     if let Err(e) = written {
         let _ = fs::remove_file(path);
         return Err(io_error("write", path, &e));

@@ -57,8 +57,8 @@
 
 //! # Crash safety
 //!
-//! - **A reservation becomes visible only once complete**: its content is written and fsynced
-//!   under its index name, then hard-linked to the address's name. The link fails if the name
+//! - **A reservation becomes visible only once complete**: its content is written under its
+//!   index name, then hard-linked to the address's name. The link fails if the name
 //!   exists (O_EXCL semantics on Unix and Windows), so two writers can never both win an
 //!   address, whatever the index says. A taken address costs a rename of the file to the next
 //!   candidate's entry name; dual-stack links the same file under both addresses.
@@ -78,10 +78,12 @@
 //!   (a writer crashed between create and write: every writer holds the lock while a file is
 //!   empty, so an empty file seen under the lock is always a leftover) and report corrupt ones,
 //!   which GC reclaims. No file can block an address forever.
-//! - The stamp, `last_reserved_ip` (as the reference) and the map are rewritten in place without
-//!   fsync: a torn or lost write costs a rebuild or a hint, never a reservation. Only the
-//!   reservation file itself must survive a crash, and it is complete before it has a name
-//!   anyone reads.
+//! - Nothing on the ADD path is fsynced (the reference does not fsync either). A process crash
+//!   cannot tear a file whose write returned; only a power loss can, and it also ends every pod
+//!   on the node: an empty or short reservation it leaves is reclaimed like any dead writer's
+//!   leftover. The stamp, `last_reserved_ip` and the map are rewritten in place: a torn write
+//!   costs a rebuild or a hint, never a reservation. DEL does sync the directory between
+//!   removing reservations and their entries, so no reservation outlives the entry DEL needs.
 //!
 //! GC rebuilds the index while deleting every reservation whose attachment is not valid, so
 //! whatever a crash left behind, GC leaves a consistent store.

@@ -232,7 +232,12 @@ mod tests {
 
     #[test]
     fn excluded_addresses_count_as_reserved_and_change_the_fingerprint() {
-        let mut set = RangeSet::new(vec![range("10.0.0.0/29", "10.0.0.1", "10.0.0.6", "10.0.0.1")]);
+        let mut set = RangeSet::new(vec![range(
+            "10.0.0.0/29",
+            "10.0.0.1",
+            "10.0.0.6",
+            "10.0.0.1",
+        )]);
         let before = set.fingerprint();
         for ip in ["10.0.0.2", "10.0.0.2", "10.0.0.1", "10.0.1.2"] {
             set.exclude(ip.parse().unwrap());

@@ -4,7 +4,7 @@
 //! See the crate documentation for the design; in short:
 //!
 //! - `<net>/<ip>` (reference format) is the truth. A reservation is committed by hard-linking a
-//!   complete, fsynced file to that name; the link fails if the name exists.
+//!   complete file to that name; the link fails if the name exists.
 //! - `<net>/.cni-win/attachments/<bucket>/<key>@<ip>` is that file's first name, written
 //!   *before* the commit: finding an attachment's addresses is one listing of a small bucket.
 //! - `<net>/.cni-win/occupancy.<set>` is a bitmap of reserved positions (a hint).
@@ -20,7 +20,7 @@ use std::time::UNIX_EPOCH;
 
 use cni::Error;
 
-use crate::fsutil::{io_error, overwrite, read_optional, remove_optional, sync_dir, write_durably};
+use crate::fsutil::{io_error, overwrite, read_optional, remove_optional, sync_dir, write_new};
 use crate::layout::{
     Content, ESCAPES_COLONS, LAST_RESERVED_PREFIX, LOCK_FILE, Owner, ip_file_name, parse_content,
     parse_ip_file_name,
@@ -187,7 +187,7 @@ pub struct Session<'a> {
     recorded_stamp: String,
 }
 
-/// A complete reservation file (content `containerID\r\nifname`, fsynced), named by one index
+/// A complete reservation file (content `containerID\r\nifname`), named by one index
 /// entry. New addresses of the same owner share it: one new inode per ADD, as the reference.
 #[derive(Debug)]
 struct Prepared {
@@ -302,7 +302,7 @@ impl Session<'_> {
 
     /// Makes `entry` a name of `owner`'s complete reservation file: a new link of the
     /// session's file once a reservation uses it, the spare file renamed while none does, or a
-    /// new fsynced file.
+    /// new file.
     fn name_reservation_file(&mut self, owner: &Owner, entry: &Path) -> Result<(), Error> {
         match &mut self.prepared {
             Some(prepared) if prepared.owner == *owner && prepared.committed => {
@@ -315,7 +315,7 @@ impl Session<'_> {
             }
             _ => {
                 self.discard_spare()?;
-                write_durably(entry, owner.content().as_bytes())?;
+                write_new(entry, owner.content().as_bytes())?;
                 self.prepared = Some(Prepared {
                     owner: owner.clone(),
                     entry: entry.to_path_buf(),

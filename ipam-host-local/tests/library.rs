@@ -434,7 +434,12 @@ fn excluded_addresses_are_never_handed_out() {
     }
     assert_eq!(
         handed_out,
-        [ip("10.0.0.3"), ip("10.0.0.4"), ip("10.0.0.5"), ip("10.0.0.6")]
+        [
+            ip("10.0.0.3"),
+            ip("10.0.0.4"),
+            ip("10.0.0.5"),
+            ip("10.0.0.6")
+        ]
     );
     let err = ipam.allocate("e", "eth0").unwrap_err();
     assert_eq!(err.code(), POOL_EXHAUSTED);
@@ -442,5 +447,8 @@ fn excluded_addresses_are_never_handed_out() {
     assert_eq!(ipam.status().unwrap_err().code(), ErrorCode::NotAvailable);
     // Releasing makes room again, still never at x.2.
     ipam.release("a", "eth0").unwrap();
-    assert_eq!(first_ip(ipam.allocate("e", "eth0").unwrap().result()), ip("10.0.0.3"));
+    assert_eq!(
+        first_ip(ipam.allocate("e", "eth0").unwrap().result()),
+        ip("10.0.0.3")
+    );
 }
