@@ -158,6 +158,13 @@ impl HostLocal {
                 ),
             )),
             (_, Some(have)) => Ok(Plan::Keep(have)),
+            (Some(wanted), None) if set.is_reserved(wanted) => Err(Error::new(
+                ADDRESS_UNAVAILABLE,
+                format!(
+                    "requested address {wanted} is reserved in range set {index} (a gateway, \
+                     never handed out to a pod); request another address"
+                ),
+            )),
             (Some(wanted), None) => Ok(Plan::Exact(wanted)),
             (None, None) => Ok(Plan::Next),
         }

@@ -452,3 +452,19 @@ fn excluded_addresses_are_never_handed_out() {
         ip("10.0.0.3")
     );
 }
+
+#[test]
+fn a_requested_address_that_is_excluded_is_refused() {
+    let dir = Scratch::new("requested-excluded");
+    let mut ipam = host_local_with(
+        dir.path(),
+        json!({"subnet": "10.0.0.0/24"}),
+        json!({}),
+        "IP=10.0.0.2",
+    );
+    ipam.exclude(&[ip("10.0.0.2")]);
+    let err = ipam.allocate("a", "eth0").unwrap_err();
+    assert_eq!(err.code(), ADDRESS_UNAVAILABLE);
+    assert!(err.msg().contains("10.0.0.2 is reserved"), "{}", err.msg());
+    assert!(reservations(ipam.network_dir()).is_empty());
+}
