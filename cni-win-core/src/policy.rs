@@ -1,6 +1,7 @@
 //! The endpoint's policies, composed from the config in a fixed order: the user's policies,
 //! ONE merged OutBoundNAT, a PortMapping (and with `allowAclPortMapping` an ACL) per runtime
-//! port mapping, loopback DSR, then the plugin's own (the overlay's ProviderAddress).
+//! port mapping, loopback DSR, then the plugin's own (the overlay's ProviderAddress) unless the
+//! user already wrote the same policy.
 //!
 //! The reference appends a second OutBoundNAT for `ipMasqNetwork` next to the user's; here
 //! every OutBoundNAT that only lists exceptions is merged into one, with the plugin's
@@ -56,7 +57,13 @@ pub fn compose<K: NetworkKind>(
             ..OutboundNatPolicy::default()
         }));
     }
-    policies.extend(kind.extra_policies(&conf.kind, network, ips)?);
+    // A user policy the plugin would add anyway (sdnoverlay configs carry the host's
+    // ProviderAddress) is not repeated.
+    for extra in kind.extra_policies(&conf.kind, network, ips)? {
+        if !policies.contains(&extra) {
+            policies.push(extra);
+        }
+    }
     Ok(policies)
 }
 

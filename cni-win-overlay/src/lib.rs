@@ -1,0 +1,427 @@
+//! win-overlay: pods on HNS `Overlay` (VXLAN) networks, such as the one Flannel's vxlan backend
+//! creates. Everything but what this file decides lives in `cni_win_core`.
+//!
+//! What is overlay-specific:
+//! - networks of type `Overlay`, whose VXLAN identity is checked rather than assumed: every
+//!   subnet's `VSID` policy must equal `vni` (default 4096; Windows needs at least 4096), and a
+//!   `VxlanPort` network policy, where HNS shows one, must equal `vxlanPort` (default 4789);
+//! - the pod gateway is the default-route next hop of the HNS subnet holding the pod's address
+//!   (Flannel's x.1), as in the reference; an `ipam` gateway is ignored;
+//! - the MAC is `endpointMacPrefix` (default `0E-2A`) followed by the four bytes of the pod's
+//!   IPv4 address, upper-case as HNS writes MACs (`0E-2A-0A-F4-01-05` for 10.244.1.5). A
+//!   dual-stack pod takes it from its IPv4 address; an IPv6-only pod is refused (code 7), since
+//!   HNS has no IPv6-only overlay;
+//! - a `ProviderAddress` endpoint policy with the network's provider address (the host's
+//!   management IP, which HNS adds to the network shortly after flanneld creates it: until then
+//!   ADD is code 11);
+//! - `ipMasq: true` adds the network's own subnets to the merged OutBoundNAT's exceptions
+//!   (`ipMasqNetwork`, which Flannel also renders, is ignored, as by the reference);
+//! - an IPv6 address needs an HNS with dual-stack support (11.10 and later; overlay dual-stack
+//!   also needs Windows build 22410 or later).
+//!
+//! Port mappings, loopback DSR, DNS and user policies are the core's, so they work here too
+//! (the reference win-overlay ignores port mappings).
+
+use std::net::IpAddr;
+
+use cni::Error;
+use cni_win_core::{NatException, NetworkKind, Requirement};
+use hns::Feature;
+use hns::schema::policy::ProviderAddressPolicy;
+use hns::schema::{EndpointPolicy, HostComputeNetwork, NetworkPolicy, SubnetPolicy};
+use ipnetwork::IpNetwork;
+use serde::Deserialize;
+
+/// The overlay plugin's kind.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Overlay;
+
+/// The smallest VNI Windows accepts for VXLAN (flanneld refuses less on Windows).
+pub const MIN_VNI: u32 = 4096;
+/// Flannel's Windows VNI and the default of `vni`.
+pub const DEFAULT_VNI: u32 = 4096;
+/// The VXLAN port Flannel uses on Windows (the only one Windows Server 2019 supports).
+pub const DEFAULT_VXLAN_PORT: u16 = 4789;
+/// The reference's default `endpointMacPrefix`.
+pub const DEFAULT_MAC_PREFIX: &str = "0E-2A";
+
+/// win-overlay's own config keys.
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct OverlayConfig {
+    /// Do not SNAT traffic to the network's own subnets (Flannel sets it from `FLANNEL_IPMASQ`).
+    #[serde(rename = "ipMasq")]
+    pub ip_masq: bool,
+    /// The first two bytes of every endpoint MAC, `xx-xx`.
+    #[serde(rename = "endpointMacPrefix")]
+    pub endpoint_mac_prefix: String,
+    /// The VXLAN network identifier the HNS network must carry (its subnets' VSID).
+    pub vni: u32,
+    /// The VXLAN UDP port the HNS network must use, where it says.
+    #[serde(rename = "vxlanPort")]
+    pub vxlan_port: u16,
+}
+
+impl Default for OverlayConfig {
+    fn default() -> OverlayConfig {
+        OverlayConfig {
+            ip_masq: false,
+            endpoint_mac_prefix: DEFAULT_MAC_PREFIX.to_owned(),
+            vni: DEFAULT_VNI,
+            vxlan_port: DEFAULT_VXLAN_PORT,
+        }
+    }
+}
+
+impl OverlayConfig {
+    /// The prefix's two bytes; `None` unless it is `xx-xx` in hex with a unicast first byte.
+    fn mac_prefix(&self) -> Option<[u8; 2]> {
+        let text = self.endpoint_mac_prefix.trim();
+        let text = if text.is_empty() {
+            DEFAULT_MAC_PREFIX
+        } else {
+            text
+        };
+        let (high, low) = text.split_once('-')?;
+        let byte = |part: &str| {
+            (part.len() == 2)
+                .then(|| u8::from_str_radix(part, 16).ok())
+                .flatten()
+        };
+        let bytes = [byte(high)?, byte(low)?];
+        (bytes[0] & 1 == 0).then_some(bytes)
+    }
+}
+
+impl NetworkKind for Overlay {
+    const PLUGIN: &'static str = "win-overlay";
+    type Config = OverlayConfig;
+
+    fn network_types(&self) -> &'static [&'static str] {
+        &["Overlay"]
+    }
+
+    fn validate(&self, config: &OverlayConfig) -> Result<(), Error> {
+        if config.mac_prefix().is_none() {
+            return Err(Error::invalid_config(format!(
+                "endpointMacPrefix: {:?} is invalid; it must be two hex bytes as xx-xx with an even \
+                 (unicast) first byte, e.g. {DEFAULT_MAC_PREFIX}",
+                config.endpoint_mac_prefix
+            )));
+        }
+        if config.vni < MIN_VNI {
+            return Err(Error::invalid_config(format!(
+                "vni: {} is below {MIN_VNI}, the smallest VXLAN VNI Windows accepts (Flannel's \
+                 Windows default is {DEFAULT_VNI})",
+                config.vni
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_network(
+        &self,
+        config: &OverlayConfig,
+        network: &HostComputeNetwork,
+    ) -> Result<(), Error> {
+        let name = &network.name;
+        let vsids: Vec<u32> = network
+            .subnets()
+            .flat_map(|subnet| &subnet.policies)
+            .filter_map(|policy| match policy {
+                SubnetPolicy::Vsid(vsid) => Some(vsid.isolation_id),
+                _ => None,
+            })
+            .collect();
+        if vsids.is_empty() {
+            return Err(Error::invalid_config(format!(
+                "HNS network {name:?} has no VSID subnet policy, so its VXLAN VNI is unknown; \
+                 win-overlay needs the network flanneld's vxlan backend creates"
+            )));
+        }
+        if let Some(vsid) = vsids.iter().find(|vsid| **vsid != config.vni) {
+            return Err(Error::invalid_config(format!(
+                "HNS network {name:?} has VSID {vsid} but the config's vni is {}; set \"vni\": \
+                 {vsid} (Flannel's backend VNI) or point \"name\" at the right network",
+                config.vni
+            )));
+        }
+        let port = network.find_policy(|policy| match policy {
+            NetworkPolicy::VxlanPort(port) => Some(port.port),
+            _ => None,
+        });
+        match port {
+            Some(port) if port != config.vxlan_port => Err(Error::invalid_config(format!(
+                "HNS network {name:?} uses VXLAN port {port} but the config's vxlanPort is {}; \
+                 set \"vxlanPort\": {port} or fix the network (Flannel on Windows uses {DEFAULT_VXLAN_PORT})",
+                config.vxlan_port
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn gateway(
+        &self,
+        _config: &OverlayConfig,
+        network: &HostComputeNetwork,
+        subnet: IpNetwork,
+        _ipam_gateway: Option<IpAddr>,
+    ) -> Result<IpAddr, Error> {
+        let holding = network.subnets().find(|candidate| {
+            candidate
+                .ip_address_prefix
+                .parse::<IpNetwork>()
+                .is_ok_and(|prefix| {
+                    prefix.prefix() <= subnet.prefix() && prefix.contains(subnet.network())
+                })
+        });
+        let Some(holding) = holding else {
+            let prefixes: Vec<&str> = network
+                .subnets()
+                .map(|s| s.ip_address_prefix.as_str())
+                .collect();
+            return Err(Error::invalid_config(format!(
+                "ipam subnet {subnet} is not inside HNS network {:?} (subnets {prefixes:?}); the \
+                 ipam subnet must be this node's lease (Flannel's FLANNEL_SUBNET)",
+                network.name
+            )));
+        };
+        holding
+            .gateway()
+            .and_then(|gateway| gateway.parse().ok())
+            .ok_or_else(|| {
+                Error::invalid_config(format!(
+                    "HNS network {:?} subnet {} has no default route, so there is no gateway for pods",
+                    network.name, holding.ip_address_prefix
+                ))
+            })
+    }
+
+    fn mac_address(
+        &self,
+        config: &OverlayConfig,
+        ips: &[IpNetwork],
+    ) -> Result<Option<String>, Error> {
+        let [high, low] = config
+            .mac_prefix()
+            .ok_or_else(|| Error::invalid_config("endpointMacPrefix is invalid"))?;
+        let Some(IpAddr::V4(ipv4)) = ips.iter().map(IpNetwork::ip).find(IpAddr::is_ipv4) else {
+            return Err(Error::invalid_config(
+                "ipam gave no IPv4 address: win-overlay derives the endpoint MAC from it and HNS \
+                 has no IPv6-only overlay; add an IPv4 range to ipam",
+            ));
+        };
+        let bytes = [high, low]
+            .into_iter()
+            .chain(ipv4.octets())
+            .map(|byte| format!("{byte:02X}"));
+        Ok(Some(bytes.collect::<Vec<_>>().join("-")))
+    }
+
+    fn nat_exceptions(
+        &self,
+        config: &OverlayConfig,
+        network: &HostComputeNetwork,
+    ) -> Result<Vec<NatException>, Error> {
+        if !config.ip_masq {
+            return Ok(Vec::new());
+        }
+        Ok(network
+            .subnets()
+            .map(|subnet| NatException {
+                source: format!("ipMasq (HNS network {:?})", network.name),
+                cidr: subnet.ip_address_prefix.clone(),
+            })
+            .collect())
+    }
+
+    fn extra_policies(
+        &self,
+        _config: &OverlayConfig,
+        network: &HostComputeNetwork,
+        _ips: &[IpNetwork],
+    ) -> Result<Vec<EndpointPolicy>, Error> {
+        let provider_address = network
+            .find_policy(|policy| match policy {
+                NetworkPolicy::ProviderAddress(pa) if !pa.provider_address.is_empty() => {
+                    Some(pa.provider_address.clone())
+                }
+                _ => None,
+            })
+            .ok_or_else(|| {
+                Error::try_again_later(format!(
+                    "HNS network {:?} has no ProviderAddress policy (the host's management IP) yet: \
+                     HNS adds it shortly after flanneld creates the network",
+                    network.name
+                ))
+            })?;
+        Ok(vec![EndpointPolicy::ProviderAddress(
+            ProviderAddressPolicy { provider_address },
+        )])
+    }
+
+    fn required_features(&self, _config: &OverlayConfig, ips: &[IpNetwork]) -> Vec<Requirement> {
+        ips.iter()
+            .find(|ip| ip.is_ipv6())
+            .map(|ip| Requirement {
+                feature: Feature::Ipv6DualStack,
+                needed_for: format!(
+                    "the IPv6 address {ip} from ipam (overlay dual-stack; it also needs Windows \
+                     build 22410 or later)"
+                ),
+            })
+            .into_iter()
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hns::schema::policy::{IsolationIdPolicy, VxlanPortPolicy};
+    use hns::schema::{Ipam, Route, Subnet};
+
+    fn config(json: &str) -> OverlayConfig {
+        serde_json::from_str(json).unwrap()
+    }
+
+    fn network(vsid: Option<u32>, port: Option<u16>) -> HostComputeNetwork {
+        HostComputeNetwork {
+            name: "flannel.4096".into(),
+            ipams: vec![Ipam {
+                ipam_type: "Static".into(),
+                subnets: vec![Subnet {
+                    ip_address_prefix: "10.244.1.0/24".into(),
+                    policies: vsid
+                        .map(|isolation_id| SubnetPolicy::Vsid(IsolationIdPolicy { isolation_id }))
+                        .into_iter()
+                        .collect(),
+                    routes: vec![Route {
+                        next_hop: "10.244.1.1".into(),
+                        destination_prefix: "0.0.0.0/0".into(),
+                        metric: None,
+                    }],
+                    flags: 0,
+                }],
+            }],
+            policies: port
+                .map(|port| NetworkPolicy::VxlanPort(VxlanPortPolicy { port }))
+                .into_iter()
+                .collect(),
+            ..HostComputeNetwork::default()
+        }
+    }
+
+    #[test]
+    fn defaults_are_flannels() {
+        let config = config("{}");
+        assert_eq!(
+            (config.vni, config.vxlan_port, config.mac_prefix()),
+            (4096, 4789, Some([0x0E, 0x2A]))
+        );
+    }
+
+    #[test]
+    fn the_mac_prefix_must_be_two_unicast_hex_bytes() {
+        for good in ["0E-2A", "0e-2a", "02-00", ""] {
+            let c = config(&format!(r#"{{"endpointMacPrefix": "{good}"}}"#));
+            assert!(Overlay.validate(&c).is_ok(), "{good}");
+        }
+        for bad in ["0E2A", "0E-2", "0G-2A", "0E:2A", "01-00", "0E-2A-00"] {
+            let c = config(&format!(r#"{{"endpointMacPrefix": "{bad}"}}"#));
+            let msg = Overlay.validate(&c).unwrap_err().msg().to_owned();
+            assert!(msg.contains("endpointMacPrefix"), "{bad}: {msg}");
+        }
+    }
+
+    #[test]
+    fn the_mac_is_the_prefix_and_the_ipv4_bytes() {
+        let c = config(r#"{"endpointMacPrefix": "0e-2b"}"#);
+        let ips = [
+            "fd00::5/64".parse().unwrap(),
+            "10.244.1.5/24".parse().unwrap(),
+        ];
+        assert_eq!(
+            Overlay.mac_address(&c, &ips).unwrap().as_deref(),
+            Some("0E-2B-0A-F4-01-05")
+        );
+        let v6_only = Overlay.mac_address(&c, &ips[..1]).unwrap_err();
+        assert!(v6_only.msg().contains("IPv4"), "{}", v6_only.msg());
+    }
+
+    #[test]
+    fn a_vni_below_4096_is_refused() {
+        let msg = Overlay
+            .validate(&config(r#"{"vni": 1}"#))
+            .unwrap_err()
+            .msg()
+            .to_owned();
+        assert!(msg.contains("vni") && msg.contains("4096"), "{msg}");
+    }
+
+    #[test]
+    fn the_network_must_carry_the_configured_vni_and_port() {
+        let c = config("{}");
+        assert!(
+            Overlay
+                .check_network(&c, &network(Some(4096), Some(4789)))
+                .is_ok()
+        );
+        assert!(
+            Overlay
+                .check_network(&c, &network(Some(4096), None))
+                .is_ok()
+        );
+        let vni = Overlay
+            .check_network(&c, &network(Some(4097), None))
+            .unwrap_err();
+        assert!(
+            vni.msg().contains("4097") && vni.msg().contains("4096"),
+            "{}",
+            vni.msg()
+        );
+        let port = Overlay
+            .check_network(&c, &network(Some(4096), Some(8472)))
+            .unwrap_err();
+        assert!(
+            port.msg().contains("8472") && port.msg().contains("4789"),
+            "{}",
+            port.msg()
+        );
+        let none = Overlay.check_network(&c, &network(None, None)).unwrap_err();
+        assert!(none.msg().contains("VSID"), "{}", none.msg());
+    }
+
+    #[test]
+    fn the_gateway_is_the_hns_subnets() {
+        let c = config("{}");
+        let net = network(Some(4096), None);
+        let gateway = |subnet: &str| Overlay.gateway(&c, &net, subnet.parse().unwrap(), None);
+        assert_eq!(gateway("10.244.1.0/24").unwrap().to_string(), "10.244.1.1");
+        assert_eq!(
+            gateway("10.244.1.128/25").unwrap().to_string(),
+            "10.244.1.1"
+        );
+        assert!(
+            gateway("10.244.2.0/24")
+                .unwrap_err()
+                .msg()
+                .contains("10.244.1.0/24")
+        );
+    }
+
+    #[test]
+    fn ip_masq_excepts_the_networks_subnets() {
+        let net = network(Some(4096), None);
+        assert!(
+            Overlay
+                .nat_exceptions(&config("{}"), &net)
+                .unwrap()
+                .is_empty()
+        );
+        let on = Overlay
+            .nat_exceptions(&config(r#"{"ipMasq": true}"#), &net)
+            .unwrap();
+        assert_eq!(on[0].cidr, "10.244.1.0/24");
+    }
+}
