@@ -376,45 +376,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn dual_stack() -> Success {
-        Success {
-            interfaces: vec![Interface {
-                name: "eth0".into(),
-                mac: Some("0E-2A-0A-F4-01-05".into()),
-                sandbox: Some("8a3d0d5e-7f0a-4cbb-9b37-0f0f4c1c2b3a".into()),
-                mtu: Some(1450),
-                ..Interface::default()
-            }],
-            ips: vec![
-                IpConfig {
-                    address: "10.244.1.5/24".parse().unwrap(),
-                    gateway: Some("10.244.1.2".parse().unwrap()),
-                    interface: Some(0),
-                },
-                IpConfig {
-                    address: "fd00:10:244:1::5/64".parse().unwrap(),
-                    gateway: Some("fd00:10:244:1::2".parse().unwrap()),
-                    interface: Some(0),
-                },
-            ],
-            routes: vec![
-                Route::new(
-                    "0.0.0.0/0".parse().unwrap(),
-                    Some("10.244.1.2".parse().unwrap()),
-                ),
-                Route {
-                    mtu: Some(1400),
-                    ..Route::new("::/0".parse().unwrap(), None)
-                },
-            ],
-            dns: Dns {
-                nameservers: vec!["10.96.0.10".into()],
-                search: vec!["svc.cluster.local".into()],
-                ..Dns::default()
-            },
-        }
-    }
-
     #[test]
     fn legacy_conversion_needs_an_ip() {
         let err = Success::default().to_value(Version::V0_2_0).unwrap_err();
@@ -423,8 +384,21 @@ mod tests {
 
     #[test]
     fn legacy_routes_follow_their_family_only_when_it_has_an_ip() {
-        let mut v4_only = dual_stack();
-        v4_only.ips.truncate(1);
+        let v4_only = Success {
+            ips: vec![IpConfig {
+                address: "10.244.1.5/24".parse().unwrap(),
+                gateway: None,
+                interface: None,
+            }],
+            routes: vec![
+                Route::new(
+                    "0.0.0.0/0".parse().unwrap(),
+                    Some("10.244.1.2".parse().unwrap()),
+                ),
+                Route::new("::/0".parse().unwrap(), None),
+            ],
+            ..Success::default()
+        };
         let value = v4_only.to_value(Version::V0_1_0).unwrap();
         assert_eq!(
             value["ip4"]["routes"],

@@ -7,7 +7,7 @@ use ipnetwork::IpNetwork;
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::mac::{Mac, Pool};
-use super::policies::{apply_policy_request, check_policies};
+use super::policies::{apply_policy_modify, check_policies};
 use super::query::{Query, detailed_health, id_list};
 use super::state::{
     ENDPOINT_NAMES, IPS, MAC_CURSOR, MACS, NAMESPACE_ENDPOINTS, NETWORK_ENDPOINTS, ip_key,
@@ -15,10 +15,7 @@ use super::state::{
 use super::store::{self, ObjectDir};
 use crate::guid::Guid;
 use crate::hresult::HResult;
-use crate::schema::{
-    HostComputeEndpoint, HostComputeNetwork, ModifyRequest, ResourceType, SchemaVersion,
-    subnet_flags,
-};
+use crate::schema::{HostComputeEndpoint, HostComputeNetwork, SchemaVersion, subnet_flags};
 
 /// Endpoints are filtered by network with `VirtualNetwork` (what hcsshim sends) or `HostComputeNetwork`.
 const NETWORK_FILTER_KEYS: [&str; 2] = ["VirtualNetwork", "HostComputeNetwork"];
@@ -171,18 +168,7 @@ impl State<'_> {
     /// `HcnModifyEndpoint`: `Policy` add/remove; `Port` requests are not modelled.
     pub fn modify_endpoint(&self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
         let mut endpoint = self.require_endpoint(id)?;
-        let request: ModifyRequest = serde_json::from_str(settings)
-            .map_err(|e| HcnFailure::invalid_json("modify request", e))?;
-        if request.resource_type != ResourceType::Policy {
-            return Err(HcnFailure::new(
-                HResult::HCN_E_REQUEST_UNSUPPORTED,
-                format!(
-                    "(endpoint ResourceType {:?} is not modelled by the emulator)",
-                    request.resource_type
-                ),
-            ));
-        }
-        apply_policy_request(&mut endpoint.policies, &request)?;
+        apply_policy_modify("endpoint", &mut endpoint.policies, settings)?;
         self.write_object(ObjectDir::Endpoints, id, &endpoint)
     }
 

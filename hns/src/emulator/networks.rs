@@ -7,16 +7,14 @@ use ipnetwork::IpNetwork;
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::mac::{self, Pool};
-use super::policies::{apply_policy_request, check_policies};
+use super::policies::{apply_policy_modify, check_policies};
 use super::query::{Query, detailed_health, id_list};
 use super::state::{IPS, MAC_CURSOR, MACS, NETWORK_ENDPOINTS};
 use super::store::{self, ObjectDir};
 use crate::guid::Guid;
 use crate::hresult::HResult;
 use crate::schema::policy::DrMacAddressPolicy;
-use crate::schema::{
-    HostComputeNetwork, ModifyRequest, NetworkPolicy, NetworkType, ResourceType, SchemaVersion,
-};
+use crate::schema::{HostComputeNetwork, NetworkPolicy, NetworkType, SchemaVersion};
 
 impl State<'_> {
     /// `HcnEnumerateNetworks`.
@@ -125,18 +123,7 @@ impl State<'_> {
     /// requests are not modelled.
     pub fn modify_network(&self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
         let mut network = self.require_network(id)?;
-        let request: ModifyRequest = serde_json::from_str(settings)
-            .map_err(|e| HcnFailure::invalid_json("modify request", e))?;
-        if request.resource_type != ResourceType::Policy {
-            return Err(HcnFailure::new(
-                HResult::HCN_E_REQUEST_UNSUPPORTED,
-                format!(
-                    "(network ResourceType {:?} is not modelled by the emulator)",
-                    request.resource_type
-                ),
-            ));
-        }
-        apply_policy_request(&mut network.policies, &request)?;
+        apply_policy_modify("network", &mut network.policies, settings)?;
         self.write_object(ObjectDir::Networks, id, &network)
     }
 

@@ -3,7 +3,7 @@
 use super::failure::HcnFailure;
 use crate::hresult::HResult;
 use crate::schema::policy::Policy;
-use crate::schema::{ModifyRequest, PolicyList, RequestType};
+use crate::schema::{ModifyRequest, PolicyList, RequestType, ResourceType};
 
 /// Rejects what HNS rejects: a `Type` not documented for the object kind
 /// (`HCN_E_INVALID_POLICY_TYPE`), or a documented type whose settings do not
@@ -29,13 +29,26 @@ pub fn check_policies<P: Policy>(policies: &[P]) -> Result<(), HcnFailure> {
     Ok(())
 }
 
-/// Applies a `Policy` modify request: `Add` appends (an identical policy is
-/// `HCN_E_POLICY_ALREADY_EXISTS`), `Remove` removes identical policies (a
-/// missing one is `HCN_E_POLICY_NOT_FOUND`). Other request types are not modelled.
-pub fn apply_policy_request<P: Policy>(
+/// Applies an `HcnModify{Network,Endpoint}` request to `object`'s policies. Only
+/// `Policy` requests are modelled (anything else is `HCN_E_REQUEST_UNSUPPORTED`):
+/// `Add` appends (an identical policy is `HCN_E_POLICY_ALREADY_EXISTS`), `Remove`
+/// removes identical policies (a missing one is `HCN_E_POLICY_NOT_FOUND`).
+pub fn apply_policy_modify<P: Policy>(
+    object: &str,
     policies: &mut Vec<P>,
-    request: &ModifyRequest,
+    settings: &str,
 ) -> Result<(), HcnFailure> {
+    let request: ModifyRequest = serde_json::from_str(settings)
+        .map_err(|e| HcnFailure::invalid_json("modify request", e))?;
+    if request.resource_type != ResourceType::Policy {
+        return Err(HcnFailure::new(
+            HResult::HCN_E_REQUEST_UNSUPPORTED,
+            format!(
+                "({object} ResourceType {:?} is not modelled by the emulator)",
+                request.resource_type
+            ),
+        ));
+    }
     let list: PolicyList<P> = serde_json::from_str(request.settings.get())
         .map_err(|e| HcnFailure::invalid_json("policy request Settings", e))?;
     check_policies(&list.policies)?;
