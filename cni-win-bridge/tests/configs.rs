@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::Node;
+use common::{NETWORK, Node, PLUGIN, network_settings};
 use serde_json::{Value, json};
 
 fn load(path: &Path) -> Value {
@@ -85,7 +85,7 @@ fn assert_bridge_endpoint(endpoint: &Value, policies: Value) {
 
 #[test]
 fn reference_sample_v1_translates_v1_policies_and_adds_loopback_dsr() {
-    let node = Node::new("sample-v1");
+    let node = common::node("sample-v1");
     let endpoint = endpoint_for(
         &node,
         &with_data_dir(field("reference-sample-v1.json"), &node),
@@ -107,7 +107,7 @@ fn reference_sample_v1_translates_v1_policies_and_adds_loopback_dsr() {
 
 #[test]
 fn reference_sample_v2_as_flannel_renders_it_merges_ip_masq_network() {
-    let node = Node::new("sample-v2");
+    let node = common::node("sample-v2");
     let endpoint = endpoint_for(
         &node,
         &rendered_by_flannel(&field("reference-sample-v2.json"), &node),
@@ -130,7 +130,7 @@ fn reference_sample_v2_as_flannel_renders_it_merges_ip_masq_network() {
 
 #[test]
 fn flannels_rendered_delegate_takes_runtime_dns_and_one_nat() {
-    let node = Node::new("flannel");
+    let node = common::node("flannel");
     let endpoint = endpoint_for(
         &node,
         &with_data_dir(field("flannel-rendered-delegate.json"), &node),
@@ -144,7 +144,7 @@ fn flannels_rendered_delegate_takes_runtime_dns_and_one_nat() {
 
 #[test]
 fn microsoft_sdn_l2bridge_delegate() {
-    let node = Node::new("sdn");
+    let node = common::node("sdn");
     let endpoint = endpoint_for(
         &node,
         &rendered_by_flannel(&field("microsoft-sdn-l2bridge.json"), &node),
@@ -165,7 +165,7 @@ fn sig_windows_tools_host_gw_configs_for_docker_and_containerd() {
         "sig-windows-tools-host-gw-docker.json",
         "sig-windows-tools-host-gw-containerd.json",
     ] {
-        let node = Node::new("sig-windows-tools");
+        let node = common::node("sig-windows-tools");
         let endpoint = endpoint_for(&node, &rendered_by_flannel(&field(name), &node));
         assert_bridge_endpoint(
             &endpoint,
@@ -180,7 +180,7 @@ fn sig_windows_tools_host_gw_configs_for_docker_and_containerd() {
 
 #[test]
 fn windows_container_networking_sdnbridge_config_with_optional_flags() {
-    let node = Node::new("wcn");
+    let node = common::node("wcn");
     let config = rendered_by_flannel(
         &field("windows-container-networking-flannel-l2bridge.json"),
         &node,
@@ -198,7 +198,7 @@ fn windows_container_networking_sdnbridge_config_with_optional_flags() {
 
 #[test]
 fn example_flannel_host_gw_conflist() {
-    let node = Node::new("example-flannel");
+    let node = common::node("example-flannel");
     let list = example("flannel-host-gw.conflist");
     let mut flannel = list["plugins"][0].clone();
     flannel["name"] = list["name"].clone();
@@ -216,7 +216,7 @@ fn example_flannel_host_gw_conflist() {
 
 #[test]
 fn example_win_bridge_conf_with_port_mappings() {
-    let node = Node::new("example-plain");
+    let node = common::node("example-plain");
     let mut config = with_data_dir(example("win-bridge.conf"), &node);
     config["runtimeConfig"] = json!({"portMappings": [{"hostPort": 8443, "containerPort": 443, "protocol": "TCP", "hostIP": "10.127.130.38"}]});
     let endpoint = endpoint_for(&node, &config);
@@ -232,15 +232,15 @@ fn example_win_bridge_conf_with_port_mappings() {
 
 #[test]
 fn example_dual_stack_conf() {
-    let node = Node::empty("example-dual");
-    node.create_network(
+    let node = Node::new(PLUGIN, "example-dual");
+    node.create_network(&network_settings(
         "cbr0",
         "L2Bridge",
         &[
             ("10.244.1.0/24", "10.244.1.1"),
             ("fd00:10:244:1::/64", "fd00:10:244:1::1"),
         ],
-    );
+    ));
     let config = with_data_dir(example("dual-stack.conf"), &node);
     let netns = node.namespace();
     let result = node.add("pod", &netns, &config).result();
@@ -266,5 +266,5 @@ fn example_dual_stack_conf() {
         .unwrap();
     let msg = node.add("pod", &netns, &config).error(112);
     assert!(msg.contains("IPv6") && msg.contains("11.10"), "{msg}");
-    assert!(node.reservations().is_empty());
+    assert!(node.reservations(NETWORK).is_empty());
 }

@@ -4,36 +4,14 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{Call, Node};
+use common::{Call, NETWORK, config};
 use hns::HnsVersion;
 use serde_json::json;
 
 #[test]
-fn a_missing_network_is_try_again_later_and_names_it() {
-    let node = Node::empty("no-network");
-    let msg = node
-        .add("pod", &node.namespace(), &node.config("1.0.0"))
-        .error(11);
-    assert!(
-        msg.contains("\"cbr0\"") && msg.contains("flanneld"),
-        "{msg}"
-    );
-}
-
-#[test]
-fn a_network_of_another_type_is_invalid_config() {
-    let node = Node::empty("wrong-type");
-    node.create_network("cbr0", "Overlay", &[("10.244.1.0/24", "10.244.1.1")]);
-    let msg = node
-        .add("pod", &node.namespace(), &node.config("1.0.0"))
-        .error(7);
-    assert!(msg.contains("Overlay") && msg.contains("L2Bridge"), "{msg}");
-}
-
-#[test]
 fn docker_style_netns_is_refused_for_add_but_del_still_cleans_up() {
-    let node = Node::new("docker");
-    let config = node.config("1.0.0");
+    let node = common::node("docker");
+    let config = config(&node, "1.0.0");
     for netns in ["none", "container:abc123", "not-a-guid"] {
         let msg = node.add("pod", netns, &config).error(4);
         assert!(msg.contains("CNI_NETNS"), "{msg}");
@@ -42,12 +20,12 @@ fn docker_style_netns_is_refused_for_add_but_del_still_cleans_up() {
     assert!(msg.contains("dockershim"), "{msg}");
     node.add("pod", &node.namespace(), &config).result();
     node.del("pod", Some("none"), &config).silent();
-    assert!(node.endpoints().is_empty() && node.reservations().is_empty());
+    assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
 }
 
 #[test]
 fn bad_policies_and_port_mappings_are_named() {
-    let node = Node::new("bad-input");
+    let node = common::node("bad-input");
     let netns = node.namespace();
     let cases = [
         (
@@ -85,7 +63,7 @@ fn bad_policies_and_port_mappings_are_named() {
         (json!({"ipam": null}), "ipam"),
     ];
     for (overrides, needle) in cases {
-        let mut config = node.config("1.0.0");
+        let mut config = config(&node, "1.0.0");
         for (key, value) in overrides.as_object().unwrap() {
             if value.is_null() {
                 config.as_object_mut().unwrap().remove(key);
@@ -98,13 +76,13 @@ fn bad_policies_and_port_mappings_are_named() {
         let msg = reply.error(7);
         assert!(msg.contains(needle), "{needle}: {msg}");
     }
-    assert!(node.endpoints().is_empty() && node.reservations().is_empty());
+    assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
 }
 
 #[test]
 fn hns_rejecting_a_user_policy_is_invalid_config_naming_it() {
-    let node = Node::new("hns-rejects");
-    let mut config = node.config("1.0.0");
+    let node = common::node("hns-rejects");
+    let mut config = config(&node, "1.0.0");
     config["policies"] =
         json!([{"name": "EndpointPolicy", "value": {"Type": "NoSuchPolicy", "Settings": {}}}]);
     let reply = node.add("pod", &node.namespace(), &config);
@@ -117,18 +95,18 @@ fn hns_rejecting_a_user_policy_is_invalid_config_naming_it() {
             .contains("HRESULT 0x803B"),
         "{reply:?}"
     );
-    assert!(node.endpoints().is_empty() && node.reservations().is_empty());
+    assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
 }
 
 #[test]
 fn loopback_dsr_needs_a_capable_hns_and_costs_one_call() {
-    let node = Node::new("dsr");
-    let mut config = node.config("1.0.0");
+    let node = common::node("dsr");
+    let mut config = config(&node, "1.0.0");
     config["optionalFlags"] = json!({"loopbackDSR": true});
     node.engine().set_version(HnsVersion::new(10, 1)).unwrap();
     let msg = node.add("pod", &node.namespace(), &config).error(112);
     assert!(msg.contains("loopbackDSR") && msg.contains("10.2"), "{msg}");
-    assert!(node.reservations().is_empty());
+    assert!(node.reservations(NETWORK).is_empty());
     node.engine().set_version(HnsVersion::new(13, 2)).unwrap();
     let netns = node.namespace();
     node.calls();
@@ -151,8 +129,8 @@ fn loopback_dsr_needs_a_capable_hns_and_costs_one_call() {
 
 #[test]
 fn an_unreachable_hns_is_try_again_for_add_and_not_available_for_status() {
-    let node = Node::new("unreachable");
-    let config = node.config("1.1.0");
+    let node = common::node("unreachable");
+    let config = config(&node, "1.1.0");
     let unset = BTreeMap::from([(hns::emulator::STATE_ENV, String::new())]);
     let call = |command| Call {
         command,
@@ -167,38 +145,9 @@ fn an_unreachable_hns_is_try_again_for_add_and_not_available_for_status() {
 }
 
 #[test]
-fn status_reports_readiness_and_why_not() {
-    let node = Node::empty("status");
-    let config = node.config("1.1.0");
-    let call = Call {
-        command: "STATUS",
-        container_id: "",
-        ifname: "",
-        netns: None,
-        config: &config,
-    };
-    let msg = node.run(&call).error(50);
-    assert!(msg.contains("does not exist"), "{msg}");
-    node.create_network("cbr0", "NAT", &[("10.244.1.0/24", "10.244.1.1")]);
-    let msg = node.run(&call).error(50);
-    assert!(msg.contains("NAT"), "{msg}");
-    let ready = Node::new("status-ready");
-    let config = ready.config("1.1.0");
-    ready
-        .run(&Call {
-            command: "STATUS",
-            container_id: "",
-            ifname: "",
-            netns: None,
-            config: &config,
-        })
-        .silent();
-}
-
-#[test]
 fn check_names_every_difference() {
-    let node = Node::new("check");
-    let mut config = node.config("1.0.0");
+    let node = common::node("check");
+    let mut config = config(&node, "1.0.0");
     let netns = node.namespace();
     let result = node.add("pod", &netns, &config).result();
     config["prevResult"] = result.clone();
@@ -221,7 +170,4 @@ fn check_names_every_difference() {
     let mut none = config.clone();
     none.as_object_mut().unwrap().remove("prevResult");
     node.check("pod", &netns, &none).error(7);
-    node.del("pod", Some(&netns), &config).silent();
-    let msg = node.check("pod", &netns, &config).error(113);
-    assert!(msg.contains("does not exist"), "{msg}");
 }

@@ -1,9 +1,9 @@
-//! ADD, CHECK and DEL through the real binary for every spec version, idempotency, and the
-//! documented endpoint.
+//! win-bridge's own life-cycle assertions (its x.2 gateway in every spec version, the endpoint
+//! document, second interfaces, reference endpoints); the shared ones are the HNS catalogue's.
 
 mod common;
 
-use common::{Call, NETWORK, Node};
+use common::{Call, NETWORK, config};
 use serde_json::{Value, json};
 
 const VERSIONS: [&str; 7] = [
@@ -17,11 +17,11 @@ fn with_prev(mut config: Value, result: &Value) -> Value {
 
 #[test]
 fn add_check_del_in_every_version() {
-    let node = Node::new("versions");
+    let node = common::node("versions");
     for (i, version) in VERSIONS.iter().enumerate() {
         let container = format!("pod-{i}");
         let netns = node.namespace();
-        let config = node.config(version);
+        let config = config(&node, version);
         let result = node.add(&container, &netns, &config).result();
         assert_eq!(result["cniVersion"], *version);
         let address = if version.starts_with("0.1") || version.starts_with("0.2") {
@@ -60,15 +60,15 @@ fn add_check_del_in_every_version() {
         }
         node.del(&container, Some(&netns), &config).silent();
     }
-    assert!(node.endpoints().is_empty());
-    assert!(node.reservations().is_empty());
+    assert!(node.endpoints(NETWORK).is_empty());
+    assert!(node.reservations(NETWORK).is_empty());
 }
 
 #[test]
 fn the_endpoint_is_what_the_config_says() {
-    let node = Node::new("endpoint");
+    let node = common::node("endpoint");
     let netns = node.namespace();
-    let mut config = node.config("1.0.0");
+    let mut config = config(&node, "1.0.0");
     config["ipMasqNetwork"] = json!("10.244.0.0/16");
     config["runtimeConfig"] = json!({
         "portMappings": [{"HostPort": 8080, "ContainerPort": 80, "Protocol": "tcp", "HostIP": ""}],
@@ -104,48 +104,9 @@ fn the_endpoint_is_what_the_config_says() {
 }
 
 #[test]
-fn a_repeated_add_returns_the_same_result_and_allocates_nothing() {
-    let node = Node::new("repeat");
-    let netns = node.namespace();
-    let config = node.config("1.1.0");
-    let first = node.add("pod", &netns, &config).result();
-    let reservations = node.reservations();
-    for _ in 0..2 {
-        assert_eq!(node.add("pod", &netns, &config).result(), first);
-    }
-    assert_eq!(node.reservations(), reservations);
-    assert_eq!(node.endpoints().len(), 1);
-    // The same container in another namespace is a conflict, not a second endpoint.
-    let other = node.namespace();
-    let msg = node.add("pod", &other, &config).error(111);
-    assert!(msg.contains("attached to namespace"), "{msg}");
-    assert_eq!(node.reservations(), reservations);
-}
-
-#[test]
-fn del_is_idempotent_and_needs_neither_netns_nor_prev_result() {
-    let node = Node::new("del");
-    let config = node.config("1.1.0");
-    let netns = node.namespace();
-    node.add("a", &netns, &config).result();
-    node.del("a", None, &config).silent();
-    node.del("a", None, &config).silent();
-    node.del("never-added", Some(&netns), &config).silent();
-    // A namespace containerd already removed.
-    let gone = node.namespace();
-    node.add("b", &gone, &config).result();
-    node.client()
-        .delete_namespace(gone.parse().unwrap())
-        .unwrap();
-    node.del("b", Some(&gone), &config).silent();
-    assert!(node.endpoints().is_empty());
-    assert!(node.reservations().is_empty());
-}
-
-#[test]
 fn a_second_interface_gets_its_own_endpoint() {
-    let node = Node::new("ifname");
-    let config = node.config("1.0.0");
+    let node = common::node("ifname");
+    let config = config(&node, "1.0.0");
     let netns = node.namespace();
     let eth0 = node.add("pod", &netns, &config).result();
     let ns2 = node.namespace();
@@ -161,14 +122,14 @@ fn a_second_interface_gets_its_own_endpoint() {
     node.endpoint("pod_cbr0@eth1");
     node.run(&call("DEL")).silent();
     // eth1's DEL left eth0 alone.
-    assert_eq!(node.endpoints().len(), 1);
+    assert_eq!(node.endpoints(NETWORK).len(), 1);
     node.endpoint("pod_cbr0");
 }
 
 #[test]
 fn del_removes_an_endpoint_the_reference_plugin_made() {
-    let node = Node::new("reference");
-    let config = node.config("1.0.0");
+    let node = common::node("reference");
+    let config = config(&node, "1.0.0");
     let id = node.network_id(NETWORK);
     // The reference names it <container>_<network> and lets HNS choose the ID.
     let client = node.client();
@@ -184,5 +145,5 @@ fn del_removes_an_endpoint_the_reference_plugin_made() {
     network.create_endpoint(hns::Guid::ZERO, &settings).unwrap();
     drop(network);
     node.del("legacy", None, &config).silent();
-    assert!(node.endpoints().is_empty());
+    assert!(node.endpoints(NETWORK).is_empty());
 }

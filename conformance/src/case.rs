@@ -99,6 +99,8 @@ pub struct Context<'a> {
     pub(crate) template: Option<&'a Map<String, Value>>,
     pub(crate) versions: &'a [String],
     pub(crate) setting: &'a Setting,
+    /// This case's directory on the host (`{{caseDir}}` is its spelling for the plugin).
+    pub(crate) dir: &'a Path,
     /// The fixture's placeholder values plus `caseDir`.
     pub(crate) vars: BTreeMap<String, String>,
     pub(crate) container_id: String,
@@ -123,6 +125,11 @@ impl Context<'_> {
 
     pub fn netns(&self) -> &str {
         &self.setting.netns
+    }
+
+    /// This case's directory as the harness sees it (for inspecting what the plugin stored).
+    pub fn case_dir(&self) -> &Path {
+        self.dir
     }
 
     /// The network config for `version`: the caller's template (or, without one, the bare

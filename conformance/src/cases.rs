@@ -6,6 +6,9 @@
 
 use serde_json::{Value, json};
 
+mod on_hns;
+pub use on_hns::hns;
+
 use crate::case::{Case, Context, Failure, IFNAME, Outcome};
 use crate::catalogue::Catalogue;
 use crate::protocol::{

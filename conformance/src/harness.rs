@@ -145,6 +145,7 @@ impl Harness {
             template: self.template.as_ref(),
             versions: &self.versions,
             setting: &setting,
+            dir: dir.path(),
             vars,
             container_id: container_id_for(case.id()),
         };

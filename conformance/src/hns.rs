@@ -11,7 +11,9 @@ use std::process::Stdio;
 
 use serde_json::json;
 
+use crate::case::{Context, Failure};
 use crate::fixture::{Fixture, Scope, Setting};
+use crate::launcher::Launcher;
 
 /// The emulator's state variable, read by the plugins' HNS backend.
 pub const STATE_ENV: &str = "HCN_EMULATOR_STATE";
@@ -20,10 +22,20 @@ pub const STATE_ENV: &str = "HCN_EMULATOR_STATE";
 pub const L2BRIDGE_NETWORK: &str =
     "--name cbr0 --type L2Bridge --subnet 10.244.1.0/24 --gateway 10.244.1.1";
 
+/// Flannel vxlan's network as flanneld leaves it: VSID 4096 on the subnet, VXLAN port 4789 and
+/// the host's provider address as network policies (HNS adds the DR MAC itself). What
+/// win-overlay attaches to.
+pub const OVERLAY_NETWORK: &str = "--name flannel.4096 --type Overlay --subnet 10.244.1.0/24 \
+    --gateway 10.244.1.1 --vni 4096 --vxlan-port 4789 --provider-address 10.127.130.38";
+
+/// A type neither plugin attaches to, for the "wrong network type" cases.
+const FOREIGN_TYPE: &str = "NAT";
+
 /// A fresh emulated HNS host per case.
 #[derive(Debug, Clone)]
 pub struct HnsFixture {
     hnsctl: PathBuf,
+    /// `hnsctl network create` arguments; empty for a host without the network.
     network_args: Vec<String>,
     network_name: String,
 }
@@ -33,14 +45,9 @@ impl HnsFixture {
     pub fn new(hnsctl: impl Into<PathBuf>, network_args: &str) -> Result<HnsFixture, String> {
         let network_args: Vec<String> =
             network_args.split_whitespace().map(str::to_owned).collect();
-        let network_name = network_args
-            .iter()
-            .position(|arg| arg == "--name")
-            .and_then(|i| network_args.get(i + 1))
-            .cloned()
-            .ok_or_else(|| {
-                format!("the HNS network arguments {network_args:?} need --name NAME")
-            })?;
+        let network_name = option_value(&network_args, "--name").ok_or_else(|| {
+            format!("the HNS network arguments {network_args:?} need --name NAME")
+        })?;
         Ok(HnsFixture {
             hnsctl: hnsctl.into(),
             network_args,
@@ -48,27 +55,78 @@ impl HnsFixture {
         })
     }
 
-    /// Runs `hnsctl --state STATE args...`; its stdout, or why it failed.
-    fn hnsctl(&self, scope: &Scope<'_>, state: &Path, args: &[&str]) -> Result<String, String> {
-        let output = scope
-            .launcher
-            .command(&self.hnsctl)
-            .arg("--state")
-            .arg(scope.launcher.plugin_path(state))
-            .args(args)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", self.hnsctl.display()))?;
-        if !output.status.success() {
-            return Err(format!(
-                "hnsctl {} failed ({}): {}",
-                args.join(" "),
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            ));
-        }
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    /// The network's name (the config's `name`).
+    pub fn network_name(&self) -> &str {
+        &self.network_name
     }
+
+    /// The same host without the network (it "does not exist yet").
+    pub fn without_network(&self) -> HnsFixture {
+        HnsFixture {
+            network_args: Vec::new(),
+            ..self.clone()
+        }
+    }
+
+    /// The same host with the network of a type no cni-win plugin attaches to.
+    pub fn with_foreign_network_type(&self) -> HnsFixture {
+        let mut args = self.network_args.clone();
+        match args.iter().position(|arg| arg == "--type") {
+            Some(i) if i + 1 < args.len() => args[i + 1] = FOREIGN_TYPE.to_owned(),
+            _ => args.extend(["--type".to_owned(), FOREIGN_TYPE.to_owned()]),
+        }
+        HnsFixture {
+            network_args: args,
+            ..self.clone()
+        }
+    }
+
+    /// The type the network gets with [`HnsFixture::with_foreign_network_type`].
+    pub fn foreign_type(&self) -> &'static str {
+        FOREIGN_TYPE
+    }
+
+    /// Runs `hnsctl --state STATE args...` on this case's host, started as the plugin is.
+    pub fn hnsctl(&self, ctx: &Context<'_>, args: &[&str]) -> Result<String, Failure> {
+        let state = ctx.setting.env.get(STATE_ENV).ok_or_else(|| {
+            Failure::Fail(format!(
+                "the case has no {STATE_ENV}: not on an HNS fixture"
+            ))
+        })?;
+        run_hnsctl(ctx.launcher, &self.hnsctl, state, args).map_err(Failure::Fail)
+    }
+}
+
+/// The value after `flag` in an argument list.
+fn option_value(args: &[String], flag: &str) -> Option<String> {
+    let i = args.iter().position(|arg| arg == flag)?;
+    args.get(i + 1).cloned()
+}
+
+/// `hnsctl --state STATE args...`; its stdout, or why it failed.
+fn run_hnsctl(
+    launcher: &dyn Launcher,
+    hnsctl: &Path,
+    state: &str,
+    args: &[&str],
+) -> Result<String, String> {
+    let output = launcher
+        .command(hnsctl)
+        .arg("--state")
+        .arg(state)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", hnsctl.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "hnsctl {} failed ({}): {}",
+            args.join(" "),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 impl Fixture for HnsFixture {
@@ -79,11 +137,14 @@ impl Fixture for HnsFixture {
     fn set_up(&self, scope: &Scope<'_>) -> Result<Setting, String> {
         let state = scope.dir.join("hcn");
         std::fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
-        let mut create = vec!["network", "create"];
-        create.extend(self.network_args.iter().map(String::as_str));
-        self.hnsctl(scope, &state, &create)?;
-        let namespace = self.hnsctl(scope, &state, &["namespace", "create"])?;
         let state_path = scope.launcher.plugin_path(&state);
+        let hnsctl = |args: &[&str]| run_hnsctl(scope.launcher, &self.hnsctl, &state_path, args);
+        if !self.network_args.is_empty() {
+            let mut create = vec!["network", "create"];
+            create.extend(self.network_args.iter().map(String::as_str));
+            hnsctl(&create)?;
+        }
+        let namespace = hnsctl(&["namespace", "create"])?;
         let mut setting = Setting {
             netns: namespace,
             ..Setting::default()
@@ -106,5 +167,17 @@ mod tests {
         let fixture = HnsFixture::new("hnsctl", L2BRIDGE_NETWORK).unwrap();
         assert_eq!(fixture.network_name, "cbr0");
         assert!(HnsFixture::new("hnsctl", "--type L2Bridge").is_err());
+        let overlay = HnsFixture::new("hnsctl", OVERLAY_NETWORK).unwrap();
+        assert_eq!(overlay.network_name(), "flannel.4096");
+        let foreign = overlay.with_foreign_network_type();
+        assert_eq!(
+            option_value(&foreign.network_args, "--type").unwrap(),
+            "NAT"
+        );
+        assert_eq!(
+            option_value(&foreign.network_args, "--vni").unwrap(),
+            "4096"
+        );
+        assert!(overlay.without_network().network_args.is_empty());
     }
 }

@@ -9,7 +9,10 @@
 //! Two seams keep later lanes additions rather than rewrites: a [`Launcher`] decides how the
 //! plugin is started and how host paths are spelled to it (native today; `wine64 plugin.exe`
 //! with `Z:\` paths later), and a [`Fixture`] sets up what a case needs around the plugin
-//! (nothing today; an HCN emulator network and namespace later).
+//! (nothing, or an HCN emulator host made with `hnsctl`: [`hns::HnsFixture`]).
+//!
+//! Two catalogues: [`cases::protocol`] for any plugin, [`cases::hns`] for cni-win's HNS plugins
+//! on an emulated host. [`node`] is those plugins' test support (panics on failure, as tests do).
 
 pub mod case;
 pub mod cases;
@@ -19,6 +22,7 @@ pub mod fixture;
 pub mod harness;
 pub mod hns;
 pub mod launcher;
+pub mod node;
 pub mod protocol;
 pub mod report;
 pub mod schema;

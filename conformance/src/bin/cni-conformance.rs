@@ -1,4 +1,5 @@
-//! `cni-conformance`: runs the protocol catalogue against a CNI plugin binary and prints a table.
+//! `cni-conformance`: runs the protocol catalogue (and, on an HCN emulator host, the HNS
+//! catalogue) against a CNI plugin binary and prints a table.
 //! Exit status: 0 when no case failed, 1 when one did, 2 for a usage error.
 
 use std::ffi::OsString;
@@ -28,9 +29,12 @@ usage: cni-conformance --plugin PATH [--config FILE] [--cni-path DIR]... [--filt
                        with $WINE (default wine64) in $WINEPREFIX, paths given as Z:\\... with ;
   --hnsctl PATH        run every case on a fresh HCN emulator host made with this hnsctl:
                        a network (--hns-network) and a namespace (CNI_NETNS); the config's
-                       name becomes the network's, HCN_EMULATOR_STATE is set
+                       name becomes the network's, HCN_EMULATOR_STATE is set. Adds the HNS
+                       catalogue (hns.*), which needs host-local with dataDir {{caseDir}}/ipam
   --hns-network ARGS   `hnsctl network create` arguments (default: an L2Bridge network,
-                       \"--name cbr0 --type L2Bridge --subnet 10.244.1.0/24 --gateway 10.244.1.1\")
+                       \"--name cbr0 --type L2Bridge --subnet 10.244.1.0/24 --gateway 10.244.1.1\";
+                       win-overlay's: \"--name flannel.4096 --type Overlay --subnet 10.244.1.0/24
+                       --gateway 10.244.1.1 --vni 4096 --vxlan-port 4789 --provider-address IP\")
   --list               print the case ids and their spec sections";
 
 /// The parsed command line.
@@ -138,12 +142,23 @@ fn main() -> ExitCode {
 }
 
 fn run(options: Options) -> Result<ExitCode, String> {
-    let catalogue = cases::protocol();
     if options.help {
         println!("{USAGE}");
         return Ok(ExitCode::SUCCESS);
     }
+    let fixture = match (&options.hnsctl, &options.hns_network) {
+        (Some(hnsctl), network) => Some(
+            HnsFixture::new(hnsctl, network.as_deref().unwrap_or(L2BRIDGE_NETWORK))
+                .map_err(|e| format!("--hns-network: {e}"))?,
+        ),
+        (None, Some(_)) => return Err("--hns-network needs --hnsctl".into()),
+        (None, None) => None,
+    };
+    let mut catalogue = cases::protocol();
     if options.list {
+        // The HNS cases' ids do not depend on the network, so they are listed without --hnsctl.
+        let listing = HnsFixture::new("hnsctl", L2BRIDGE_NETWORK)?;
+        catalogue.extend(cases::hns(fixture.as_ref().unwrap_or(&listing)));
         for case in catalogue.select(&options.filter) {
             println!("{:<36} {}", case.id(), case.section());
         }
@@ -152,27 +167,21 @@ fn run(options: Options) -> Result<ExitCode, String> {
     let Some(plugin) = options.plugin else {
         return Err("--plugin PATH is required".into());
     };
-    if catalogue.select(&options.filter).next().is_none() {
-        return Err(format!(
-            "no case id starts with {:?} (see --list)",
-            options.filter
-        ));
-    }
     let mut harness = Harness::new(plugin)
         .with_launcher(options.launcher.launcher())
         .with_cni_path(options.cni_path);
     if let Some(timeout) = options.timeout {
         harness = harness.with_timeout(timeout);
     }
-    match (options.hnsctl, options.hns_network) {
-        (Some(hnsctl), network) => {
-            let network = network.as_deref().unwrap_or(L2BRIDGE_NETWORK);
-            let fixture =
-                HnsFixture::new(hnsctl, network).map_err(|e| format!("--hns-network: {e}"))?;
-            harness = harness.with_fixture(Arc::new(fixture));
-        }
-        (None, Some(_)) => return Err("--hns-network needs --hnsctl".into()),
-        (None, None) => {}
+    if let Some(fixture) = fixture {
+        catalogue.extend(cases::hns(&fixture));
+        harness = harness.with_fixture(Arc::new(fixture));
+    }
+    if catalogue.select(&options.filter).next().is_none() {
+        return Err(format!(
+            "no case id starts with {:?} (see --list)",
+            options.filter
+        ));
     }
     if let Some(path) = options.config {
         let text = std::fs::read_to_string(&path)

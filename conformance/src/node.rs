@@ -1,0 +1,425 @@
+//! An emulated Windows node for the plugins' own integration tests: an HCN emulator state, a
+//! host-local store, and the real plugin binary run the way a runtime runs it.
+//!
+//! The [`crate::cases::hns`] catalogue proves what every cni-win plugin must do through
+//! `hnsctl`; a plugin's tests use a [`Node`] for what only that plugin decides (the endpoint
+//! document HNS received for each field config, its own errors), with in-process access to the
+//! emulator for what `hnsctl` cannot do quickly (hundreds of filler endpoints, the HNS version).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use hns::emulator::{Emulator, Engine};
+use hns::schema::{
+    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, Ipam, NetworkType,
+    Route, Subnet,
+};
+use hns::{Client, Guid};
+use ipnetwork::IpNetwork;
+use serde_json::Value;
+
+use crate::hns::HnsFixture;
+use crate::{Harness, Report, cases};
+
+/// A fresh emulated node under the temp dir, removed on drop.
+#[derive(Debug)]
+pub struct Node {
+    dir: PathBuf,
+    plugin: PathBuf,
+}
+
+/// What one plugin call returned.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Reply {
+    pub fn ok(&self) -> bool {
+        self.status == Some(0)
+    }
+
+    /// The JSON printed on stdout (result or error).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+
+    /// Asserts success and returns the result.
+    pub fn result(&self) -> Value {
+        assert!(self.ok(), "expected success: {self:?}");
+        self.json()
+    }
+
+    /// Asserts success with nothing printed (DEL, CHECK, GC, STATUS).
+    pub fn silent(&self) {
+        assert!(
+            self.ok() && self.stdout.trim().is_empty(),
+            "expected silent success: {self:?}"
+        );
+    }
+
+    /// Asserts a CNI error with `code` and returns its message.
+    pub fn error(&self, code: u64) -> String {
+        assert_eq!(self.status, Some(1), "expected failure: {self:?}");
+        let json = self.json();
+        assert_eq!(json["code"], code, "{json}");
+        json["msg"].as_str().unwrap_or_default().to_owned()
+    }
+}
+
+/// One plugin invocation: the attachment and the config.
+#[derive(Debug, Clone)]
+pub struct Call<'a> {
+    pub command: &'a str,
+    pub container_id: &'a str,
+    pub ifname: &'a str,
+    pub netns: Option<&'a str>,
+    pub config: &'a Value,
+}
+
+impl<'a> Call<'a> {
+    /// A network-wide call (GC, STATUS): no attachment.
+    pub fn network(command: &'a str, config: &'a Value) -> Call<'a> {
+        Call {
+            command,
+            container_id: "",
+            ifname: "",
+            netns: None,
+            config,
+        }
+    }
+}
+
+/// Raw HCN calls of one operation: (without handle closes, with them).
+pub type Calls = (u64, u64);
+
+/// The raw calls of a new pod's ADD, a repeated ADD and a DEL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub add: Calls,
+    pub repeated_add: Calls,
+    pub del: Calls,
+}
+
+/// A network document with one subnet per (prefix, gateway), the gateway as its default route.
+pub fn network_settings(
+    name: &str,
+    network_type: &str,
+    subnets: &[(&str, &str)],
+) -> HostComputeNetwork {
+    HostComputeNetwork {
+        name: name.to_owned(),
+        network_type: NetworkType::parse(network_type),
+        ipams: vec![Ipam {
+            ipam_type: "Static".to_owned(),
+            subnets: subnets
+                .iter()
+                .map(|(prefix, gateway)| Subnet {
+                    ip_address_prefix: (*prefix).to_owned(),
+                    routes: vec![Route {
+                        next_hop: (*gateway).to_owned(),
+                        destination_prefix: if prefix.contains(':') {
+                            "::/0"
+                        } else {
+                            "0.0.0.0/0"
+                        }
+                        .to_owned(),
+                        metric: None,
+                    }],
+                    ..Subnet::default()
+                })
+                .collect(),
+        }],
+        ..HostComputeNetwork::default()
+    }
+}
+
+impl Node {
+    /// A node without networks whose plugin is the binary at `plugin`.
+    pub fn new(plugin: impl Into<PathBuf>, label: &str) -> Node {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let plugin = plugin.into();
+        let stem = plugin
+            .file_stem()
+            .map_or_else(|| "plugin".into(), |s| s.to_string_lossy());
+        let dir = std::env::temp_dir().join(format!(
+            "{stem}-{label}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Node { dir, plugin }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.dir.join("hcn")
+    }
+
+    /// Where the configs' host-local keeps its reservations (`ipam.dataDir`).
+    pub fn ipam_dir(&self) -> PathBuf {
+        self.dir.join("ipam")
+    }
+
+    pub fn client(&self) -> Client {
+        Client::from_box(Box::new(Emulator::open(&self.state()).unwrap()))
+    }
+
+    /// The emulator's controls: call counters, faults, the HNS version.
+    pub fn engine(&self) -> Engine {
+        Emulator::open(&self.state()).unwrap().engine().clone()
+    }
+
+    pub fn create_network(&self, settings: &HostComputeNetwork) -> Guid {
+        self.client()
+            .create_network(Guid::ZERO, settings)
+            .unwrap()
+            .id()
+    }
+
+    pub fn network_id(&self, name: &str) -> Guid {
+        self.client().find_network_by_name(name).unwrap().id()
+    }
+
+    /// A new HCN namespace, as containerd makes one per pod; its GUID is CNI_NETNS.
+    pub fn namespace(&self) -> String {
+        self.client()
+            .create_namespace(Guid::ZERO, &HostComputeNamespace::default())
+            .unwrap()
+            .id
+            .to_string()
+    }
+
+    /// Runs the real binary with the call's environment and config on stdin.
+    pub fn run(&self, call: &Call<'_>) -> Reply {
+        self.run_with(call, &BTreeMap::new())
+    }
+
+    pub fn run_with(&self, call: &Call<'_>, extra_env: &BTreeMap<&str, String>) -> Reply {
+        let mut command = Command::new(&self.plugin);
+        command
+            .env_clear()
+            .env("CNI_COMMAND", call.command)
+            .env("CNI_CONTAINERID", call.container_id)
+            .env("CNI_IFNAME", call.ifname)
+            .env("CNI_PATH", self.dir.join("bin"))
+            .env(hns::emulator::STATE_ENV, self.state())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(netns) = call.netns {
+            command.env("CNI_NETNS", netns);
+        }
+        for (key, value) in extra_env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(call.config.to_string().as_bytes())
+            .unwrap();
+        let Output {
+            status,
+            stdout,
+            stderr,
+        } = child.wait_with_output().unwrap();
+        Reply {
+            status: status.code(),
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
+    fn attachment<'a>(
+        command: &'a str,
+        container_id: &'a str,
+        netns: Option<&'a str>,
+        config: &'a Value,
+    ) -> Call<'a> {
+        Call {
+            command,
+            container_id,
+            ifname: "eth0",
+            netns,
+            config,
+        }
+    }
+
+    pub fn add(&self, container_id: &str, netns: &str, config: &Value) -> Reply {
+        self.run(&Node::attachment("ADD", container_id, Some(netns), config))
+    }
+
+    pub fn del(&self, container_id: &str, netns: Option<&str>, config: &Value) -> Reply {
+        self.run(&Node::attachment("DEL", container_id, netns, config))
+    }
+
+    pub fn check(&self, container_id: &str, netns: &str, config: &Value) -> Reply {
+        self.run(&Node::attachment(
+            "CHECK",
+            container_id,
+            Some(netns),
+            config,
+        ))
+    }
+
+    /// The endpoints of the network named `network`.
+    pub fn endpoints(&self, network: &str) -> Vec<HostComputeEndpoint> {
+        let id = self.network_id(network);
+        self.client().list_endpoints(Some(id)).unwrap()
+    }
+
+    /// The endpoint named `name`.
+    pub fn endpoint(&self, name: &str) -> HostComputeEndpoint {
+        self.client()
+            .find_endpoint_by_name(name)
+            .unwrap()
+            .unwrap_or_else(|| panic!("no endpoint {name}"))
+            .into_properties()
+    }
+
+    /// The addresses host-local has reserved for `network` (its reservation files).
+    pub fn reservations(&self, network: &str) -> Vec<String> {
+        let Ok(listing) = std::fs::read_dir(self.ipam_dir().join(network)) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = listing
+            .filter_map(|entry| entry.ok())
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.parse::<std::net::IpAddr>().is_ok())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Raw HCN calls since the last reading.
+    pub fn calls(&self) -> Calls {
+        let stats = self.engine().reset_stats().unwrap();
+        let total: u64 = stats.values().sum();
+        let closes: u64 = stats
+            .iter()
+            .filter(|(name, _)| hns::Function::from_name(name).is_some_and(hns::Function::is_close))
+            .map(|(_, n)| n)
+            .sum();
+        (total - closes, total)
+    }
+
+    /// Creates an endpoint directly, as another component (flanneld, kube-proxy) would.
+    pub fn foreign_endpoint(&self, network: &str, name: &str, ip: &str, flags: u32) -> Guid {
+        let client = self.client();
+        let open = client.find_network_by_name(network).unwrap();
+        let settings = HostComputeEndpoint {
+            name: name.to_owned(),
+            ip_configurations: vec![IpConfig {
+                ip_address: ip.to_owned(),
+                prefix_length: None,
+            }],
+            flags,
+            ..HostComputeEndpoint::default()
+        };
+        open.create_endpoint(Guid::ZERO, &settings).unwrap().id()
+    }
+
+    /// Fills the node with `count` foreign endpoints: a fifth on `network` (from the top of its
+    /// first subnet, away from the addresses pods get), the rest on a new L2Bridge network.
+    pub fn fill(&self, network: &str, count: u32) {
+        let subnet: IpNetwork = self
+            .client()
+            .find_network_by_name(network)
+            .unwrap()
+            .properties()
+            .subnets()
+            .next()
+            .expect("the network has a subnet")
+            .ip_address_prefix
+            .parse()
+            .unwrap();
+        let IpNetwork::V4(subnet) = subnet else {
+            panic!("fill needs an IPv4 subnet, {network} has {subnet}");
+        };
+        let local = count / 5;
+        let top = u32::from(subnet.broadcast());
+        for i in 0..local {
+            let ip = std::net::Ipv4Addr::from(top - 1 - i);
+            self.foreign_endpoint(
+                network,
+                &format!("filler-{i}_{network}"),
+                &ip.to_string(),
+                0,
+            );
+        }
+        self.create_network(&network_settings(
+            "filler",
+            "L2Bridge",
+            &[("10.250.0.0/16", "10.250.0.1")],
+        ));
+        for i in 0..count - local {
+            let ip = format!("10.250.{}.{}", 1 + i / 200, 2 + i % 200);
+            self.foreign_endpoint("filler", &format!("filler-{i}_filler"), &ip, 0);
+        }
+    }
+
+    /// The raw calls of a new pod's ADD, its repeated ADD and its DEL with `config`.
+    pub fn budget(&self, container_id: &str, config: &Value) -> Budget {
+        let netns = self.namespace();
+        self.calls();
+        self.add(container_id, &netns, config).result();
+        let add = self.calls();
+        self.add(container_id, &netns, config).result();
+        let repeated_add = self.calls();
+        self.del(container_id, Some(&netns), config).silent();
+        let del = self.calls();
+        Budget {
+            add,
+            repeated_add,
+            del,
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `hnsctl` from the plugin's target directory, built first if this test run did not build it.
+pub fn hnsctl_beside(plugin: &Path) -> PathBuf {
+    let dir = plugin.parent().expect("the plugin has a directory");
+    let path = dir.join(format!("hnsctl{}", std::env::consts::EXE_SUFFIX));
+    if !path.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "hns", "--bin", "hnsctl"])
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building hnsctl failed");
+    }
+    path
+}
+
+/// Runs the protocol and HNS catalogues against `plugin` (natively), each case on a fresh
+/// emulated host with the network `network_args` make, with `template` as the valid config.
+pub fn run_catalogues(plugin: &Path, template: Value, network_args: &str) -> Report {
+    let fixture = HnsFixture::new(hnsctl_beside(plugin), network_args).unwrap();
+    let mut catalogue = cases::protocol();
+    catalogue.extend(cases::hns(&fixture));
+    Harness::new(plugin)
+        .with_fixture(Arc::new(fixture))
+        .with_config_template(template)
+        .unwrap()
+        .run(&catalogue, "")
+}
