@@ -7,15 +7,12 @@ mod common;
 use std::path::Path;
 
 use common::{NETWORK, Node, PLUGIN, network_settings};
+use conformance::node::load_json;
+use conformance::node::policy::{dsr, nat, route};
 use serde_json::{Value, json};
 
-fn load(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
 fn field(name: &str) -> Value {
-    load(
+    load_json(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata/field")
             .join(name),
@@ -23,50 +20,11 @@ fn field(name: &str) -> Value {
 }
 
 fn example(name: &str) -> Value {
-    load(
+    load_json(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../examples/win-bridge")
             .join(name),
     )
-}
-
-/// What win-bridge receives when Flannel (on Windows) delegates to it: the delegate with
-/// `name`, `type` (win-bridge: these configs are switched to it, whatever they named),
-/// `ipMasq`, `ipMasqNetwork` (the cluster network), `cniVersion` and host-local IPAM set.
-fn rendered_by_flannel(flannel: &Value, node: &Node) -> Value {
-    let mut delegate = flannel["delegate"].clone();
-    delegate["name"] = flannel["name"].clone();
-    delegate["type"] = json!("win-bridge");
-    delegate["ipMasq"] = json!(true);
-    delegate["ipMasqNetwork"] = json!("10.244.0.0/16");
-    delegate["cniVersion"] = flannel.get("cniVersion").cloned().unwrap_or(json!("0.2.0"));
-    delegate["ipam"] = json!({"type": "host-local", "subnet": "10.244.1.0/24"});
-    with_data_dir(delegate, node)
-}
-
-/// Points host-local at the node's store (the only change a test makes to a field config).
-fn with_data_dir(mut config: Value, node: &Node) -> Value {
-    config["ipam"]["dataDir"] = json!(node.ipam_dir());
-    config
-}
-
-/// ADDs one pod with `config` and returns the endpoint HNS holds, as JSON.
-fn endpoint_for(node: &Node, config: &Value) -> Value {
-    let netns = node.namespace();
-    node.add("pod", &netns, config).result();
-    serde_json::to_value(node.endpoint("pod_cbr0")).unwrap()
-}
-
-fn nat(exceptions: &[&str]) -> Value {
-    json!({"Type": "OutBoundNAT", "Settings": {"Exceptions": exceptions}})
-}
-
-fn route(prefix: &str) -> Value {
-    json!({"Type": "SDNRoute", "Settings": {"DestinationPrefix": prefix, "NeedEncap": true}})
-}
-
-fn dsr(ip: &str) -> Value {
-    json!({"Type": "OutBoundNAT", "Settings": {"Destinations": [ip]}})
 }
 
 const DEFAULT_ROUTE: &str = r#"[{"NextHop":"10.244.1.2","DestinationPrefix":"0.0.0.0/0"}]"#;
@@ -86,10 +44,7 @@ fn assert_bridge_endpoint(endpoint: &Value, policies: Value) {
 #[test]
 fn reference_sample_v1_translates_v1_policies_and_adds_loopback_dsr() {
     let node = common::node("sample-v1");
-    let endpoint = endpoint_for(
-        &node,
-        &with_data_dir(field("reference-sample-v1.json"), &node),
-    );
+    let endpoint = node.pod_endpoint(&node.with_data_dir(field("reference-sample-v1.json")));
     assert_bridge_endpoint(
         &endpoint,
         json!([
@@ -108,10 +63,8 @@ fn reference_sample_v1_translates_v1_policies_and_adds_loopback_dsr() {
 #[test]
 fn reference_sample_v2_as_flannel_renders_it_merges_ip_masq_network() {
     let node = common::node("sample-v2");
-    let endpoint = endpoint_for(
-        &node,
-        &rendered_by_flannel(&field("reference-sample-v2.json"), &node),
-    );
+    let endpoint = node
+        .pod_endpoint(&node.rendered_by_flannel(&field("reference-sample-v2.json"), "win-bridge"));
     assert_bridge_endpoint(
         &endpoint,
         json!([
@@ -131,10 +84,7 @@ fn reference_sample_v2_as_flannel_renders_it_merges_ip_masq_network() {
 #[test]
 fn flannels_rendered_delegate_takes_runtime_dns_and_one_nat() {
     let node = common::node("flannel");
-    let endpoint = endpoint_for(
-        &node,
-        &with_data_dir(field("flannel-rendered-delegate.json"), &node),
-    );
+    let endpoint = node.pod_endpoint(&node.with_data_dir(field("flannel-rendered-delegate.json")));
     assert_bridge_endpoint(&endpoint, json!([nat(&["10.244.0.0/16", "10.96.0.0/12"])]));
     assert_eq!(
         endpoint["Dns"],
@@ -145,9 +95,8 @@ fn flannels_rendered_delegate_takes_runtime_dns_and_one_nat() {
 #[test]
 fn microsoft_sdn_l2bridge_delegate() {
     let node = common::node("sdn");
-    let endpoint = endpoint_for(
-        &node,
-        &rendered_by_flannel(&field("microsoft-sdn-l2bridge.json"), &node),
+    let endpoint = node.pod_endpoint(
+        &node.rendered_by_flannel(&field("microsoft-sdn-l2bridge.json"), "win-bridge"),
     );
     assert_bridge_endpoint(
         &endpoint,
@@ -166,7 +115,7 @@ fn sig_windows_tools_host_gw_configs_for_docker_and_containerd() {
         "sig-windows-tools-host-gw-containerd.json",
     ] {
         let node = common::node("sig-windows-tools");
-        let endpoint = endpoint_for(&node, &rendered_by_flannel(&field(name), &node));
+        let endpoint = node.pod_endpoint(&node.rendered_by_flannel(&field(name), "win-bridge"));
         assert_bridge_endpoint(
             &endpoint,
             json!([
@@ -181,11 +130,11 @@ fn sig_windows_tools_host_gw_configs_for_docker_and_containerd() {
 #[test]
 fn windows_container_networking_sdnbridge_config_with_optional_flags() {
     let node = common::node("wcn");
-    let config = rendered_by_flannel(
+    let config = node.rendered_by_flannel(
         &field("windows-container-networking-flannel-l2bridge.json"),
-        &node,
+        "win-bridge",
     );
-    let endpoint = endpoint_for(&node, &config);
+    let endpoint = node.pod_endpoint(&config);
     assert_bridge_endpoint(
         &endpoint,
         json!([
@@ -203,7 +152,7 @@ fn example_flannel_host_gw_conflist() {
     let mut flannel = list["plugins"][0].clone();
     flannel["name"] = list["name"].clone();
     flannel["cniVersion"] = list["cniVersion"].clone();
-    let endpoint = endpoint_for(&node, &rendered_by_flannel(&flannel, &node));
+    let endpoint = node.pod_endpoint(&node.rendered_by_flannel(&flannel, "win-bridge"));
     assert_bridge_endpoint(
         &endpoint,
         json!([
@@ -217,9 +166,9 @@ fn example_flannel_host_gw_conflist() {
 #[test]
 fn example_win_bridge_conf_with_port_mappings() {
     let node = common::node("example-plain");
-    let mut config = with_data_dir(example("win-bridge.conf"), &node);
+    let mut config = node.with_data_dir(example("win-bridge.conf"));
     config["runtimeConfig"] = json!({"portMappings": [{"hostPort": 8443, "containerPort": 443, "protocol": "TCP", "hostIP": "10.127.130.38"}]});
-    let endpoint = endpoint_for(&node, &config);
+    let endpoint = node.pod_endpoint(&config);
     assert_bridge_endpoint(
         &endpoint,
         json!([
@@ -241,7 +190,7 @@ fn example_dual_stack_conf() {
             ("fd00:10:244:1::/64", "fd00:10:244:1::1"),
         ],
     ));
-    let config = with_data_dir(example("dual-stack.conf"), &node);
+    let config = node.with_data_dir(example("dual-stack.conf"));
     let netns = node.namespace();
     let result = node.add("pod", &netns, &config).result();
     assert_eq!(

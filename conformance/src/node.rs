@@ -20,7 +20,7 @@ use hns::schema::{
 };
 use hns::{Client, Guid};
 use ipnetwork::IpNetwork;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::hns::HnsFixture;
 use crate::{Harness, Report, cases};
@@ -387,6 +387,71 @@ impl Node {
             repeated_add,
             del,
         }
+    }
+}
+
+/// Field configs: how tests feed the configs people run to a node.
+impl Node {
+    /// Points host-local at the node's store (the only change a test makes to a field config).
+    pub fn with_data_dir(&self, mut config: Value) -> Value {
+        config["ipam"]["dataDir"] = json!(self.ipam_dir());
+        config
+    }
+
+    /// What `plugin_type` receives when Flannel on Windows delegates to it (flannel-io/cni-plugin):
+    /// the flannel config's `delegate` with `name`, `type` (switched to `plugin_type` whatever
+    /// it named, e.g. sdnoverlay), `ipMasq`, `ipMasqNetwork` (the cluster network 10.244.0.0/16),
+    /// `cniVersion` (0.2.0 unless the flannel config sets one) and host-local IPAM with only
+    /// the node's `subnet` (10.244.1.0/24) set.
+    pub fn rendered_by_flannel(&self, flannel: &Value, plugin_type: &str) -> Value {
+        let mut delegate = flannel["delegate"].clone();
+        delegate["name"] = flannel["name"].clone();
+        delegate["type"] = json!(plugin_type);
+        delegate["ipMasq"] = json!(true);
+        delegate["ipMasqNetwork"] = json!("10.244.0.0/16");
+        delegate["cniVersion"] = flannel.get("cniVersion").cloned().unwrap_or(json!("0.2.0"));
+        delegate["ipam"] = json!({"type": "host-local", "subnet": "10.244.1.0/24"});
+        self.with_data_dir(delegate)
+    }
+
+    /// ADDs the pod `pod` with `config` in a new namespace and returns the endpoint HNS holds
+    /// for it, as JSON.
+    pub fn pod_endpoint(&self, config: &Value) -> Value {
+        let netns = self.namespace();
+        self.add("pod", &netns, config).result();
+        let network = config["name"].as_str().unwrap_or_default();
+        serde_json::to_value(self.endpoint(&format!("pod_{network}"))).unwrap()
+    }
+}
+
+/// A JSON file of the workspace (a field config or an example).
+pub fn load_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The endpoint policies as HNS holds them, for asserting on endpoint documents.
+pub mod policy {
+    use serde_json::{Value, json};
+
+    /// OutBoundNAT with these exceptions.
+    pub fn nat(exceptions: &[&str]) -> Value {
+        json!({"Type": "OutBoundNAT", "Settings": {"Exceptions": exceptions}})
+    }
+
+    /// An encapsulated SDNRoute to `prefix`.
+    pub fn route(prefix: &str) -> Value {
+        json!({"Type": "SDNRoute", "Settings": {"DestinationPrefix": prefix, "NeedEncap": true}})
+    }
+
+    /// Loopback DSR for the pod address `ip`.
+    pub fn dsr(ip: &str) -> Value {
+        json!({"Type": "OutBoundNAT", "Settings": {"Destinations": [ip]}})
+    }
+
+    /// The host's provider address (overlay).
+    pub fn provider_address(ip: &str) -> Value {
+        json!({"Type": "ProviderAddress", "Settings": {"ProviderAddress": ip}})
     }
 }
 
