@@ -23,7 +23,7 @@ use ipnetwork::IpNetwork;
 use serde_json::{Value, json};
 
 use crate::hns::HnsFixture;
-use crate::{Harness, Report, cases};
+use crate::{Harness, Verdict, cases};
 
 /// A fresh emulated node under the temp dir, removed on drop.
 #[derive(Debug)]
@@ -477,14 +477,22 @@ pub fn hnsctl_beside(plugin: &Path) -> PathBuf {
 }
 
 /// Runs the protocol and HNS catalogues against `plugin` (natively), each case on a fresh
-/// emulated host with the network `network_args` make, with `template` as the valid config.
-pub fn run_catalogues(plugin: &Path, template: Value, network_args: &str) -> Report {
+/// emulated host with the network `network_args` make, with the JSON file `template` as the
+/// valid config; prints the table and panics unless every case passed.
+pub fn assert_catalogues_pass(plugin: &Path, template: &Path, network_args: &str) {
     let fixture = HnsFixture::new(hnsctl_beside(plugin), network_args).unwrap();
     let mut catalogue = cases::protocol();
     catalogue.extend(cases::hns(&fixture));
-    Harness::new(plugin)
+    let report = Harness::new(plugin)
         .with_fixture(Arc::new(fixture))
-        .with_config_template(template)
+        .with_config_template(load_json(template))
         .unwrap()
-        .run(&catalogue, "")
+        .run(&catalogue, "");
+    eprint!("{}", report.table());
+    assert!(report.cases.iter().any(|c| c.id.starts_with("hns.")));
+    assert!(
+        report.cases.iter().all(|c| c.verdict == Verdict::Pass),
+        "{}",
+        report.table()
+    );
 }
