@@ -388,6 +388,28 @@ impl Node {
             del,
         }
     }
+
+    /// Measures [`Node::budget`] with 1 endpoint on the node and again after [`Node::fill`]ing
+    /// it with 500, prints both, and asserts they are equal and within cni-win's budgets: a new
+    /// pod's ADD at most 7 raw calls (10 with closes), a DEL at most 4 (6).
+    pub fn assert_budgets(&self, network: &str, config: &Value) -> (Budget, Budget) {
+        let few = self.budget("budget-1", config);
+        self.fill(network, 500);
+        let many = self.budget("budget-501", config);
+        eprintln!(
+            "raw HCN calls (without closes, with closes)\n  1 endpoint:    {few:?}\n  501 endpoints: {many:?}"
+        );
+        assert_eq!(
+            few, many,
+            "the call counts depend on the endpoints on the node"
+        );
+        assert!(
+            few.add.0 <= 7 && few.add.1 <= 10,
+            "ADD over budget: {few:?}"
+        );
+        assert!(few.del.0 <= 4 && few.del.1 <= 6, "DEL over budget: {few:?}");
+        (few, many)
+    }
 }
 
 /// Field configs: how tests feed the configs people run to a node.

@@ -1,0 +1,178 @@
+//! win-overlay's own life-cycle assertions: in every spec version the pod gets the HNS gateway
+//! (.1) and the prefix+IPv4 MAC; the endpoint carries the provider address, the ipMasq
+//! exception and port mappings; dual-stack where HNS supports it; the call budgets with 1 and
+//! 501 endpoints. The shared ones are the HNS catalogue's.
+
+mod common;
+
+use common::{NETWORK, Node, PLUGIN, PROVIDER_ADDRESS, config, overlay_network};
+use conformance::node::policy::{nat, provider_address, route};
+use serde_json::{Value, json};
+
+const VERSIONS: [&str; 7] = [
+    "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
+];
+
+/// The MAC win-overlay gives the pod at 10.244.1.`last`.
+fn mac(last: u8) -> String {
+    format!("0E-2A-0A-F4-01-{last:02X}")
+}
+
+#[test]
+fn add_check_del_in_every_version() {
+    let node = common::node("versions");
+    for (i, version) in VERSIONS.iter().enumerate() {
+        let container = format!("pod-{i}");
+        let netns = node.namespace();
+        let config = config(&node, version);
+        let result = node.add(&container, &netns, &config).result();
+        assert_eq!(result["cniVersion"], *version);
+        let address = if version.starts_with("0.1") || version.starts_with("0.2") {
+            assert_eq!(result["ip4"]["gateway"], "10.244.1.1", "{result}");
+            result["ip4"]["ip"].as_str().unwrap().to_owned()
+        } else {
+            assert_eq!(result["ips"][0]["gateway"], "10.244.1.1", "{result}");
+            assert_eq!(
+                result["routes"][0],
+                json!({"dst": "0.0.0.0/0", "gw": "10.244.1.1"})
+            );
+            let address = result["ips"][0]["address"].as_str().unwrap().to_owned();
+            let last: u8 = address.split(['.', '/']).nth(3).unwrap().parse().unwrap();
+            assert_eq!(result["interfaces"][0]["mac"], mac(last), "{result}");
+            address
+        };
+        assert_ne!(
+            address, "10.244.1.1/24",
+            "host-local handed out the gateway"
+        );
+        let mut config = config;
+        config["prevResult"] = result;
+        if *version >= "0.4.0" {
+            node.check(&container, &netns, &config).silent();
+        }
+        node.del(&container, Some(&netns), &config).silent();
+    }
+    assert!(node.endpoints(NETWORK).is_empty());
+    assert!(node.reservations(NETWORK).is_empty());
+}
+
+#[test]
+fn the_endpoint_is_what_the_config_and_the_network_say() {
+    let node = common::node("endpoint");
+    let netns = node.namespace();
+    let mut config = config(&node, "1.0.0");
+    config["endpointMacPrefix"] = json!("0a-58");
+    config["runtimeConfig"] = json!({
+        "portMappings": [{"HostPort": 8080, "ContainerPort": 80, "Protocol": "tcp"}],
+        "dns": {"Servers": ["10.96.0.53"], "Searches": ["default.svc.cluster.local"]}
+    });
+    let result = node.add("web", &netns, &config).result();
+    let endpoint = serde_json::to_value(node.endpoint("web_flannel.4096")).unwrap();
+    assert_eq!(
+        endpoint["Policies"],
+        json!([
+            route("10.96.0.0/12"),
+            nat(&["10.244.0.0/16", "10.96.0.0/12", "10.244.1.0/24"]),
+            {"Type": "PortMapping", "Settings": {"Protocol": 6, "InternalPort": 80, "ExternalPort": 8080}},
+            provider_address(PROVIDER_ADDRESS)
+        ])
+    );
+    assert_eq!(endpoint["MacAddress"], "0A-58-0A-F4-01-02");
+    assert_eq!(result["interfaces"][0]["mac"], "0A-58-0A-F4-01-02");
+    assert_eq!(
+        endpoint["Routes"],
+        json!([{"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}])
+    );
+    assert_eq!(
+        endpoint["Dns"],
+        json!({"Search": ["default.svc.cluster.local"], "ServerList": ["10.96.0.53"]})
+    );
+    // CHECK holds the endpoint to the policies above and to prevResult's MAC.
+    config["prevResult"] = result;
+    node.check("web", &netns, &config).silent();
+    let mut moved = config.clone();
+    moved["prevResult"]["interfaces"][0]["mac"] = json!(mac(2));
+    let msg = node.check("web", &netns, &moved).error(113);
+    assert!(msg.contains("0A-58-0A-F4-01-02"), "{msg}");
+}
+
+fn dual_stack_node(label: &str) -> (Node, Value) {
+    let node = Node::new(PLUGIN, label);
+    node.create_network(&overlay_network(
+        NETWORK,
+        &[
+            ("10.244.1.0/24", "10.244.1.1"),
+            ("fd00:10:244:1::/64", "fd00:10:244:1::1"),
+        ],
+        4096,
+    ));
+    let mut config = config(&node, "1.0.0");
+    config["ipam"] = json!({
+        "type": "host-local", "dataDir": node.ipam_dir(),
+        "ranges": [[{"subnet": "10.244.1.0/24"}], [{"subnet": "fd00:10:244:1::/64"}]]
+    });
+    (node, config)
+}
+
+#[test]
+fn dual_stack_configures_both_families_where_hns_supports_it() {
+    let (node, config) = dual_stack_node("dual");
+    let netns = node.namespace();
+    let result = node.add("pod", &netns, &config).result();
+    assert_eq!(
+        result["ips"],
+        json!([
+            {"address": "10.244.1.2/24", "gateway": "10.244.1.1", "interface": 0},
+            {"address": "fd00:10:244:1::2/64", "gateway": "fd00:10:244:1::1", "interface": 0}
+        ])
+    );
+    let endpoint = serde_json::to_value(node.endpoint("pod_flannel.4096")).unwrap();
+    assert_eq!(
+        endpoint["MacAddress"],
+        mac(2),
+        "the MAC comes from the IPv4 address"
+    );
+    assert_eq!(
+        endpoint["Routes"],
+        json!([
+            {"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"},
+            {"NextHop": "fd00:10:244:1::1", "DestinationPrefix": "::/0"}
+        ])
+    );
+    // ipMasq excepts both of the network's subnets.
+    assert_eq!(
+        endpoint["Policies"][1],
+        nat(&[
+            "10.244.0.0/16",
+            "10.96.0.0/12",
+            "10.244.1.0/24",
+            "fd00:10:244:1::/64"
+        ])
+    );
+    node.del("pod", Some(&netns), &config).silent();
+
+    // A host whose HNS lacks dual-stack refuses it by name and version, leaving nothing.
+    node.engine()
+        .set_version(hns::HnsVersion::new(11, 9))
+        .unwrap();
+    let msg = node.add("pod", &netns, &config).error(112);
+    for needle in ["IPv6", "11.9", "11.10", "22410"] {
+        assert!(msg.contains(needle), "{needle}: {msg}");
+    }
+    assert!(node.reservations(NETWORK).is_empty() && node.endpoints(NETWORK).is_empty());
+}
+
+#[test]
+fn ipv6_only_is_refused_since_hns_has_no_ipv6_only_overlay() {
+    let (node, mut config) = dual_stack_node("v6-only");
+    config["ipam"]["ranges"] = json!([[{"subnet": "fd00:10:244:1::/64"}]]);
+    let msg = node.add("pod", &node.namespace(), &config).error(7);
+    assert!(msg.contains("IPv4"), "{msg}");
+    assert!(node.reservations(NETWORK).is_empty() && node.endpoints(NETWORK).is_empty());
+}
+
+#[test]
+fn call_budgets_do_not_depend_on_the_number_of_endpoints() {
+    let node = common::node("budget");
+    node.assert_budgets(NETWORK, &config(&node, "1.1.0"));
+}
