@@ -4,64 +4,39 @@
 mod common;
 
 use common::{Call, NETWORK, config};
-use serde_json::{Value, json};
-
-const VERSIONS: [&str; 7] = [
-    "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
-];
-
-fn with_prev(mut config: Value, result: &Value) -> Value {
-    config["prevResult"] = result.clone();
-    config
-}
+use conformance::node::first_address;
+use serde_json::json;
 
 #[test]
 fn add_check_del_in_every_version() {
     let node = common::node("versions");
-    for (i, version) in VERSIONS.iter().enumerate() {
-        let container = format!("pod-{i}");
-        let netns = node.namespace();
-        let config = config(&node, version);
-        let result = node.add(&container, &netns, &config).result();
-        assert_eq!(result["cniVersion"], *version);
-        let address = if version.starts_with("0.1") || version.starts_with("0.2") {
-            assert_eq!(result["ip4"]["gateway"], "10.244.1.2", "{result}");
-            result["ip4"]["ip"].clone()
-        } else {
-            assert_eq!(result["interfaces"][0]["name"], "eth0");
-            assert_eq!(result["interfaces"][0]["sandbox"], netns.as_str());
-            assert!(
-                result["interfaces"][0]["mac"]
-                    .as_str()
-                    .unwrap()
-                    .contains('-')
-            );
-            assert_eq!(result["ips"][0]["gateway"], "10.244.1.2");
-            assert_eq!(result["ips"][0]["interface"], 0);
-            assert_eq!(
-                result["routes"][0],
-                json!({"dst": "0.0.0.0/0", "gw": "10.244.1.2"})
-            );
-            result["ips"][0]["address"].clone()
-        };
-        let address = address.as_str().unwrap().to_owned();
-        assert!(address.ends_with("/24"), "{address}");
-        for taken in ["10.244.1.1/24", "10.244.1.2/24"] {
-            assert_ne!(
-                address, taken,
-                "host-local must never hand out the gateways"
-            );
-        }
-        assert_eq!(result["dns"]["nameservers"], json!(["10.96.0.10"]));
-
-        let config = with_prev(config, &result);
-        if *version >= "0.4.0" {
-            node.check(&container, &netns, &config).silent();
-        }
-        node.del(&container, Some(&netns), &config).silent();
-    }
-    assert!(node.endpoints(NETWORK).is_empty());
-    assert!(node.reservations(NETWORK).is_empty());
+    node.in_every_version(
+        NETWORK,
+        "10.244.1.2",
+        |version| config(&node, version),
+        |_, netns, result| {
+            let (address, _) = first_address(result);
+            assert!(address.ends_with("/24"), "{address}");
+            for taken in ["10.244.1.1/24", "10.244.1.2/24"] {
+                assert_ne!(
+                    address, taken,
+                    "host-local must never hand out the gateways"
+                );
+            }
+            assert_eq!(result["dns"]["nameservers"], json!(["10.96.0.10"]));
+            if result.get("ips").is_some() {
+                let interface = &result["interfaces"][0];
+                assert_eq!(interface["name"], "eth0");
+                assert_eq!(interface["sandbox"], netns);
+                assert!(interface["mac"].as_str().unwrap().contains('-'));
+                assert_eq!(result["ips"][0]["interface"], 0);
+                assert_eq!(
+                    result["routes"][0],
+                    json!({"dst": "0.0.0.0/0", "gw": "10.244.1.2"})
+                );
+            }
+        },
+    );
 }
 
 #[test]

@@ -20,8 +20,28 @@ use conformance::node::policy::{nat, provider_address, route};
 use conformance::node::{Node, load_json};
 use serde_json::{Value, json};
 
-fn testdata(relative: &str) -> Value {
-    load_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join(relative))
+/// How a fixture reaches the plugin.
+#[derive(Clone, Copy)]
+enum Form {
+    /// The file is the plugin's config (host-local pointed at the node's store).
+    Plugin,
+    /// The file is a flannel config whose delegate Flannel renders for win-overlay.
+    Flannel,
+    /// The file is a conflist whose first plugin is such a flannel config.
+    FlannelConflist,
+}
+
+/// One field config or example and the endpoint it must produce.
+struct Fixture {
+    /// Relative to the crate.
+    file: &'static str,
+    form: Form,
+    /// `runtimeConfig` the runtime adds (port mappings), if any.
+    runtime_config: Option<Value>,
+    /// The endpoint's policies.
+    policies: Value,
+    /// The endpoint's DNS, where the fixture's is worth pinning.
+    dns: Option<Value>,
 }
 
 /// The first pod's address and MAC (host-local skips the gateway .1).
@@ -31,136 +51,152 @@ const POD_MAC: &str = "0E-2A-0A-F4-01-02";
 /// The node's subnet, which `ipMasq` adds to the exceptions.
 const NODE_SUBNET: &str = "10.244.1.0/24";
 
-/// ADDs one pod with `raw` as `prepare` makes it ready for a node whose overlay network is
-/// named as `raw` says; asserts the overlay parts of its endpoint (address, MAC, gateway) and
-/// returns the endpoint.
-fn overlay_endpoint(raw: Value, prepare: impl FnOnce(&Node, Value) -> Value) -> Value {
-    let node = node_with(raw["name"].as_str().unwrap(), "field");
-    let endpoint = node.pod_endpoint(&prepare(&node, raw));
-    assert_eq!(endpoint["MacAddress"], POD_MAC, "{endpoint:#}");
-    assert_eq!(
-        endpoint["IpConfigurations"],
-        json!([{"IpAddress": POD_IP, "PrefixLength": 24}])
-    );
-    assert_eq!(
-        endpoint["Routes"],
-        json!([{"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}])
-    );
-    endpoint
-}
+impl Fixture {
+    /// The config as the plugin receives it on `node`.
+    fn config(&self, node: &Node, raw: Value) -> Value {
+        let mut config = match self.form {
+            Form::Plugin => node.with_data_dir(raw),
+            Form::Flannel => node.rendered_by_flannel(&raw, "win-overlay"),
+            Form::FlannelConflist => {
+                let mut flannel = raw["plugins"][0].clone();
+                flannel["name"] = raw["name"].clone();
+                flannel["cniVersion"] = raw["cniVersion"].clone();
+                node.rendered_by_flannel(&flannel, "win-overlay")
+            }
+        };
+        if let Some(runtime) = &self.runtime_config {
+            config["runtimeConfig"] = runtime.clone();
+        }
+        config
+    }
 
-/// Flannel's rendering of a flannel config whose delegate win-overlay receives.
-fn rendered(node: &Node, flannel: Value) -> Value {
-    node.rendered_by_flannel(&flannel, "win-overlay")
+    /// ADDs one pod on a node whose overlay network is named as the fixture says and asserts
+    /// the endpoint HNS received.
+    fn assert_endpoint(&self) {
+        let raw = load_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join(self.file));
+        let node = node_with(raw["name"].as_str().unwrap(), "field");
+        let endpoint = node.pod_endpoint(&self.config(&node, raw));
+        let file = self.file;
+        assert_eq!(endpoint["MacAddress"], POD_MAC, "{file}");
+        assert_eq!(
+            endpoint["IpConfigurations"],
+            json!([{"IpAddress": POD_IP, "PrefixLength": 24}]),
+            "{file}"
+        );
+        assert_eq!(
+            endpoint["Routes"],
+            json!([{"NextHop": "10.244.1.1", "DestinationPrefix": "0.0.0.0/0"}]),
+            "{file}"
+        );
+        assert_eq!(endpoint["Policies"], self.policies, "{file}");
+        if let Some(dns) = &self.dns {
+            assert_eq!(&endpoint["Dns"], dns, "{file}");
+        }
+    }
 }
 
 fn pa() -> Value {
     provider_address(PROVIDER_ADDRESS)
 }
 
-#[test]
-fn reference_sample_v1_policies_ip_masq_and_the_provider_address() {
-    let endpoint = overlay_endpoint(
-        testdata("testdata/field/reference-sample.json"),
-        |node, config| node.with_data_dir(config),
-    );
-    assert_eq!(
-        endpoint["Policies"],
-        json!([
-            route("11.0.0.0/8"),
-            route("10.137.198.27/32"),
-            nat(&[
-                "192.168.0.0/16",
-                "11.0.0.0/8",
-                "10.137.196.0/23",
-                NODE_SUBNET
-            ]),
-            pa()
-        ])
-    );
-    assert_eq!(
-        endpoint["Dns"],
-        json!({"Search": ["svc.cluster.local"], "ServerList": ["11.0.0.10"]})
-    );
+fn fixture(file: &'static str, form: Form, policies: Value) -> Fixture {
+    Fixture {
+        file,
+        form,
+        runtime_config: None,
+        policies,
+        dns: None,
+    }
 }
 
 #[test]
-fn reference_sample_v2_keeps_its_provider_address_once_and_maps_ports() {
-    let endpoint = overlay_endpoint(
-        testdata("testdata/field/reference-sample-v2.json"),
-        |node, config| {
-            let mut config = node.with_data_dir(config);
-            config["runtimeConfig"] = json!({"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "udp"}]});
-            config
-        },
-    );
-    assert_eq!(
-        endpoint["Policies"],
-        json!([
-            route("11.0.0.0/8"),
-            route("10.137.198.27/32"),
-            pa(),
-            nat(&["192.168.0.0/16", "11.0.0.0/8", "10.137.196.0/23"]),
-            {"Type": "PortMapping", "Settings": {"Protocol": 17, "InternalPort": 80, "ExternalPort": 8080}}
-        ])
-    );
+fn reference_samples() {
+    Fixture {
+        dns: Some(json!({"Search": ["svc.cluster.local"], "ServerList": ["11.0.0.10"]})),
+        ..fixture(
+            "testdata/field/reference-sample.json",
+            Form::Plugin,
+            json!([
+                route("11.0.0.0/8"),
+                route("10.137.198.27/32"),
+                nat(&[
+                    "192.168.0.0/16",
+                    "11.0.0.0/8",
+                    "10.137.196.0/23",
+                    NODE_SUBNET
+                ]),
+                pa()
+            ]),
+        )
+    }
+    .assert_endpoint();
+    // Its own ProviderAddress is kept once; port mappings work (the reference ignores them).
+    Fixture {
+        runtime_config: Some(
+            json!({"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "udp"}]}),
+        ),
+        ..fixture(
+            "testdata/field/reference-sample-v2.json",
+            Form::Plugin,
+            json!([
+                route("11.0.0.0/8"),
+                route("10.137.198.27/32"),
+                pa(),
+                nat(&["192.168.0.0/16", "11.0.0.0/8", "10.137.196.0/23"]),
+                {"Type": "PortMapping", "Settings": {"Protocol": 17, "InternalPort": 80, "ExternalPort": 8080}}
+            ]),
+        )
+    }
+    .assert_endpoint();
 }
 
 #[test]
 fn flannels_rendered_vxlan_delegate() {
-    let endpoint = overlay_endpoint(
-        testdata("testdata/field/flannel-rendered-vxlan-delegate.json"),
-        |node, config| node.with_data_dir(config),
-    );
-    assert_eq!(
-        endpoint["Policies"],
-        json!([
-            route("10.96.0.0/12"),
-            nat(&["10.244.0.0/16", "10.96.0.0/12", NODE_SUBNET]),
-            pa()
-        ])
-    );
-    assert_eq!(
-        endpoint["Dns"],
-        json!({"Search": ["default.svc.cluster.local"], "ServerList": ["10.96.0.10"]})
-    );
+    Fixture {
+        dns: Some(json!({"Search": ["default.svc.cluster.local"], "ServerList": ["10.96.0.10"]})),
+        ..fixture(
+            "testdata/field/flannel-rendered-vxlan-delegate.json",
+            Form::Plugin,
+            json!([
+                route("10.96.0.0/12"),
+                nat(&["10.244.0.0/16", "10.96.0.0/12", NODE_SUBNET]),
+                pa()
+            ]),
+        )
+    }
+    .assert_endpoint();
 }
 
 #[test]
-fn microsoft_sdn_overlay_config_as_flannel_renders_it() {
-    let endpoint = overlay_endpoint(
-        testdata("testdata/field/microsoft-sdn-overlay.json"),
-        rendered,
-    );
-    assert_eq!(
-        endpoint["Policies"],
-        json!([
-            route("11.0.0.0/8"),
-            nat(&["192.168.0.0/16", "11.0.0.0/8", NODE_SUBNET]),
-            pa()
-        ])
-    );
-}
-
-#[test]
-fn sig_windows_tools_overlay_config_for_docker() {
-    let endpoint = overlay_endpoint(
-        testdata("testdata/field/sig-windows-tools-overlay-docker.json"),
-        rendered,
-    );
-    assert_eq!(
-        endpoint["Policies"],
-        json!([
-            route("10.96.0.0/12"),
-            nat(&["10.96.0.0/12", "10.244.0.0/16", NODE_SUBNET]),
-            pa()
-        ])
-    );
+fn flannel_configs_with_win_overlay_delegates() {
+    for (file, service, exceptions) in [
+        (
+            "testdata/field/microsoft-sdn-overlay.json",
+            "11.0.0.0/8",
+            ["192.168.0.0/16", "11.0.0.0/8"],
+        ),
+        (
+            "testdata/field/sig-windows-tools-overlay-docker.json",
+            "10.96.0.0/12",
+            ["10.96.0.0/12", "10.244.0.0/16"],
+        ),
+    ] {
+        fixture(
+            file,
+            Form::Flannel,
+            json!([
+                route(service),
+                nat(&[exceptions[0], exceptions[1], NODE_SUBNET]),
+                pa()
+            ]),
+        )
+        .assert_endpoint();
+    }
 }
 
 #[test]
 fn sdnoverlay_configs_with_additional_args_sdnroute_and_provider_address() {
-    for (name, exceptions) in [
+    for (file, exceptions) in [
         (
             "testdata/field/sig-windows-tools-sdnoverlay.json",
             ["10.96.0.0/12", "10.244.0.0/16"],
@@ -170,57 +206,45 @@ fn sdnoverlay_configs_with_additional_args_sdnroute_and_provider_address() {
             ["10.244.0.0/16", "10.96.0.0/12"],
         ),
     ] {
-        let endpoint = overlay_endpoint(testdata(name), rendered);
-        assert_eq!(
-            endpoint["Policies"],
+        fixture(
+            file,
+            Form::Flannel,
             json!([
                 route("10.96.0.0/12"),
                 pa(),
                 nat(&[exceptions[0], exceptions[1], NODE_SUBNET])
             ]),
-            "{name}"
-        );
+        )
+        .assert_endpoint();
     }
 }
 
 #[test]
-fn example_win_overlay_conf_with_port_mappings() {
-    let endpoint = overlay_endpoint(
-        testdata("../examples/win-overlay/win-overlay.conf"),
-        |node, config| {
-            let mut config = node.with_data_dir(config);
-            config["runtimeConfig"] = json!({"portMappings": [{"hostPort": 8443, "containerPort": 443, "protocol": "TCP", "hostIP": "10.127.130.38"}]});
-            config
-        },
-    );
-    assert_eq!(
-        endpoint["Policies"],
-        json!([
-            route("10.96.0.0/12"),
-            nat(&["10.244.0.0/16", "10.96.0.0/12", NODE_SUBNET]),
-            {"Type": "PortMapping", "Settings": {"Protocol": 6, "InternalPort": 443, "ExternalPort": 8443, "VIP": "10.127.130.38", "Flags": 1}},
-            pa()
-        ])
-    );
-}
-
-#[test]
-fn example_flannel_vxlan_conflist() {
-    let endpoint = overlay_endpoint(
-        testdata("../examples/win-overlay/flannel-vxlan.conflist"),
-        |node, list| {
-            let mut flannel = list["plugins"][0].clone();
-            flannel["name"] = list["name"].clone();
-            flannel["cniVersion"] = list["cniVersion"].clone();
-            node.rendered_by_flannel(&flannel, "win-overlay")
-        },
-    );
-    assert_eq!(
-        endpoint["Policies"],
+fn examples() {
+    Fixture {
+        runtime_config: Some(
+            json!({"portMappings": [{"hostPort": 8443, "containerPort": 443, "protocol": "TCP", "hostIP": "10.127.130.38"}]}),
+        ),
+        ..fixture(
+            "../examples/win-overlay/win-overlay.conf",
+            Form::Plugin,
+            json!([
+                route("10.96.0.0/12"),
+                nat(&["10.244.0.0/16", "10.96.0.0/12", NODE_SUBNET]),
+                {"Type": "PortMapping", "Settings": {"Protocol": 6, "InternalPort": 443, "ExternalPort": 8443, "VIP": "10.127.130.38", "Flags": 1}},
+                pa()
+            ]),
+        )
+    }
+    .assert_endpoint();
+    fixture(
+        "../examples/win-overlay/flannel-vxlan.conflist",
+        Form::FlannelConflist,
         json!([
             route("10.96.0.0/12"),
             nat(&["10.96.0.0/12", "10.244.0.0/16", NODE_SUBNET]),
             pa()
-        ])
-    );
+        ]),
+    )
+    .assert_endpoint();
 }

@@ -23,6 +23,7 @@ use ipnetwork::IpNetwork;
 use serde_json::{Value, json};
 
 use crate::hns::HnsFixture;
+use crate::schema::{SPEC_VERSIONS, is_at_least};
 use crate::{Harness, Verdict, cases};
 
 /// A fresh emulated node under the temp dir, removed on drop.
@@ -389,6 +390,40 @@ impl Node {
         }
     }
 
+    /// For every spec version: ADDs a pod in a new namespace with `config(version)`, asserts
+    /// its first address has `gateway` (and is not it), hands the result to `inspect` (with the
+    /// version and the namespace), CHECKs it where the version has CHECK, DELs it; then asserts
+    /// `network` has no endpoint and no reservation left.
+    pub fn in_every_version(
+        &self,
+        network: &str,
+        gateway: &str,
+        config: impl Fn(&str) -> Value,
+        inspect: impl Fn(&str, &str, &Value),
+    ) {
+        for (i, version) in SPEC_VERSIONS.into_iter().enumerate() {
+            let container = format!("pod-{i}");
+            let netns = self.namespace();
+            let mut config = config(version);
+            let result = self.add(&container, &netns, &config).result();
+            assert_eq!(result["cniVersion"], version);
+            let (address, given) = first_address(&result);
+            assert_eq!(given, gateway, "{version}: {result}");
+            assert!(
+                !address.starts_with(&format!("{gateway}/")),
+                "{version}: {result}"
+            );
+            inspect(version, &netns, &result);
+            config["prevResult"] = result;
+            if is_at_least(version, "0.4.0") {
+                self.check(&container, &netns, &config).silent();
+            }
+            self.del(&container, Some(&netns), &config).silent();
+        }
+        assert!(self.endpoints(network).is_empty());
+        assert!(self.reservations(network).is_empty());
+    }
+
     /// Measures [`Node::budget`] with 1 endpoint on the node and again after [`Node::fill`]ing
     /// it with 500, prints both, and asserts they are equal and within cni-win's budgets: a new
     /// pod's ADD at most 7 raw calls (10 with closes), a DEL at most 4 (6).
@@ -444,6 +479,20 @@ impl Node {
         let network = config["name"].as_str().unwrap_or_default();
         serde_json::to_value(self.endpoint(&format!("pod_{network}"))).unwrap()
     }
+}
+
+/// The first address of a result of any version and its gateway (`ips[0]`, or 0.1/0.2's `ip4`).
+pub fn first_address(result: &Value) -> (String, String) {
+    let ip = if result.get("ip4").is_some() {
+        &result["ip4"]
+    } else {
+        &result["ips"][0]
+    };
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    (
+        text(ip.get("ip").unwrap_or(&ip["address"])),
+        text(&ip["gateway"]),
+    )
 }
 
 /// A JSON file of the workspace (a field config or an example).

@@ -328,16 +328,7 @@ fn del_after_namespace_removed(host: &Host, ctx: &Context<'_>) -> Outcome {
 
 /// CHECK with `config` must fail with 113 naming `needle`.
 fn check_mismatch(ctx: &Context<'_>, config: &Value, needle: &str) -> Outcome {
-    let exec = ctx.call(&ctx.invocation("CHECK").config(config))?;
-    let error = expect_error(&exec, 113)?;
-    if !error.mentions(needle) {
-        return Err(format!(
-            "CHECK's error does not name {needle:?}: {}",
-            error.summary()
-        )
-        .into());
-    }
-    Ok(format!("code 113: {}", error.msg))
+    expect_named_error(ctx, "CHECK", config, 113, needle)
 }
 
 fn check_endpoint_removed(host: &Host, ctx: &Context<'_>) -> Outcome {
@@ -528,43 +519,50 @@ fn crash_then_del(host: &Host, ctx: &Context<'_>, call: &str) -> Outcome {
     ))
 }
 
-fn add_without_network(ctx: &Context<'_>) -> Outcome {
-    let config = ctx.valid_config(&newest(ctx)?)?;
-    let error = expect_error(&ctx.call(&ctx.invocation("ADD").config(&config))?, 11)?;
-    let name = config["name"].as_str().unwrap_or_default();
-    if !error.mentions(name) {
+/// `command` with `config` must fail with `code`, naming `needle`.
+fn expect_named_error(
+    ctx: &Context<'_>,
+    command: &str,
+    config: &Value,
+    code: u64,
+    needle: &str,
+) -> Outcome {
+    let error = expect_error(&ctx.call(&ctx.invocation(command).config(config))?, code)?;
+    if !error.mentions(needle) {
         return Err(format!(
-            "the error does not name the network {name:?}: {}",
+            "{command}'s error does not name {needle:?}: {}",
             error.summary()
         )
         .into());
     }
-    Ok(format!("code 11: {}", error.msg))
+    Ok(format!("code {code}: {}", error.msg))
+}
+
+/// `command` with the valid config for `version` must fail with `code`, naming `needle`.
+fn named_error(
+    ctx: &Context<'_>,
+    command: &str,
+    version: &str,
+    code: u64,
+    needle: &str,
+) -> Outcome {
+    expect_named_error(ctx, command, &ctx.valid_config(version)?, code, needle)
+}
+
+fn add_without_network(ctx: &Context<'_>) -> Outcome {
+    let version = newest(ctx)?;
+    let name = ctx.valid_config(&version)?["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    named_error(ctx, "ADD", &version, 11, &name)
 }
 
 fn add_on_wrong_type(ctx: &Context<'_>, network_type: &str) -> Outcome {
-    let config = ctx.valid_config(&newest(ctx)?)?;
-    let error = expect_error(&ctx.call(&ctx.invocation("ADD").config(&config))?, 7)?;
-    if !error.mentions(network_type) {
-        return Err(format!(
-            "the error does not name the type {network_type}: {}",
-            error.summary()
-        )
-        .into());
-    }
-    Ok(format!("code 7: {}", error.msg))
+    named_error(ctx, "ADD", &newest(ctx)?, 7, network_type)
 }
 
 fn status_not_available(ctx: &Context<'_>, needle: &str) -> Outcome {
     let version = versions_where(ctx, "1.1.0", false)?.remove(0);
-    let config = ctx.valid_config(&version)?;
-    let error = expect_error(&ctx.call(&ctx.invocation("STATUS").config(&config))?, 50)?;
-    if !error.mentions(needle) {
-        return Err(format!(
-            "STATUS's error does not say {needle:?}: {}",
-            error.summary()
-        )
-        .into());
-    }
-    Ok(format!("code 50: {}", error.msg))
+    named_error(ctx, "STATUS", &version, 50, needle)
 }
