@@ -12,10 +12,23 @@ use crate::table::Outcome;
 pub struct HnsCase {
     pub id: &'static str,
     check: fn(&Bench<'_>) -> Result<String, String>,
+    /// Why the case has no native run, if it only exists in the Windows build.
+    windows_only: Option<&'static str>,
 }
 
 impl HnsCase {
+    const fn new(id: &'static str, check: fn(&Bench<'_>) -> Result<String, String>) -> HnsCase {
+        HnsCase {
+            id,
+            check,
+            windows_only: None,
+        }
+    }
+
     pub fn run(&self, lane: &Lane, side: Side) -> Outcome {
+        if let (Side::Native, Some(why)) = (side, self.windows_only) {
+            return Outcome::skip(why);
+        }
         match lane
             .bench(side, self.id)
             .and_then(|bench| (self.check)(&bench))
@@ -29,41 +42,18 @@ impl HnsCase {
 /// Every HNS case, in the order they run.
 pub fn all() -> Vec<HnsCase> {
     vec![
+        HnsCase::new("hnsctl.network-lifecycle", network_lifecycle),
+        HnsCase::new("hnsctl.namespace-lifecycle", namespace_lifecycle),
+        HnsCase::new("hnsctl.not-found", not_found),
+        HnsCase::new("hnsctl.injected-fault", injected_fault),
+        HnsCase::new("hnsctl.host-version", host_version),
+        HnsCase::new("probe.attach-detach", attach_detach),
+        HnsCase::new("probe.error-records", error_records),
+        HnsCase::new("probe.v1-networks", v1_networks),
+        HnsCase::new("probe.load-balancers", load_balancers),
         HnsCase {
-            id: "hnsctl.network-lifecycle",
-            check: network_lifecycle,
-        },
-        HnsCase {
-            id: "hnsctl.namespace-lifecycle",
-            check: namespace_lifecycle,
-        },
-        HnsCase {
-            id: "hnsctl.not-found",
-            check: not_found,
-        },
-        HnsCase {
-            id: "hnsctl.injected-fault",
-            check: injected_fault,
-        },
-        HnsCase {
-            id: "hnsctl.host-version",
-            check: host_version,
-        },
-        HnsCase {
-            id: "probe.attach-detach",
-            check: attach_detach,
-        },
-        HnsCase {
-            id: "probe.error-records",
-            check: error_records,
-        },
-        HnsCase {
-            id: "probe.v1-networks",
-            check: v1_networks,
-        },
-        HnsCase {
-            id: "probe.load-balancers",
-            check: load_balancers,
+            windows_only: Some("the C ABI exists only in the Windows build"),
+            ..HnsCase::new("probe.dll-edge-arguments", dll_edge_arguments)
         },
     ]
 }
@@ -417,4 +407,47 @@ fn load_balancers(bench: &Bench<'_>) -> Result<String, String> {
         || format!("listed {observed}, seeded {balancer}"),
     )?;
     Ok("the seeded load balancer listed through Enumerate/Open/Query/Close".to_owned())
+}
+
+/// The DLL's own contract for arguments `hns::native` never passes: null pointers, broken
+/// UTF-16 and foreign handles fail with the documented HRESULTs (and records), never a crash.
+fn dll_edge_arguments(bench: &Bench<'_>) -> Result<String, String> {
+    let observed = parse("probe abi", &bench.probe(&["abi"])?.ok()?)?;
+    let listing = &observed["enumerate-null-query"];
+    ensure(
+        listing["hresult"] == 0
+            && listing["record"].is_null()
+            && listing["output"]
+                .as_str()
+                .and_then(|text| serde_json::from_str::<Vec<String>>(text).ok())
+                .is_some(),
+        || format!("enumerate with a null query: {listing}"),
+    )?;
+    let expectations = [
+        ("enumerate-null-result", 0x8000_4003_u32, "null pointer"),
+        ("create-invalid-utf16", 0x8007_0057, "not valid UTF-16"),
+        ("open-null-id", 0x8007_0057, "Id is a null pointer"),
+    ];
+    for (name, hresult, detail) in expectations {
+        let call = &observed[name];
+        let record = parse(
+            &format!("{name} error record"),
+            call["record"].as_str().unwrap_or_default(),
+        )?;
+        ensure(
+            call["hresult"] == hresult
+                && record["ErrorCode"] == hresult
+                && record["Error"]
+                    .as_str()
+                    .is_some_and(|text| text.contains(detail))
+                && matches!(call["output"].as_u64(), None | Some(0)),
+            || format!("{name}: expected {hresult:#010X} with {detail:?}, observed {call}"),
+        )?;
+    }
+    let close = &observed["close-foreign-handle"];
+    ensure(close["hresult"] == 0x8007_0006_u32, || {
+        format!("closing a handle the DLL never issued: {close}")
+    })?;
+    empty_for_linux(bench, "network")?;
+    Ok("null query, null out pointer, broken UTF-16, null ID, foreign handle".to_owned())
 }

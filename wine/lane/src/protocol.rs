@@ -5,19 +5,47 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use conformance::Verdict;
+use conformance::{Verdict, hns};
 use serde_json::{Value, json};
 
 use crate::lane::{Lane, Side};
 use crate::process;
 use crate::table::{Outcome, Row};
 
-/// A plugin and a valid config for it (`{{caseDir}}` is a fresh directory per case, spelled
-/// as the plugin sees it: `Z:\...` under Wine).
+/// A plugin and how to run its catalogue.
 #[derive(Debug)]
 pub struct Plugin {
     pub name: &'static str,
-    config: Value,
+    config: Config,
+    /// `hnsctl network create` arguments when every case runs on a fresh HCN emulator host
+    /// made with the side's own `hnsctl` (`cni-conformance --hnsctl --hns-network`); the
+    /// plugin then reaches HNS through `hns::native` and `computenetwork.dll` under Wine.
+    hns_network: Option<&'static str>,
+}
+
+/// A valid config for the plugin; `{{caseDir}}` is a fresh directory per case, spelled as the
+/// plugin sees it (`Z:\...` under Wine).
+#[derive(Debug)]
+enum Config {
+    Inline(Value),
+    /// A file of the workspace, shared with the plugin's own conformance test.
+    File(&'static str),
+}
+
+impl Config {
+    fn load(&self) -> Result<Value, String> {
+        match self {
+            Config::Inline(config) => Ok(config.clone()),
+            Config::File(relative) => {
+                let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../..")
+                    .join(relative);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+            }
+        }
+    }
 }
 
 /// The plugins whose catalogue the lane runs.
@@ -25,21 +53,33 @@ pub fn plugins() -> Vec<Plugin> {
     vec![
         Plugin {
             name: "cni-example-plugin",
-            config: json!({
+            hns_network: None,
+            config: Config::Inline(json!({
                 "name": "lane-demo",
                 "type": "cni-example-plugin",
                 "subnet": "10.22.0.0/16",
                 "dataDir": "{{caseDir}}",
                 "dns": {"nameservers": ["10.96.0.10"], "search": ["svc.cluster.local"]}
-            }),
+            })),
         },
         Plugin {
             name: "host-local",
-            config: json!({
+            hns_network: None,
+            config: Config::Inline(json!({
                 "name": "lane-net",
                 "type": "win-bridge",
                 "ipam": {"type": "host-local", "subnet": "10.42.0.0/24", "dataDir": "{{caseDir}}"}
-            }),
+            })),
+        },
+        Plugin {
+            name: "win-bridge",
+            hns_network: Some(hns::L2BRIDGE_NETWORK),
+            config: Config::File("cni-win-bridge/testdata/conformance.json"),
+        },
+        Plugin {
+            name: "win-overlay",
+            hns_network: Some(hns::OVERLAY_NETWORK),
+            config: Config::File("cni-win-overlay/testdata/conformance.json"),
         },
     ]
 }
@@ -93,7 +133,7 @@ impl Plugin {
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let config = dir.join("config.json");
         let report = dir.join("report.json");
-        std::fs::write(&config, self.config.to_string())
+        std::fs::write(&config, self.config.load()?.to_string())
             .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
         let mut command = lane.command(Side::Native, "cni-conformance");
         command
@@ -105,6 +145,13 @@ impl Plugin {
             .arg(&config)
             .arg("--json-report")
             .arg(&report);
+        if let Some(network) = self.hns_network {
+            command
+                .arg("--hnsctl")
+                .arg(lane.program(side, "hnsctl"))
+                .arg("--hns-network")
+                .arg(network);
+        }
         let ran = process::run(command)?;
         // Exit 1 means a case failed, which the report says; anything else is a broken run.
         if !matches!(ran.status, Some(0 | 1)) {

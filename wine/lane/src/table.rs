@@ -25,6 +25,13 @@ impl Outcome {
             message: message.into(),
         }
     }
+
+    pub fn skip(message: impl Into<String>) -> Outcome {
+        Outcome {
+            verdict: Verdict::Skip,
+            message: message.into(),
+        }
+    }
 }
 
 /// One case, both sides.
@@ -92,12 +99,17 @@ pub fn render(rows: &[Row]) -> String {
             row.message(),
         );
     }
-    let failed = rows.iter().filter(|row| row.failed()).count();
+    let count = |keep: fn(&Row) -> bool| rows.iter().filter(|row| keep(row)).count();
     let _ = writeln!(
         out,
-        "\n{} cases: {} passed on both sides, {failed} failed",
+        "\n{} cases: {} passed on both sides, {} passed under Wine with no native run, {} skipped on both, {} failed",
         rows.len(),
-        rows.len() - failed
+        count(|row| row.native.verdict == Verdict::Pass && row.wine.verdict == Verdict::Pass),
+        count(|row| !row.failed()
+            && row.native.verdict != Verdict::Pass
+            && row.wine.verdict == Verdict::Pass),
+        count(|row| row.native.verdict == Verdict::Skip && row.wine.verdict == Verdict::Skip),
+        count(Row::failed),
     );
     out
 }
@@ -133,11 +145,16 @@ mod tests {
         let table = render(&[
             row(Verdict::Pass, Verdict::Pass),
             row(Verdict::Fail, Verdict::Pass),
+            row(Verdict::Skip, Verdict::Pass),
         ]);
         let lines: Vec<&str> = table.lines().collect();
         assert_eq!(lines[0], "SUITE  CASE  NATIVE  WINE    MESSAGE");
         assert_eq!(lines[1], "hns    c     PASS    PASS    wine says");
         assert_eq!(lines[2], "hns    c     FAIL    PASS    native says");
-        assert_eq!(lines[4], "2 cases: 1 passed on both sides, 1 failed");
+        assert_eq!(lines[3], "hns    c     SKIP    PASS    wine says");
+        assert_eq!(
+            lines[5],
+            "3 cases: 1 passed on both sides, 1 passed under Wine with no native run, 0 skipped on both, 1 failed"
+        );
     }
 }

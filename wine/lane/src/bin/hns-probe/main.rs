@@ -14,8 +14,12 @@
 //!   errors    provoke not-found, already-exists, invalid-JSON and already-attached failures
 //!   v1        the V1 network listing (`HNSCall GET /networks/`) and the HNS version
 //!   load-balancers   every load balancer's properties
+//!   abi       (Windows only) computenetwork.dll called directly with edge arguments
 //!
 //! Test-only, never shipped.
+
+#[cfg(windows)]
+mod abi;
 
 use std::process::ExitCode;
 
@@ -34,6 +38,11 @@ const MISSING: Guid = Guid::from_u128(0x5eed0004_0000_4000_8000_000000000004);
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1).unwrap_or_default();
+    #[cfg(windows)]
+    if command == "abi" {
+        println!("{}", abi::probe());
+        return ExitCode::SUCCESS;
+    }
     let outcome = Client::from_env()
         .map_err(|error| format!("no HCN backend: {error}"))
         .and_then(|client| match command.as_str() {
