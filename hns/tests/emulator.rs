@@ -7,8 +7,8 @@ use common::{TempDir, bridge, client, endpoint_settings, network_settings};
 use hns::emulator::Emulator;
 use hns::schema::policy::{ProviderAddressPolicy, RemoteSubnetRoutePolicy};
 use hns::schema::{
-    EndpointPolicy, HostComputeNamespace, HostComputeQuery, ModifyRequest, NetworkPolicy,
-    NetworkType, RequestType,
+    EndpointPolicy, HostComputeNamespace, HostComputeNetwork, HostComputeQuery, ModifyRequest,
+    NetworkPolicy, NetworkType, RequestType,
 };
 use hns::{
     Client, ErrorKind, ErrorRecord, Feature, Function, Guid, HResult, HnsError, HnsVersion, RawHcn,
@@ -474,10 +474,8 @@ fn network_policies_can_be_added_and_removed() {
     );
 }
 
-#[test]
-fn overlay_networks_get_a_dr_mac_and_keep_given_policies() {
-    let dir = TempDir::new("overlay");
-    let client = client(&dir);
+/// The Overlay network flanneld's vxlan backend creates, with the provider address HNS adds.
+fn flannel_overlay_settings() -> HostComputeNetwork {
     let mut settings = network_settings(
         "flannel.4096",
         NetworkType::Overlay,
@@ -489,6 +487,14 @@ fn overlay_networks_get_a_dr_mac_and_keep_given_policies() {
         .push(NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
             provider_address: "192.168.1.10".into(),
         }));
+    settings
+}
+
+#[test]
+fn overlay_networks_get_a_dr_mac_and_keep_given_policies() {
+    let dir = TempDir::new("overlay");
+    let client = client(&dir);
+    let settings = flannel_overlay_settings();
     let network = client.create_network(Guid::ZERO, &settings).unwrap();
     let policies = &network.properties().policies;
     assert!(
@@ -549,17 +555,7 @@ fn v1_network_listing_is_derived_from_the_v2_networks() {
         call("/networks/"),
         serde_json::json!({"Success": true, "Output": []})
     );
-    let mut settings = network_settings(
-        "flannel.4096",
-        NetworkType::Overlay,
-        "10.244.1.0/24",
-        "10.244.1.1",
-    );
-    settings
-        .policies
-        .push(NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
-            provider_address: "192.168.1.10".into(),
-        }));
+    let settings = flannel_overlay_settings();
     let overlay = client.create_network(Guid::ZERO, &settings).unwrap().id();
     let bridge = bridge(&client);
 
