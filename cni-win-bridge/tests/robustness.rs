@@ -109,3 +109,24 @@ fn call_budgets_do_not_depend_on_the_number_of_endpoints() {
     let node = common::node("budget");
     node.assert_budgets(NETWORK, &config(&node, "1.1.0"));
 }
+
+#[test]
+fn a_rollback_that_cannot_delete_the_endpoint_keeps_its_address() {
+    let node = common::node("rollback-delete-fault");
+    let config = config(&node, "1.0.0");
+    let netns = node.namespace();
+    // Attaching fails, then so does the rollback's delete: the endpoint stays, so must its IP.
+    node.engine()
+        .inject_fault(Function::ModifyNamespace, 1, HResult::E_FAIL)
+        .unwrap();
+    node.engine()
+        .inject_fault(Function::DeleteEndpoint, 1, HResult::E_FAIL)
+        .unwrap();
+    node.add("pod", &netns, &config).error(110);
+    let endpoint = node.endpoint("pod_cbr0");
+    let address = endpoint.ip_configurations[0].ip_address.clone();
+    assert_eq!(node.reservations(NETWORK), [address]);
+    // The runtime's DEL after the failed ADD removes both.
+    node.del("pod", Some(&netns), &config).silent();
+    assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
+}

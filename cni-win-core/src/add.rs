@@ -313,7 +313,8 @@ fn create_error(error: &HnsError, attachment: &Attachment<'_>, policies: &[UserP
 }
 
 /// Undoes what this ADD created. Failures are logged: the ADD's own error is what the runtime
-/// must see, and a later DEL removes whatever is left.
+/// must see, and a later DEL removes whatever is left. An endpoint that cannot be deleted keeps
+/// its addresses reserved, so no other pod is given an address it still holds.
 fn roll_back(
     client: &Client,
     ipam: &Ipam,
@@ -325,7 +326,13 @@ fn roll_back(
         match client.delete_endpoint(attachment.guid) {
             Ok(()) => log::info!("rolled back endpoint {}", attachment.name),
             Err(e) if e.is_not_found() => {}
-            Err(e) => log::error!("cannot roll back endpoint {}: {e}", attachment.name),
+            Err(e) => {
+                log::error!(
+                    "cannot roll back endpoint {}: {e}; its addresses stay reserved until DEL",
+                    attachment.name
+                );
+                return;
+            }
         }
     }
     if lease.reserved_here()
