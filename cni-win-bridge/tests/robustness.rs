@@ -130,3 +130,24 @@ fn a_rollback_that_cannot_delete_the_endpoint_keeps_its_address() {
     node.del("pod", Some(&netns), &config).silent();
     assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
 }
+
+#[test]
+fn gc_keeps_the_address_of_an_endpoint_it_could_not_delete() {
+    let node = common::node("gc-delete-fault");
+    let config = config(&node, "1.1.0");
+    for pod in ["keep", "stale"] {
+        node.add(pod, &node.namespace(), &config).result();
+    }
+    let stale = node.endpoint("stale_cbr0");
+    node.engine()
+        .inject_fault(Function::DeleteEndpoint, 1, HResult::E_FAIL)
+        .unwrap();
+    let mut gc = config.clone();
+    gc["cni.dev/valid-attachments"] = json!([{"containerID": "keep", "ifname": "eth0"}]);
+    node.run(&Call::network("GC", &gc)).error(114);
+    assert_eq!(node.endpoint("stale_cbr0").id, stale.id);
+    assert_eq!(node.reservations(NETWORK).len(), 2);
+    node.run(&Call::network("GC", &gc)).silent();
+    assert_eq!(node.endpoints(NETWORK).len(), 1);
+    assert_eq!(node.reservations(NETWORK).len(), 1);
+}

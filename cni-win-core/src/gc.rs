@@ -1,7 +1,9 @@
 //! GC: the only enumeration the plugins do. Every endpoint of this network that is local, named
 //! by our rule and not listed in `cni.dev/valid-attachments` is removed; remote endpoints,
 //! endpoints named otherwise (Flannel's `cbr0_ep`, kube-proxy's) and other networks are never
-//! touched. Then IPAM's GC. Errors do not stop the sweep; all are reported (code 114).
+//! touched. Then IPAM's GC, which keeps the addresses of the valid attachments and of every
+//! endpoint the sweep could not delete (an address is never freed while its endpoint exists).
+//! Errors do not stop the sweep; all are reported (code 114).
 
 use cni::{Error, GcAttachment, NetworkRequest};
 use hns::Client;
@@ -27,6 +29,8 @@ pub fn gc<K: NetworkKind>(
     let ipam = Ipam::optional(&request.config, &cni::CniArgs::default())?;
     let name = request.config.name.as_str();
     let mut problems = Vec::new();
+    // The valid attachments, then those whose endpoint could not be deleted.
+    let mut keep = valid.clone();
     match client.find_network_by_name(name) {
         Ok(network) if !kind.accepts(&network.properties().network_type) => {
             return Err(Error::invalid_config(format!(
@@ -39,7 +43,7 @@ pub fn gc<K: NetworkKind>(
             kind.check_network(&config, network.properties())?;
             let id = network.id();
             drop(network);
-            sweep(client, name, id, &valid, &mut problems)?;
+            sweep(client, name, id, &mut keep, &mut problems)?;
         }
         Err(e) if e.is_not_found() => {
             log::info!("HNS network {name:?} does not exist: no endpoint to collect")
@@ -47,7 +51,7 @@ pub fn gc<K: NetworkKind>(
         Err(e) => return Err(to_cni(&e, &format!("find HNS network {name:?}"))),
     }
     if let Some(ipam) = ipam
-        && let Err(e) = ipam.gc(request, &valid)
+        && let Err(e) = ipam.gc(request, &keep)
     {
         problems.push(format!("IPAM: {}", e.msg()));
     }
@@ -61,11 +65,13 @@ pub fn gc<K: NetworkKind>(
     }
 }
 
+/// Deletes the stale endpoints of network `id`; `keep` (the valid attachments on entry) gains
+/// every attachment whose endpoint is still there after a failed delete.
 fn sweep(
     client: &Client,
     network: &str,
     id: hns::Guid,
-    valid: &[GcAttachment],
+    keep: &mut Vec<GcAttachment>,
     problems: &mut Vec<String>,
 ) -> Result<(), Error> {
     let endpoints = client
@@ -76,7 +82,7 @@ fn sweep(
         let Some((container_id, ifname)) = parse_endpoint_name(network, &endpoint.name) else {
             continue;
         };
-        let in_use = valid
+        let in_use = keep
             .iter()
             .any(|a| a.container_id == container_id && a.ifname == ifname);
         if remote || endpoint.host_compute_network != id || in_use {
@@ -94,7 +100,13 @@ fn sweep(
         match client.delete_endpoint(endpoint.id) {
             Ok(()) => log::info!("GC: deleted endpoint {} ({})", endpoint.name, endpoint.id),
             Err(e) if e.is_not_found() => {}
-            Err(e) => problems.push(format!("endpoint {} ({}): {e}", endpoint.name, endpoint.id)),
+            Err(e) => {
+                problems.push(format!("endpoint {} ({}): {e}", endpoint.name, endpoint.id));
+                keep.push(GcAttachment {
+                    container_id: container_id.to_owned(),
+                    ifname: ifname.to_owned(),
+                });
+            }
         }
     }
     Ok(())
