@@ -1,7 +1,7 @@
 //! The `ipam` section (plus requested addresses) read, defaulted and validated as the reference
 //! host-local does, with every refusal a code 7 that names the field at fault.
 
-use cni::{CniArgs, Error, ErrorCode, NetConf, Route, Version};
+use cni::{CniArgs, Error, ErrorCode, NetConf, Route, Version, case_insensitive};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -90,13 +90,13 @@ impl IpamConfig {
     /// Reads the config's `ipam` section, `runtimeConfig.ipRanges` and `runtimeConfig.ips`,
     /// `args.cni.ips`, and `CNI_ARGS` `IP=` (ignored when `args.cni.ips` is present).
     pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<IpamConfig, Error> {
-        let raw_ipam = conf.raw().get("ipam").ok_or_else(|| {
+        let raw_ipam = case_insensitive::get(conf.raw(), "ipam").ok_or_else(|| {
             Error::invalid_config(
                 "ipam is missing; host-local needs an \"ipam\" section with \"ranges\" or \"subnet\"",
             )
         })?;
         let ipam: RawIpam = decode(raw_ipam, "ipam")?;
-        let raw_args: RawArgs = match conf.raw().get("args") {
+        let raw_args: RawArgs = match case_insensitive::get(conf.raw(), "args") {
             Some(value) if !value.is_null() => decode(value, "args")?,
             _ => RawArgs::default(),
         };
@@ -142,7 +142,7 @@ impl IpamConfig {
 /// Deserialises `value`, naming the failing key's full path (`ipam.ranges[0][1].subnet`).
 /// Decodes as Go's host-local does: keys match regardless of case (`Subnet`, `RangeStart`).
 fn decode<T: DeserializeOwned>(value: &Value, prefix: &str) -> Result<T, Error> {
-    cni::case_insensitive::decode(value, prefix, ErrorCode::InvalidConfig)
+    case_insensitive::decode(value, prefix, ErrorCode::InvalidConfig)
 }
 
 /// The field name of a range's key: `ipam.ranges[0][1].subnet`, or `ipam.subnet` for the legacy
@@ -449,6 +449,24 @@ mod tests {
         .unwrap();
         assert_eq!(config.range_sets[0].ranges()[0].start, ip("10.244.1.10"));
         assert_eq!(config.data_dir, PathBuf::from("/run/ipam"));
+    }
+
+    #[test]
+    fn reads_the_ipam_and_args_sections_in_any_case() {
+        let conf = NetConf::parse(
+            json!({"cniVersion": "1.0.0", "name": "net", "type": "win-bridge",
+                "IPAM": {"type": "host-local", "subnet": "10.244.1.0/24"},
+                "Args": {"cni": {"ips": ["10.244.1.9"]}}})
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap();
+        let config = IpamConfig::from_conf(&conf, &CniArgs::default()).unwrap();
+        assert_eq!(
+            config.range_sets[0].ranges()[0].subnet.to_string(),
+            "10.244.1.0/24"
+        );
+        assert_eq!(config.requested[0].ip, ip("10.244.1.9"));
     }
 
     #[test]
