@@ -185,6 +185,41 @@ fn hns_fills_in_mac_and_prefix_length() {
 }
 
 #[test]
+fn a_mac_is_held_by_one_endpoint_per_network() {
+    let dir = TempDir::new("mac-unique");
+    let client = client(&dir);
+    let network = client.open_network(bridge(&client)).unwrap();
+    let first = network
+        .create_endpoint(Guid::ZERO, &endpoint_settings("a", "10.244.1.5"))
+        .unwrap();
+    let taken = first.properties().mac_address.clone();
+    let mut copy = endpoint_settings("b", "10.244.1.6");
+    copy.mac_address = taken.to_lowercase().replace('-', ":");
+    let error = network.create_endpoint(Guid::ZERO, &copy).unwrap_err();
+    assert_eq!(
+        (code(&error), error.kind()),
+        (
+            HResult::HCN_E_ADDR_INVALID_OR_RESERVED,
+            ErrorKind::InvalidInput
+        ),
+        "{error}"
+    );
+    // The same MAC on another network is fine.
+    let other = client
+        .create_network(
+            Guid::ZERO,
+            &network_settings(
+                "other",
+                NetworkType::L2Bridge,
+                "10.244.1.0/24",
+                "10.244.1.1",
+            ),
+        )
+        .unwrap();
+    other.create_endpoint(Guid::ZERO, &copy).unwrap();
+}
+
+#[test]
 fn attach_detach_and_namespace_resources() {
     let dir = TempDir::new("attach");
     let client = client(&dir);

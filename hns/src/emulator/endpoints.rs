@@ -55,7 +55,8 @@ impl State<'_> {
     /// `HcnCreateEndpoint` on `network`. Validates like HNS: the network exists,
     /// the ID is free, `HostComputeNamespace` is not set, every IP parses, lies in
     /// a subnet of the network, is not reserved (network, broadcast or gateway
-    /// address) and is not held by another endpoint of the network; policies are
+    /// address) and is not held by another endpoint of the network; a given MAC
+    /// is not held by another endpoint of the network either; policies are
     /// V2. Assigns the prefix length from the subnet and a MAC from the network's
     /// MacPool when none is given.
     pub fn create_endpoint(
@@ -119,12 +120,7 @@ impl State<'_> {
         let mac = if endpoint.mac_address.is_empty() {
             self.allocate_mac(&network)?
         } else {
-            Mac::parse(&endpoint.mac_address).ok_or_else(|| {
-                HcnFailure::new(
-                    HResult::E_INVALIDARG,
-                    format!("(MacAddress {:?} is not a MAC)", endpoint.mac_address),
-                )
-            })?
+            self.claim_mac(network_id, &endpoint.mac_address)?
         };
         endpoint.mac_address = mac.to_hns_string();
         endpoint.id = id;
@@ -226,6 +222,28 @@ impl State<'_> {
         Ok(endpoint
             .filter(|endpoint| endpoint.host_compute_network == network && holds(endpoint))
             .map(|_| holder))
+    }
+
+    /// A caller-given MAC: it must parse and not be held by another endpoint of
+    /// the network (else the pool could hand it out a third time after one of
+    /// the two holders is deleted).
+    fn claim_mac(&self, network: Guid, text: &str) -> Result<Mac, HcnFailure> {
+        let mac = Mac::parse(text).ok_or_else(|| {
+            HcnFailure::new(
+                HResult::E_INVALIDARG,
+                format!("(MacAddress {text:?} is not a MAC)"),
+            )
+        })?;
+        let key = mac.to_hns_string();
+        if let Some(holder) =
+            self.live_holder(MACS, network, &key, |other| other.mac_address == key)?
+        {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_ADDR_INVALID_OR_RESERVED,
+                format!("(MacAddress {key} is already used by endpoint {holder})"),
+            ));
+        }
+        Ok(mac)
     }
 
     /// Next free MAC of the network's pool, starting at the network's cursor.
