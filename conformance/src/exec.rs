@@ -165,9 +165,12 @@ pub(crate) fn without_cni_variables(
     vars: impl Iterator<Item = (OsString, OsString)>,
 ) -> Vec<(OsString, OsString)> {
     vars.filter(|(name, _)| {
+        // Bytes, not a `str` slice: a name with a multi-byte character across byte 4 (or one
+        // that is not Unicode) must be judged, not panic the harness.
         !name
-            .to_str()
-            .is_some_and(|n| n.len() >= 4 && n[..4].eq_ignore_ascii_case("CNI_"))
+            .as_encoded_bytes()
+            .get(..4)
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(b"CNI_"))
     })
     .collect()
 }
@@ -239,6 +242,10 @@ mod tests {
             ("CNI_NETNS", "/leaked"),
             ("cni_path", "/leaked"),
             ("CNI", "kept: not a CNI_ variable"),
+            (
+                "ABCé",
+                "kept: a multi-byte character across the prefix's end",
+            ),
             ("HOME", "/root"),
         ]
         .map(|(k, v)| (OsString::from(k), OsString::from(v)));
@@ -246,7 +253,7 @@ mod tests {
             .into_iter()
             .map(|(k, _)| k)
             .collect();
-        assert_eq!(kept, ["PATH", "CNI", "HOME"]);
+        assert_eq!(kept, ["PATH", "CNI", "ABCé", "HOME"]);
     }
 
     #[test]
