@@ -36,10 +36,6 @@ impl Lease {
 /// host-local's type name, matched as the reference matches plugin types (exactly).
 const HOST_LOCAL: &str = "host-local";
 
-/// kube-proxy's source VIP is a host-local reservation of container `dummy` in the pod
-/// network's store (kubernetes-windows.md §6): never garbage-collected, whatever the runtime lists.
-const SOURCE_VIP_OWNER: &str = "dummy";
-
 impl Ipam {
     /// The config's IPAM; a config without `ipam` is code 7 (the reference's "HNS provides the
     /// IP" path produces an endpoint without address or gateway, so it is not offered).
@@ -147,17 +143,10 @@ impl Ipam {
         }
     }
 
-    /// GC: releases what no valid attachment holds (kube-proxy's source VIP always stays).
+    /// GC: releases what no valid attachment holds (host-local keeps kube-proxy's source VIP).
     pub fn gc(&self, request: &NetworkRequest, valid: &[GcAttachment]) -> Result<(), Error> {
         match self {
-            Ipam::HostLocal(host_local) => {
-                let mut keep = valid.to_vec();
-                keep.push(GcAttachment {
-                    container_id: SOURCE_VIP_OWNER.to_owned(),
-                    ifname: SOURCE_VIP_OWNER.to_owned(),
-                });
-                host_local.gc(&keep)
-            }
+            Ipam::HostLocal(host_local) => host_local.gc(valid),
             Ipam::Delegated(plugin) => {
                 delegate::run(plugin, Command::Gc, &request.stdin, &request.cni_path)
             }

@@ -51,6 +51,11 @@ impl Allocation {
     }
 }
 
+/// kube-proxy's source VIP on overlay networks is a reservation its start script makes by
+/// running host-local with container ID, netns and ifname `dummy` in the pods' store
+/// (kubernetes-windows.md §6): GC must never release it, whoever runs GC.
+const SOURCE_VIP_OWNER: &str = "dummy";
+
 /// Where each range set's address comes from in one ADD.
 enum Plan {
     /// The attachment already holds this address.
@@ -263,11 +268,13 @@ impl HostLocal {
 
     /// GC: releases every reservation whose attachment is not in `valid` (legacy ID-only ones
     /// by container ID alone), reclaims empty and corrupt reservation files and rebuilds the
-    /// index. An empty `valid` releases everything. `lock` and `last_reserved_ip.*` stay.
+    /// index. An empty `valid` releases everything but kube-proxy's source VIP (no runtime
+    /// lists it). `lock` and `last_reserved_ip.*` stay.
     pub fn gc(&self, valid: &[GcAttachment]) -> Result<(), Error> {
         let attachments: HashSet<(&str, &str)> = valid
             .iter()
             .map(|a| (a.container_id.as_str(), a.ifname.as_str()))
+            .chain([(SOURCE_VIP_OWNER, SOURCE_VIP_OWNER)])
             .collect();
         let containers: HashSet<&str> = valid.iter().map(|a| a.container_id.as_str()).collect();
         let retain = |owner: &Owner| match owner {

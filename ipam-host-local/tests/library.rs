@@ -327,6 +327,23 @@ fn gc_keeps_valid_attachments_and_bookkeeping_and_removes_the_rest() {
 }
 
 #[test]
+fn gc_never_releases_kube_proxys_source_vip() {
+    let dir = Scratch::new("gc-source-vip");
+    let ipam = host_local(dir.path(), json!({"subnet": "10.0.0.0/24"}));
+    // kube-proxy's start script reserves its source VIP as container, netns and ifname `dummy`.
+    let vip = ipam.allocate("dummy", "dummy").unwrap();
+    ipam.allocate("pod", "eth0").unwrap();
+    ipam.gc(&[]).unwrap();
+    let vip = vip.result().ips[0].address.ip().to_string();
+    assert_eq!(
+        reservations(ipam.network_dir())
+            .into_keys()
+            .collect::<Vec<_>>(),
+        [vip]
+    );
+}
+
+#[test]
 fn reads_a_store_written_by_the_reference() {
     let dir = Scratch::new("reference");
     let net = dir.path().join("net");

@@ -33,7 +33,7 @@ impl Plugin for HostLocalPlugin {
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
         let valid = request.config.valid_attachments()?.ok_or_else(|| {
             Error::invalid_config(
-                "GC needs cni.dev/valid-attachments (an empty list releases every reservation)",
+                "GC needs cni.dev/valid-attachments (an empty list releases every reservation but kube-proxy's source VIP)",
             )
         })?;
         HostLocal::from_conf(&request.config, &CniArgs::default())?.gc(&valid)
