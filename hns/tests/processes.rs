@@ -289,3 +289,22 @@ fn hnsctl_drives_the_emulator_and_reports_errors_on_one_line() {
     assert!(!unset.status.success());
     assert!(String::from_utf8_lossy(&unset.stderr).contains("HCN_EMULATOR_STATE is not set"));
 }
+
+#[test]
+fn hnsctl_refuses_an_empty_state_directory() {
+    let cwd = TempDir::new("hnsctl-empty-state");
+    let output = Command::new(env!("CARGO_BIN_EXE_hnsctl"))
+        .args(["--state", "", "network", "list"])
+        .current_dir(&cwd.0)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--state"), "{stderr}");
+    let written: Vec<_> = std::fs::read_dir(&cwd.0).unwrap().collect();
+    assert!(
+        written.is_empty(),
+        "state written into the working directory: {written:?}"
+    );
+}

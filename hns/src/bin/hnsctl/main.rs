@@ -92,7 +92,12 @@ fn run(raw: impl Iterator<Item = String>) -> Result<(), String> {
         return Ok(());
     }
     let json = args.flag("json");
-    let state = args.option("state").map(PathBuf::from);
+    let state = match args.option("state") {
+        Some(dir) if dir.is_empty() => {
+            return Err("--state needs a directory (it is created if missing)".to_owned());
+        }
+        dir => dir.map(PathBuf::from),
+    };
     let context = connect(state, json)?;
     match group.as_str() {
         "network" => objects::network(&context, args),
