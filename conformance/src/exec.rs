@@ -108,8 +108,21 @@ pub fn execute(
     invocation: &Invocation,
     timeout: Duration,
 ) -> io::Result<Exec> {
+    execute_with_args(launcher, program, &[], invocation, timeout)
+}
+
+/// [`execute`] with command-line arguments, for the helper programs fixtures run (`hnsctl`):
+/// they get the plugin's launcher, environment rules and deadline, so a hung helper cannot hang
+/// the run.
+pub fn execute_with_args(
+    launcher: &dyn Launcher,
+    program: &Path,
+    args: &[&str],
+    invocation: &Invocation,
+    timeout: Duration,
+) -> io::Result<Exec> {
     let started = Instant::now();
-    let mut child = spawn(launcher, program, invocation)?;
+    let mut child = spawn(launcher, program, args, invocation)?;
 
     let feeder = child.stdin.take().map(|mut pipe| {
         let bytes = invocation.stdin.clone();
@@ -135,9 +148,15 @@ pub fn execute(
     })
 }
 
-fn spawn(launcher: &dyn Launcher, program: &Path, invocation: &Invocation) -> io::Result<Child> {
+fn spawn(
+    launcher: &dyn Launcher,
+    program: &Path,
+    args: &[&str],
+    invocation: &Invocation,
+) -> io::Result<Child> {
     let mut command = launcher.command(program);
     command
+        .args(args)
         .env_clear()
         .envs(without_cni_variables(std::env::vars_os()))
         .envs(launcher.env())

@@ -7,11 +7,12 @@
 //! The template keeps host-local's `dataDir` in the case dir with `{{caseDir}}`.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::time::Duration;
 
 use serde_json::json;
 
 use crate::case::{Context, Failure};
+use crate::exec::{self, Invocation};
 use crate::fixture::{Fixture, Scope, Setting};
 use crate::launcher::Launcher;
 
@@ -93,7 +94,7 @@ impl HnsFixture {
                 "the case has no {STATE_ENV}: not on an HNS fixture"
             ))
         })?;
-        run_hnsctl(ctx.launcher, &self.hnsctl, state, args).map_err(Failure::Fail)
+        run_hnsctl(ctx.launcher, &self.hnsctl, state, args, ctx.timeout).map_err(Failure::Fail)
     }
 }
 
@@ -103,30 +104,30 @@ fn option_value(args: &[String], flag: &str) -> Option<String> {
     args.get(i + 1).cloned()
 }
 
-/// `hnsctl --state STATE args...`; its stdout, or why it failed.
+/// `hnsctl --state STATE args...`, started as the plugin is and killed at `timeout`; its stdout,
+/// or why it failed.
 fn run_hnsctl(
     launcher: &dyn Launcher,
     hnsctl: &Path,
     state: &str,
     args: &[&str],
+    timeout: Duration,
 ) -> Result<String, String> {
-    let output = launcher
-        .command(hnsctl)
-        .arg("--state")
-        .arg(state)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
+    let argv: Vec<&str> = ["--state", state]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    let exec = exec::execute_with_args(launcher, hnsctl, &argv, &Invocation::new(), timeout)
         .map_err(|e| format!("cannot run {}: {e}", hnsctl.display()))?;
-    if !output.status.success() {
+    if !exec.exit.success() {
         return Err(format!(
             "hnsctl {} failed ({}): {}",
             args.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
+            exec.exit,
+            String::from_utf8_lossy(&exec.stderr).trim()
         ));
     }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    Ok(String::from_utf8_lossy(&exec.stdout).trim().to_owned())
 }
 
 impl Fixture for HnsFixture {
@@ -138,7 +139,15 @@ impl Fixture for HnsFixture {
         let state = scope.dir.join("hcn");
         std::fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
         let state_path = scope.launcher.plugin_path(&state);
-        let hnsctl = |args: &[&str]| run_hnsctl(scope.launcher, &self.hnsctl, &state_path, args);
+        let hnsctl = |args: &[&str]| {
+            run_hnsctl(
+                scope.launcher,
+                &self.hnsctl,
+                &state_path,
+                args,
+                scope.timeout,
+            )
+        };
         if !self.network_args.is_empty() {
             let mut create = vec!["network", "create"];
             create.extend(self.network_args.iter().map(String::as_str));
@@ -161,6 +170,28 @@ impl Fixture for HnsFixture {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_hanging_hnsctl_is_killed_at_the_runs_deadline() {
+        use std::os::unix::fs::PermissionsExt;
+
+        let dir = crate::ScratchDir::new("hns-fixture-test").unwrap();
+        let hnsctl = dir.path().join("hnsctl");
+        std::fs::write(&hnsctl, "#!/bin/sh\nsleep 3\necho 0b0c0d0e\n").unwrap();
+        std::fs::set_permissions(&hnsctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let fixture = HnsFixture::new(&hnsctl, L2BRIDGE_NETWORK).unwrap();
+        let scope = Scope {
+            case_id: "hang",
+            dir: dir.path(),
+            launcher: &crate::Native,
+            timeout: Duration::from_millis(200),
+        };
+        let started = std::time::Instant::now();
+        let err = fixture.set_up(&scope).unwrap_err();
+        assert!(err.contains("still running after 200 ms"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
 
     #[test]
     fn the_network_name_comes_from_the_arguments() {
