@@ -56,13 +56,20 @@ pub fn exec(binary: &Path, command: Command, stdin: &[u8]) -> Result<Vec<u8>, Er
         .stderr(Stdio::inherit())
         .spawn()
         .map_err(|e| Error::new(ErrorCode::Io, format!("cannot run plugin {name}: {e}")))?;
-    if let Some(mut input) = child.stdin.take() {
-        // A plugin that exits without reading stdin closes the pipe; its exit status tells the rest.
-        let _ = input.write_all(stdin);
-    }
-    let output = child
-        .wait_with_output()
-        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot wait for plugin {name}: {e}")))?;
+    // stdin is fed from its own thread while stdout is drained: a plugin may write its reply
+    // before it has read the whole config, and with both larger than a pipe buffer a write
+    // followed by a read would wait on each other forever.
+    let output = std::thread::scope(|scope| {
+        if let Some(mut input) = child.stdin.take() {
+            // A plugin that exits without reading stdin closes the pipe; its exit status tells
+            // the rest.
+            scope.spawn(move || {
+                let _ = input.write_all(stdin);
+            });
+        }
+        child.wait_with_output()
+    })
+    .map_err(|e| Error::new(ErrorCode::Io, format!("cannot wait for plugin {name}: {e}")))?;
     if output.status.success() {
         return Ok(output.stdout);
     }
@@ -146,6 +153,26 @@ echo '{"cniVersion":"0.3.1","ips":[{"version":"4","address":"10.0.0.9/24"}]}'"#,
         );
         let result = add("ipam", b"{\"x\":1}\n", &[dir], Version::V1_0_0).unwrap();
         assert_eq!(result.ips[0].address.to_string(), "10.0.0.9/24");
+    }
+
+    #[test]
+    fn a_delegate_that_answers_before_reading_a_large_stdin_does_not_deadlock() {
+        let dir = scratch("large");
+        // More than a pipe buffer each way: stdout is written before stdin is read.
+        script(
+            &dir,
+            "ipam",
+            "head -c 200000 /dev/zero | tr '\\0' ' '; cat >/dev/null",
+        );
+        let stdin = vec![b' '; 200_000];
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(run("ipam", Command::Del, &stdin, &[dir]));
+        });
+        let outcome = finished
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the delegation deadlocked");
+        assert_eq!(outcome, Ok(()));
     }
 
     #[test]
