@@ -148,7 +148,8 @@ pub struct Environment {
     /// Present for ADD, DEL and CHECK.
     pub attachment: Option<AttachmentEnv>,
     pub args: CniArgs,
-    /// `CNI_PATH` split with the platform's separator (`;` on Windows, `:` elsewhere).
+    /// `CNI_PATH` split with the platform's separator (`;` on Windows, `:` elsewhere), empty
+    /// entries dropped.
     pub cni_path: Vec<PathBuf>,
 }
 
@@ -219,8 +220,14 @@ impl Environment {
             command,
             attachment,
             args: CniArgs::parse(&get("CNI_ARGS")?.unwrap_or_default())?,
+            // An empty entry (`a::b`, a trailing separator) would join plugin names onto the
+            // working directory: a lookup outside every plugin directory. It names none, so drop it.
             cni_path: cni_path
-                .map(|p| std::env::split_paths(&p).collect())
+                .map(|p| {
+                    std::env::split_paths(&p)
+                        .filter(|dir| !dir.as_os_str().is_empty())
+                        .collect()
+                })
                 .unwrap_or_default(),
         })
     }
@@ -266,6 +273,18 @@ mod tests {
         assert_eq!(e.args.get("K8S_POD_NAME"), Some("web-0"));
         assert!(e.args.ignore_unknown());
         assert_eq!(e.cni_path, vec![PathBuf::from("/opt/cni/bin")]);
+    }
+
+    #[test]
+    fn empty_cni_path_entries_are_dropped_not_read_as_the_working_directory() {
+        let separator = if cfg!(windows) { ";" } else { ":" };
+        let path = ["", "/opt/cni/bin", "", "/usr/lib/cni", ""].join(separator);
+        let mut vars = ADD.to_vec();
+        vars[4] = ("CNI_PATH", &path);
+        assert_eq!(
+            env(&vars).unwrap().cni_path,
+            [PathBuf::from("/opt/cni/bin"), PathBuf::from("/usr/lib/cni")]
+        );
     }
 
     #[test]
