@@ -52,13 +52,13 @@ pub fn container_id(id: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Validates `CNI_IFNAME` by libcni's rules: 1-15 characters, not `.`/`..`, no `/`, `:` or
+/// Validates `CNI_IFNAME` by libcni's rules: 1-15 bytes (IFNAMSIZ - 1), not `.`/`..`, no `/`, `:` or
 /// whitespace. Code 4 on failure.
 pub fn ifname(name: &str) -> Result<(), Error> {
     let problem = if name.is_empty() {
         Some("is empty")
-    } else if name.chars().count() > 15 {
-        Some("is longer than 15 characters")
+    } else if name.len() > 15 {
+        Some("is longer than 15 bytes")
     } else if name == "." || name == ".." {
         Some("must not be '.' or '..'")
     } else if name
@@ -139,7 +139,18 @@ mod tests {
         ] {
             assert!(ifname(good).is_ok(), "{good}");
         }
-        for bad in ["", ".", "..", "a/b", "a:b", "a b", "\t", "1234567890123456"] {
+        // The limit is 15 bytes, as libcni's `len` (IFNAMSIZ - 1): 8 characters, 16 bytes.
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a:b",
+            "a b",
+            "\t",
+            "1234567890123456",
+            "éééééééé",
+        ] {
             let err = ifname(bad).unwrap_err();
             assert_eq!(err.code(), ErrorCode::InvalidEnvironment, "{bad}");
             assert!(err.msg().starts_with("CNI_IFNAME"), "{}", err.msg());
