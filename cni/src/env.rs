@@ -221,7 +221,8 @@ impl Environment {
             attachment,
             args: CniArgs::parse(&get("CNI_ARGS")?.unwrap_or_default())?,
             // An empty entry (`a::b`, a trailing separator) would join plugin names onto the
-            // working directory: a lookup outside every plugin directory. It names none, so drop it.
+            // working directory, a lookup outside every plugin directory; it names none, so it
+            // is dropped.
             cni_path: cni_path
                 .map(|p| {
                     std::env::split_paths(&p)

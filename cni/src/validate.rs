@@ -52,8 +52,8 @@ pub fn container_id(id: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Validates `CNI_IFNAME` by libcni's rules: 1-15 bytes (IFNAMSIZ - 1), not `.`/`..`, no `/`, `:` or
-/// whitespace. Code 4 on failure.
+/// Validates `CNI_IFNAME` by libcni's rules: 1-15 bytes (IFNAMSIZ - 1), not `.`/`..`, no `/`,
+/// `:` or whitespace. Code 4 on failure.
 pub fn ifname(name: &str) -> Result<(), Error> {
     let problem = if name.is_empty() {
         Some("is empty")
