@@ -44,9 +44,12 @@ pub fn find_in_path(plugin_type: &str, cni_path: &[PathBuf]) -> Result<PathBuf, 
         })
 }
 
+/// How much of a failed plugin's non-error stdout is kept in the error's details.
+const MAX_STDOUT_IN_DETAILS: usize = 1000;
+
 /// Runs `binary` for `command` with `stdin`, returning its stdout on success. A failure with
-/// error JSON on stdout keeps that error's code; otherwise the exit status and stderr-free
-/// explanation become code 999.
+/// error JSON on stdout keeps that error's code; any other failure is code 999 naming the exit
+/// status, with what the plugin printed on stdout (its stderr is passed through) in the details.
 pub fn exec(binary: &Path, command: Command, stdin: &[u8]) -> Result<Vec<u8>, Error> {
     let name = binary.display().to_string();
     let mut child = Process::new(binary)
@@ -74,10 +77,20 @@ pub fn exec(binary: &Path, command: Command, stdin: &[u8]) -> Result<Vec<u8>, Er
         return Ok(output.stdout);
     }
     Err(Error::from_json(&output.stdout).unwrap_or_else(|| {
-        Error::internal(format!(
+        let error = Error::internal(format!(
             "plugin {name} failed ({}) without a CNI error on stdout",
             output.status
-        ))
+        ));
+        match String::from_utf8_lossy(&output.stdout).trim() {
+            "" => error,
+            printed => error.with_details(format!(
+                "stdout: {}",
+                printed
+                    .chars()
+                    .take(MAX_STDOUT_IN_DETAILS)
+                    .collect::<String>()
+            )),
+        }
     }))
 }
 
@@ -183,10 +196,12 @@ echo '{"cniVersion":"0.3.1","ips":[{"version":"4","address":"10.0.0.9/24"}]}'"#,
             "ipam",
             r#"echo '{"cniVersion":"1.0.0","code":11,"msg":"busy"}'; exit 1"#,
         );
-        script(&dir, "crash", "exit 2");
+        script(&dir, "crash", "echo 'fatal: store is locked'; exit 2");
         let err = run("ipam", Command::Del, b"{}", std::slice::from_ref(&dir)).unwrap_err();
         assert_eq!((err.code(), err.msg()), (ErrorCode::TryAgainLater, "busy"));
         let err = run("crash", Command::Del, b"{}", &[dir]).unwrap_err();
         assert_eq!(err.code(), ErrorCode::Internal);
+        // What it printed instead of an error object is kept, as libcni keeps it.
+        assert!(err.details().contains("fatal: store is locked"), "{err:?}");
     }
 }
