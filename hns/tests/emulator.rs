@@ -5,7 +5,7 @@ mod common;
 
 use common::{TempDir, bridge, client, endpoint_settings, network_settings};
 use hns::emulator::Emulator;
-use hns::schema::policy::{ProviderAddressPolicy, RemoteSubnetRoutePolicy};
+use hns::schema::policy::{DrMacAddressPolicy, ProviderAddressPolicy, RemoteSubnetRoutePolicy};
 use hns::schema::{
     EndpointPolicy, HostComputeNamespace, HostComputeNetwork, HostComputeQuery, ModifyRequest,
     NetworkPolicy, NetworkType, RequestType,
@@ -539,6 +539,25 @@ fn overlay_networks_get_a_dr_mac_and_keep_given_policies() {
         "{policies:?}"
     );
     assert!(policies.contains(&settings.policies[0]));
+}
+
+#[test]
+fn a_dr_mac_address_that_is_not_a_mac_is_an_invalid_policy() {
+    let dir = TempDir::new("dr-mac");
+    let client = client(&dir);
+    let mut settings = flannel_overlay_settings();
+    settings
+        .policies
+        .push(NetworkPolicy::DrMacAddress(DrMacAddressPolicy {
+            address: "zz".into(),
+        }));
+    let error = client.create_network(Guid::ZERO, &settings).unwrap_err();
+    assert_eq!(
+        (code(&error), error.kind()),
+        (HResult::HCN_E_INVALID_POLICY, ErrorKind::InvalidInput),
+        "{error}"
+    );
+    assert!(error.to_string().contains("\"zz\""), "{error}");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use ipnetwork::IpNetwork;
 
 use super::engine::State;
 use super::failure::HcnFailure;
-use super::mac::{self, Pool};
+use super::mac::{self, Mac, Pool};
 use super::policies::{apply_policy_modify, check_policies};
 use super::query::{Query, detailed_health, id_list};
 use super::state::{IPS, MAC_CURSOR, MACS, NETWORK_ENDPOINTS};
@@ -39,6 +39,7 @@ impl State<'_> {
 
     /// `HcnCreateNetwork`. Validates the document like HNS: known type, unique ID
     /// and name, parseable subnets and next hops, documented policy types, a
+    /// `DrMacAddress` that is a MAC, a
     /// valid MacPool (a default one is assigned when none is given). Overlay
     /// networks get a `DrMacAddress` policy if the document has none, as HNS adds one.
     pub fn create_network(&mut self, requested: Guid, settings: &str) -> Result<Guid, HcnFailure> {
@@ -78,6 +79,7 @@ impl State<'_> {
         }
         validate_subnets(&network)?;
         check_policies(&network.policies)?;
+        check_dr_mac_addresses(&network.policies)?;
         if network.mac_pool.is_empty() {
             network.mac_pool = mac::default_pool(id);
         }
@@ -182,6 +184,21 @@ fn validate_subnets(network: &HostComputeNetwork) -> Result<(), HcnFailure> {
             }
         }
         check_policies(&subnet.policies)?;
+    }
+    Ok(())
+}
+
+/// HNS parses a `DrMacAddress` policy's `Address` as a MAC; anything else is an invalid policy.
+fn check_dr_mac_addresses(policies: &[NetworkPolicy]) -> Result<(), HcnFailure> {
+    for policy in policies {
+        if let NetworkPolicy::DrMacAddress(DrMacAddressPolicy { address }) = policy
+            && Mac::parse(address).is_none()
+        {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_INVALID_POLICY,
+                format!("(DrMacAddress Address {address:?} is not a MAC)"),
+            ));
+        }
     }
     Ok(())
 }
