@@ -12,18 +12,23 @@ use crate::result::Success;
 use crate::validate;
 use crate::version::Version;
 
-/// File names tried for a plugin type in each directory: Windows looks for `<type>.exe` first.
-fn candidate_names(plugin_type: &str) -> Vec<String> {
-    if cfg!(windows) {
-        vec![format!("{plugin_type}.exe"), plugin_type.to_owned()]
-    } else {
-        vec![plugin_type.to_owned()]
-    }
-}
+/// Suffixes tried after a plugin type, in order, in each directory: Windows looks for
+/// `<type>.exe` first, then `<type>` (libcni's `ExecutableFileExtensions`).
+const EXECUTABLE_SUFFIXES: &[&str] = if cfg!(windows) { &[".exe", ""] } else { &[""] };
 
 /// Finds the binary for `plugin_type` in `cni_path`. The name is validated first, so it can only
 /// ever resolve to a file directly inside one of the `CNI_PATH` directories.
 pub fn find_in_path(plugin_type: &str, cni_path: &[PathBuf]) -> Result<PathBuf, Error> {
+    find_with_suffixes(plugin_type, cni_path, EXECUTABLE_SUFFIXES)
+}
+
+/// [`find_in_path`] with the platform's suffixes as a parameter, so that the Windows order is
+/// tested on every host.
+fn find_with_suffixes(
+    plugin_type: &str,
+    cni_path: &[PathBuf],
+    suffixes: &[&str],
+) -> Result<PathBuf, Error> {
     validate::plugin_type("plugin type", plugin_type)?;
     if cni_path.is_empty() {
         return Err(Error::invalid_env(
@@ -33,7 +38,11 @@ pub fn find_in_path(plugin_type: &str, cni_path: &[PathBuf]) -> Result<PathBuf, 
     }
     cni_path
         .iter()
-        .flat_map(|dir| candidate_names(plugin_type).into_iter().map(move |n| dir.join(n)))
+        .flat_map(|dir| {
+            suffixes
+                .iter()
+                .map(move |suffix| dir.join(format!("{plugin_type}{suffix}")))
+        })
         .find(|candidate| candidate.is_file())
         .ok_or_else(|| {
             let searched: Vec<_> = cni_path.iter().map(|d| d.display().to_string()).collect();
@@ -152,6 +161,32 @@ mod tests {
         assert_eq!(
             find_in_path("ipam", &[]).unwrap_err().code(),
             ErrorCode::InvalidEnvironment
+        );
+    }
+
+    #[test]
+    fn windows_tries_the_exe_first_in_each_directory_in_order() {
+        let windows = [".exe", ""];
+        let (first, second) = (scratch("exe-first"), scratch("exe-second"));
+        script(&first, "ipam", "exit 0");
+        script(&second, "ipam.exe", "exit 0");
+        let path = [first.clone(), second.clone()];
+        // Directory order wins over the suffix order, as in libcni.
+        assert_eq!(
+            find_with_suffixes("ipam", &path, &windows).unwrap(),
+            first.join("ipam")
+        );
+        script(&first, "ipam.exe", "exit 0");
+        assert_eq!(
+            find_with_suffixes("ipam", &path, &windows).unwrap(),
+            first.join("ipam.exe")
+        );
+        // Elsewhere the bare name only.
+        assert_eq!(
+            find_with_suffixes("ipam", std::slice::from_ref(&second), &[""])
+                .unwrap_err()
+                .code(),
+            ErrorCode::InvalidConfig
         );
     }
 
