@@ -60,7 +60,10 @@ pub fn protocol() -> Catalogue {
         missing_variable(ctx, "CNI_IFNAME", &["ADD", "DEL"])
     }));
     catalogue.push(Case::new("env.missing-netns", PARAMETERS, |ctx| {
-        missing_variable(ctx, "CNI_NETNS", &["ADD"])
+        missing_variable(ctx, "CNI_NETNS", &["ADD", "CHECK"])
+    }));
+    catalogue.push(Case::new("env.missing-path", PARAMETERS, |ctx| {
+        missing_variable(ctx, "CNI_PATH", &["GC"])
     }));
     catalogue.push(Case::new(
         "env.invalid-containerid",

@@ -198,3 +198,24 @@ fn a_plugin_that_cannot_start_fails_every_case_with_the_reason() {
         "cannot start /nonexistent/cni-plugin",
     );
 }
+
+#[test]
+fn a_missing_netns_or_path_accepted_where_the_spec_requires_it_fails() {
+    // Refuses a missing CNI_NETNS for ADD only, and never asks for CNI_PATH.
+    let script = r#"cat >/dev/null
+if [ -z "$CNI_NETNS" ] && [ "$CNI_COMMAND" = ADD ]; then
+    printf '{"cniVersion":"1.1.0","code":4,"msg":"CNI_NETNS is missing"}'
+    exit 1
+fi"#;
+    let report = run(script, "env.missing-");
+    assert_fails(
+        &report,
+        "env.missing-netns",
+        "CHECK without CNI_NETNS: expected error code 4",
+    );
+    assert_fails(
+        &report,
+        "env.missing-path",
+        "GC without CNI_PATH: expected error code 4",
+    );
+}

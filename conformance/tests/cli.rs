@@ -94,5 +94,5 @@ fn the_harness_own_cni_variables_do_not_leak_into_plugin_calls() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("4 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("5 passed, 0 failed"), "{stdout}");
 }
