@@ -10,7 +10,8 @@
 //!   record) is allocated with `CoTaskMemAlloc` for the caller to free with
 //!   `CoTaskMemFree`, and an out pointer stays null unless the call produced a string;
 //! - handles are opaque pointers (the emulator's handle numbers, never null);
-//! - a failure is an HRESULT plus the emulator's JSON error record, unchanged;
+//! - a failure is an HRESULT plus the emulator's JSON error record, unchanged
+//!   (a record whose `ErrorCode` is a success comes with `S_OK`, see [`returned_code`]);
 //! - no panic crosses the boundary: it becomes `E_FAIL` with a record naming it.
 //!
 //! Windows only; on other targets the crate is empty.
@@ -21,7 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 use hns::emulator::{Emulator, HcnFailure};
-use hns::{Function, Guid, HResult, RawError};
+use hns::{ErrorRecord, Function, Guid, HResult, RawError};
 use windows::Win32::System::Com::CoTaskMemAlloc;
 use windows::core::{GUID, HRESULT, PCWSTR, PWSTR};
 
@@ -197,8 +198,20 @@ unsafe fn run(
                 // cannot be allocated, the HRESULT still reports the failure.
                 let _ = unsafe { write_string(error_record, &error.record) };
             }
-            HRESULT(error.hresult.0 as i32)
+            HRESULT(returned_code(&error).0 as i32)
         }
+    }
+}
+
+/// The HRESULT a failed call returns. A record whose `ErrorCode` is a success
+/// (a fault injected with `S_OK`) is returned with `S_OK`: HNS can report a
+/// failure in the error record alone, which is why callers must treat a
+/// non-empty record as failure whatever the HRESULT.
+fn returned_code(error: &RawError) -> HResult {
+    let record: Option<ErrorRecord> = serde_json::from_str(&error.record).ok();
+    match record {
+        Some(record) if !HResult(record.error_code).is_failure() => HResult::S_OK,
+        _ => error.hresult,
     }
 }
 

@@ -46,6 +46,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("hnsctl.namespace-lifecycle", namespace_lifecycle),
         HnsCase::new("hnsctl.not-found", not_found),
         HnsCase::new("hnsctl.injected-fault", injected_fault),
+        HnsCase::new("hnsctl.record-with-success", record_with_success),
         HnsCase::new("hnsctl.host-version", host_version),
         HnsCase::new("probe.attach-detach", attach_detach),
         HnsCase::new("probe.error-records", error_records),
@@ -210,6 +211,31 @@ fn injected_fault(bench: &Bench<'_>) -> Result<String, String> {
         "0x803B0015 injected by Linux hnsctl surfaced once; the engine counted both calls"
             .to_owned(),
     )
+}
+
+/// A failure reported in the error record alone (HRESULT `S_OK`, as the emulator DLL returns a
+/// fault injected with 0) is still a failure: the backend must read the record on success too.
+fn record_with_success(bench: &Bench<'_>) -> Result<String, String> {
+    bench
+        .linux_hnsctl(&[
+            "fault",
+            "inject",
+            "--function",
+            "HcnEnumerateNetworks",
+            "--hresult",
+            "0",
+        ])?
+        .ok()?;
+    let stderr = bench.hnsctl(&["network", "list"])?.failed()?;
+    for needle in [
+        "HcnEnumerateNetworks failed with HRESULT 0x80004005",
+        "(fault injected into HcnEnumerateNetworks)",
+    ] {
+        ensure(stderr.contains(needle), || {
+            format!("error {:?} lacks {needle:?}", stderr.trim())
+        })?;
+    }
+    Ok("S_OK with a non-empty error record reported as a failure, with the record".to_owned())
 }
 
 /// `hnsctl host version` goes through `HNSCall GET /globals/version` (vmcompute.dll under Wine).
