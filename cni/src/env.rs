@@ -232,11 +232,6 @@ impl Environment {
                 .unwrap_or_default(),
         })
     }
-
-    /// Reads the process environment.
-    pub fn from_process() -> Result<Environment, Error> {
-        Environment::from_lookup(&|name| std::env::var_os(name))
-    }
 }
 
 #[cfg(test)]
