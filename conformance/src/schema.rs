@@ -264,7 +264,8 @@ impl Problems {
             return;
         };
         let mut known = vec!["name", "mac", "sandbox"];
-        if layout == Layout::V1_1 {
+        // libcni's types100 serve 1.0.0 and 1.1.0 alike, so a 1.0.0 result may carry them.
+        if matches!(layout, Layout::V1_0 | Layout::V1_1) {
             known.extend(["mtu", "socketPath", "pciID"]);
         }
         self.known_keys(path, interface, &known);
@@ -333,7 +334,9 @@ impl Problems {
         };
         const V1_1_FIELDS: [&str; 5] = ["mtu", "advmss", "priority", "table", "scope"];
         let mut known = vec!["dst", "gw"];
-        if layout == Layout::V1_1 {
+        // libcni has one Route type for 0.3.0 onwards, so its conversions keep these fields
+        // in every layout with a `routes` list.
+        if layout != Layout::Legacy {
             known.extend(V1_1_FIELDS);
         }
         self.known_keys(path, route, &known);
@@ -411,6 +414,21 @@ mod tests {
     }
 
     #[test]
+    fn accepts_what_libcni_conversions_keep_below_1_1_0() {
+        // One Route type from 0.3.0 on, and the same types for 1.0.0 and 1.1.0: the cni crate's
+        // golden 0.4.0 and 1.0.0 results carry these fields, as libcni's would.
+        assert_clean(
+            json!({"routes": [{"dst": "::/0", "mtu": 1400, "table": 100, "scope": 0}]}),
+            "0.4.0",
+        );
+        assert_clean(
+            json!({"interfaces": [{"name": "eth0", "mtu": 1450}],
+                   "routes": [{"dst": "0.0.0.0/0", "table": 5}]}),
+            "1.0.0",
+        );
+    }
+
+    #[test]
     fn flags_fields_of_the_wrong_layout() {
         assert_flags(
             json!({"ips": [{"version": "4", "address": "10.0.0.2/24"}]}),
@@ -428,15 +446,12 @@ mod tests {
             "1.0.0",
             "ips[0].version",
         );
+        // An interface's 1.1.0 fields have no place in 0.3.x/0.4.0 (libcni's types040
+        // interface has only name, mac and sandbox) ...
         assert_flags(
             json!({"interfaces": [{"name": "eth0", "mtu": 1500}]}),
-            "1.0.0",
-            "interfaces[0].mtu",
-        );
-        assert_flags(
-            json!({"routes": [{"dst": "0.0.0.0/0", "table": 5}]}),
             "0.4.0",
-            "routes[0].table",
+            "interfaces[0].mtu",
         );
         assert_flags(json!({"dns": {}}), "0.1.0", "needs ip4 or ip6");
     }
