@@ -242,6 +242,12 @@ fn init_logging(lookup: &dyn Fn(&str) -> Option<OsString>, config: Option<&NetCo
         }
         _ => format!("{command} {}:", config.map_or("?", |c| c.name.as_str())),
     };
+    // The tag comes from variables not yet validated: a control character in them must not
+    // be able to forge a log line.
+    let tag = tag
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
     logging::init(tag, &settings);
     if let Some(note) = note {
         log::warn!("{note}");

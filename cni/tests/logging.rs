@@ -99,5 +99,21 @@ fn the_log_file_and_level_come_from_the_config_or_the_environment_and_lines_are_
     assert!(log.contains("[ERROR] ADD c1/eth0: no room"), "{log}");
     assert!(!log.contains("looking for room"), "{log}");
     assert_eq!(read(&from_config).lines().count(), 2);
+
+    // A control character in an unvalidated variable cannot forge a line of its own.
+    let forged = dir.join("forged.log");
+    add(
+        &config,
+        &[
+            (cni::logging::FILE_VAR, &forged),
+            ("CNI_CONTAINERID", Path::new("c1\n[ERROR] forged")),
+        ],
+    );
+    let log = read(&forged);
+    assert!(
+        log.lines().all(|l| !l.starts_with("[ERROR] forged")),
+        "{log}"
+    );
+    assert!(log.contains("ADD c1?[ERROR] forged/eth0:"), "{log}");
     let _ = std::fs::remove_dir_all(&dir);
 }
