@@ -88,8 +88,11 @@ impl IpamConfig {
     }
 
     /// Reads the config's `ipam` section, `runtimeConfig.ipRanges` and `runtimeConfig.ips`,
-    /// `args.cni.ips`, and `CNI_ARGS` `IP=` (ignored when `args.cni.ips` is present).
+    /// `args.cni.ips`, and `CNI_ARGS` `IP=` (ignored when `args.cni.ips` is present). Other
+    /// `CNI_ARGS` keys are refused unless `IgnoreUnknown` is set, as the reference does
+    /// (runtimes always set it).
     pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<IpamConfig, Error> {
+        args.ensure_known(&["IP"])?;
         let raw_ipam = case_insensitive::get(conf.raw(), "ipam").ok_or_else(|| {
             Error::invalid_config(
                 "ipam is missing; host-local needs an \"ipam\" section with \"ranges\" or \"subnet\"",
@@ -467,6 +470,15 @@ mod tests {
             "10.244.1.0/24"
         );
         assert_eq!(config.requested[0].ip, ip("10.244.1.9"));
+    }
+
+    #[test]
+    fn unknown_cni_args_need_ignore_unknown() {
+        let subnet = json!({"type": "host-local", "subnet": "10.0.0.0/24"});
+        let err = parse_with(subnet.clone(), json!({}), "K8S_POD_NAME=web").unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidEnvironment);
+        assert!(err.msg().contains("K8S_POD_NAME"), "{}", err.msg());
+        assert!(parse_with(subnet, json!({}), "IgnoreUnknown=1;K8S_POD_NAME=web").is_ok());
     }
 
     #[test]
