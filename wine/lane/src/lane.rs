@@ -129,6 +129,6 @@ impl Bench<'_> {
             .args(args)
             .env(STATE_ENV, self.lane.launcher(side).plugin_path(&self.state))
             .env_remove(hns::backend::BACKEND_ENV);
-        process::run(command)
+        process::run(command, process::TOOL_DEADLINE)
     }
 }

@@ -5,9 +5,13 @@ use std::process::{Child, Command, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-/// A process slower than this is killed: every lane process takes well under a second once
-/// the wineserver is up, and a hung one must not hang CI.
-const DEADLINE: Duration = Duration::from_secs(60);
+/// A single tool or probe slower than this is killed: each takes well under a second once the
+/// wineserver is up, and a hung one must not hang CI.
+pub const TOOL_DEADLINE: Duration = Duration::from_secs(60);
+
+/// A whole `cni-conformance` catalogue run (58 cases, one of them 50 pods at once) takes about
+/// a minute under Wine on 2 cores; its own per-exec timeout catches a hung plugin first.
+pub const CATALOGUE_DEADLINE: Duration = Duration::from_secs(20 * 60);
 
 /// How a finished process ended and what it printed.
 #[derive(Debug, Clone)]
@@ -60,8 +64,8 @@ impl Ran {
     }
 }
 
-/// Runs `command` to completion (or the deadline) with stdin closed.
-pub fn run(mut command: Command) -> Result<Ran, String> {
+/// Runs `command` to completion (or `deadline`) with stdin closed.
+pub fn run(mut command: Command, deadline: Duration) -> Result<Ran, String> {
     let command_line = describe(&command);
     let mut child = command
         .stdin(Stdio::null())
@@ -71,7 +75,8 @@ pub fn run(mut command: Command) -> Result<Ran, String> {
         .map_err(|e| format!("cannot start `{command_line}`: {e}"))?;
     let stdout = capture(child.stdout.take());
     let stderr = capture(child.stderr.take());
-    let status = wait(&mut child).map_err(|e| format!("waiting for `{command_line}`: {e}"))?;
+    let status =
+        wait(&mut child, deadline).map_err(|e| format!("waiting for `{command_line}`: {e}"))?;
     Ok(Ran {
         command_line,
         status,
@@ -80,8 +85,8 @@ pub fn run(mut command: Command) -> Result<Ran, String> {
     })
 }
 
-fn wait(child: &mut Child) -> std::io::Result<Option<i32>> {
-    let deadline = Instant::now() + DEADLINE;
+fn wait(child: &mut Child, deadline: Duration) -> std::io::Result<Option<i32>> {
+    let deadline = Instant::now() + deadline;
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(status.code());

@@ -12,6 +12,9 @@ use crate::lane::{Lane, Side};
 use crate::process;
 use crate::table::{Outcome, Row};
 
+/// How long one plugin exec may take, on either side, before the case fails.
+const PLUGIN_TIMEOUT_MS: u64 = 60_000;
+
 /// A plugin and how to run its catalogue.
 #[derive(Debug)]
 pub struct Plugin {
@@ -144,7 +147,11 @@ impl Plugin {
             .arg("--config")
             .arg(&config)
             .arg("--json-report")
-            .arg(&report);
+            .arg(&report)
+            // Every Wine process starts a Windows process model on 2 cores; the 50-pod case
+            // runs 50 of them at once, so one exec may wait far longer than natively.
+            .arg("--timeout-ms")
+            .arg(PLUGIN_TIMEOUT_MS.to_string());
         if let Some(network) = self.hns_network {
             command
                 .arg("--hnsctl")
@@ -152,7 +159,7 @@ impl Plugin {
                 .arg("--hns-network")
                 .arg(network);
         }
-        let ran = process::run(command)?;
+        let ran = process::run(command, process::CATALOGUE_DEADLINE)?;
         // Exit 1 means a case failed, which the report says; anything else is a broken run.
         if !matches!(ran.status, Some(0 | 1)) {
             return Err(ran.failure());
