@@ -183,25 +183,11 @@ fn not_found(bench: &Bench<'_>) -> Result<String, String> {
 /// A fault injected with Linux hnsctl hits the side's next call, once, through the same engine.
 fn injected_fault(bench: &Bench<'_>) -> Result<String, String> {
     bench.linux_hnsctl(&["stats", "--reset"])?.ok()?;
-    bench
-        .linux_hnsctl(&[
-            "fault",
-            "inject",
-            "--function",
-            "HcnEnumerateNetworks",
-            "--hresult",
-            "0x803B0015",
-        ])?
-        .ok()?;
-    let stderr = bench.hnsctl(&["network", "list"])?.failed()?;
-    for needle in [
+    network_list_fails_after_fault(
+        bench,
+        "0x803B0015",
         "HcnEnumerateNetworks failed with HRESULT 0x803B0015 (HCN_E_REQUEST_UNSUPPORTED)",
-        "(fault injected into HcnEnumerateNetworks)",
-    ] {
-        ensure(stderr.contains(needle), || {
-            format!("error {:?} lacks {needle:?}", stderr.trim())
-        })?;
-    }
+    )?;
     bench.hnsctl(&["network", "list"])?.ok()?;
     let stats = parse("stats", &bench.linux_hnsctl(&["--json", "stats"])?.ok()?)?;
     ensure(stats["HcnEnumerateNetworks"] == 2, || {
@@ -216,6 +202,21 @@ fn injected_fault(bench: &Bench<'_>) -> Result<String, String> {
 /// A failure reported in the error record alone (HRESULT `S_OK`, as the emulator DLL returns a
 /// fault injected with 0) is still a failure: the backend must read the record on success too.
 fn record_with_success(bench: &Bench<'_>) -> Result<String, String> {
+    network_list_fails_after_fault(
+        bench,
+        "0",
+        "HcnEnumerateNetworks failed with HRESULT 0x80004005",
+    )?;
+    Ok("S_OK with a non-empty error record reported as a failure, with the record".to_owned())
+}
+
+/// Injects `hresult` into the side's next `HcnEnumerateNetworks` (with Linux hnsctl) and checks
+/// that the side's `hnsctl network list` fails saying `expected` and quoting the error record.
+fn network_list_fails_after_fault(
+    bench: &Bench<'_>,
+    hresult: &str,
+    expected: &str,
+) -> Result<(), String> {
     bench
         .linux_hnsctl(&[
             "fault",
@@ -223,19 +224,16 @@ fn record_with_success(bench: &Bench<'_>) -> Result<String, String> {
             "--function",
             "HcnEnumerateNetworks",
             "--hresult",
-            "0",
+            hresult,
         ])?
         .ok()?;
     let stderr = bench.hnsctl(&["network", "list"])?.failed()?;
-    for needle in [
-        "HcnEnumerateNetworks failed with HRESULT 0x80004005",
-        "(fault injected into HcnEnumerateNetworks)",
-    ] {
+    for needle in [expected, "(fault injected into HcnEnumerateNetworks)"] {
         ensure(stderr.contains(needle), || {
             format!("error {:?} lacks {needle:?}", stderr.trim())
         })?;
     }
-    Ok("S_OK with a non-empty error record reported as a failure, with the record".to_owned())
+    Ok(())
 }
 
 /// `hnsctl host version` goes through `HNSCall GET /globals/version` (vmcompute.dll under Wine).
