@@ -36,7 +36,11 @@ impl<K: NetworkKind> HnsPlugin<K> {
 /// The platform's HNS: computenetwork.dll on Windows, the emulator named by
 /// `HCN_EMULATOR_STATE` elsewhere. Unreachable is code 11 (HNS may be restarting).
 fn connect() -> Result<Client, Error> {
-    Client::from_env().map_err(|e| to_cni(&e, "connect to HNS"))
+    #[cfg(windows)]
+    let client = Ok(Client::native());
+    #[cfg(not(windows))]
+    let client = hns_emulator::Emulator::client_from_env();
+    client.map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
 }
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {

@@ -87,7 +87,7 @@ impl HnsFixture {
         FOREIGN_TYPE
     }
 
-    /// Runs `hnsctl --state STATE args...` on this case's host, started as the plugin is.
+    /// Runs `hnsctl args...` on this case's host, started as the plugin is.
     pub fn hnsctl(&self, ctx: &Context<'_>, args: &[&str]) -> Result<String, Failure> {
         let state = ctx.setting.env.get(STATE_ENV).ok_or_else(|| {
             Failure::Fail(format!(
@@ -104,8 +104,10 @@ fn option_value(args: &[String], flag: &str) -> Option<String> {
     args.get(i + 1).cloned()
 }
 
-/// `hnsctl --state STATE args...`, started as the plugin is and killed at `timeout`; its stdout,
-/// or why it failed.
+/// `hnsctl args...` with `HCN_EMULATOR_STATE=STATE`, started as the plugin is and killed at
+/// `timeout`; its stdout, or why it failed. The state goes in the environment, where the plugin
+/// finds it too: a Linux hnsctl opens the emulator there, a Windows one under Wine reaches it
+/// through the emulated computenetwork.dll.
 fn run_hnsctl(
     launcher: &dyn Launcher,
     hnsctl: &Path,
@@ -113,11 +115,8 @@ fn run_hnsctl(
     args: &[&str],
     timeout: Duration,
 ) -> Result<String, String> {
-    let argv: Vec<&str> = ["--state", state]
-        .into_iter()
-        .chain(args.iter().copied())
-        .collect();
-    let exec = exec::execute_with_args(launcher, hnsctl, &argv, &Invocation::new(), timeout)
+    let invocation = Invocation::new().set(STATE_ENV, state);
+    let exec = exec::execute_with_args(launcher, hnsctl, args, &invocation, timeout)
         .map_err(|e| format!("cannot run {}: {e}", hnsctl.display()))?;
     if !exec.exit.success() {
         return Err(format!(

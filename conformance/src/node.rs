@@ -13,12 +13,12 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use hns::emulator::{Emulator, Engine};
 use hns::schema::{
     HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, Ipam, NetworkType,
     Route, Subnet,
 };
 use hns::{Client, Guid};
+use hns_emulator::{Emulator, Engine};
 use ipnetwork::IpNetwork;
 use serde_json::{Value, json};
 
@@ -215,7 +215,7 @@ impl Node {
             .env("CNI_CONTAINERID", call.container_id)
             .env("CNI_IFNAME", call.ifname)
             .env("CNI_PATH", self.dir.join("bin"))
-            .env(hns::emulator::STATE_ENV, self.state())
+            .env(hns_emulator::STATE_ENV, self.state())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

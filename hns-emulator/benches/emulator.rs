@@ -1,16 +1,16 @@
 //! Emulator cost per call at 10 and 5,000 endpoints: open+query by ID must not
 //! grow with the number of endpoints; create and delete are shown alongside.
 //!
-//! Run: `cargo bench -p hns --bench emulator`. Prints one line per host size.
+//! Run: `cargo bench -p hns-emulator --bench emulator`. Prints one line per host size.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hns::emulator::Emulator;
 use hns::schema::{
     HostComputeEndpoint, HostComputeNetwork, IpConfig, Ipam, NetworkType, Route, Subnet,
 };
 use hns::{Client, Guid};
+use hns_emulator::Emulator;
 
 const ROUNDS: usize = 10;
 const SAMPLES_PER_ROUND: usize = 30;

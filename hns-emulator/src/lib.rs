@@ -8,6 +8,11 @@
 //!
 //! [`Engine`] is the service (no process-local state); [`Emulator`] adds a
 //! handle table and implements [`RawHcn`] for in-process use.
+//!
+//! A crate of its own so that no shipped Windows binary can contain it: native
+//! Linux builds (where there is no HNS), tests, the harness and the Wine lane's
+//! emulated `computenetwork.dll` depend on it; the plugins' Windows builds do not.
+#![forbid(unsafe_code)]
 
 mod endpoints;
 mod engine;
@@ -32,11 +37,16 @@ pub use failure::HcnFailure;
 pub use handles::{HandleKind, Handles};
 pub use host::{CrashPoint, Fault, HostState};
 
+// The engine's modules name hns's modules by path (`crate::schema::...`), as
+// they did when the emulator lived inside `hns`.
+use hns::{error, features, guid, hresult, raw, schema};
+
 use crate::error::{ErrorKind, HnsError, RawError};
 use crate::guid::Guid;
 use crate::raw::{
     EndpointHandle, Function, LoadBalancerHandle, NamespaceHandle, NetworkHandle, RawHcn,
 };
+use hns::Client;
 
 /// Environment variable naming the emulator's state root.
 pub const STATE_ENV: &str = "HCN_EMULATOR_STATE";
@@ -69,6 +79,12 @@ impl Emulator {
     /// Opens the state named by `HCN_EMULATOR_STATE`.
     pub fn from_env() -> Result<Emulator, HnsError> {
         Emulator::open(&state_root_from_env()?)
+    }
+
+    /// A typed client over the state named by `HCN_EMULATOR_STATE`: what a
+    /// native Linux build uses where a Windows build has `Client::native`.
+    pub fn client_from_env() -> Result<Client, HnsError> {
+        Ok(Client::from_box(Box::new(Emulator::from_env()?)))
     }
 
     /// The engine, for test controls (counters, faults, latency, crash points, version).

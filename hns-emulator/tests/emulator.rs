@@ -4,7 +4,6 @@
 mod common;
 
 use common::{TempDir, bridge, client, endpoint_settings, network_settings};
-use hns::emulator::Emulator;
 use hns::schema::policy::{DrMacAddressPolicy, ProviderAddressPolicy, RemoteSubnetRoutePolicy};
 use hns::schema::{
     EndpointPolicy, HostComputeNamespace, HostComputeNetwork, HostComputeQuery, ModifyRequest,
@@ -13,6 +12,7 @@ use hns::schema::{
 use hns::{
     Client, ErrorKind, ErrorRecord, Feature, Function, Guid, HResult, HnsError, HnsVersion, RawHcn,
 };
+use hns_emulator::Emulator;
 
 fn guid(text: &str) -> Guid {
     text.parse().unwrap()

@@ -12,9 +12,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{TempDir, bridge, client, endpoint_settings};
-use hns::emulator::Emulator;
 use hns::schema::HostComputeNamespace;
 use hns::{Client, Function, Guid};
+use hns_emulator::Emulator;
 
 const ROLE: &str = "HNS_TEST_ROLE";
 const INDEX: &str = "HNS_TEST_INDEX";
@@ -215,96 +215,4 @@ fn processes_killed_mid_call_leave_a_loadable_state() {
         }
     }
     assert_consistent(&dir.0, &client, network);
-}
-
-#[test]
-fn hnsctl_drives_the_emulator_and_reports_errors_on_one_line() {
-    let dir = TempDir::new("hnsctl");
-    let hnsctl = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_hnsctl"))
-            .args(args)
-            .env("HCN_EMULATOR_STATE", &dir.0)
-            .output()
-            .unwrap()
-    };
-    let created = hnsctl(&[
-        "network",
-        "create",
-        "--name",
-        "flannel.4096",
-        "--type",
-        "Overlay",
-        "--subnet",
-        "10.244.1.0/24",
-        "--gateway",
-        "10.244.1.1",
-        "--vni",
-        "4096",
-        "--vxlan-port",
-        "4789",
-        "--provider-address",
-        "192.168.1.10",
-        "--dr-mac",
-        "0E-2A-C0-A8-01-0A",
-    ]);
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
-    );
-    let shown = hnsctl(&["--json", "network", "show", "flannel.4096"]);
-    let network: hns::schema::HostComputeNetwork = serde_json::from_slice(&shown.stdout).unwrap();
-    let json = serde_json::to_string(&network).unwrap();
-    for needle in [
-        r#""ProviderAddress":"192.168.1.10""#,
-        r#""Address":"0E-2A-C0-A8-01-0A""#,
-        r#""IsolationId":4096"#,
-        r#""Port":4789"#,
-    ] {
-        assert!(json.contains(needle), "{needle} missing in {json}");
-    }
-    let namespace = hnsctl(&["namespace", "create"]);
-    let text = String::from_utf8(namespace.stdout).unwrap();
-    assert!(
-        text.trim().parse::<Guid>().is_ok() && text.lines().count() == 1,
-        "{text:?}"
-    );
-    let stats = hnsctl(&["--json", "stats"]);
-    let counters: std::collections::BTreeMap<String, u64> =
-        serde_json::from_slice(&stats.stdout).unwrap();
-    assert_eq!(counters["HcnCreateNetwork"], 1);
-    assert_eq!(counters["HcnCreateNamespace"], 1);
-
-    let failed = hnsctl(&["endpoint", "delete", "deadbeef-0000-0000-0000-000000000001"]);
-    assert!(!failed.status.success());
-    let stderr = String::from_utf8(failed.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("0x803B0002"), "{stderr}");
-
-    let unset = Command::new(env!("CARGO_BIN_EXE_hnsctl"))
-        .args(["network", "list"])
-        .env_remove("HCN_EMULATOR_STATE")
-        .output()
-        .unwrap();
-    assert!(!unset.status.success());
-    assert!(String::from_utf8_lossy(&unset.stderr).contains("HCN_EMULATOR_STATE is not set"));
-}
-
-#[test]
-fn hnsctl_refuses_an_empty_state_directory() {
-    let cwd = TempDir::new("hnsctl-empty-state");
-    let output = Command::new(env!("CARGO_BIN_EXE_hnsctl"))
-        .args(["--state", "", "network", "list"])
-        .current_dir(&cwd.0)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("--state"), "{stderr}");
-    let written: Vec<_> = std::fs::read_dir(&cwd.0).unwrap().collect();
-    assert!(
-        written.is_empty(),
-        "state written into the working directory: {written:?}"
-    );
 }

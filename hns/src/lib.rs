@@ -2,21 +2,20 @@
 //!
 //! Two layers:
 //! - [`RawHcn`]: computenetwork.dll function for function (JSON strings, opaque
-//!   handles, GUIDs, errors with HRESULT and error record). Implemented by
-//!   [`native::ComputeNetwork`] (Windows only) and by [`emulator::Emulator`], a
-//!   file-backed HNS that behaves like the real service on any platform.
+//!   handles, GUIDs, errors with HRESULT and error record). Implemented on
+//!   Windows by [`native::ComputeNetwork`]; the `hns-emulator` crate implements
+//!   it too, as a file-backed HNS for Linux builds and tests. This crate holds
+//!   no test double: it is what ships.
 //! - [`Client`]: one typed client, generic over the raw layer, that composes
 //!   calls with the fewest round trips and decodes the [`schema`] documents.
 //!
 //! The typed layer is shared, so what the tests prove on the emulator is the
 //! code that runs on Windows.
 
-pub mod backend;
 pub mod client;
-pub mod emulator;
-mod error;
+pub mod error;
 pub mod features;
-mod guid;
+pub mod guid;
 pub mod hresult;
 #[cfg(windows)]
 pub mod native;

@@ -2,24 +2,20 @@
 
 use std::collections::BTreeMap;
 
-use hns::{Function, HResult, HnsVersion};
-
-use crate::args::Args;
+#[cfg(not(windows))]
+use crate::cli::FaultCommand;
+use crate::cli::HostCommand;
 use crate::{Context, print_json};
 
 /// `hnsctl host version|features`
-pub fn host(context: &Context, mut args: Args) -> Result<(), String> {
-    let action = args.required_word("host action (version, features)")?;
-    match action.as_str() {
-        "version" => {
-            if let Some(version) = args.parsed::<HnsVersion>("set", "MAJOR.MINOR, e.g. 13.2")? {
-                args.finish("host version")?;
-                return context
-                    .engine("host version --set")?
-                    .set_version(version)
-                    .map_err(|e| e.to_string());
-            }
-            args.finish("host version")?;
+pub fn host(context: &Context, command: HostCommand) -> Result<(), String> {
+    match command {
+        #[cfg(not(windows))]
+        HostCommand::Version { set: Some(version) } => context
+            .engine
+            .set_version(version)
+            .map_err(|e| e.to_string()),
+        HostCommand::Version { .. } => {
             let version = context.client.version().map_err(|e| e.to_string())?;
             if context.json {
                 return print_json(&version);
@@ -27,8 +23,7 @@ pub fn host(context: &Context, mut args: Args) -> Result<(), String> {
             println!("{version}");
             Ok(())
         }
-        "features" => {
-            args.finish("host features")?;
+        HostCommand::Features => {
             let features = context
                 .client
                 .supported_features()
@@ -47,21 +42,16 @@ pub fn host(context: &Context, mut args: Args) -> Result<(), String> {
             }
             Ok(())
         }
-        other => Err(format!(
-            "unknown host action {other:?}; expected version or features"
-        )),
     }
 }
 
 /// `hnsctl stats [--reset]`
-pub fn stats(context: &Context, mut args: Args) -> Result<(), String> {
-    let reset = args.flag("reset");
-    args.finish("stats")?;
-    let engine = context.engine("stats")?;
+#[cfg(not(windows))]
+pub fn stats(context: &Context, reset: bool) -> Result<(), String> {
     let counters = if reset {
-        engine.reset_stats()
+        context.engine.reset_stats()
     } else {
-        engine.stats()
+        context.engine.stats()
     }
     .map_err(|e| e.to_string())?;
     if context.json {
@@ -74,57 +64,23 @@ pub fn stats(context: &Context, mut args: Args) -> Result<(), String> {
 }
 
 /// `hnsctl fault inject|crash|latency|clear|list`
-pub fn fault(context: &Context, mut args: Args) -> Result<(), String> {
-    let action = args.required_word("fault action (inject, crash, latency, clear, list)")?;
-    let engine = context.engine("fault")?;
-    let function = |args: &mut Args| -> Result<Function, String> {
-        let name = args.required("function", "HcnCreateEndpoint")?;
-        Function::from_name(&name).ok_or_else(|| {
-            format!("--function {name:?}: not an HCN function name such as HcnCreateEndpoint")
-        })
-    };
-    let result = match action.as_str() {
-        "inject" => {
-            let function = function(&mut args)?;
-            let code: HResult = args.required("hresult", "0x803B0002")?.parse()?;
-            let nth = args
-                .parsed("nth", "a call number, 1 = the next call")?
-                .unwrap_or(1);
-            args.finish("fault inject")?;
-            engine.inject_fault(function, nth, code)
+#[cfg(not(windows))]
+pub fn fault(context: &Context, command: FaultCommand) -> Result<(), String> {
+    let engine = &context.engine;
+    let result = match command {
+        FaultCommand::Inject { call, hresult } => {
+            engine.inject_fault(call.function, call.nth, hresult)
         }
-        "crash" => {
-            let function = function(&mut args)?;
-            let nth = args
-                .parsed("nth", "a call number, 1 = the next call")?
-                .unwrap_or(1);
-            args.finish("fault crash")?;
-            engine.crash_after(function, nth)
-        }
-        "latency" => {
-            let micros = args
-                .parsed("micros", "microseconds")?
-                .ok_or("missing --micros (e.g. --micros 5000)")?;
-            args.finish("fault latency")?;
-            engine.set_latency(micros)
-        }
-        "clear" => {
-            args.finish("fault clear")?;
-            engine.clear_controls()
-        }
-        "list" => {
-            args.finish("fault list")?;
+        FaultCommand::Crash { call } => engine.crash_after(call.function, call.nth),
+        FaultCommand::Latency { micros } => engine.set_latency(micros),
+        FaultCommand::Clear => engine.clear_controls(),
+        FaultCommand::List => {
             let host = engine
                 .with_host(|host| host.clone())
                 .map_err(|e| e.to_string())?;
             return print_json(&serde_json::json!({
                 "Faults": host.faults, "Crashes": host.crashes, "LatencyMicros": host.latency_micros,
             }));
-        }
-        other => {
-            return Err(format!(
-                "unknown fault action {other:?}; expected inject, crash, latency, clear or list"
-            ));
         }
     };
     result.map_err(|e| e.to_string())

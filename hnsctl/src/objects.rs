@@ -5,23 +5,20 @@ use hns::schema::policy::{
     VxlanPortPolicy,
 };
 use hns::schema::{
-    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, Ipam, NetworkPolicy,
-    NetworkType, Route, Subnet, SubnetPolicy,
+    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, Ipam, NetworkPolicy, Route,
+    Subnet, SubnetPolicy,
 };
 use hns::{Guid, HnsError};
-use ipnetwork::IpNetwork;
 
-use crate::args::Args;
+use crate::cli::{EndpointCommand, NamespaceCommand, NetworkCommand, NetworkCreate};
 use crate::{Context, print_json, print_pretty};
 
 /// `hnsctl network ...`
-pub fn network(context: &Context, mut args: Args) -> Result<(), String> {
-    let action = args.required_word("network action (create, list, show, delete)")?;
-    match action.as_str() {
-        "create" => {
-            let id = args.parsed::<Guid>("id", "a GUID")?.unwrap_or(Guid::ZERO);
-            let settings = network_settings(&mut args)?;
-            args.finish("network create")?;
+pub fn network(context: &Context, command: NetworkCommand) -> Result<(), String> {
+    match command {
+        NetworkCommand::Create(create) => {
+            let id = create.id.unwrap_or(Guid::ZERO);
+            let settings = network_settings(create)?;
             let network = context.client.create_network(id, &settings).map_err(fail)?;
             if context.json {
                 print_json(network.properties())
@@ -29,8 +26,7 @@ pub fn network(context: &Context, mut args: Args) -> Result<(), String> {
                 print_line(network.id())
             }
         }
-        "list" => {
-            args.finish("network list")?;
+        NetworkCommand::List => {
             let networks = context.client.list_networks().map_err(fail)?;
             if context.json {
                 return print_json(&networks);
@@ -51,32 +47,22 @@ pub fn network(context: &Context, mut args: Args) -> Result<(), String> {
             }
             Ok(())
         }
-        "show" => {
-            let id = network_id(context, &args.required_word("network ID or name")?)?;
-            args.finish("network show")?;
+        NetworkCommand::Show { network } => {
+            let id = network_id(context, &network)?;
             print_pretty(context.client.open_network(id).map_err(fail)?.properties())
         }
-        "delete" => {
-            let id = network_id(context, &args.required_word("network ID or name")?)?;
-            args.finish("network delete")?;
+        NetworkCommand::Delete { network } => {
+            let id = network_id(context, &network)?;
             context.client.delete_network(id).map_err(fail)
         }
-        other => Err(format!(
-            "unknown network action {other:?}; expected create, list, show or delete"
-        )),
     }
 }
 
 /// `hnsctl endpoint ...`
-pub fn endpoint(context: &Context, mut args: Args) -> Result<(), String> {
-    let action = args.required_word("endpoint action (list, show, delete)")?;
-    match action.as_str() {
-        "list" => {
-            let network = args
-                .option("network")
-                .map(|name| network_id(context, &name))
-                .transpose()?;
-            args.finish("endpoint list")?;
+pub fn endpoint(context: &Context, command: EndpointCommand) -> Result<(), String> {
+    match command {
+        EndpointCommand::List { network } => {
+            let network = network.map(|name| network_id(context, &name)).transpose()?;
             let endpoints = context.client.list_endpoints(network).map_err(fail)?;
             if context.json {
                 return print_json(&endpoints);
@@ -102,33 +88,21 @@ pub fn endpoint(context: &Context, mut args: Args) -> Result<(), String> {
             }
             Ok(())
         }
-        "show" => {
-            let endpoint = find_endpoint(context, &args.required_word("endpoint ID or name")?)?;
-            args.finish("endpoint show")?;
-            print_pretty(&endpoint)
-        }
-        "delete" => {
-            let endpoint = find_endpoint(context, &args.required_word("endpoint ID or name")?)?;
-            args.finish("endpoint delete")?;
+        EndpointCommand::Show { endpoint } => print_pretty(&find_endpoint(context, &endpoint)?),
+        EndpointCommand::Delete { endpoint } => {
+            let endpoint = find_endpoint(context, &endpoint)?;
             context.client.delete_endpoint(endpoint.id).map_err(fail)
         }
-        other => Err(format!(
-            "unknown endpoint action {other:?}; expected list, show or delete"
-        )),
     }
 }
 
 /// `hnsctl namespace ...`
-pub fn namespace(context: &Context, mut args: Args) -> Result<(), String> {
-    let action =
-        args.required_word("namespace action (create, list, show, delete, attach, detach)")?;
-    match action.as_str() {
-        "create" => {
-            let id = args.parsed::<Guid>("id", "a GUID")?.unwrap_or(Guid::ZERO);
-            args.finish("namespace create")?;
+pub fn namespace(context: &Context, command: NamespaceCommand) -> Result<(), String> {
+    match command {
+        NamespaceCommand::Create { id } => {
             let namespace = context
                 .client
-                .create_namespace(id, &HostComputeNamespace::default())
+                .create_namespace(id.unwrap_or(Guid::ZERO), &HostComputeNamespace::default())
                 .map_err(fail)?;
             if context.json {
                 print_json(&namespace)
@@ -136,8 +110,7 @@ pub fn namespace(context: &Context, mut args: Args) -> Result<(), String> {
                 print_line(namespace.id)
             }
         }
-        "list" => {
-            args.finish("namespace list")?;
+        NamespaceCommand::List => {
             let namespaces = context.client.list_namespaces().map_err(fail)?;
             if context.json {
                 return print_json(&namespaces);
@@ -159,36 +132,28 @@ pub fn namespace(context: &Context, mut args: Args) -> Result<(), String> {
             }
             Ok(())
         }
-        "show" => {
-            let id = guid(&args.required_word("namespace ID")?)?;
-            args.finish("namespace show")?;
-            print_pretty(
-                context
-                    .client
-                    .open_namespace(id)
-                    .map_err(fail)?
-                    .properties(),
-            )
+        NamespaceCommand::Show { id } => print_pretty(
+            context
+                .client
+                .open_namespace(id)
+                .map_err(fail)?
+                .properties(),
+        ),
+        NamespaceCommand::Delete { id } => context.client.delete_namespace(id).map_err(fail),
+        NamespaceCommand::Attach(attachment) => {
+            let endpoint = find_endpoint(context, &attachment.endpoint)?.id;
+            context
+                .client
+                .attach_endpoint(attachment.namespace, endpoint)
+                .map_err(fail)
         }
-        "delete" => {
-            let id = guid(&args.required_word("namespace ID")?)?;
-            args.finish("namespace delete")?;
-            context.client.delete_namespace(id).map_err(fail)
+        NamespaceCommand::Detach(attachment) => {
+            let endpoint = find_endpoint(context, &attachment.endpoint)?.id;
+            context
+                .client
+                .detach_endpoint(attachment.namespace, endpoint)
+                .map_err(fail)
         }
-        "attach" | "detach" => {
-            let namespace = guid(&args.required_word("namespace ID")?)?;
-            let endpoint = find_endpoint(context, &args.required_word("endpoint ID or name")?)?.id;
-            args.finish(&format!("namespace {action}"))?;
-            let result = if action == "attach" {
-                context.client.attach_endpoint(namespace, endpoint)
-            } else {
-                context.client.detach_endpoint(namespace, endpoint)
-            };
-            result.map_err(fail)
-        }
-        other => Err(format!(
-            "unknown namespace action {other:?}; expected create, list, show, delete, attach or detach"
-        )),
     }
 }
 
@@ -196,38 +161,26 @@ pub fn namespace(context: &Context, mut args: Args) -> Result<(), String> {
 /// flanneld and operators create networks. For an overlay network the
 /// provider address and DR MAC are recorded as the network policies HNS shows
 /// after flanneld created it.
-fn network_settings(args: &mut Args) -> Result<HostComputeNetwork, String> {
-    let name = args.required("name", "cbr0")?;
-    let network_type = match args
-        .required("type", "L2Bridge")?
-        .to_ascii_lowercase()
-        .as_str()
-    {
-        "l2bridge" => NetworkType::L2Bridge,
-        "l2tunnel" => NetworkType::L2Tunnel,
-        "overlay" => NetworkType::Overlay,
-        "nat" => NetworkType::Nat,
-        other => {
-            return Err(format!(
-                "--type {other:?}: expected L2Bridge, L2Tunnel, Overlay or NAT"
-            ));
-        }
-    };
-    let subnet: IpNetwork = args
-        .parsed("subnet", "a CIDR such as 10.244.1.0/24")?
-        .ok_or("missing --subnet (e.g. --subnet 10.244.1.0/24)")?;
-    let gateway: std::net::IpAddr = args
-        .parsed("gateway", "an IP address")?
-        .ok_or("missing --gateway (e.g. --gateway 10.244.1.1)")?;
+fn network_settings(create: NetworkCreate) -> Result<HostComputeNetwork, String> {
+    let NetworkCreate {
+        name,
+        network_type,
+        subnet,
+        gateway,
+        adapter,
+        vni,
+        vxlan_port,
+        provider_address,
+        dr_mac,
+        id: _,
+    } = create;
     if !subnet.contains(gateway) {
         return Err(format!(
             "--gateway {gateway} is not inside --subnet {subnet}"
         ));
     }
-    let vni: Option<u32> = args.parsed("vni", "a number such as 4096")?;
-    let vxlan_port: Option<u16> = args.parsed("vxlan-port", "a UDP port such as 4789")?;
     let mut policies = Vec::new();
-    if let Some(adapter) = args.option("adapter") {
+    if let Some(adapter) = adapter {
         policies.push(NetworkPolicy::NetAdapterName(NetAdapterNamePolicy {
             network_adapter_name: adapter,
         }));
@@ -235,12 +188,12 @@ fn network_settings(args: &mut Args) -> Result<HostComputeNetwork, String> {
     if let Some(port) = vxlan_port {
         policies.push(NetworkPolicy::VxlanPort(VxlanPortPolicy { port }));
     }
-    if let Some(address) = args.parsed::<std::net::IpAddr>("provider-address", "an IP address")? {
+    if let Some(address) = provider_address {
         policies.push(NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
             provider_address: address.to_string(),
         }));
     }
-    if let Some(mac) = args.option("dr-mac") {
+    if let Some(mac) = dr_mac {
         policies.push(NetworkPolicy::DrMacAddress(DrMacAddressPolicy {
             address: mac,
         }));
@@ -252,7 +205,7 @@ fn network_settings(args: &mut Args) -> Result<HostComputeNetwork, String> {
     };
     Ok(HostComputeNetwork {
         name,
-        network_type,
+        network_type: network_type.into(),
         policies,
         ipams: vec![Ipam {
             ipam_type: "Static".to_owned(),
@@ -296,10 +249,6 @@ fn find_endpoint(context: &Context, name_or_id: &str) -> Result<HostComputeEndpo
     endpoint
         .map(|endpoint| endpoint.into_properties())
         .ok_or_else(|| format!("no endpoint is named {name_or_id:?}"))
-}
-
-fn guid(text: &str) -> Result<Guid, String> {
-    text.parse().map_err(|e: hns::GuidParseError| e.to_string())
 }
 
 fn print_line(id: Guid) -> Result<(), String> {

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use hns::emulator::Emulator;
 use hns::schema::{
     HostComputeEndpoint, HostComputeNetwork, IpConfig, Ipam, NetworkType, Route, Subnet,
 };
 use hns::{Client, Guid};
+use hns_emulator::Emulator;
 
 /// A fresh, empty directory under the system temp dir (removed on drop).
 pub struct TempDir(pub PathBuf);

@@ -30,12 +30,12 @@ pub struct Client<R: RawHcn + ?Sized = dyn RawHcn> {
     raw: Box<R>,
 }
 
+#[cfg(windows)]
 impl Client<dyn RawHcn> {
-    /// The platform's default backend: computenetwork.dll on Windows (or the
-    /// emulator when `HNS_BACKEND=emulator`), the emulator named by
-    /// `HCN_EMULATOR_STATE` elsewhere.
-    pub fn from_env() -> Result<Client, HnsError> {
-        crate::backend::from_env().map(Client::from_box)
+    /// The host's HNS through computenetwork.dll, the only backend a Windows
+    /// build has (the emulator is a separate crate no shipped binary links).
+    pub fn native() -> Client {
+        Client::from_box(Box::new(crate::native::ComputeNetwork::new()))
     }
 }
 

@@ -4,7 +4,7 @@
 //! function `hns::native::ComputeNetwork` imports: Enumerate / Create / Open /
 //! Modify / Query…Properties / Delete / Close for networks, endpoints and
 //! namespaces, and Enumerate / Open / Query…Properties / Close for load
-//! balancers. Each export is one call of the emulator (`hns::emulator`), which
+//! balancers. Each export is one call of the emulator (`hns_emulator`), which
 //! holds all semantics; the state lives under `HCN_EMULATOR_STATE`, so
 //! `hnsctl` on Linux sees what a Windows binary did under Wine. The C-ABI
 //! conventions (UTF-16, CoTaskMem out strings, error records, no unwinding)

@@ -21,8 +21,8 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
-use hns::emulator::{Emulator, HcnFailure};
 use hns::{ErrorRecord, Function, Guid, HResult, RawError};
+use hns_emulator::{Emulator, HcnFailure};
 use windows::Win32::System::Com::CoTaskMemAlloc;
 use windows::core::{GUID, HRESULT, PCWSTR, PWSTR};
 

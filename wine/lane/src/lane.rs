@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use conformance::{Launcher, Native, Wine};
-use hns::emulator::STATE_ENV;
+use hns_emulator::STATE_ENV;
 
 use crate::process::{self, Ran};
 
@@ -127,8 +127,7 @@ impl Bench<'_> {
         let mut command = self.lane.command(side, name);
         command
             .args(args)
-            .env(STATE_ENV, self.lane.launcher(side).plugin_path(&self.state))
-            .env_remove(hns::backend::BACKEND_ENV);
+            .env(STATE_ENV, self.lane.launcher(side).plugin_path(&self.state));
         process::run(command, process::TOOL_DEADLINE)
     }
 }

@@ -43,7 +43,11 @@ fn main() -> ExitCode {
         println!("{}", abi::probe());
         return ExitCode::SUCCESS;
     }
-    let outcome = Client::from_env()
+    #[cfg(windows)]
+    let client = Ok::<_, hns::HnsError>(Client::native());
+    #[cfg(not(windows))]
+    let client = hns_emulator::Emulator::client_from_env();
+    let outcome = client
         .map_err(|error| format!("no HCN backend: {error}"))
         .and_then(|client| match command.as_str() {
             "attach" => attach(&client),

@@ -1,0 +1,321 @@
+//! The command line, declared with clap: operators get `--help` on every level, errors that
+//! name the argument and suggest the closest spelling, and shell completions
+//! (`hnsctl completions bash`).
+
+use std::net::IpAddr;
+#[cfg(not(windows))]
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use hns::Guid;
+use hns::schema::NetworkType;
+use ipnetwork::IpNetwork;
+
+/// Inspect and drive HNS from the command line: the same typed client the plugins use.
+///
+/// On Windows it talks to the host's HNS (computenetwork.dll). Elsewhere there is no HNS, so it
+/// drives the HCN emulator whose state lives in $HCN_EMULATOR_STATE (or --state DIR), and has
+/// the emulator's test controls (stats, fault, host version --set).
+#[derive(Debug, Parser)]
+#[command(name = "hnsctl", version, max_term_width = 100)]
+pub struct Cli {
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The HCN emulator's state directory (created if missing); default $HCN_EMULATOR_STATE.
+    #[cfg(not(windows))]
+    #[arg(long, global = true, value_name = "DIR", value_parser = non_empty_path)]
+    pub state: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Networks: create, list, show, delete.
+    #[command(subcommand)]
+    Network(NetworkCommand),
+    /// Endpoints: list, show, delete.
+    #[command(subcommand)]
+    Endpoint(EndpointCommand),
+    /// Namespaces: create, list, show, delete, attach, detach.
+    #[command(subcommand)]
+    Namespace(NamespaceCommand),
+    /// The host's HNS: version and supported features.
+    #[command(subcommand)]
+    Host(HostCommand),
+    /// Calls per HCN function (emulator test control).
+    #[cfg(not(windows))]
+    Stats {
+        /// Print the counters, then reset them to zero.
+        #[arg(long)]
+        reset: bool,
+    },
+    /// Injected faults, crashes and latency (emulator test controls).
+    #[cfg(not(windows))]
+    #[command(subcommand)]
+    Fault(FaultCommand),
+    /// Prints a completion script for a shell (e.g. `hnsctl completions bash > /etc/bash_completion.d/hnsctl`).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `hnsctl network ...`
+#[derive(Debug, Subcommand)]
+pub enum NetworkCommand {
+    /// Creates a network the way flanneld and operators do; prints its GUID.
+    Create(NetworkCreate),
+    /// Lists every network.
+    List,
+    /// Prints one network's document.
+    Show {
+        /// The network's GUID or name.
+        #[arg(value_name = "ID|NAME")]
+        network: String,
+    },
+    /// Deletes a network.
+    Delete {
+        /// The network's GUID or name.
+        #[arg(value_name = "ID|NAME")]
+        network: String,
+    },
+}
+
+/// `hnsctl network create` options.
+#[derive(Debug, Args)]
+pub struct NetworkCreate {
+    /// The network's name (e.g. cbr0).
+    #[arg(long)]
+    pub name: String,
+    /// The network type.
+    #[arg(long = "type", value_enum, ignore_case = true)]
+    pub network_type: TypeArg,
+    /// The subnet (e.g. 10.244.1.0/24).
+    #[arg(long, value_name = "CIDR")]
+    pub subnet: IpNetwork,
+    /// The subnet's gateway, inside --subnet (e.g. 10.244.1.1).
+    #[arg(long, value_name = "IP")]
+    pub gateway: IpAddr,
+    /// The host adapter to bind (NetAdapterName policy).
+    #[arg(long, value_name = "NAME")]
+    pub adapter: Option<String>,
+    /// The VXLAN network identifier (the subnet's VSID policy, e.g. 4096).
+    #[arg(long, value_name = "N")]
+    pub vni: Option<u32>,
+    /// The VXLAN UDP port (e.g. 4789).
+    #[arg(long, value_name = "PORT")]
+    pub vxlan_port: Option<u16>,
+    /// The host's provider address (ProviderAddress policy of an overlay network).
+    #[arg(long, value_name = "IP")]
+    pub provider_address: Option<IpAddr>,
+    /// The distributed router's MAC (DrMacAddress policy).
+    #[arg(long, value_name = "MAC")]
+    pub dr_mac: Option<String>,
+    /// The GUID to create the network with (default: HNS chooses).
+    #[arg(long, value_name = "GUID")]
+    pub id: Option<Guid>,
+}
+
+/// `--type` values, spelled as HNS spells them.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TypeArg {
+    #[value(name = "L2Bridge")]
+    L2Bridge,
+    #[value(name = "L2Tunnel")]
+    L2Tunnel,
+    #[value(name = "Overlay")]
+    Overlay,
+    #[value(name = "NAT")]
+    Nat,
+}
+
+impl From<TypeArg> for NetworkType {
+    fn from(arg: TypeArg) -> NetworkType {
+        match arg {
+            TypeArg::L2Bridge => NetworkType::L2Bridge,
+            TypeArg::L2Tunnel => NetworkType::L2Tunnel,
+            TypeArg::Overlay => NetworkType::Overlay,
+            TypeArg::Nat => NetworkType::Nat,
+        }
+    }
+}
+
+/// `hnsctl endpoint ...`
+#[derive(Debug, Subcommand)]
+pub enum EndpointCommand {
+    /// Lists endpoints, all or one network's.
+    List {
+        /// Only the endpoints of this network (GUID or name).
+        #[arg(long, value_name = "ID|NAME")]
+        network: Option<String>,
+    },
+    /// Prints one endpoint's document.
+    Show {
+        /// The endpoint's GUID or name.
+        #[arg(value_name = "ID|NAME")]
+        endpoint: String,
+    },
+    /// Deletes an endpoint.
+    Delete {
+        /// The endpoint's GUID or name.
+        #[arg(value_name = "ID|NAME")]
+        endpoint: String,
+    },
+}
+
+/// `hnsctl namespace ...`
+#[derive(Debug, Subcommand)]
+pub enum NamespaceCommand {
+    /// Creates a namespace; prints its GUID.
+    Create {
+        /// The GUID to create the namespace with (default: HNS chooses).
+        #[arg(long, value_name = "GUID")]
+        id: Option<Guid>,
+    },
+    /// Lists every namespace.
+    List,
+    /// Prints one namespace's document.
+    Show {
+        /// The namespace's GUID.
+        id: Guid,
+    },
+    /// Deletes a namespace.
+    Delete {
+        /// The namespace's GUID.
+        id: Guid,
+    },
+    /// Attaches an endpoint to a namespace.
+    Attach(Attachment),
+    /// Detaches an endpoint from a namespace.
+    Detach(Attachment),
+}
+
+/// A namespace and an endpoint.
+#[derive(Debug, Args)]
+pub struct Attachment {
+    /// The namespace's GUID.
+    pub namespace: Guid,
+    /// The endpoint's GUID or name.
+    #[arg(value_name = "ENDPOINT")]
+    pub endpoint: String,
+}
+
+/// `hnsctl host ...`
+#[derive(Debug, Subcommand)]
+pub enum HostCommand {
+    /// Prints the HNS version.
+    Version {
+        /// Sets the emulated host's version instead (e.g. 13.2).
+        #[cfg(not(windows))]
+        #[arg(long, value_name = "MAJOR.MINOR")]
+        set: Option<hns::HnsVersion>,
+    },
+    /// Prints which HNS features the host supports.
+    Features,
+}
+
+/// `hnsctl fault ...`
+#[cfg(not(windows))]
+#[derive(Debug, Subcommand)]
+pub enum FaultCommand {
+    /// Makes the Nth next call of a function fail with an HRESULT.
+    Inject {
+        #[command(flatten)]
+        call: NthCall,
+        /// The HRESULT (0x803B0002, a decimal value or a symbolic name).
+        #[arg(long, value_name = "H")]
+        hresult: hns::HResult,
+    },
+    /// Aborts the process right after the Nth next call of a function.
+    Crash {
+        #[command(flatten)]
+        call: NthCall,
+    },
+    /// Sleeps in every call.
+    Latency {
+        /// Microseconds per call.
+        #[arg(long, value_name = "N")]
+        micros: u64,
+    },
+    /// Removes every fault, crash point and latency.
+    Clear,
+    /// Prints the faults, crash points and latency as JSON.
+    List,
+}
+
+/// Which call a fault or crash hits.
+#[cfg(not(windows))]
+#[derive(Debug, Args)]
+pub struct NthCall {
+    /// The HCN function (e.g. HcnCreateEndpoint).
+    #[arg(long, value_name = "F", value_parser = function)]
+    pub function: hns::Function,
+    /// Which call: 1 = the next one.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub nth: u64,
+}
+
+#[cfg(not(windows))]
+fn function(name: &str) -> Result<hns::Function, String> {
+    hns::Function::from_name(name)
+        .ok_or_else(|| format!("not an HCN function name such as HcnCreateEndpoint: {name:?}"))
+}
+
+#[cfg(not(windows))]
+fn non_empty_path(value: &str) -> Result<PathBuf, String> {
+    if value.is_empty() {
+        return Err("needs a directory (it is created if missing)".to_owned());
+    }
+    Ok(PathBuf::from(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn types_are_case_insensitive_and_options_take_equals() {
+        let cli = Cli::try_parse_from([
+            "hnsctl",
+            "network",
+            "create",
+            "--name=cbr0",
+            "--type",
+            "l2bridge",
+            "--subnet",
+            "10.244.1.0/24",
+            "--gateway",
+            "10.244.1.1",
+            "--json",
+        ])
+        .unwrap();
+        assert!(cli.json);
+        let Command::Network(NetworkCommand::Create(create)) = cli.command else {
+            panic!("{cli:?}");
+        };
+        assert_eq!(create.name, "cbr0");
+        assert!(matches!(create.network_type, TypeArg::L2Bridge));
+    }
+
+    #[test]
+    fn bad_values_name_the_option() {
+        let err = Cli::try_parse_from(["hnsctl", "network", "create", "--subnet", "nope"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--subnet"), "{err}");
+        let err = Cli::try_parse_from(["hnsctl", "namespace", "show", "not-a-guid"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("invalid GUID"), "{err}");
+    }
+}
