@@ -10,6 +10,7 @@
 //! - `ipMasqNetwork` joins the merged OutBoundNAT's exceptions (whatever `ipMasq` says, as in
 //!   the reference);
 //! - an IPv6 address needs an HNS with dual-stack support (11.10 and later).
+#![forbid(unsafe_code)]
 
 use std::net::IpAddr;
 

@@ -1,4 +1,5 @@
 //! `win-bridge`: the l2bridge CNI plugin (see the `cni_win_bridge` library).
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

@@ -17,6 +17,7 @@
 //!
 //! HCN V2 only: `CNI_NETNS` must be an HCN namespace GUID (containerd); `apiVersion` is
 //! accepted whatever its value.
+#![forbid(unsafe_code)]
 
 mod add;
 mod check;

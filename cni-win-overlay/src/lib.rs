@@ -21,6 +21,7 @@
 //!
 //! Port mappings, loopback DSR, DNS and user policies are the core's, so they work here too
 //! (the reference win-overlay ignores port mappings).
+#![forbid(unsafe_code)]
 
 use std::net::IpAddr;
 

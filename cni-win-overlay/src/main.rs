@@ -1,4 +1,5 @@
 //! `win-overlay`: the VXLAN overlay CNI plugin (see the `cni_win_overlay` library).
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 

@@ -5,6 +5,7 @@
 //! stdin ([`config`]), version negotiation ([`version`]), results in every spec version
 //! ([`result`]), error codes ([`error`]), delegation to IPAM plugins ([`delegate`]) and logging
 //! that never touches stdout ([`logging`]).
+#![forbid(unsafe_code)]
 
 pub mod case_insensitive;
 pub mod config;

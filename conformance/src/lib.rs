@@ -13,6 +13,7 @@
 //!
 //! Two catalogues: [`cases::protocol`] for any plugin, [`cases::hns`] for cni-win's HNS plugins
 //! on an emulated host. [`node`] is those plugins' test support (panics on failure, as tests do).
+#![forbid(unsafe_code)]
 
 pub mod case;
 pub mod cases;

@@ -12,7 +12,7 @@
 //! A crate of its own so that no shipped Windows binary can contain it: native
 //! Linux builds (where there is no HNS), tests, the harness and the Wine lane's
 //! emulated `computenetwork.dll` depend on it; the plugins' Windows builds do not.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod endpoints;
 mod engine;
@@ -44,7 +44,7 @@ use hns::{error, features, guid, hresult, raw, schema};
 use crate::error::{ErrorKind, HnsError, RawError};
 use crate::guid::Guid;
 use crate::raw::{
-    EndpointHandle, Function, LoadBalancerHandle, NamespaceHandle, NetworkHandle, RawHcn,
+    EndpointHandle, Function, Handle, LoadBalancerHandle, NamespaceHandle, NetworkHandle, RawHcn,
 };
 use hns::Client;
 
@@ -128,6 +128,15 @@ impl Emulator {
     }
 }
 
+/// Wraps a value the handle table just issued as the caller's handle.
+// The one place this crate needs `unsafe`: minting a handle is how a backend gives one out.
+#[allow(unsafe_code)]
+fn issue<H: Handle>(raw: usize) -> H {
+    // SAFETY: `Handles::open` issued `raw` from this emulator's table in the call that just
+    // succeeded and never issues a value twice, so the handle made here is its only owner.
+    unsafe { H::from_raw(raw) }
+}
+
 /// The state root from `HCN_EMULATOR_STATE`, or a `Backend` error saying how to set it.
 pub fn state_root_from_env() -> Result<PathBuf, HnsError> {
     match std::env::var_os(STATE_ENV) {
@@ -152,20 +161,21 @@ impl RawHcn for Emulator {
         let id = self.call(Function::CreateNetwork, |state| {
             state.create_network(*id, settings)
         })?;
-        Ok(NetworkHandle(self.handles.open(HandleKind::Network, id)))
+        Ok(issue(self.handles.open(HandleKind::Network, id)))
     }
 
     fn open_network(&self, id: &Guid) -> Result<NetworkHandle, RawError> {
         self.open_handle(Function::OpenNetwork, HandleKind::Network, id, |state| {
             state.open_network(*id)
         })
-        .map(NetworkHandle)
+        .map(issue)
     }
 
-    fn modify_network(&self, network: NetworkHandle, settings: &str) -> Result<(), RawError> {
+    fn modify_network(&self, network: &NetworkHandle, settings: &str) -> Result<(), RawError> {
         self.call(Function::ModifyNetwork, |state| {
             state.modify_network(
-                self.handles.resolve(HandleKind::Network, network.0)?,
+                self.handles
+                    .resolve(HandleKind::Network, network.as_raw())?,
                 settings,
             )
         })
@@ -173,11 +183,15 @@ impl RawHcn for Emulator {
 
     fn query_network_properties(
         &self,
-        network: NetworkHandle,
+        network: &NetworkHandle,
         query: &str,
     ) -> Result<String, RawError> {
         self.call(Function::QueryNetworkProperties, |state| {
-            state.query_network(self.handles.resolve(HandleKind::Network, network.0)?, query)
+            state.query_network(
+                self.handles
+                    .resolve(HandleKind::Network, network.as_raw())?,
+                query,
+            )
         })
     }
 
@@ -186,7 +200,11 @@ impl RawHcn for Emulator {
     }
 
     fn close_network(&self, network: NetworkHandle) -> Result<(), RawError> {
-        self.close_handle(Function::CloseNetwork, HandleKind::Network, network.0)
+        self.close_handle(
+            Function::CloseNetwork,
+            HandleKind::Network,
+            network.as_raw(),
+        )
     }
 
     fn enumerate_endpoints(&self, query: &str) -> Result<String, RawError> {
@@ -197,31 +215,33 @@ impl RawHcn for Emulator {
 
     fn create_endpoint(
         &self,
-        network: NetworkHandle,
+        network: &NetworkHandle,
         id: &Guid,
         settings: &str,
     ) -> Result<EndpointHandle, RawError> {
         let id = self.call(Function::CreateEndpoint, |state| {
             state.create_endpoint(
-                self.handles.resolve(HandleKind::Network, network.0)?,
+                self.handles
+                    .resolve(HandleKind::Network, network.as_raw())?,
                 *id,
                 settings,
             )
         })?;
-        Ok(EndpointHandle(self.handles.open(HandleKind::Endpoint, id)))
+        Ok(issue(self.handles.open(HandleKind::Endpoint, id)))
     }
 
     fn open_endpoint(&self, id: &Guid) -> Result<EndpointHandle, RawError> {
         self.open_handle(Function::OpenEndpoint, HandleKind::Endpoint, id, |state| {
             state.open_endpoint(*id)
         })
-        .map(EndpointHandle)
+        .map(issue)
     }
 
-    fn modify_endpoint(&self, endpoint: EndpointHandle, settings: &str) -> Result<(), RawError> {
+    fn modify_endpoint(&self, endpoint: &EndpointHandle, settings: &str) -> Result<(), RawError> {
         self.call(Function::ModifyEndpoint, |state| {
             state.modify_endpoint(
-                self.handles.resolve(HandleKind::Endpoint, endpoint.0)?,
+                self.handles
+                    .resolve(HandleKind::Endpoint, endpoint.as_raw())?,
                 settings,
             )
         })
@@ -229,12 +249,13 @@ impl RawHcn for Emulator {
 
     fn query_endpoint_properties(
         &self,
-        endpoint: EndpointHandle,
+        endpoint: &EndpointHandle,
         query: &str,
     ) -> Result<String, RawError> {
         self.call(Function::QueryEndpointProperties, |state| {
             state.query_endpoint(
-                self.handles.resolve(HandleKind::Endpoint, endpoint.0)?,
+                self.handles
+                    .resolve(HandleKind::Endpoint, endpoint.as_raw())?,
                 query,
             )
         })
@@ -245,7 +266,11 @@ impl RawHcn for Emulator {
     }
 
     fn close_endpoint(&self, endpoint: EndpointHandle) -> Result<(), RawError> {
-        self.close_handle(Function::CloseEndpoint, HandleKind::Endpoint, endpoint.0)
+        self.close_handle(
+            Function::CloseEndpoint,
+            HandleKind::Endpoint,
+            endpoint.as_raw(),
+        )
     }
 
     fn enumerate_namespaces(&self, query: &str) -> Result<String, RawError> {
@@ -258,9 +283,7 @@ impl RawHcn for Emulator {
         let id = self.call(Function::CreateNamespace, |state| {
             state.create_namespace(*id, settings)
         })?;
-        Ok(NamespaceHandle(
-            self.handles.open(HandleKind::Namespace, id),
-        ))
+        Ok(issue(self.handles.open(HandleKind::Namespace, id)))
     }
 
     fn open_namespace(&self, id: &Guid) -> Result<NamespaceHandle, RawError> {
@@ -270,13 +293,18 @@ impl RawHcn for Emulator {
             id,
             |state| state.open_namespace(*id),
         )
-        .map(NamespaceHandle)
+        .map(issue)
     }
 
-    fn modify_namespace(&self, namespace: NamespaceHandle, settings: &str) -> Result<(), RawError> {
+    fn modify_namespace(
+        &self,
+        namespace: &NamespaceHandle,
+        settings: &str,
+    ) -> Result<(), RawError> {
         self.call(Function::ModifyNamespace, |state| {
             state.modify_namespace(
-                self.handles.resolve(HandleKind::Namespace, namespace.0)?,
+                self.handles
+                    .resolve(HandleKind::Namespace, namespace.as_raw())?,
                 settings,
             )
         })
@@ -284,12 +312,13 @@ impl RawHcn for Emulator {
 
     fn query_namespace_properties(
         &self,
-        namespace: NamespaceHandle,
+        namespace: &NamespaceHandle,
         query: &str,
     ) -> Result<String, RawError> {
         self.call(Function::QueryNamespaceProperties, |state| {
             state.query_namespace(
-                self.handles.resolve(HandleKind::Namespace, namespace.0)?,
+                self.handles
+                    .resolve(HandleKind::Namespace, namespace.as_raw())?,
                 query,
             )
         })
@@ -302,7 +331,11 @@ impl RawHcn for Emulator {
     }
 
     fn close_namespace(&self, namespace: NamespaceHandle) -> Result<(), RawError> {
-        self.close_handle(Function::CloseNamespace, HandleKind::Namespace, namespace.0)
+        self.close_handle(
+            Function::CloseNamespace,
+            HandleKind::Namespace,
+            namespace.as_raw(),
+        )
     }
 
     fn enumerate_load_balancers(&self, query: &str) -> Result<String, RawError> {
@@ -318,18 +351,18 @@ impl RawHcn for Emulator {
             id,
             |state| state.open_load_balancer(*id),
         )
-        .map(LoadBalancerHandle)
+        .map(issue)
     }
 
     fn query_load_balancer_properties(
         &self,
-        load_balancer: LoadBalancerHandle,
+        load_balancer: &LoadBalancerHandle,
         query: &str,
     ) -> Result<String, RawError> {
         self.call(Function::QueryLoadBalancerProperties, |state| {
             state.query_load_balancer(
                 self.handles
-                    .resolve(HandleKind::LoadBalancer, load_balancer.0)?,
+                    .resolve(HandleKind::LoadBalancer, load_balancer.as_raw())?,
                 query,
             )
         })
@@ -339,7 +372,7 @@ impl RawHcn for Emulator {
         self.close_handle(
             Function::CloseLoadBalancer,
             HandleKind::LoadBalancer,
-            load_balancer.0,
+            load_balancer.as_raw(),
         )
     }
 

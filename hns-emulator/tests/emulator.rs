@@ -4,6 +4,7 @@
 mod common;
 
 use common::{TempDir, bridge, client, endpoint_settings, network_settings};
+use hns::raw::{Handle, NetworkHandle};
 use hns::schema::policy::{DrMacAddressPolicy, ProviderAddressPolicy, RemoteSubnetRoutePolicy};
 use hns::schema::{
     EndpointPolicy, HostComputeNamespace, HostComputeNetwork, HostComputeQuery, ModifyRequest,
@@ -418,7 +419,7 @@ fn malformed_documents_get_the_right_hresult() {
         HResult::HCN_E_NETWORK_ALREADY_EXISTS
     );
     let endpoint =
-        |settings: &str| invalid_json(emulator.create_endpoint(network, &Guid::ZERO, settings));
+        |settings: &str| invalid_json(emulator.create_endpoint(&network, &Guid::ZERO, settings));
     assert_eq!(
         endpoint(r#"{"IpConfigurations":"10.0.0.5"}"#),
         HResult::HCN_E_INVALID_JSON
@@ -442,9 +443,13 @@ fn malformed_documents_get_the_right_hresult() {
         endpoint(r#"{"HostComputeNamespace":"3fbeee42-4716-4d15-bcb6-19a846a7d111"}"#),
         HResult::E_INVALIDARG
     );
+    // A C caller of the emulated DLL can close a handle twice; HNS answers E_HANDLE.
+    // SAFETY: deliberately a second owner of a handle about to be closed: the emulator's
+    // handle table must refuse it, which is what this checks (no native code is involved).
+    let stale = unsafe { NetworkHandle::from_raw(network.as_raw()) };
     emulator.close_network(network).unwrap();
     assert_eq!(
-        emulator.close_network(network).unwrap_err().hresult,
+        emulator.close_network(stale).unwrap_err().hresult,
         HResult::E_HANDLE
     );
 }

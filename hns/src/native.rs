@@ -17,7 +17,7 @@ use crate::error::RawError;
 use crate::guid::Guid;
 use crate::hresult::HResult;
 use crate::raw::{
-    EndpointHandle, Function, LoadBalancerHandle, NamespaceHandle, NetworkHandle, RawHcn,
+    EndpointHandle, Function, Handle, LoadBalancerHandle, NamespaceHandle, NetworkHandle, RawHcn,
 };
 
 #[link(name = "vmcompute", kind = "raw-dylib")]
@@ -110,13 +110,15 @@ fn checked_string(
 }
 
 /// Like [`checked`] for calls that return a handle.
-fn checked_handle(
+fn checked_handle<H: Handle>(
     function: Function,
     call: impl FnOnce(*mut *mut c_void, *mut PWSTR) -> windows::core::Result<()>,
-) -> Result<usize, RawError> {
+) -> Result<H, RawError> {
     let mut handle: *mut c_void = std::ptr::null_mut();
     checked(function, |record| call(&mut handle, record))?;
-    Ok(handle as usize)
+    // SAFETY: HCN issued this handle in the call that just succeeded and nothing else has
+    // seen it: the value made here is its only owner.
+    Ok(unsafe { H::from_raw(handle as usize) })
 }
 
 fn closed(function: Function, result: windows::core::Result<()>) -> Result<(), RawError> {
@@ -129,219 +131,249 @@ fn closed(function: Function, result: windows::core::Result<()>) -> Result<(), R
     })
 }
 
-fn handle_ptr(handle: usize) -> *const c_void {
-    handle as *const c_void
+fn handle_ptr(handle: &impl Handle) -> *const c_void {
+    handle.as_raw() as *const c_void
 }
 
-// SAFETY (all blocks below): every pointer passed is either a live local
-// (GUIDs, out pointers, HSTRINGs that outlive the call) or a handle HCN issued
-// and the typed layer has not yet closed.
 impl RawHcn for ComputeNetwork {
     fn enumerate_networks(&self, query: &str) -> Result<String, RawError> {
         let query = HSTRING::from(query);
-        checked_string(Function::EnumerateNetworks, |out, record| unsafe {
-            hcn::HcnEnumerateNetworks(&query, out, Some(record))
+        checked_string(Function::EnumerateNetworks, |out, record| {
+            // SAFETY: `query` is a live HSTRING; `out` and `record` point at live `OutString`s the call may write once.
+            unsafe { hcn::HcnEnumerateNetworks(&query, out, Some(record)) }
         })
     }
 
     fn create_network(&self, id: &Guid, settings: &str) -> Result<NetworkHandle, RawError> {
         let (id, settings) = (to_guid(id), HSTRING::from(settings));
-        checked_handle(Function::CreateNetwork, |handle, record| unsafe {
-            hcn::HcnCreateNetwork(&id, &settings, handle, Some(record))
+        checked_handle(Function::CreateNetwork, |handle, record| {
+            // SAFETY: `id` and `settings` are live locals; `handle` and `record` point at live locals the call may write once.
+            unsafe { hcn::HcnCreateNetwork(&id, &settings, handle, Some(record)) }
         })
-        .map(NetworkHandle)
     }
 
     fn open_network(&self, id: &Guid) -> Result<NetworkHandle, RawError> {
         let id = to_guid(id);
-        checked_handle(Function::OpenNetwork, |handle, record| unsafe {
-            hcn::HcnOpenNetwork(&id, handle, Some(record))
+        checked_handle(Function::OpenNetwork, |handle, record| {
+            // SAFETY: `id` is a live local; `handle` and `record` point at live locals the call may write once.
+            unsafe { hcn::HcnOpenNetwork(&id, handle, Some(record)) }
         })
-        .map(NetworkHandle)
     }
 
-    fn modify_network(&self, network: NetworkHandle, settings: &str) -> Result<(), RawError> {
+    fn modify_network(&self, network: &NetworkHandle, settings: &str) -> Result<(), RawError> {
         let settings = HSTRING::from(settings);
-        checked(Function::ModifyNetwork, |record| unsafe {
-            hcn::HcnModifyNetwork(handle_ptr(network.0), &settings, Some(record))
+        checked(Function::ModifyNetwork, |record| {
+            // SAFETY: the handle is open (HCN issued it and only its owner, which lent it here, closes it); `settings` is a live HSTRING and `record` a live out pointer.
+            unsafe { hcn::HcnModifyNetwork(handle_ptr(network), &settings, Some(record)) }
         })
     }
 
     fn query_network_properties(
         &self,
-        network: NetworkHandle,
+        network: &NetworkHandle,
         query: &str,
     ) -> Result<String, RawError> {
         let query = HSTRING::from(query);
-        checked_string(Function::QueryNetworkProperties, |out, record| unsafe {
-            hcn::HcnQueryNetworkProperties(handle_ptr(network.0), &query, out, Some(record))
+        checked_string(Function::QueryNetworkProperties, |out, record| {
+            // SAFETY: the handle is open (HCN issued it and only its owner, which lent it here, closes it); `query` is a live HSTRING; `out` and `record` point at live `OutString`s.
+            unsafe {
+                hcn::HcnQueryNetworkProperties(handle_ptr(network), &query, out, Some(record))
+            }
         })
     }
 
     fn delete_network(&self, id: &Guid) -> Result<(), RawError> {
         let id = to_guid(id);
-        checked(Function::DeleteNetwork, |record| unsafe {
-            hcn::HcnDeleteNetwork(&id, Some(record))
+        checked(Function::DeleteNetwork, |record| {
+            // SAFETY: `id` is a live local GUID and `record` a live out pointer.
+            unsafe { hcn::HcnDeleteNetwork(&id, Some(record)) }
         })
     }
 
     fn close_network(&self, network: NetworkHandle) -> Result<(), RawError> {
-        closed(Function::CloseNetwork, unsafe {
-            hcn::HcnCloseNetwork(handle_ptr(network.0))
-        })
+        closed(
+            Function::CloseNetwork,
+            // SAFETY: the handle is open and owned by the value this call consumes, so HCN closes it exactly once.
+            unsafe { hcn::HcnCloseNetwork(handle_ptr(&network)) },
+        )
     }
 
     fn enumerate_endpoints(&self, query: &str) -> Result<String, RawError> {
         let query = HSTRING::from(query);
-        checked_string(Function::EnumerateEndpoints, |out, record| unsafe {
-            hcn::HcnEnumerateEndpoints(&query, out, Some(record))
+        checked_string(Function::EnumerateEndpoints, |out, record| {
+            // SAFETY: `query` is a live HSTRING; `out` and `record` point at live `OutString`s the call may write once.
+            unsafe { hcn::HcnEnumerateEndpoints(&query, out, Some(record)) }
         })
     }
 
     fn create_endpoint(
         &self,
-        network: NetworkHandle,
+        network: &NetworkHandle,
         id: &Guid,
         settings: &str,
     ) -> Result<EndpointHandle, RawError> {
         let (id, settings) = (to_guid(id), HSTRING::from(settings));
-        checked_handle(Function::CreateEndpoint, |handle, record| unsafe {
-            hcn::HcnCreateEndpoint(handle_ptr(network.0), &id, &settings, handle, Some(record))
+        checked_handle(Function::CreateEndpoint, |handle, record| {
+            // SAFETY: `id` and `settings` are live locals; `network` is an open handle HCN issued, borrowed from its owner for this call; `handle` and `record` point at live locals the call may write once.
+            unsafe {
+                hcn::HcnCreateEndpoint(handle_ptr(network), &id, &settings, handle, Some(record))
+            }
         })
-        .map(EndpointHandle)
     }
 
     fn open_endpoint(&self, id: &Guid) -> Result<EndpointHandle, RawError> {
         let id = to_guid(id);
-        checked_handle(Function::OpenEndpoint, |handle, record| unsafe {
-            hcn::HcnOpenEndpoint(&id, handle, Some(record))
+        checked_handle(Function::OpenEndpoint, |handle, record| {
+            // SAFETY: `id` is a live local; `handle` and `record` point at live locals the call may write once.
+            unsafe { hcn::HcnOpenEndpoint(&id, handle, Some(record)) }
         })
-        .map(EndpointHandle)
     }
 
-    fn modify_endpoint(&self, endpoint: EndpointHandle, settings: &str) -> Result<(), RawError> {
+    fn modify_endpoint(&self, endpoint: &EndpointHandle, settings: &str) -> Result<(), RawError> {
         let settings = HSTRING::from(settings);
-        checked(Function::ModifyEndpoint, |record| unsafe {
-            hcn::HcnModifyEndpoint(handle_ptr(endpoint.0), &settings, Some(record))
+        checked(Function::ModifyEndpoint, |record| {
+            // SAFETY: the handle is open (HCN issued it and only its owner, which lent it here, closes it); `settings` is a live HSTRING and `record` a live out pointer.
+            unsafe { hcn::HcnModifyEndpoint(handle_ptr(endpoint), &settings, Some(record)) }
         })
     }
 
     fn query_endpoint_properties(
         &self,
-        endpoint: EndpointHandle,
+        endpoint: &EndpointHandle,
         query: &str,
     ) -> Result<String, RawError> {
         let query = HSTRING::from(query);
-        checked_string(Function::QueryEndpointProperties, |out, record| unsafe {
-            hcn::HcnQueryEndpointProperties(handle_ptr(endpoint.0), &query, out, Some(record))
+        checked_string(Function::QueryEndpointProperties, |out, record| {
+            // SAFETY: the handle is open (HCN issued it and only its owner, which lent it here, closes it); `query` is a live HSTRING; `out` and `record` point at live `OutString`s.
+            unsafe {
+                hcn::HcnQueryEndpointProperties(handle_ptr(endpoint), &query, out, Some(record))
+            }
         })
     }
 
     fn delete_endpoint(&self, id: &Guid) -> Result<(), RawError> {
         let id = to_guid(id);
-        checked(Function::DeleteEndpoint, |record| unsafe {
-            hcn::HcnDeleteEndpoint(&id, Some(record))
+        checked(Function::DeleteEndpoint, |record| {
+            // SAFETY: `id` is a live local GUID and `record` a live out pointer.
+            unsafe { hcn::HcnDeleteEndpoint(&id, Some(record)) }
         })
     }
 
     fn close_endpoint(&self, endpoint: EndpointHandle) -> Result<(), RawError> {
-        closed(Function::CloseEndpoint, unsafe {
-            hcn::HcnCloseEndpoint(handle_ptr(endpoint.0))
-        })
+        closed(
+            Function::CloseEndpoint,
+            // SAFETY: the handle is open and owned by the value this call consumes, so HCN closes it exactly once.
+            unsafe { hcn::HcnCloseEndpoint(handle_ptr(&endpoint)) },
+        )
     }
 
     fn enumerate_namespaces(&self, query: &str) -> Result<String, RawError> {
         let query = HSTRING::from(query);
-        checked_string(Function::EnumerateNamespaces, |out, record| unsafe {
-            hcn::HcnEnumerateNamespaces(&query, out, Some(record))
+        checked_string(Function::EnumerateNamespaces, |out, record| {
+            // SAFETY: `query` is a live HSTRING; `out` and `record` point at live `OutString`s the call may write once.
+            unsafe { hcn::HcnEnumerateNamespaces(&query, out, Some(record)) }
         })
     }
 
     fn create_namespace(&self, id: &Guid, settings: &str) -> Result<NamespaceHandle, RawError> {
         let (id, settings) = (to_guid(id), HSTRING::from(settings));
-        checked_handle(Function::CreateNamespace, |handle, record| unsafe {
-            hcn::HcnCreateNamespace(&id, &settings, handle, Some(record))
+        checked_handle(Function::CreateNamespace, |handle, record| {
+            // SAFETY: `id` and `settings` are live locals; `handle` and `record` point at live locals the call may write once.
+            unsafe { hcn::HcnCreateNamespace(&id, &settings, handle, Some(record)) }
         })
-        .map(NamespaceHandle)
     }
 
     fn open_namespace(&self, id: &Guid) -> Result<NamespaceHandle, RawError> {
         let id = to_guid(id);
-        checked_handle(Function::OpenNamespace, |handle, record| unsafe {
-            hcn::HcnOpenNamespace(&id, handle, Some(record))
+        checked_handle(Function::OpenNamespace, |handle, record| {
+            // SAFETY: `id` is a live local; `handle` and `record` point at live locals the call may write once.
+            unsafe { hcn::HcnOpenNamespace(&id, handle, Some(record)) }
         })
-        .map(NamespaceHandle)
     }
 
-    fn modify_namespace(&self, namespace: NamespaceHandle, settings: &str) -> Result<(), RawError> {
+    fn modify_namespace(
+        &self,
+        namespace: &NamespaceHandle,
+        settings: &str,
+    ) -> Result<(), RawError> {
         let settings = HSTRING::from(settings);
-        checked(Function::ModifyNamespace, |record| unsafe {
-            hcn::HcnModifyNamespace(handle_ptr(namespace.0), &settings, Some(record))
+        checked(Function::ModifyNamespace, |record| {
+            // SAFETY: the handle is open (HCN issued it and only its owner, which lent it here, closes it); `settings` is a live HSTRING and `record` a live out pointer.
+            unsafe { hcn::HcnModifyNamespace(handle_ptr(namespace), &settings, Some(record)) }
         })
     }
 
     fn query_namespace_properties(
         &self,
-        namespace: NamespaceHandle,
+        namespace: &NamespaceHandle,
         query: &str,
     ) -> Result<String, RawError> {
         let query = HSTRING::from(query);
-        checked_string(Function::QueryNamespaceProperties, |out, record| unsafe {
-            hcn::HcnQueryNamespaceProperties(handle_ptr(namespace.0), &query, out, Some(record))
+        checked_string(Function::QueryNamespaceProperties, |out, record| {
+            // SAFETY: the handle is open (HCN issued it and only its owner, which lent it here, closes it); `query` is a live HSTRING; `out` and `record` point at live `OutString`s.
+            unsafe {
+                hcn::HcnQueryNamespaceProperties(handle_ptr(namespace), &query, out, Some(record))
+            }
         })
     }
 
     fn delete_namespace(&self, id: &Guid) -> Result<(), RawError> {
         let id = to_guid(id);
-        checked(Function::DeleteNamespace, |record| unsafe {
-            hcn::HcnDeleteNamespace(&id, Some(record))
+        checked(Function::DeleteNamespace, |record| {
+            // SAFETY: `id` is a live local GUID and `record` a live out pointer.
+            unsafe { hcn::HcnDeleteNamespace(&id, Some(record)) }
         })
     }
 
     fn close_namespace(&self, namespace: NamespaceHandle) -> Result<(), RawError> {
-        closed(Function::CloseNamespace, unsafe {
-            hcn::HcnCloseNamespace(handle_ptr(namespace.0))
-        })
+        closed(
+            Function::CloseNamespace,
+            // SAFETY: the handle is open and owned by the value this call consumes, so HCN closes it exactly once.
+            unsafe { hcn::HcnCloseNamespace(handle_ptr(&namespace)) },
+        )
     }
 
     fn enumerate_load_balancers(&self, query: &str) -> Result<String, RawError> {
         let query = HSTRING::from(query);
-        checked_string(Function::EnumerateLoadBalancers, |out, record| unsafe {
-            hcn::HcnEnumerateLoadBalancers(&query, out, Some(record))
+        checked_string(Function::EnumerateLoadBalancers, |out, record| {
+            // SAFETY: `query` is a live HSTRING; `out` and `record` point at live `OutString`s the call may write once.
+            unsafe { hcn::HcnEnumerateLoadBalancers(&query, out, Some(record)) }
         })
     }
 
     fn open_load_balancer(&self, id: &Guid) -> Result<LoadBalancerHandle, RawError> {
         let id = to_guid(id);
-        checked_handle(Function::OpenLoadBalancer, |handle, record| unsafe {
-            hcn::HcnOpenLoadBalancer(&id, handle, Some(record))
+        checked_handle(Function::OpenLoadBalancer, |handle, record| {
+            // SAFETY: `id` is a live local; `handle` and `record` point at live locals the call may write once.
+            unsafe { hcn::HcnOpenLoadBalancer(&id, handle, Some(record)) }
         })
-        .map(LoadBalancerHandle)
     }
 
     fn query_load_balancer_properties(
         &self,
-        load_balancer: LoadBalancerHandle,
+        load_balancer: &LoadBalancerHandle,
         query: &str,
     ) -> Result<String, RawError> {
         let query = HSTRING::from(query);
-        checked_string(
-            Function::QueryLoadBalancerProperties,
-            |out, record| unsafe {
+        checked_string(Function::QueryLoadBalancerProperties, |out, record| {
+            // SAFETY: the handle is open (HCN issued it and only its owner, which lent it here, closes it); `query` is a live HSTRING; `out` and `record` point at live `OutString`s.
+            unsafe {
                 hcn::HcnQueryLoadBalancerProperties(
-                    handle_ptr(load_balancer.0),
+                    handle_ptr(load_balancer),
                     &query,
                     out,
                     Some(record),
                 )
-            },
-        )
+            }
+        })
     }
 
     fn close_load_balancer(&self, load_balancer: LoadBalancerHandle) -> Result<(), RawError> {
-        closed(Function::CloseLoadBalancer, unsafe {
-            hcn::HcnCloseLoadBalancer(handle_ptr(load_balancer.0))
-        })
+        closed(
+            Function::CloseLoadBalancer,
+            // SAFETY: the handle is open and owned by the value this call consumes, so HCN closes it exactly once.
+            unsafe { hcn::HcnCloseLoadBalancer(handle_ptr(&load_balancer)) },
+        )
     }
 
     fn hns_call(&self, method: &str, path: &str, request: &str) -> Result<String, RawError> {
@@ -351,6 +383,8 @@ impl RawHcn for ComputeNetwork {
             HSTRING::from(request),
         );
         let mut response = OutString::new();
+        // SAFETY: the three strings are live HSTRINGs, NUL-terminated, and `response`
+        // points at a live `OutString` the call may write once.
         let code = unsafe {
             HNSCall(
                 PCWSTR(method.as_ptr()),

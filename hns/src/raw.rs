@@ -8,13 +8,57 @@
 use crate::error::RawError;
 use crate::guid::Guid;
 
+/// An open HCN object's handle, owned: the one value that may close it.
+///
+/// Handles are neither `Clone` nor `Copy`, the `close_*` calls take them by
+/// value, and only [`Handle::from_raw`] (unsafe) makes one, so safe code can
+/// neither forge a handle nor close one twice. Dropping a handle without
+/// closing it leaks the HCN object's handle (the typed client's `Open` objects
+/// close theirs on drop); it never closes anything.
+///
+/// Safe code cannot copy a handle to close it twice:
+/// ```compile_fail
+/// use hns::RawHcn;
+/// use hns::raw::NetworkHandle;
+/// fn close_twice(raw: &dyn RawHcn, network: NetworkHandle) {
+///     let _ = raw.close_network(network);
+///     let _ = raw.close_network(network);
+/// }
+/// ```
+/// nor forge one:
+/// ```compile_fail
+/// let forged = hns::raw::NetworkHandle(0x1234);
+/// ```
+pub trait Handle: std::fmt::Debug + Sized {
+    /// Wraps a handle value a backend issued.
+    ///
+    /// # Safety
+    /// `raw` must have been issued by the backend this handle will be passed
+    /// to, must still be open, and no other handle value may own it: the value
+    /// returned is the only one through which it is used and closed.
+    unsafe fn from_raw(raw: usize) -> Self;
+
+    /// The value the backend issued, for calls into it and for logs.
+    fn as_raw(&self) -> usize;
+}
+
 macro_rules! handle_types {
     ($($(#[$doc:meta])* $name:ident;)*) => {$(
         $(#[$doc])*
         ///
         /// Opaque: only the backend that issued it knows what the value means.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub struct $name(pub usize);
+        #[derive(Debug, PartialEq, Eq, Hash)]
+        pub struct $name(usize);
+
+        impl Handle for $name {
+            unsafe fn from_raw(raw: usize) -> Self {
+                $name(raw)
+            }
+
+            fn as_raw(&self) -> usize {
+                self.0
+            }
+        }
     )*};
 }
 
@@ -44,11 +88,11 @@ pub trait RawHcn: std::fmt::Debug {
     /// `HcnOpenNetwork(Id, *Network, *ErrorRecord)`.
     fn open_network(&self, id: &Guid) -> Result<NetworkHandle, RawError>;
     /// `HcnModifyNetwork(Network, Settings, *ErrorRecord)`.
-    fn modify_network(&self, network: NetworkHandle, settings: &str) -> Result<(), RawError>;
+    fn modify_network(&self, network: &NetworkHandle, settings: &str) -> Result<(), RawError>;
     /// `HcnQueryNetworkProperties(Network, Query, *Properties, *ErrorRecord)`.
     fn query_network_properties(
         &self,
-        network: NetworkHandle,
+        network: &NetworkHandle,
         query: &str,
     ) -> Result<String, RawError>;
     /// `HcnDeleteNetwork(Id, *ErrorRecord)`.
@@ -61,18 +105,18 @@ pub trait RawHcn: std::fmt::Debug {
     /// `HcnCreateEndpoint(Network, Id, Settings, *Endpoint, *ErrorRecord)`.
     fn create_endpoint(
         &self,
-        network: NetworkHandle,
+        network: &NetworkHandle,
         id: &Guid,
         settings: &str,
     ) -> Result<EndpointHandle, RawError>;
     /// `HcnOpenEndpoint(Id, *Endpoint, *ErrorRecord)`.
     fn open_endpoint(&self, id: &Guid) -> Result<EndpointHandle, RawError>;
     /// `HcnModifyEndpoint(Endpoint, Settings, *ErrorRecord)`.
-    fn modify_endpoint(&self, endpoint: EndpointHandle, settings: &str) -> Result<(), RawError>;
+    fn modify_endpoint(&self, endpoint: &EndpointHandle, settings: &str) -> Result<(), RawError>;
     /// `HcnQueryEndpointProperties(Endpoint, Query, *Properties, *ErrorRecord)`.
     fn query_endpoint_properties(
         &self,
-        endpoint: EndpointHandle,
+        endpoint: &EndpointHandle,
         query: &str,
     ) -> Result<String, RawError>;
     /// `HcnDeleteEndpoint(Id, *ErrorRecord)`.
@@ -87,11 +131,12 @@ pub trait RawHcn: std::fmt::Debug {
     /// `HcnOpenNamespace(Id, *Namespace, *ErrorRecord)`.
     fn open_namespace(&self, id: &Guid) -> Result<NamespaceHandle, RawError>;
     /// `HcnModifyNamespace(Namespace, Settings, *ErrorRecord)`.
-    fn modify_namespace(&self, namespace: NamespaceHandle, settings: &str) -> Result<(), RawError>;
+    fn modify_namespace(&self, namespace: &NamespaceHandle, settings: &str)
+    -> Result<(), RawError>;
     /// `HcnQueryNamespaceProperties(Namespace, Query, *Properties, *ErrorRecord)`.
     fn query_namespace_properties(
         &self,
-        namespace: NamespaceHandle,
+        namespace: &NamespaceHandle,
         query: &str,
     ) -> Result<String, RawError>;
     /// `HcnDeleteNamespace(Id, *ErrorRecord)`.
@@ -106,7 +151,7 @@ pub trait RawHcn: std::fmt::Debug {
     /// `HcnQueryLoadBalancerProperties(LoadBalancer, Query, *Properties, *ErrorRecord)`.
     fn query_load_balancer_properties(
         &self,
-        load_balancer: LoadBalancerHandle,
+        load_balancer: &LoadBalancerHandle,
         query: &str,
     ) -> Result<String, RawError>;
     /// `HcnCloseLoadBalancer(LoadBalancer)`.

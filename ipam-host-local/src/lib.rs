@@ -54,6 +54,7 @@
 //!   `last_reserved_ip`, and anyone's create or delete moves the directory's time, so a stamp
 //!   that does not match means someone else (the reference, an operator's `rm`) changed the
 //!   directory: the index is rebuilt from the reservation files (one O(n) pass).
+#![forbid(unsafe_code)]
 
 //! # Crash safety
 //!

@@ -1,6 +1,7 @@
 //! `cni-conformance`: runs the protocol catalogue (and, on an HCN emulator host, the HNS
 //! catalogue) against a CNI plugin binary and prints a table.
 //! Exit status: 0 when no case failed, 1 when one did, 2 for a usage error.
+#![forbid(unsafe_code)]
 
 use std::ffi::OsString;
 use std::path::PathBuf;

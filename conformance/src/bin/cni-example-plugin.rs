@@ -12,6 +12,7 @@
 //!   directory cannot be created.
 //!
 //! Error code 100 (plugin-specific): CHECK found no record, or one that differs from `prevResult`.
+#![forbid(unsafe_code)]
 
 use cni::{
     About, Error, ErrorCode, GcAttachment, Interface, IpConfig, NetConf, NetworkRequest, Plugin,

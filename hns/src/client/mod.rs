@@ -295,16 +295,15 @@ impl<R: RawHcn + ?Sized> Client<R> {
             .raw
             .open_namespace(&namespace)
             .map_err(|e| HnsError::from_raw(e, context.clone()))?;
-        let guard = open::Guard::<R, NamespaceKind> {
-            client: self,
-            handle: Some(handle),
-        };
         let request = ModifyRequest::namespace_endpoint(request_type, endpoint);
         let result = self
             .raw
-            .modify_namespace(handle, &request.to_json())
+            .modify_namespace(&handle, &request.to_json())
             .map_err(|e| HnsError::from_raw(e, context));
-        drop(guard);
+        drop(open::Guard::<R, NamespaceKind> {
+            client: self,
+            handle: Some(handle),
+        });
         result
     }
 

@@ -12,7 +12,9 @@ use serde::de::DeserializeOwned;
 use super::{Client, decode};
 use crate::error::{ErrorKind, HnsError, RawError};
 use crate::guid::Guid;
-use crate::raw::{EndpointHandle, LoadBalancerHandle, NamespaceHandle, NetworkHandle, RawHcn};
+use crate::raw::{
+    EndpointHandle, Handle, LoadBalancerHandle, NamespaceHandle, NetworkHandle, RawHcn,
+};
 use crate::schema::{
     HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNamespace, HostComputeNetwork,
     HostComputeQuery, ModifyRequest,
@@ -21,7 +23,7 @@ use crate::schema::{
 /// The per-object-type calls an [`Open`] object needs.
 pub trait ObjectKind {
     /// The raw handle type.
-    type Handle: Copy + fmt::Debug;
+    type Handle: Handle;
     /// The properties document.
     type Properties: DeserializeOwned + fmt::Debug;
     /// Name used in error messages.
@@ -29,7 +31,7 @@ pub trait ObjectKind {
     /// `HcnQuery*Properties`.
     fn query<R: RawHcn + ?Sized>(
         raw: &R,
-        handle: Self::Handle,
+        handle: &Self::Handle,
         query: &str,
     ) -> Result<String, RawError>;
     /// `HcnClose*`.
@@ -48,7 +50,7 @@ macro_rules! object_kind {
             type Handle = $handle;
             type Properties = $properties;
             const NAME: &'static str = $name;
-            fn query<R: RawHcn + ?Sized>(raw: &R, handle: $handle, query: &str) -> Result<String, RawError> {
+            fn query<R: RawHcn + ?Sized>(raw: &R, handle: &$handle, query: &str) -> Result<String, RawError> {
                 raw.$query(handle, query)
             }
             fn close<R: RawHcn + ?Sized>(raw: &R, handle: $handle) -> Result<(), RawError> {
@@ -102,18 +104,18 @@ impl<'c, R: RawHcn + ?Sized, K: ObjectKind> Open<'c, R, K> {
         handle: K::Handle,
         context: &str,
     ) -> Result<Self, HnsError> {
-        let mut guard = Guard::<R, K> {
+        let json = K::query(client.raw(), &handle, &HostComputeQuery::all().to_json());
+        let guard = Guard::<R, K> {
             client,
             handle: Some(handle),
         };
-        let json =
-            K::query(client.raw(), handle, &HostComputeQuery::all().to_json()).map_err(|e| {
-                HnsError::from_raw(e, format!("{context}: query {} properties", K::NAME))
-            })?;
+        let json = json.map_err(|e| {
+            HnsError::from_raw(e, format!("{context}: query {} properties", K::NAME))
+        })?;
         let properties = decode(&json, K::NAME)?;
         Ok(Open {
             client,
-            handle: guard.handle.take(),
+            handle: guard.disarm(),
             properties,
         })
     }
@@ -144,9 +146,9 @@ impl<'c, R: RawHcn + ?Sized, K: ObjectKind> Open<'c, R, K> {
         Ok(&self.properties)
     }
 
-    /// The raw handle, for calls this crate does not wrap.
-    pub fn raw_handle(&self) -> Result<K::Handle, HnsError> {
-        self.handle.ok_or_else(|| {
+    /// The open handle, lent for one call; the `Open` keeps it and closes it.
+    fn raw_handle(&self) -> Result<&K::Handle, HnsError> {
+        self.handle.as_ref().ok_or_else(|| {
             HnsError::new(
                 ErrorKind::Other,
                 format!("{} handle already closed", K::NAME),
@@ -245,6 +247,13 @@ pub(super) struct Guard<'c, R: RawHcn + ?Sized, K: ObjectKind> {
     pub(super) handle: Option<K::Handle>,
 }
 
+impl<R: RawHcn + ?Sized, K: ObjectKind> Guard<'_, R, K> {
+    /// Hands the handle on to its next owner instead of closing it.
+    pub(super) fn disarm(mut self) -> Option<K::Handle> {
+        self.handle.take()
+    }
+}
+
 impl<R: RawHcn + ?Sized, K: ObjectKind> Drop for Guard<'_, R, K> {
     fn drop(&mut self) {
         if let Some(handle) = self.handle.take() {
@@ -254,7 +263,8 @@ impl<R: RawHcn + ?Sized, K: ObjectKind> Drop for Guard<'_, R, K> {
 }
 
 fn close_logged<R: RawHcn + ?Sized, K: ObjectKind>(client: &Client<R>, handle: K::Handle) {
+    let raw = handle.as_raw();
     if let Err(error) = K::close(client.raw(), handle) {
-        log::warn!("closing {} handle {handle:?}: {error}", K::NAME);
+        log::warn!("closing {} handle {raw:#x}: {error}", K::NAME);
     }
 }

@@ -1,4 +1,5 @@
 //! The `host-local` CNI plugin: a thin [`cni::Plugin`] over [`ipam_host_local::HostLocal`].
+#![forbid(unsafe_code)]
 
 use cni::{About, CniArgs, Error, NetworkRequest, Plugin, Request, Success};
 use ipam_host_local::HostLocal;

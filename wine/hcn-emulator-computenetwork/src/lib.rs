@@ -16,10 +16,10 @@
 use std::ffi::c_void;
 
 use hcn_emulator_ffi::{
-    call, call_returning_handle, call_returning_string, call_without_record, emulator,
-    handle_number, read_guid, read_string,
+    call, call_returning_handle, call_returning_string, call_without_record, caller_handle,
+    emulator, read_guid, read_string,
 };
-use hns::raw::{EndpointHandle, LoadBalancerHandle, NamespaceHandle, NetworkHandle};
+use hns::raw::{EndpointHandle, Handle, LoadBalancerHandle, NamespaceHandle, NetworkHandle};
 use hns::{Function, RawHcn};
 use windows::core::{GUID, HRESULT, PCWSTR, PWSTR};
 
@@ -65,7 +65,9 @@ macro_rules! open {
             // SAFETY: the pointers as documented above.
             unsafe {
                 call_returning_handle(function, handle, error_record, || {
-                    Ok(emulator(function)?.$method(&read_guid(function, id)?)?.0)
+                    Ok(emulator(function)?
+                        .$method(&read_guid(function, id)?)?
+                        .as_raw())
                 })
             }
         }
@@ -78,7 +80,8 @@ macro_rules! modify {
         #[doc = concat!("`", stringify!($export), "(Handle, Settings, *ErrorRecord)`.")]
         ///
         /// # Safety
-        /// `settings` is null or a NUL-terminated UTF-16 string; `error_record` is null or writable.
+        /// `handle` is an open handle this DLL issued (see [`caller_handle`]); `settings` is null
+        /// or a NUL-terminated UTF-16 string; `error_record` is null or writable.
         #[unsafe(no_mangle)]
         pub unsafe extern "system" fn $export(
             handle: *const c_void,
@@ -90,7 +93,7 @@ macro_rules! modify {
             unsafe {
                 call(function, error_record, || {
                     emulator(function)?.$method(
-                        $handle(handle_number(handle)),
+                        &caller_handle::<$handle>(handle),
                         &read_string(function, "Settings", settings)?,
                     )
                 })
@@ -105,8 +108,8 @@ macro_rules! query {
         #[doc = concat!("`", stringify!($export), "(Handle, Query, *Properties, *ErrorRecord)`.")]
         ///
         /// # Safety
-        /// `query` is null or a NUL-terminated UTF-16 string; `properties` and
-        /// `error_record` are null or writable.
+        /// `handle` is an open handle this DLL issued (see [`caller_handle`]); `query` is null or
+        /// a NUL-terminated UTF-16 string; `properties` and `error_record` are null or writable.
         #[unsafe(no_mangle)]
         pub unsafe extern "system" fn $export(
             handle: *const c_void,
@@ -119,7 +122,7 @@ macro_rules! query {
             unsafe {
                 call_returning_string(function, properties, error_record, || {
                     emulator(function)?.$method(
-                        $handle(handle_number(handle)),
+                        &caller_handle::<$handle>(handle),
                         &read_string(function, "Query", query)?,
                     )
                 })
@@ -155,11 +158,16 @@ macro_rules! delete {
 macro_rules! close {
     ($export:ident = $function:ident, $method:ident, $handle:ident) => {
         #[doc = concat!("`", stringify!($export), "(Handle)`.")]
+        ///
+        /// # Safety
+        /// `handle` is a handle this DLL issued, closed at most once (see [`caller_handle`]).
         #[unsafe(no_mangle)]
-        pub extern "system" fn $export(handle: *const c_void) -> HRESULT {
+        pub unsafe extern "system" fn $export(handle: *const c_void) -> HRESULT {
             let function = Function::$function;
             call_without_record(function, || {
-                emulator(function)?.$method($handle(handle_number(handle)))
+                // SAFETY: the handle as documented above.
+                let handle = unsafe { caller_handle::<$handle>(handle) };
+                emulator(function)?.$method(handle)
             })
         }
     };
@@ -186,7 +194,7 @@ macro_rules! create {
                 call_returning_handle(function, handle, error_record, || {
                     let id = read_guid(function, id)?;
                     let settings = read_string(function, "Settings", settings)?;
-                    Ok(emulator(function)?.$method(&id, &settings)?.0)
+                    Ok(emulator(function)?.$method(&id, &settings)?.as_raw())
                 })
             }
         }
@@ -273,8 +281,9 @@ close!(
 /// `HcnCreateEndpoint(Network, Id, Settings, *Endpoint, *ErrorRecord)`.
 ///
 /// # Safety
-/// `id` is null or a GUID; `settings` is null or a NUL-terminated UTF-16
-/// string; `endpoint` and `error_record` are null or writable.
+/// `network` is an open handle this DLL issued (see [`caller_handle`]); `id` is null or a
+/// GUID; `settings` is null or a NUL-terminated UTF-16 string; `endpoint` and `error_record`
+/// are null or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "system" fn HcnCreateEndpoint(
     network: *const c_void,
@@ -290,11 +299,11 @@ pub unsafe extern "system" fn HcnCreateEndpoint(
             let id = read_guid(function, id)?;
             let settings = read_string(function, "Settings", settings)?;
             let created = emulator(function)?.create_endpoint(
-                NetworkHandle(handle_number(network)),
+                &caller_handle::<NetworkHandle>(network),
                 &id,
                 &settings,
             )?;
-            Ok(created.0)
+            Ok(created.as_raw())
         })
     }
 }

@@ -21,6 +21,7 @@ use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
+use hns::raw::Handle;
 use hns::{ErrorRecord, Function, Guid, HResult, RawError};
 use hns_emulator::{Emulator, HcnFailure};
 use windows::Win32::System::Com::CoTaskMemAlloc;
@@ -127,9 +128,15 @@ pub unsafe fn call_with_response(
     }
 }
 
-/// The emulator's handle number behind an opaque handle.
-pub fn handle_number(handle: *const c_void) -> usize {
-    handle as usize
+/// The handle a C caller passed back, as the emulator's handle type.
+///
+/// # Safety
+/// HCN's contract for the caller: `handle` is a value this DLL issued and has not closed
+/// (the emulator's handle table answers `E_HANDLE` for any other value, so a broken promise
+/// is an error, never undefined behaviour), and the caller closes it at most once.
+pub unsafe fn caller_handle<H: Handle>(handle: *const c_void) -> H {
+    // SAFETY: the caller's contract above, which is this function's.
+    unsafe { H::from_raw(handle as usize) }
 }
 
 /// Reads an input string; null reads as empty (an empty query is the default query).

@@ -6,6 +6,7 @@
 //!
 //! `scripts/wine-lane` builds and stages everything and sets up Wine (`WINE`, `WINEPREFIX`,
 //! `WINEDLLOVERRIDES`) before running this.
+#![forbid(unsafe_code)]
 
 mod hns_cases;
 mod lane;
