@@ -1,4 +1,5 @@
 //! Every error the plugin documents, through the real binary: its code and what it names.
+#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
 
 mod common;
 
@@ -131,7 +132,7 @@ fn loopback_dsr_needs_a_capable_hns_and_costs_one_call() {
 fn an_unreachable_hns_is_try_again_for_add_and_not_available_for_status() {
     let node = common::node("unreachable");
     let config = config(&node, "1.1.0");
-    let unset = BTreeMap::from([(hns_emulator::STATE_ENV, String::new())]);
+    let unset = BTreeMap::from([(cni_win_conformance::hns::STATE_ENV, String::new())]);
     let call = |command| Call {
         command,
         container_id: "pod",

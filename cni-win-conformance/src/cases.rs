@@ -16,11 +16,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{newest, silently, versions_where, with_prev_result};
-use crate::case::{Case, Context, Failure, IFNAME, Outcome};
-use crate::catalogue::Catalogue;
+use conformance::case::{Case, Context, Failure, IFNAME, Outcome};
+use conformance::cases::{newest, silently, versions_where, with_prev_result};
+use conformance::catalogue::Catalogue;
+use conformance::protocol::{expect_error, expect_result, expect_silent_success};
+
 use crate::hns::HnsFixture;
-use crate::protocol::{expect_error, expect_result, expect_silent_success};
 
 const LIFE_CYCLE: &str = "cni-win HNS life cycle";
 const ERRORS: &str = "cni-win HNS errors";
@@ -429,7 +430,7 @@ fn parallel_pods(host: &Host, ctx: &Context<'_>) -> Outcome {
     let pods: Vec<(String, String)> = (0..PARALLEL_PODS)
         .map(|i| Ok((format!("{}-{i}", ctx.container_id()), host.namespace(ctx)?)))
         .collect::<Result<_, Failure>>()?;
-    let run_all = |command: &str| -> Vec<Result<crate::exec::Exec, Failure>> {
+    let run_all = |command: &str| -> Vec<Result<conformance::exec::Exec, Failure>> {
         std::thread::scope(|scope| {
             let calls: Vec<_> = pods
                 .iter()

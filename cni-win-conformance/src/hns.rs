@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::case::{Context, Failure};
-use crate::exec::{self, Invocation};
-use crate::fixture::{Fixture, Scope, Setting};
-use crate::launcher::Launcher;
+use conformance::case::{Context, Failure};
+use conformance::exec::{self, Invocation};
+use conformance::fixture::{Fixture, Scope, Setting};
+use conformance::launcher::Launcher;
 
 /// The emulator's state variable, read by the plugins' HNS backend.
 pub const STATE_ENV: &str = "HCN_EMULATOR_STATE";
@@ -89,12 +89,12 @@ impl HnsFixture {
 
     /// Runs `hnsctl args...` on this case's host, started as the plugin is.
     pub fn hnsctl(&self, ctx: &Context<'_>, args: &[&str]) -> Result<String, Failure> {
-        let state = ctx.setting.env.get(STATE_ENV).ok_or_else(|| {
+        let state = ctx.fixture_env(STATE_ENV).ok_or_else(|| {
             Failure::Fail(format!(
                 "the case has no {STATE_ENV}: not on an HNS fixture"
             ))
         })?;
-        run_hnsctl(ctx.launcher, &self.hnsctl, state, args, ctx.timeout).map_err(Failure::Fail)
+        run_hnsctl(ctx.launcher(), &self.hnsctl, state, args, ctx.timeout()).map_err(Failure::Fail)
     }
 }
 
@@ -175,7 +175,7 @@ mod tests {
     fn a_hanging_hnsctl_is_killed_at_the_runs_deadline() {
         use std::os::unix::fs::PermissionsExt;
 
-        let dir = crate::ScratchDir::new("hns-fixture-test").unwrap();
+        let dir = tempfile::tempdir().unwrap();
         let hnsctl = dir.path().join("hnsctl");
         std::fs::write(&hnsctl, "#!/bin/sh\nsleep 3\necho 0b0c0d0e\n").unwrap();
         std::fs::set_permissions(&hnsctl, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -183,7 +183,7 @@ mod tests {
         let scope = Scope {
             case_id: "hang",
             dir: dir.path(),
-            launcher: &crate::Native,
+            launcher: &conformance::Native,
             timeout: Duration::from_millis(200),
         };
         let started = std::time::Instant::now();

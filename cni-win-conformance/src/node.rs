@@ -11,7 +11,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use hns::schema::{
     HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, Ipam, NetworkType,
@@ -22,14 +21,16 @@ use hns_emulator::{Emulator, Engine};
 use ipnetwork::IpNetwork;
 use serde_json::{Value, json};
 
+use conformance::schema::{SPEC_VERSIONS, is_at_least};
+use conformance::{Harness, Verdict};
+
+use crate::cases;
 use crate::hns::HnsFixture;
-use crate::schema::{SPEC_VERSIONS, is_at_least};
-use crate::{Harness, Verdict, cases};
 
 /// A fresh emulated node under the temp dir, removed on drop.
 #[derive(Debug)]
 pub struct Node {
-    dir: PathBuf,
+    dir: tempfile::TempDir,
     plugin: PathBuf,
 }
 
@@ -145,32 +146,28 @@ pub fn network_settings(
 impl Node {
     /// A node without networks whose plugin is the binary at `plugin`.
     pub fn new(plugin: impl Into<PathBuf>, label: &str) -> Node {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
         let plugin = plugin.into();
         let stem = plugin
             .file_stem()
             .map_or_else(|| "plugin".into(), |s| s.to_string_lossy());
-        let dir = std::env::temp_dir().join(format!(
-            "{stem}-{label}-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{stem}-{label}-"))
+            .tempdir()
+            .unwrap();
         Node { dir, plugin }
     }
 
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.dir.path()
     }
 
     pub fn state(&self) -> PathBuf {
-        self.dir.join("hcn")
+        self.dir.path().join("hcn")
     }
 
     /// Where the configs' host-local keeps its reservations (`ipam.dataDir`).
     pub fn ipam_dir(&self) -> PathBuf {
-        self.dir.join("ipam")
+        self.dir.path().join("ipam")
     }
 
     pub fn client(&self) -> Client {
@@ -214,7 +211,7 @@ impl Node {
             .env("CNI_COMMAND", call.command)
             .env("CNI_CONTAINERID", call.container_id)
             .env("CNI_IFNAME", call.ifname)
-            .env("CNI_PATH", self.dir.join("bin"))
+            .env("CNI_PATH", self.dir.path().join("bin"))
             .env(hns_emulator::STATE_ENV, self.state())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -526,12 +523,6 @@ pub mod policy {
     }
 }
 
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 /// `hnsctl` from the plugin's target directory, built first if this test run did not build it.
 pub fn hnsctl_beside(plugin: &Path) -> PathBuf {
     let dir = plugin.parent().expect("the plugin has a directory");
@@ -539,7 +530,7 @@ pub fn hnsctl_beside(plugin: &Path) -> PathBuf {
     if !path.is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "hns", "--bin", "hnsctl"])
+            .args(["build", "--quiet", "-p", "hnsctl", "--bin", "hnsctl"])
             .status()
             .expect("cargo runs");
         assert!(status.success(), "building hnsctl failed");
@@ -552,7 +543,7 @@ pub fn hnsctl_beside(plugin: &Path) -> PathBuf {
 /// valid config; prints the table and panics unless every case passed.
 pub fn assert_catalogues_pass(plugin: &Path, template: &Path, network_args: &str) {
     let fixture = HnsFixture::new(hnsctl_beside(plugin), network_args).unwrap();
-    let mut catalogue = cases::protocol();
+    let mut catalogue = conformance::cases::protocol();
     catalogue.extend(cases::hns(&fixture));
     let report = Harness::new(plugin)
         .with_fixture(Arc::new(fixture))

@@ -10,14 +10,15 @@
 //! docker (win-overlay) and containerd (sdnoverlay, `SDNROUTE`, ProviderAddress filled in by
 //! start.ps1); windows-container-networking's `flannel_overlay.conf`. Delegates naming
 //! sdnoverlay are switched to win-overlay, as a node moving to it would.
+#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
 
 mod common;
 
 use std::path::Path;
 
+use cni_win_conformance::node::policy::{nat, provider_address, route};
+use cni_win_conformance::node::{Node, load_json};
 use common::{PROVIDER_ADDRESS, node_with};
-use conformance::node::policy::{nat, provider_address, route};
-use conformance::node::{Node, load_json};
 use serde_json::{Value, json};
 
 /// How a fixture reaches the plugin.

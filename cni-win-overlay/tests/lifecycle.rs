@@ -2,12 +2,13 @@
 //! (.1) and the prefix+IPv4 MAC; the endpoint carries the provider address, the ipMasq
 //! exception and port mappings; dual-stack where HNS supports it; the call budgets with 1 and
 //! 501 endpoints. The shared ones are the HNS catalogue's.
+#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
 
 mod common;
 
+use cni_win_conformance::node::first_address;
+use cni_win_conformance::node::policy::{nat, provider_address, route};
 use common::{NETWORK, Node, PLUGIN, PROVIDER_ADDRESS, config, overlay_network};
-use conformance::node::first_address;
-use conformance::node::policy::{nat, provider_address, route};
 use serde_json::{Value, json};
 
 /// The MAC win-overlay gives the pod at 10.244.1.`last`.

@@ -132,11 +132,11 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("cni-delegate-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A fresh directory and its path; the directory goes when the guard drops.
+    fn scratch() -> (tempfile::TempDir, PathBuf) {
+        let guard = tempfile::tempdir().unwrap();
+        let path = guard.path().to_path_buf();
+        (guard, path)
     }
 
     fn script(dir: &Path, name: &str, body: &str) {
@@ -147,7 +147,7 @@ mod tests {
 
     #[test]
     fn finds_plugins_only_inside_cni_path() {
-        let dir = scratch("find");
+        let (_guard, dir) = scratch();
         script(&dir, "ipam", "exit 0");
         let path = [PathBuf::from("/nonexistent"), dir.clone()];
         assert_eq!(find_in_path("ipam", &path).unwrap(), dir.join("ipam"));
@@ -167,7 +167,7 @@ mod tests {
     #[test]
     fn windows_tries_the_exe_first_in_each_directory_in_order() {
         let windows = [".exe", ""];
-        let (first, second) = (scratch("exe-first"), scratch("exe-second"));
+        let ((_first, first), (_second, second)) = (scratch(), scratch());
         script(&first, "ipam", "exit 0");
         script(&second, "ipam.exe", "exit 0");
         let path = [first.clone(), second.clone()];
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn passes_stdin_and_command_and_reads_the_result() {
-        let dir = scratch("add");
+        let (_guard, dir) = scratch();
         script(
             &dir,
             "ipam",
@@ -205,7 +205,7 @@ echo '{"cniVersion":"0.3.1","ips":[{"version":"4","address":"10.0.0.9/24"}]}'"#,
 
     #[test]
     fn a_delegate_that_answers_before_reading_a_large_stdin_does_not_deadlock() {
-        let dir = scratch("large");
+        let (_guard, dir) = scratch();
         // More than a pipe buffer each way: stdout is written before stdin is read.
         script(
             &dir,
@@ -225,7 +225,7 @@ echo '{"cniVersion":"0.3.1","ips":[{"version":"4","address":"10.0.0.9/24"}]}'"#,
 
     #[test]
     fn propagates_the_delegates_error_code() {
-        let dir = scratch("err");
+        let (_guard, dir) = scratch();
         script(
             &dir,
             "ipam",

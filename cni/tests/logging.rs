@@ -4,7 +4,7 @@
 use cni::{About, Error, ErrorCode, NetworkRequest, Plugin, Request, Success};
 use std::collections::HashMap;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// ADD logs at info and fails; the rest succeed silently.
 struct Logs;
@@ -26,13 +26,6 @@ impl Plugin for Logs {
     fn status(&self, _: &NetworkRequest) -> Result<(), Error> {
         Ok(())
     }
-}
-
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cni-logging-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Runs a failing ADD of `c1/eth0` with `config` and the extra variables; returns stdout.
@@ -71,7 +64,8 @@ fn read(path: &Path) -> String {
 
 #[test]
 fn the_log_file_and_level_come_from_the_config_or_the_environment_and_lines_are_tagged() {
-    let dir = scratch();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let from_config = dir.join("config/plugin.log");
     let config = serde_json::json!({"cniVersion": "1.0.0", "name": "cbr0", "type": "logs",
         "logFile": from_config, "logLevel": "info"});
@@ -115,5 +109,4 @@ fn the_log_file_and_level_come_from_the_config_or_the_environment_and_lines_are_
         "{log}"
     );
     assert!(log.contains("ADD c1?[ERROR] forged/eth0:"), "{log}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

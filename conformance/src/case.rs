@@ -123,6 +123,21 @@ impl Context<'_> {
         &self.container_id
     }
 
+    /// How the plugin is started: a fixture's helper programs are started the same way.
+    pub fn launcher(&self) -> &dyn Launcher {
+        self.launcher
+    }
+
+    /// The deadline of one plugin (or helper) call.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// An environment variable the fixture set for this case.
+    pub fn fixture_env(&self, name: &str) -> Option<&str> {
+        self.setting.env.get(name).map(String::as_str)
+    }
+
     pub fn netns(&self) -> &str {
         &self.setting.netns
     }

@@ -6,9 +6,6 @@
 
 use serde_json::{Value, json};
 
-mod on_hns;
-pub use on_hns::hns;
-
 use crate::case::{Case, Context, Failure, IFNAME, Outcome};
 use crate::catalogue::Catalogue;
 use crate::protocol::{
@@ -109,7 +106,8 @@ pub fn protocol() -> Catalogue {
     catalogue
 }
 
-fn newest(ctx: &Context<'_>) -> Result<String, Failure> {
+/// The newest spec version the plugin is expected to support; skips when none.
+pub fn newest(ctx: &Context<'_>) -> Result<String, Failure> {
     ctx.versions()
         .iter()
         .max_by_key(|v| SPEC_VERSIONS.iter().position(|known| known == v))
@@ -118,7 +116,11 @@ fn newest(ctx: &Context<'_>) -> Result<String, Failure> {
 }
 
 /// The expected versions from `minimum` on (or, with `below`, before it); skips when none.
-fn versions_where(ctx: &Context<'_>, minimum: &str, below: bool) -> Result<Vec<String>, Failure> {
+pub fn versions_where(
+    ctx: &Context<'_>,
+    minimum: &str,
+    below: bool,
+) -> Result<Vec<String>, Failure> {
     let chosen: Vec<String> = ctx
         .versions()
         .iter()
@@ -274,7 +276,7 @@ fn add(ctx: &Context<'_>, version: &str) -> Result<(Value, Value), Failure> {
 
 /// The config with the ADD result as `prevResult`, as a runtime sends it for DEL (from 0.4.0 on,
 /// as libcni does) and CHECK.
-fn with_prev_result(mut config: Value, result: &Value, version: &str) -> Value {
+pub fn with_prev_result(mut config: Value, result: &Value, version: &str) -> Value {
     if is_at_least(version, "0.4.0") {
         config["prevResult"] = result.clone();
     }
@@ -282,7 +284,12 @@ fn with_prev_result(mut config: Value, result: &Value, version: &str) -> Value {
 }
 
 /// Runs a command that must succeed silently; `what` labels a failure.
-fn silently(ctx: &Context<'_>, command: &str, config: &Value, what: &str) -> Result<(), Failure> {
+pub fn silently(
+    ctx: &Context<'_>,
+    command: &str,
+    config: &Value,
+    what: &str,
+) -> Result<(), Failure> {
     let exec = ctx.call(&ctx.invocation(command).config(config))?;
     expect_silent_success(&exec).map_err(|e| Failure::Fail(format!("{what}: {e}")))
 }

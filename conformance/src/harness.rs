@@ -12,7 +12,6 @@ use crate::fixture::{Fixture, Plain, Scope};
 use crate::launcher::{Launcher, Native};
 use crate::report::{CaseReport, Report, Verdict};
 use crate::schema::SPEC_VERSIONS;
-use crate::scratch::ScratchDir;
 
 /// A plugin call taking longer than this is killed: real ones take milliseconds.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -118,7 +117,9 @@ impl Harness {
     /// Sets up the fixture, runs the check (a panic in it fails the case, not the run), and
     /// tears down; a failed tear-down fails an otherwise passing case.
     fn outcome(&self, case: &Case) -> Outcome {
-        let dir = ScratchDir::new("cni-conformance")
+        let dir = tempfile::Builder::new()
+            .prefix("cni-conformance-")
+            .tempdir()
             .map_err(|e| format!("cannot create the case's temp dir: {e}"))?;
         let fixture = case.fixture().unwrap_or(&self.fixture);
         let scope = Scope {

@@ -6,28 +6,26 @@
 //! deadline) and judges the replies with the [`protocol`] rules, which the harness implements
 //! on its own ([`schema`]) rather than with the `cni` crate it tests.
 //!
-//! Two seams keep later lanes additions rather than rewrites: a [`Launcher`] decides how the
-//! plugin is started and how host paths are spelled to it (native today; `wine64 plugin.exe`
-//! with `Z:\` paths later), and a [`Fixture`] sets up what a case needs around the plugin
-//! (nothing, or an HCN emulator host made with `hnsctl`: [`hns::HnsFixture`]).
+//! Three seams let a plugin's project add what its plugins need without forking the harness: a
+//! [`Launcher`] decides how the plugin is started and how host paths are spelled to it (natively,
+//! or `wine64 plugin.exe` with `Z:\` paths), a [`Fixture`] sets up what a case needs around the
+//! plugin, and a [`cli::Suite`] adds options, cases and a fixture to the command line.
 //!
-//! Two catalogues: [`cases::protocol`] for any plugin, [`cases::hns`] for cni-win's HNS plugins
-//! on an emulated host. [`node`] is those plugins' test support (panics on failure, as tests do).
+//! This crate knows nothing of any network back end: [`cases::protocol`] holds for every plugin.
+//! cni-win's HCN emulator host and HNS cases live in the `cni-win-conformance` crate.
 #![forbid(unsafe_code)]
 
 pub mod case;
 pub mod cases;
 pub mod catalogue;
+pub mod cli;
 pub mod exec;
 pub mod fixture;
 pub mod harness;
-pub mod hns;
 pub mod launcher;
-pub mod node;
 pub mod protocol;
 pub mod report;
 pub mod schema;
-pub mod scratch;
 
 pub use case::{Case, Context, Failure, Outcome};
 pub use catalogue::Catalogue;
@@ -36,4 +34,3 @@ pub use fixture::{Fixture, Plain, Scope, Setting};
 pub use harness::Harness;
 pub use launcher::{Launcher, Native, Wine};
 pub use report::{CaseReport, Report, Verdict};
-pub use scratch::ScratchDir;

@@ -2,14 +2,14 @@
 //! fails exactly the cases whose rule it breaks, with a message that says how.
 #![cfg(unix)]
 
-use conformance::{Harness, Report, ScratchDir, Verdict, cases};
+use conformance::{Harness, Report, Verdict, cases};
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 /// Writes `body` as an executable `/bin/sh` script and runs the cases under `filter` on it.
 fn run_script(body: &str, filter: &str, timeout: Duration) -> Report {
-    let dir = ScratchDir::new("conformance-broken").unwrap();
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("broken-plugin");
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -1,6 +1,6 @@
 //! The `cni-conformance` binary: table, exit status, JSON report, usage errors.
 
-use conformance::{ScratchDir, cases};
+use conformance::cases;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -20,7 +20,7 @@ fn template() -> String {
 
 #[test]
 fn prints_the_table_for_the_example_plugin_and_exits_0() {
-    let dir = ScratchDir::new("conformance-cli").unwrap();
+    let dir = tempfile::tempdir().unwrap();
     let report_path = dir.path().join("report.json");
     let out = cli(&[
         "--plugin",
@@ -95,4 +95,15 @@ fn the_harness_own_cni_variables_do_not_leak_into_plugin_calls() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("5 passed, 0 failed"), "{stdout}");
+}
+
+#[test]
+fn the_generic_tool_knows_nothing_of_hns() {
+    let out = cli(&["--plugin", PLUGIN, "--hnsctl", "hnsctl"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("unknown argument \"--hnsctl\""), "{stderr}");
+    let listing = cli(&["--list"]);
+    let stdout = String::from_utf8_lossy(&listing.stdout);
+    assert!(!stdout.contains("hns."), "{stdout}");
 }

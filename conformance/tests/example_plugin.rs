@@ -2,8 +2,7 @@
 //! that later lanes build on.
 
 use conformance::{
-    Case, Catalogue, Failure, Fixture, Harness, Scope, ScratchDir, Setting, Verdict, cases,
-    protocol,
+    Case, Catalogue, Failure, Fixture, Harness, Scope, Setting, Verdict, cases, protocol,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -60,7 +59,7 @@ fn without_a_config_the_life_cycle_is_skipped_and_the_rest_still_runs() {
 
 #[test]
 fn the_json_report_holds_every_case_with_its_verdict() {
-    let dir = ScratchDir::new("conformance-report-test").unwrap();
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("report.json");
     let report = harness().run(&cases::protocol(), "version.");
     report.write_json(&path).unwrap();

@@ -3,7 +3,6 @@
 //!
 //! Run: `cargo bench -p hns-emulator --bench emulator`. Prints one line per host size.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use hns::schema::{
@@ -18,13 +17,14 @@ const SAMPLES_PER_ROUND: usize = 30;
 /// One emulated host filled with `count` endpoints.
 struct Host {
     count: usize,
-    root: PathBuf,
     client: Client<Emulator>,
     network: Guid,
     ids: Vec<Guid>,
     next: usize,
     open_query: Vec<Duration>,
     create_delete: Vec<Duration>,
+    /// The emulator's state directory, held (and removed) as long as the host lives.
+    _state: tempfile::TempDir,
 }
 
 fn main() {
@@ -63,14 +63,15 @@ fn main() {
             median(&mut host.open_query),
             median(&mut host.create_delete),
         );
-        let _ = std::fs::remove_dir_all(&host.root);
     }
 }
 
 fn fill(count: usize) -> Host {
-    let root = std::env::temp_dir().join(format!("hns-bench-{}-{count}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    let client = Client::new(Emulator::open(&root).expect("open emulator state"));
+    let root = tempfile::Builder::new()
+        .prefix(&format!("hns-bench-{count}-"))
+        .tempdir()
+        .expect("create the state directory");
+    let client = Client::new(Emulator::open(root.path()).expect("open emulator state"));
     let network = client
         .create_network(Guid::ZERO, &network())
         .expect("create network")
@@ -87,13 +88,13 @@ fn fill(count: usize) -> Host {
     };
     Host {
         count,
-        root,
         client,
         network,
         ids,
         next: count,
         open_query: Vec::new(),
         create_delete: Vec::new(),
+        _state: root,
     }
 }
 

@@ -1,9 +1,9 @@
 //! win-bridge on an emulated node: the Flannel host-gw network `cbr0` (L2Bridge 10.244.1.0/24,
-//! HNS gateway .1) and the plain V2 config, on the conformance crate's [`Node`].
+//! HNS gateway .1) and the plain V2 config, on cni-win-conformance's [`Node`].
 #![allow(dead_code)] // each test binary uses its own subset
 
 #[allow(unused_imports)] // each test binary uses its own subset
-pub use conformance::node::{Call, Node, network_settings};
+pub use cni_win_conformance::node::{Call, Node, network_settings};
 use serde_json::{Value, json};
 
 pub const PLUGIN: &str = env!("CARGO_BIN_EXE_win-bridge");

@@ -1,10 +1,10 @@
 //! win-overlay on an emulated node: Flannel vxlan's HNS network as flanneld leaves it (Overlay
 //! 10.244.1.0/24, HNS gateway .1, VSID 4096, VXLAN port 4789, the host's provider address) and
-//! the plain V2 config, on the conformance crate's [`Node`].
+//! the plain V2 config, on cni-win-conformance's [`Node`].
 #![allow(dead_code)] // each test binary uses its own subset
 
 #[allow(unused_imports)] // each test binary uses its own subset
-pub use conformance::node::{Call, Node, network_settings};
+pub use cni_win_conformance::node::{Call, Node, network_settings};
 use hns::schema::policy::{IsolationIdPolicy, ProviderAddressPolicy, VxlanPortPolicy};
 use hns::schema::{HostComputeNetwork, NetworkPolicy, SubnetPolicy};
 use serde_json::{Value, json};

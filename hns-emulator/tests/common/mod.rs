@@ -2,7 +2,6 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use hns::schema::{
     HostComputeEndpoint, HostComputeNetwork, IpConfig, Ipam, NetworkType, Route, Subnet,
@@ -10,26 +9,17 @@ use hns::schema::{
 use hns::{Client, Guid};
 use hns_emulator::Emulator;
 
-/// A fresh, empty directory under the system temp dir (removed on drop).
-pub struct TempDir(pub PathBuf);
+/// A fresh, empty state directory, tagged for whoever finds one left behind; `.0` is its path.
+/// tempfile creates it and removes it on drop.
+pub struct TempDir(pub PathBuf, tempfile::TempDir);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
-        static COUNTER: AtomicU32 = AtomicU32::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "hns-test-{tag}-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("hns-test-{tag}-"))
+            .tempdir()
+            .unwrap();
+        TempDir(dir.path().to_path_buf(), dir)
     }
 }
 

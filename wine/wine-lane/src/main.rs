@@ -24,7 +24,7 @@ use table::Row;
 const USAGE: &str = "\
 usage: wine-lane --native-bin DIR --windows-bin DIR --scratch DIR
 
-  --native-bin DIR    the Linux builds (hnsctl, hns-probe, cni-conformance, the plugins)
+  --native-bin DIR    the Linux builds (hnsctl, hns-probe, cni-conformance, cni-win-conformance, the plugins)
   --windows-bin DIR   the .exe builds with computenetwork.dll, vmcompute.dll and
                       bcryptprimitives.dll staged beside them
   --scratch DIR       emptied, then used for every case's state";

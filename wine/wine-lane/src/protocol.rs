@@ -1,11 +1,12 @@
-//! The CNI protocol catalogue on both sides: `cni-conformance` (the Linux build) runs each
-//! plugin natively and, with `--launcher wine`, its `.exe` under Wine; the two JSON reports
-//! are paired case by case.
+//! The CNI protocol catalogue on both sides: `cni-conformance` (the Linux build; for the HNS
+//! plugins `cni-win-conformance`, which adds the HNS catalogue) runs each plugin natively and,
+//! with `--launcher wine`, its `.exe` under Wine; the two JSON reports are paired case by case.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use conformance::{Verdict, hns};
+use cni_win_conformance::hns;
+use conformance::Verdict;
 use serde_json::{Value, json};
 
 use crate::lane::{Lane, Side};
@@ -21,7 +22,7 @@ pub struct Plugin {
     pub name: &'static str,
     config: Config,
     /// `hnsctl network create` arguments when every case runs on a fresh HCN emulator host
-    /// made with the side's own `hnsctl` (`cni-conformance --hnsctl --hns-network`); the
+    /// made with the side's own `hnsctl` (`cni-win-conformance --hnsctl --hns-network`); the
     /// plugin then reaches HNS through `hns::native` and `computenetwork.dll` under Wine.
     hns_network: Option<&'static str>,
 }
@@ -125,7 +126,8 @@ impl Plugin {
         }
     }
 
-    /// Runs `cni-conformance` for one side and reads its JSON report.
+    /// Runs `cni-conformance` (`cni-win-conformance` on an HNS host) for one side and reads its
+    /// JSON report.
     fn report(&self, lane: &Lane, side: Side) -> Result<Vec<(String, Outcome)>, String> {
         let dir = lane
             .scratch()
@@ -138,7 +140,12 @@ impl Plugin {
         let report = dir.join("report.json");
         std::fs::write(&config, self.config.load()?.to_string())
             .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
-        let mut command = lane.command(Side::Native, "cni-conformance");
+        let runner = if self.hns_network.is_some() {
+            "cni-win-conformance"
+        } else {
+            "cni-conformance"
+        };
+        let mut command = lane.command(Side::Native, runner);
         command
             .arg("--launcher")
             .arg(side.name())

@@ -1,0 +1,15 @@
+//! cni-win's HNS fixtures for the generic `conformance` harness, kept out of it so that the
+//! harness stays a tool for any CNI plugin.
+//!
+//! - [`hns::HnsFixture`]: every case on a fresh HCN emulator host made with `hnsctl`, started
+//!   through the run's launcher (so the Wine lane runs `hnsctl.exe` too);
+//! - [`cases::hns`]: what every cni-win plugin must do on that host;
+//! - [`node`]: the plugins' own integration tests' emulated node (panics on failure, as tests do);
+//! - [`suite::HnsSuite`]: the `cni-win-conformance` command line (`cni-conformance` plus
+//!   `--hnsctl`/`--hns-network`), which `scripts/test` and the Wine lane run.
+#![forbid(unsafe_code)]
+
+pub mod cases;
+pub mod hns;
+pub mod node;
+pub mod suite;

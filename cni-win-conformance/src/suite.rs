@@ -1,0 +1,69 @@
+//! `--hnsctl PATH [--hns-network ARGS]`: the HNS catalogue on a fresh emulated host per case.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use conformance::Catalogue;
+use conformance::cli::{Suite, SuiteRun};
+
+use crate::cases;
+use crate::hns::{HnsFixture, L2BRIDGE_NETWORK};
+
+/// The options `cni-win-conformance` adds to `cni-conformance`.
+#[derive(Debug, Default)]
+pub struct HnsSuite {
+    hnsctl: Option<PathBuf>,
+    network: Option<String>,
+}
+
+impl Suite for HnsSuite {
+    fn synopsis(&self) -> &'static str {
+        "\n                       [--hnsctl PATH [--hns-network ARGS]]"
+    }
+
+    fn options_help(&self) -> &'static str {
+        "  --hnsctl PATH        run every case on a fresh HCN emulator host made with this hnsctl:
+                       a network (--hns-network) and a namespace (CNI_NETNS); the config's
+                       name becomes the network's, HCN_EMULATOR_STATE is set. Adds the HNS
+                       catalogue (hns.*), which needs host-local with dataDir {{caseDir}}/ipam
+  --hns-network ARGS   `hnsctl network create` arguments (default: an L2Bridge network,
+                       \"--name cbr0 --type L2Bridge --subnet 10.244.1.0/24 --gateway 10.244.1.1\";
+                       win-overlay's: \"--name flannel.4096 --type Overlay --subnet 10.244.1.0/24
+                       --gateway 10.244.1.1 --vni 4096 --vxlan-port 4789 --provider-address IP\")
+"
+    }
+
+    fn option(
+        &mut self,
+        flag: &str,
+        value: &mut dyn FnMut() -> Result<OsString, String>,
+    ) -> Result<bool, String> {
+        match flag {
+            "--hnsctl" => self.hnsctl = Some(value()?.into()),
+            "--hns-network" => self.network = Some(value()?.to_string_lossy().into_owned()),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn listing(&self) -> Result<Catalogue, String> {
+        // The HNS cases' ids do not depend on the network, so they are listed without --hnsctl.
+        Ok(cases::hns(&HnsFixture::new("hnsctl", L2BRIDGE_NETWORK)?))
+    }
+
+    fn prepare(&self) -> Result<Option<SuiteRun>, String> {
+        let fixture = match (&self.hnsctl, &self.network) {
+            (Some(hnsctl), network) => {
+                HnsFixture::new(hnsctl, network.as_deref().unwrap_or(L2BRIDGE_NETWORK))
+                    .map_err(|e| format!("--hns-network: {e}"))?
+            }
+            (None, Some(_)) => return Err("--hns-network needs --hnsctl".into()),
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(SuiteRun {
+            cases: cases::hns(&fixture),
+            fixture: Arc::new(fixture),
+        }))
+    }
+}
