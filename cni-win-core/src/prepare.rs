@@ -76,6 +76,7 @@ pub(crate) struct Identity {
 }
 
 impl Identity {
+    /// Derived from the names alone, so every command, DEL included, finds what ADD made.
     pub fn of(network: &str, container_id: &str, ifname: &str) -> Identity {
         Identity {
             guid: endpoint_guid(network, container_id, ifname),
