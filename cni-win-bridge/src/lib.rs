@@ -8,97 +8,77 @@
 //!   `optionalFlags.forceBridgeGateway` (sdnbridge's key) forces x.2 even then;
 //! - HNS assigns the MAC from the network's pool;
 //! - `ipMasqNetwork` joins the merged OutBoundNAT's exceptions (whatever `ipMasq` says, as in
-//!   the reference);
-//! - an IPv6 address needs an HNS with dual-stack support (11.10 and later).
+//!   the reference).
+//!
+//! An IPv6 address needs an HNS with dual-stack support (11.10 and later), as on every kind of
+//! network: the core checks that.
 #![forbid(unsafe_code)]
 
 use std::net::IpAddr;
 
 use cni::Error;
-use cni_win_core::{NatException, NetworkKind, Requirement};
-use hns::Feature;
+use cni_win_core::{NatException, NetworkKind};
 use hns::schema::HostComputeNetwork;
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 
-/// The bridge plugin's kind.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Bridge;
+/// win-bridge's kind, built from its own config keys.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bridge {
+    /// `ipMasqNetwork`: a network not to SNAT (the cluster's pod network in Flannel's rendered
+    /// delegate).
+    ip_masq_network: Option<NatException>,
+    /// `optionalFlags.forceBridgeGateway`: x.2 even where the `ipam` range sets a gateway.
+    force_bridge_gateway: bool,
+}
 
-/// win-bridge's own config keys.
+/// win-bridge's own config keys as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct BridgeConfig {
-    /// A CIDR not to SNAT (the cluster's pod network in Flannel's rendered delegate).
+pub struct BridgeKeys {
     #[serde(rename = "ipMasqNetwork")]
-    pub ip_masq_network: String,
+    ip_masq_network: String,
     #[serde(rename = "optionalFlags")]
-    pub flags: BridgeFlags,
+    flags: BridgeFlags,
 }
 
 /// The bridge's entry of sdnbridge's `optionalFlags`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct BridgeFlags {
+struct BridgeFlags {
     #[serde(rename = "forceBridgeGateway")]
-    pub force_bridge_gateway: bool,
+    force_bridge_gateway: bool,
 }
 
 impl NetworkKind for Bridge {
     const PLUGIN: &'static str = "win-bridge";
-    type Config = BridgeConfig;
+    const NETWORK_TYPES: &'static [&'static str] = &["L2Bridge", "L2Tunnel"];
+    type Keys = BridgeKeys;
 
-    fn network_types(&self) -> &'static [&'static str] {
-        &["L2Bridge", "L2Tunnel"]
-    }
-
-    fn validate(&self, config: &BridgeConfig) -> Result<(), Error> {
-        let text = config.ip_masq_network.trim();
-        if !text.is_empty() && cni_win_core::policy::parse_cidr(text).is_none() {
-            return Err(Error::invalid_config(format!(
-                "ipMasqNetwork: {text:?} is not a CIDR (expected e.g. 10.244.0.0/16)"
-            )));
-        }
-        Ok(())
+    fn from_keys(keys: BridgeKeys) -> Result<Bridge, Error> {
+        let text = keys.ip_masq_network.trim();
+        Ok(Bridge {
+            ip_masq_network: (!text.is_empty())
+                .then(|| NatException::parse("ipMasqNetwork", text))
+                .transpose()?,
+            force_bridge_gateway: keys.flags.force_bridge_gateway,
+        })
     }
 
     fn gateway(
         &self,
-        config: &BridgeConfig,
         _network: &HostComputeNetwork,
         subnet: IpNetwork,
         ipam_gateway: Option<IpAddr>,
     ) -> Result<IpAddr, Error> {
         match ipam_gateway {
-            Some(gateway) if !config.flags.force_bridge_gateway => Ok(gateway),
+            Some(gateway) if !self.force_bridge_gateway => Ok(gateway),
             _ => network_plus_two(subnet),
         }
     }
 
-    fn nat_exceptions(
-        &self,
-        config: &BridgeConfig,
-        _network: &HostComputeNetwork,
-    ) -> Result<Vec<NatException>, Error> {
-        let cidr = config.ip_masq_network.trim();
-        Ok((!cidr.is_empty())
-            .then(|| NatException {
-                source: "ipMasqNetwork".to_owned(),
-                cidr: cidr.to_owned(),
-            })
-            .into_iter()
-            .collect())
-    }
-
-    fn required_features(&self, _config: &BridgeConfig, ips: &[IpNetwork]) -> Vec<Requirement> {
-        ips.iter()
-            .find(|ip| ip.is_ipv6())
-            .map(|ip| Requirement {
-                feature: Feature::Ipv6DualStack,
-                needed_for: format!("the IPv6 address {ip} from ipam"),
-            })
-            .into_iter()
-            .collect()
+    fn nat_exceptions(&self, _network: &HostComputeNetwork) -> Result<Vec<NatException>, Error> {
+        Ok(self.ip_masq_network.iter().cloned().collect())
     }
 }
 
@@ -134,9 +114,12 @@ fn network_plus_two(subnet: IpNetwork) -> Result<IpAddr, Error> {
 mod tests {
     use super::*;
 
-    fn gateway(config: &BridgeConfig, subnet: &str, ipam: Option<&str>) -> Result<IpAddr, Error> {
-        Bridge.gateway(
-            config,
+    fn bridge(keys: serde_json::Value) -> Result<Bridge, Error> {
+        Bridge::from_keys(serde_json::from_value(keys).unwrap())
+    }
+
+    fn gateway(bridge: &Bridge, subnet: &str, ipam: Option<&str>) -> Result<IpAddr, Error> {
+        bridge.gateway(
             &HostComputeNetwork::default(),
             subnet.parse().unwrap(),
             ipam.map(|g| g.parse().unwrap()),
@@ -145,7 +128,7 @@ mod tests {
 
     #[test]
     fn the_gateway_is_x2_unless_ipam_sets_one() {
-        let plain = BridgeConfig::default();
+        let plain = Bridge::default();
         assert_eq!(
             gateway(&plain, "10.244.1.0/24", None).unwrap().to_string(),
             "10.244.1.2"
@@ -160,12 +143,8 @@ mod tests {
                 .to_string(),
             "10.244.1.1"
         );
-        let forced = BridgeConfig {
-            flags: BridgeFlags {
-                force_bridge_gateway: true,
-            },
-            ..BridgeConfig::default()
-        };
+        let forced =
+            bridge(serde_json::json!({"optionalFlags": {"forceBridgeGateway": true}})).unwrap();
         assert_eq!(
             gateway(&forced, "10.244.1.0/24", Some("10.244.1.1"))
                 .unwrap()
@@ -177,24 +156,24 @@ mod tests {
 
     #[test]
     fn ip_masq_network_is_validated_and_becomes_an_exception() {
-        let bad = BridgeConfig {
-            ip_masq_network: "10.244.0.0/33".into(),
-            ..BridgeConfig::default()
-        };
-        assert!(
-            Bridge
-                .validate(&bad)
+        for bad in ["10.244.0.0/33", "10.244.0.0", "x"] {
+            let msg = bridge(serde_json::json!({"ipMasqNetwork": bad}))
                 .unwrap_err()
                 .msg()
-                .contains("ipMasqNetwork")
+                .to_owned();
+            assert!(msg.contains("ipMasqNetwork") && msg.contains(bad), "{msg}");
+        }
+        let good = bridge(serde_json::json!({"ipMasqNetwork": " 10.244.0.0/16 "})).unwrap();
+        let exceptions = good.nat_exceptions(&HostComputeNetwork::default()).unwrap();
+        assert_eq!(exceptions.len(), 1);
+        assert_eq!(exceptions[0].source, "ipMasqNetwork");
+        assert_eq!(exceptions[0].network, "10.244.0.0/16".parse().unwrap());
+        assert!(
+            bridge(serde_json::json!({}))
+                .unwrap()
+                .nat_exceptions(&HostComputeNetwork::default())
+                .unwrap()
+                .is_empty()
         );
-        let good = BridgeConfig {
-            ip_masq_network: "10.244.0.0/16".into(),
-            ..BridgeConfig::default()
-        };
-        let exceptions = Bridge
-            .nat_exceptions(&good, &HostComputeNetwork::default())
-            .unwrap();
-        assert_eq!(exceptions[0].cidr, "10.244.0.0/16");
     }
 }

@@ -4,8 +4,7 @@
 use std::process::ExitCode;
 
 use cni_win_bridge::Bridge;
-use cni_win_core::HnsPlugin;
 
 fn main() -> ExitCode {
-    HnsPlugin::new(Bridge).run(env!("CARGO_PKG_VERSION"))
+    cni_win_core::run::<Bridge>(env!("CARGO_PKG_VERSION"))
 }

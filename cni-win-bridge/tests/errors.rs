@@ -172,3 +172,23 @@ fn check_names_every_difference() {
     none.as_object_mut().unwrap().remove("prevResult");
     node.check("pod", &netns, &none).error(7);
 }
+
+#[test]
+fn status_excludes_the_pod_gateway_as_add_does() {
+    // A /29 from x.1: gateway .1 (host-local's) and .2 (the pod gateway) are never handed
+    // out, so .3-.6 are the only addresses ADD can give.
+    let node = common::node("status-small");
+    let mut config = config(&node, "1.1.0");
+    config["ipam"]["subnet"] = json!("10.244.1.0/29");
+    let status = || node.run(&Call::network("STATUS", &config));
+    for pod in ["a", "b", "c"] {
+        node.add(pod, &node.namespace(), &config).result();
+    }
+    status().silent();
+    node.add("d", &node.namespace(), &config).result();
+    let msg = status().error(50);
+    assert!(msg.contains("10.244.1.0/29"), "{msg}");
+    node.add("e", &node.namespace(), &config).error(100);
+    node.del("d", None, &config).silent();
+    status().silent();
+}

@@ -152,3 +152,54 @@ fn gc_keeps_the_address_of_an_endpoint_it_could_not_delete() {
     assert_eq!(node.endpoints(NETWORK).len(), 1);
     assert_eq!(node.reservations(NETWORK).len(), 1);
 }
+
+#[test]
+fn del_cleans_up_whatever_changed_since_add() {
+    // DEL needs only the attachment's identity and IPAM: a config whose plugin keys ADD would
+    // now refuse, and a network that is gone, must not keep an address reserved.
+    let node = common::node("del-best-effort");
+    let config = config(&node, "1.1.0");
+    node.add("edited", &node.namespace(), &config).result();
+    let mut edited = config.clone();
+    edited["ipMasqNetwork"] = json!("10.244.0.0");
+    node.add("other", &node.namespace(), &edited).error(7);
+    node.del("edited", None, &edited).silent();
+    assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
+
+    node.add("orphan", &node.namespace(), &config).result();
+    let client = node.client();
+    for endpoint in node.endpoints(NETWORK) {
+        client.delete_endpoint(endpoint.id).unwrap();
+    }
+    client.delete_network(node.network_id(NETWORK)).unwrap();
+    assert_eq!(node.reservations(NETWORK).len(), 1);
+    node.del("orphan", None, &config).silent();
+    assert!(node.reservations(NETWORK).is_empty());
+}
+
+#[test]
+fn gc_and_status_validate_the_config_as_add_does() {
+    let node = common::node("gc-validates");
+    let mut config = config(&node, "1.1.0");
+    node.add("stale", &node.namespace(), &config).result();
+    config["ipMasqNetwork"] = json!("10.244.0.0");
+    config["cni.dev/valid-attachments"] = json!([]);
+    for command in ["ADD", "GC", "STATUS"] {
+        let call = if command == "ADD" {
+            Call {
+                command,
+                container_id: "new",
+                ifname: "eth0",
+                netns: Some(&node.namespace()),
+                config: &config,
+            }
+        } else {
+            Call::network(command, &config)
+        };
+        let msg = node.run(&call).error(7);
+        assert!(msg.contains("ipMasqNetwork"), "{command}: {msg}");
+    }
+    // GC refused before touching anything.
+    assert_eq!(node.endpoints(NETWORK).len(), 1);
+    assert_eq!(node.reservations(NETWORK).len(), 1);
+}

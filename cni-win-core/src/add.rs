@@ -1,6 +1,7 @@
-//! ADD: network by name → IPAM → create the endpoint under its deterministic ID → attach it to
-//! the pod's namespace. A new pod costs 7 raw HCN calls (10 with handle closes), whatever the
-//! number of endpoints on the node; no enumeration.
+//! ADD: prepare (config, network by name, gateways kept out of IPAM) → IPAM → create the
+//! endpoint under its deterministic ID → attach it to the pod's namespace. A new pod costs 7
+//! raw HCN calls (10 with handle closes), whatever the number of endpoints on the node; no
+//! enumeration.
 //!
 //! A failure after IPAM removes what this ADD created (the endpoint if it created it, the
 //! addresses if it reserved them) and nothing else: an endpoint that already existed, and its
@@ -8,86 +9,50 @@
 
 use cni::{Error, Request, Success};
 use hns::schema::HostComputeEndpoint;
-use hns::{Client, ErrorKind, Feature, Function, Guid, HnsError, OpenNetwork, RawHcn};
+use hns::{Client, ErrorKind, Function, HnsError};
 use ipnetwork::IpNetwork;
 
 use crate::codes::ENDPOINT_CONFLICT;
-use crate::config::{Conf, UserPolicy, namespace_guid};
+use crate::config::UserPolicy;
 use crate::endpoint::{self, Address, Blueprint};
 use crate::hns_error::{details, to_cni};
-use crate::identity::{endpoint_guid, endpoint_name};
-use crate::ipam::{Ipam, Lease};
-use crate::kind::{NetworkKind, Requirement};
+use crate::ipam::Lease;
+use crate::kind::NetworkKind;
 use crate::network;
 use crate::policy;
+use crate::prepare::{Attachment, Network, Prepared, PreparedAttachment};
 
-/// One ADD's fixed inputs.
-struct Attachment<'a> {
-    request: &'a Request,
-    netns: &'a str,
-    namespace: Guid,
-    guid: Guid,
-    name: String,
-}
-
-pub fn add<K: NetworkKind>(kind: &K, client: &Client, request: &Request) -> Result<Success, Error> {
-    let conf = Conf::load(kind, &request.config)?;
-    let netns = request.netns.as_deref().unwrap_or_default();
-    let attachment = Attachment {
-        request,
-        netns,
-        namespace: namespace_guid(netns)?,
-        guid: endpoint_guid(&conf.network, &request.container_id, &request.ifname),
-        name: endpoint_name(&conf.network, &request.container_id, &request.ifname),
-    };
-    let mut ipam = Ipam::from_conf(&request.config, &request.args)?;
-    let network = network::find(kind, &conf.kind, client, &conf.network)?;
+pub(crate) fn add<K: NetworkKind>(client: &Client, request: &Request) -> Result<Success, Error> {
+    let PreparedAttachment {
+        prepared,
+        attachment,
+        network,
+    } = PreparedAttachment::<K>::new(client, request)?;
+    let ipam = prepared.required_ipam()?;
 
     if ipam.is_delegated() {
         // A delegated plugin allocates again on a repeated ADD, so look before asking it.
-        match client.open_endpoint(attachment.guid) {
+        match client.open_endpoint(attachment.endpoint.guid) {
             Ok(existing) => {
                 return adopt(client, &network, &attachment, existing.properties(), None);
             }
             Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(to_cni(&e, &format!("open endpoint {}", attachment.name))),
+            Err(e) => {
+                return Err(to_cni(
+                    &e,
+                    &format!("open endpoint {}", attachment.endpoint.name),
+                ));
+            }
         }
     }
-    ipam.exclude(&reserved_addresses(kind, &conf, &network, &ipam)?);
     let lease = ipam.allocate(request)?;
-    match place(kind, client, &conf, &network, &attachment, &lease) {
+    match place(client, &prepared, &network, &attachment, &lease) {
         Ok(result) => Ok(result),
         Err(failure) => {
-            roll_back(client, &ipam, &attachment, &lease, failure.created_endpoint);
+            roll_back(client, &attachment, &lease, failure.created_endpoint);
             Err(failure.error)
         }
     }
-}
-
-/// Addresses host-local must never hand out: each range's pod gateway (win-bridge's x.2,
-/// which is Flannel's `cbr0_ep`) and the gateways of the HNS network's subnets.
-fn reserved_addresses<K: NetworkKind>(
-    kind: &K,
-    conf: &Conf<K>,
-    network: &OpenNetwork<'_, dyn RawHcn>,
-    ipam: &Ipam,
-) -> Result<Vec<std::net::IpAddr>, Error> {
-    let mut reserved = Vec::new();
-    for subnet in ipam.subnets() {
-        reserved.push(kind.gateway(
-            &conf.kind,
-            network.properties(),
-            subnet,
-            conf.ipam_gateway(subnet),
-        )?);
-    }
-    reserved.extend(
-        network
-            .properties()
-            .subnets()
-            .filter_map(|subnet| subnet.gateway()?.parse::<std::net::IpAddr>().ok()),
-    );
-    Ok(reserved)
 }
 
 /// A failed ADD and whether it left an endpoint of its own behind.
@@ -114,30 +79,42 @@ impl Failure {
 
 /// Everything after IPAM: features, settings, create (or adopt) and attach.
 fn place<K: NetworkKind>(
-    kind: &K,
     client: &Client,
-    conf: &Conf<K>,
-    network: &OpenNetwork<'_, dyn RawHcn>,
+    prepared: &Prepared<K>,
+    network: &Network<'_>,
     attachment: &Attachment<'_>,
-    lease: &Lease,
+    lease: &Lease<'_>,
 ) -> Result<Success, Failure> {
-    let blueprint = blueprint(kind, client, conf, network, attachment, lease)
-        .map_err(Failure::before_create)?;
+    let blueprint =
+        blueprint(client, prepared, network, attachment, lease).map_err(Failure::before_create)?;
     let settings = blueprint.settings();
-    match network.create_endpoint(attachment.guid, &settings) {
+    let policies = &prepared.conf.policies;
+    match network
+        .open
+        .create_endpoint(attachment.endpoint.guid, &settings)
+    {
         Ok(created) => {
             let properties = created.properties().clone();
             drop(created);
             attach(client, attachment)
                 .and_then(|()| {
-                    endpoint::result(&properties, &attachment.request.ifname, attachment.netns)
+                    endpoint::result(
+                        &properties,
+                        &attachment.request.ifname,
+                        &attachment.request.netns,
+                    )
                 })
                 .map_err(Failure::after_create)
         }
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-            let existing = client.open_endpoint(attachment.guid).map_err(|e| {
-                Failure::before_create(to_cni(&e, &format!("open endpoint {}", attachment.name)))
-            })?;
+            let existing = client
+                .open_endpoint(attachment.endpoint.guid)
+                .map_err(|e| {
+                    Failure::before_create(to_cni(
+                        &e,
+                        &format!("open endpoint {}", attachment.endpoint.name),
+                    ))
+                })?;
             let ips: Vec<IpNetwork> = blueprint.addresses.iter().map(|a| a.ip).collect();
             adopt(
                 client,
@@ -150,12 +127,10 @@ fn place<K: NetworkKind>(
         }
         // HcnCreateEndpoint succeeded and only reading it back failed: the endpoint is ours.
         Err(e) if failed_in(&e, Function::QueryEndpointProperties) => Err(Failure::after_create(
-            create_error(&e, attachment, &conf.policies),
+            create_error(&e, attachment, policies),
         )),
         Err(e) => Err(Failure::before_create(create_error(
-            &e,
-            attachment,
-            &conf.policies,
+            &e, attachment, policies,
         ))),
     }
 }
@@ -169,51 +144,38 @@ fn failed_in(error: &HnsError, function: Function) -> bool {
 /// The endpoint this attachment should have: addresses with their gateways, routes, DNS,
 /// policies, MAC; checks the host features they need first.
 fn blueprint<K: NetworkKind>(
-    kind: &K,
     client: &Client,
-    conf: &Conf<K>,
-    network: &OpenNetwork<'_, dyn RawHcn>,
+    prepared: &Prepared<K>,
+    network: &Network<'_>,
     attachment: &Attachment<'_>,
-    lease: &Lease,
+    lease: &Lease<'_>,
 ) -> Result<Blueprint, Error> {
-    if lease.result.ips.is_empty() {
+    let result = lease.result();
+    if result.ips.is_empty() {
         return Err(Error::invalid_config(
             "the IPAM plugin returned no IP address; check the ipam section",
         ));
     }
-    let mut addresses = Vec::with_capacity(lease.result.ips.len());
-    for ip in &lease.result.ips {
-        let subnet = IpNetwork::new(ip.address.network(), ip.address.prefix())
-            .map_err(|e| Error::internal(format!("IPAM address {}: {e}", ip.address)))?;
-        let gateway = kind.gateway(
-            &conf.kind,
-            network.properties(),
-            subnet,
-            conf.ipam_gateway(subnet),
-        )?;
-        addresses.push(Address {
-            ip: ip.address,
-            gateway,
-        });
-    }
+    let addresses = result
+        .ips
+        .iter()
+        .map(|ip| {
+            Ok(Address {
+                ip: ip.address,
+                gateway: prepared.gateway_for(network, ip.address)?,
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
     let ips: Vec<IpNetwork> = addresses.iter().map(|a| a.ip).collect();
-    let mut requirements = kind.required_features(&conf.kind, &ips);
-    if conf.loopback_dsr {
-        requirements.insert(
-            0,
-            Requirement {
-                feature: Feature::Dsr,
-                needed_for: "loopbackDSR".to_owned(),
-            },
-        );
-    }
+    let conf = &prepared.conf;
+    let requirements = network::requirements(conf.loopback_dsr, &ips, conf.kind.ipv6_caveat());
     network::require_features(client, &requirements)?;
     Ok(Blueprint {
-        name: attachment.name.clone(),
-        policies: policy::compose(kind, conf, network.properties(), &ips)?,
-        mac: kind.mac_address(&conf.kind, &ips)?,
+        name: attachment.endpoint.name.clone(),
+        policies: policy::compose(conf, network.open.properties(), &ips)?,
+        mac: conf.kind.mac_address(&ips)?,
         addresses,
-        routes: lease.result.routes.clone(),
+        routes: result.routes.clone(),
         dns: conf.dns.clone(),
     })
 }
@@ -221,7 +183,7 @@ fn blueprint<K: NetworkKind>(
 /// Attaches the endpoint to the pod's namespace (2 raw calls + close).
 fn attach(client: &Client, attachment: &Attachment<'_>) -> Result<(), Error> {
     client
-        .attach_endpoint(attachment.namespace, attachment.guid)
+        .attach_endpoint(attachment.namespace, attachment.endpoint.guid)
         .map_err(|e| {
             if e.is_not_found() {
                 Error::invalid_env(
@@ -234,7 +196,7 @@ fn attach(client: &Client, attachment: &Attachment<'_>) -> Result<(), Error> {
                     &e,
                     &format!(
                         "attach endpoint {} to namespace {}",
-                        attachment.name, attachment.namespace
+                        attachment.endpoint.name, attachment.namespace
                     ),
                 )
             }
@@ -246,7 +208,7 @@ fn attach(client: &Client, attachment: &Attachment<'_>) -> Result<(), Error> {
 /// to the namespace if it is not yet, and its result returned.
 fn adopt(
     client: &Client,
-    network: &OpenNetwork<'_, dyn RawHcn>,
+    network: &Network<'_>,
     attachment: &Attachment<'_>,
     existing: &HostComputeEndpoint,
     expected_ips: Option<&[IpNetwork]>,
@@ -256,16 +218,16 @@ fn adopt(
             ENDPOINT_CONFLICT,
             format!(
                 "endpoint {} ({}) already exists but {why}; DEL the attachment first",
-                attachment.guid, existing.name
+                attachment.endpoint.guid, existing.name
             ),
         )
     };
-    if existing.host_compute_network != network.id() {
+    if existing.host_compute_network != network.open.id() {
         return Err(conflict(format!(
             "is on network {}, not {:?} ({})",
             existing.host_compute_network,
-            network.properties().name,
-            network.id()
+            network.open.properties().name,
+            network.open.id()
         )));
     }
     if let Some(expected) = expected_ips {
@@ -288,13 +250,20 @@ fn adopt(
     } else if attached_to != attachment.namespace {
         return Err(conflict(format!("is attached to namespace {attached_to}")));
     }
-    endpoint::result(existing, &attachment.request.ifname, attachment.netns)
+    endpoint::result(
+        existing,
+        &attachment.request.ifname,
+        &attachment.request.netns,
+    )
 }
 
 /// The error for a failed create; HNS refusing the document is usually a user policy, so the
 /// message names the config entries whose type HNS mentions.
 fn create_error(error: &HnsError, attachment: &Attachment<'_>, policies: &[UserPolicy]) -> Error {
-    let mut cni = to_cni(error, &format!("create endpoint {}", attachment.name));
+    let mut cni = to_cni(
+        error,
+        &format!("create endpoint {}", attachment.endpoint.name),
+    );
     if error.kind() == ErrorKind::InvalidInput {
         let text = format!("{error}");
         let suspects: Vec<&str> = policies
@@ -315,29 +284,21 @@ fn create_error(error: &HnsError, attachment: &Attachment<'_>, policies: &[UserP
 /// Undoes what this ADD created. Failures are logged: the ADD's own error is what the runtime
 /// must see, and a later DEL removes whatever is left. An endpoint that cannot be deleted keeps
 /// its addresses reserved, so no other pod is given an address it still holds.
-fn roll_back(
-    client: &Client,
-    ipam: &Ipam,
-    attachment: &Attachment<'_>,
-    lease: &Lease,
-    endpoint: bool,
-) {
+fn roll_back(client: &Client, attachment: &Attachment<'_>, lease: &Lease<'_>, endpoint: bool) {
+    let name = &attachment.endpoint.name;
     if endpoint {
-        match client.delete_endpoint(attachment.guid) {
-            Ok(()) => log::info!("rolled back endpoint {}", attachment.name),
+        match client.delete_endpoint(attachment.endpoint.guid) {
+            Ok(()) => log::info!("rolled back endpoint {name}"),
             Err(e) if e.is_not_found() => {}
             Err(e) => {
                 log::error!(
-                    "cannot roll back endpoint {}: {e}; its addresses stay reserved until DEL",
-                    attachment.name
+                    "cannot roll back endpoint {name}: {e}; its addresses stay reserved until DEL"
                 );
                 return;
             }
         }
     }
-    if lease.reserved_here()
-        && let Err(e) = ipam.undo(attachment.request, lease)
-    {
-        log::error!("cannot give back the addresses of {}: {e}", attachment.name);
+    if let Err(e) = lease.undo(attachment.request) {
+        log::error!("cannot give back the addresses of {name}: {e}");
     }
 }

@@ -8,26 +8,27 @@ use cni::{Error, Request, Success};
 use hns::Client;
 
 use crate::codes::CHECK_MISMATCH;
-use crate::config::{Conf, namespace_guid};
 use crate::endpoint::addresses_of;
 use crate::hns_error::to_cni;
-use crate::identity::{endpoint_guid, endpoint_name};
-use crate::ipam::Ipam;
 use crate::kind::NetworkKind;
-use crate::{network, policy};
+use crate::policy;
+use crate::prepare::{Identity, PreparedAttachment};
 
-pub fn check<K: NetworkKind>(kind: &K, client: &Client, request: &Request) -> Result<(), Error> {
-    let conf = Conf::load(kind, &request.config)?;
+pub(crate) fn check<K: NetworkKind>(client: &Client, request: &Request) -> Result<(), Error> {
     let Some(prev) = request.config.prev_result()? else {
         return Err(Error::invalid_config(
             "CHECK needs prevResult: the runtime passes the ADD result there",
         ));
     };
-    let namespace = namespace_guid(request.netns.as_deref().unwrap_or_default())?;
-    let ipam = Ipam::from_conf(&request.config, &request.args)?;
-    let open = network::find(kind, &conf.kind, client, &conf.network)?;
-    let guid = endpoint_guid(&conf.network, &request.container_id, &request.ifname);
-    let name = endpoint_name(&conf.network, &request.container_id, &request.ifname);
+    let PreparedAttachment {
+        prepared,
+        attachment,
+        network,
+    } = PreparedAttachment::<K>::new(client, request)?;
+    let open = &network.open;
+    let conf = &prepared.conf;
+    let namespace = attachment.namespace;
+    let Identity { guid, name } = attachment.endpoint;
     let endpoint = client.open_endpoint(guid).map_err(|e| {
         if e.is_not_found() {
             Error::new(
@@ -80,7 +81,7 @@ pub fn check<K: NetworkKind>(kind: &K, client: &Client, request: &Request) -> Re
         .iter()
         .filter_map(|p| serde_json::to_value(p).ok())
         .collect();
-    for expected in policy::compose(kind, &conf, open.properties(), &addresses)? {
+    for expected in policy::compose(conf, open.properties(), &addresses)? {
         let value = serde_json::to_value(&expected).unwrap_or_default();
         if !present.contains(&value) {
             problems.push(format!("policy {value} is missing"));
@@ -92,7 +93,7 @@ pub fn check<K: NetworkKind>(kind: &K, client: &Client, request: &Request) -> Re
             format!("endpoint {name} ({guid}): {}", problems.join("; ")),
         ));
     }
-    ipam.check(request, &prev)
+    prepared.required_ipam()?.check(request, &prev)
 }
 
 /// The MAC prevResult gives the attachment's interface (by name, else the only one).

@@ -19,24 +19,22 @@
 
 use std::net::IpAddr;
 
-use cni::case_insensitive;
 use cni::{Dns, Error, ErrorCode, NetConf};
 use hns::Guid;
 use hns::schema::EndpointPolicy;
 use hns::schema::policy::protocol;
-use ipnetwork::IpNetwork;
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::kind::NetworkKind;
 
-/// A validated config: the shared keys plus the plugin's own.
+/// A validated config: the shared keys plus the plugin's kind, built from its own keys.
 #[derive(Debug)]
-pub struct Conf<K: NetworkKind> {
+pub(crate) struct Conf<K> {
     /// The HNS network's name.
     pub network: String,
-    /// The plugin's own keys.
-    pub kind: K::Config,
+    /// The plugin's kind, built from its own keys.
+    pub kind: K,
     pub flags: OptionalFlags,
     /// `loopbackDSR` at the top level or under `optionalFlags`.
     pub loopback_dsr: bool,
@@ -46,14 +44,12 @@ pub struct Conf<K: NetworkKind> {
     pub port_mappings: Vec<PortMapping>,
     /// `dns` overridden field by field by `runtimeConfig.dns`.
     pub dns: Dns,
-    /// Gateways the `ipam` section sets explicitly, per subnet.
-    pub ipam_gateways: Vec<(IpNetwork, IpAddr)>,
 }
 
 /// `optionalFlags` (sdnbridge's key); every flag defaults to false.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
-pub struct OptionalFlags {
+pub(crate) struct OptionalFlags {
     #[serde(rename = "localRoutedPortMapping")]
     pub local_routed_port_mapping: bool,
     #[serde(rename = "allowAclPortMapping")]
@@ -64,14 +60,14 @@ pub struct OptionalFlags {
 
 /// One user policy and where it was written, e.g. `policies[2]` or `AdditionalArgs[0]`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct UserPolicy {
+pub(crate) struct UserPolicy {
     pub source: String,
     pub policy: EndpointPolicy,
 }
 
 /// A validated runtime port mapping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PortMapping {
+pub(crate) struct PortMapping {
     pub host_port: u16,
     pub container_port: u16,
     /// IP protocol number.
@@ -122,33 +118,21 @@ struct RuntimeDns {
 
 impl<K: NetworkKind> Conf<K> {
     /// Reads and validates the whole config; every problem is code 7 naming the key.
-    pub fn load(kind: &K, conf: &NetConf) -> Result<Conf<K>, Error> {
+    pub fn load(conf: &NetConf) -> Result<Conf<K>, Error> {
         let shared: SharedKeys = conf.plugin_config()?;
-        let plugin: K::Config = conf.plugin_config()?;
-        kind.validate(&plugin)?;
+        let kind = K::from_keys(conf.plugin_config()?)?;
         let mut policies = Vec::new();
         collect_policies("policies", &shared.policies, &mut policies)?;
         collect_policies("AdditionalArgs", &shared.additional_args, &mut policies)?;
         Ok(Conf {
             network: conf.name.clone(),
-            kind: plugin,
+            kind,
             flags: shared.optional_flags,
             loopback_dsr: shared.loopback_dsr || shared.optional_flags.loopback_dsr,
             policies,
             port_mappings: port_mappings(conf)?,
             dns: dns(conf)?,
-            ipam_gateways: ipam_gateways(conf)?,
         })
-    }
-
-    /// The gateway the `ipam` section sets for the range holding `subnet`, if any.
-    pub fn ipam_gateway(&self, subnet: IpNetwork) -> Option<IpAddr> {
-        self.ipam_gateways
-            .iter()
-            .find(|(range, _)| {
-                range.network() == subnet.network() && range.prefix() == subnet.prefix()
-            })
-            .map(|(_, gateway)| *gateway)
     }
 }
 
@@ -236,41 +220,9 @@ fn dns(conf: &NetConf) -> Result<Dns, Error> {
     Ok(dns)
 }
 
-/// `ipam.subnet` + `ipam.gateway` and every `ipam.ranges[i][j]` with both set.
-fn ipam_gateways(conf: &NetConf) -> Result<Vec<(IpNetwork, IpAddr)>, Error> {
-    let Some(Value::Object(ipam)) = case_insensitive::get(conf.raw(), "ipam") else {
-        return Ok(Vec::new());
-    };
-    let mut found = Vec::new();
-    let mut take = |range: &serde_json::Map<String, Value>, path: &str| -> Result<(), Error> {
-        let text = |key: &str| case_insensitive::get(range, key).and_then(Value::as_str);
-        if let (Some(subnet), Some(gateway)) = (text("subnet"), text("gateway")) {
-            let subnet: IpNetwork = subnet.parse().map_err(|_| {
-                Error::invalid_config(format!("{path}.subnet: {subnet:?} is not a CIDR"))
-            })?;
-            let gateway: IpAddr = gateway.parse().map_err(|_| {
-                Error::invalid_config(format!("{path}.gateway: {gateway:?} is not an IP address"))
-            })?;
-            found.push((subnet, gateway));
-        }
-        Ok(())
-    };
-    take(ipam, "ipam")?;
-    if let Some(Value::Array(sets)) = case_insensitive::get(ipam, "ranges") {
-        for (i, set) in sets.iter().enumerate() {
-            for (j, range) in set.as_array().into_iter().flatten().enumerate() {
-                if let Value::Object(range) = range {
-                    take(range, &format!("ipam.ranges[{i}][{j}]"))?;
-                }
-            }
-        }
-    }
-    Ok(found)
-}
-
 /// The HCN namespace `CNI_NETNS` names. containerd passes the namespace GUID; a docker-style
 /// value (`none`, `container:<id>`) is dockershim's HNS V1 hot-attach, which is not supported.
-pub fn namespace_guid(netns: &str) -> Result<Guid, Error> {
+pub(crate) fn namespace_guid(netns: &str) -> Result<Guid, Error> {
     if netns == "none" || netns.starts_with("container:") {
         return Err(Error::new(
             ErrorCode::InvalidEnvironment,

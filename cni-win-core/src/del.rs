@@ -1,20 +1,23 @@
 //! DEL: detach from the namespace → delete the endpoint by its ID (falling back to the name for
 //! endpoints the reference plugin made) → only then release the addresses. A live pod costs 3
 //! raw HCN calls (4 with the close); an attachment that is gone everywhere is success.
+//!
+//! DEL takes from the preparation only the endpoint's identity and the IPAM: it must clean up
+//! even when the plugin's keys or the network changed since ADD (or the network is gone), so
+//! it neither validates the plugin's keys nor looks the network up.
 
-use cni::{Error, Request};
+use cni::{DelRequest, Error};
 use hns::{Client, Guid};
 
 use crate::config::namespace_guid;
 use crate::hns_error::to_cni;
-use crate::identity::{endpoint_guid, endpoint_name};
 use crate::ipam::Ipam;
+use crate::prepare::Identity;
 
-pub fn del(client: &Client, request: &Request) -> Result<(), Error> {
+pub(crate) fn del(client: &Client, request: &DelRequest) -> Result<(), Error> {
     let network = request.config.name.as_str();
-    let guid = endpoint_guid(network, &request.container_id, &request.ifname);
-    let name = endpoint_name(network, &request.container_id, &request.ifname);
-    let ipam = Ipam::optional(&request.config, &request.args)?;
+    let Identity { guid, name } = Identity::of(network, &request.container_id, &request.ifname);
+    let ipam = Ipam::from_conf(&request.config, &request.args)?;
 
     match request.netns.as_deref().map(namespace_guid) {
         Some(Ok(namespace)) => detach(client, namespace, guid, &name)?,

@@ -12,45 +12,33 @@ use hns::schema::endpoint_flags;
 use crate::codes::GC_INCOMPLETE;
 use crate::hns_error::to_cni;
 use crate::identity::parse_endpoint_name;
-use crate::ipam::Ipam;
 use crate::kind::NetworkKind;
+use crate::prepare::{Prepared, Unusable};
 
-pub fn gc<K: NetworkKind>(
-    kind: &K,
-    client: &Client,
-    request: &NetworkRequest,
-) -> Result<(), Error> {
-    let config: K::Config = request.config.plugin_config()?;
+pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> Result<(), Error> {
+    let mut prepared = Prepared::<K>::load(&request.config, &cni::CniArgs::default())?;
     let Some(valid) = request.config.valid_attachments()? else {
         return Err(Error::invalid_config(
             "GC needs cni.dev/valid-attachments (the attachments still in use); without it nothing is removed",
         ));
     };
-    let ipam = Ipam::optional(&request.config, &cni::CniArgs::default())?;
-    let name = request.config.name.as_str();
+    let name = prepared.conf.network.clone();
+    let name = name.as_str();
     let mut problems = Vec::new();
     // The valid attachments, then those whose endpoint could not be deleted.
     let mut keep = valid.clone();
-    match client.find_network_by_name(name) {
-        Ok(network) if !kind.accepts(&network.properties().network_type) => {
-            return Err(Error::invalid_config(format!(
-                "HNS network {name:?} is of type {}, not {}: GC leaves it alone",
-                network.properties().network_type,
-                kind.network_types().join(" or ")
-            )));
-        }
+    match prepared.network(client) {
         Ok(network) => {
-            kind.check_network(&config, network.properties())?;
-            let id = network.id();
+            let id = network.open.id();
             drop(network);
             sweep(client, name, id, &mut keep, &mut problems)?;
         }
-        Err(e) if e.is_not_found() => {
+        Err(Unusable::Missing(_)) => {
             log::info!("HNS network {name:?} does not exist: no endpoint to collect")
         }
-        Err(e) => return Err(to_cni(&e, &format!("find HNS network {name:?}"))),
+        Err(unusable) => return Err(unusable.into_error(name)),
     }
-    if let Some(ipam) = ipam
+    if let Some(ipam) = &prepared.ipam
         && let Err(e) = ipam.gc(request, &keep)
     {
         problems.push(format!("IPAM: {}", e.msg()));

@@ -4,32 +4,50 @@
 use std::net::IpAddr;
 
 use cni::{
-    CniArgs, Command, Error, GcAttachment, NetConf, NetworkRequest, Request, Success, delegate,
+    CniArgs, Command, DelRequest, Error, GcAttachment, NetConf, NetworkRequest, Request, Success,
+    delegate,
 };
+use ipam_host_local::range::Range;
 use ipam_host_local::{Allocation, HostLocal};
-use ipnetwork::IpNetwork;
 
 /// The config's IPAM.
 #[derive(Debug)]
-pub enum Ipam {
+pub(crate) enum Ipam {
     /// `"type": "host-local"`: the `ipam-host-local` library, in this process.
     HostLocal(HostLocal),
     /// Any other type: the plugin of that name in `CNI_PATH`.
     Delegated(String),
 }
 
-/// What one ADD got from IPAM, and what undoing it means.
+/// What one ADD got from IPAM, tied to the IPAM that gave it, so undoing it can only go to
+/// the IPAM that reserved it.
 #[derive(Debug)]
-pub struct Lease {
-    pub result: Success,
-    /// host-local's record of which addresses this ADD reserved (`None` when delegated).
-    allocation: Option<Allocation>,
+pub(crate) enum Lease<'a> {
+    /// host-local's record of what this ADD reserved.
+    HostLocal(&'a HostLocal, Allocation),
+    /// A delegated plugin's result; undoing it is the plugin's DEL.
+    Delegated(&'a str, Success),
 }
 
-impl Lease {
-    /// Whether this ADD reserved anything that a rollback must give back.
-    pub fn reserved_here(&self) -> bool {
-        self.allocation.as_ref().is_none_or(|a| !a.already_held())
+impl Lease<'_> {
+    /// The addresses, routes and DNS IPAM gave.
+    pub fn result(&self) -> &Success {
+        match self {
+            Lease::HostLocal(_, allocation) => allocation.result(),
+            Lease::Delegated(_, result) => result,
+        }
+    }
+
+    /// Rollback of a failed ADD: gives back what this ADD reserved, and nothing else (a
+    /// repeated ADD's addresses were the attachment's before it and stay).
+    pub fn undo(&self, request: &Request) -> Result<(), Error> {
+        match self {
+            Lease::HostLocal(_, allocation) if allocation.already_held() => Ok(()),
+            Lease::HostLocal(host_local, allocation) => host_local.undo(allocation),
+            Lease::Delegated(plugin, _) => {
+                delegate::run(plugin, Command::Del, &request.stdin, &request.cni_path)
+            }
+        }
     }
 }
 
@@ -37,19 +55,9 @@ impl Lease {
 const HOST_LOCAL: &str = "host-local";
 
 impl Ipam {
-    /// The config's IPAM; a config without `ipam` is code 7 (the reference's "HNS provides the
-    /// IP" path produces an endpoint without address or gateway, so it is not offered).
-    pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<Ipam, Error> {
-        Ipam::optional(conf, args)?.ok_or_else(|| {
-            Error::invalid_config(
-                "ipam is missing; add an \"ipam\" section, e.g. {\"type\": \"host-local\", \"subnet\": \"10.244.1.0/24\"}",
-            )
-        })
-    }
-
-    /// As [`Ipam::from_conf`], but `None` without an `ipam` section (DEL, GC and STATUS of such
-    /// a config still clean up HNS).
-    pub fn optional(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Error> {
+    /// The config's IPAM, `None` without an `ipam` section (whether that is allowed is the
+    /// command's call: see `Prepared::required_ipam`).
+    pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Error> {
         Ok(match conf.ipam_type.as_deref() {
             None => None,
             Some(HOST_LOCAL) => Some(Ipam::HostLocal(HostLocal::from_conf(conf, args)?)),
@@ -61,20 +69,17 @@ impl Ipam {
         matches!(self, Ipam::Delegated(_))
     }
 
-    /// The subnets of host-local's ranges (empty when delegated: they are unknown before ADD).
-    pub fn subnets(&self) -> Vec<IpNetwork> {
-        match self {
-            Ipam::HostLocal(host_local) => host_local
-                .config()
-                .range_sets
-                .iter()
-                .flat_map(|set| set.ranges().iter().map(|range| range.subnet))
-                .collect(),
-            Ipam::Delegated(_) => Vec::new(),
-        }
+    /// host-local's ranges, as host-local itself parsed them (empty when delegated: they are
+    /// unknown before ADD).
+    pub fn ranges(&self) -> impl Iterator<Item = &Range> {
+        let sets = match self {
+            Ipam::HostLocal(host_local) => host_local.config().range_sets.as_slice(),
+            Ipam::Delegated(_) => &[],
+        };
+        sets.iter().flat_map(|set| set.ranges())
     }
 
-    /// Keeps `addresses` (the pod gateway, the HNS subnet's gateway) out of host-local's
+    /// Keeps `addresses` (the pod gateways, the HNS subnets' gateways) out of host-local's
     /// allocations. A delegated plugin has its own config for that.
     pub fn exclude(&mut self, addresses: &[IpAddr]) {
         if let Ipam::HostLocal(host_local) = self {
@@ -83,14 +88,11 @@ impl Ipam {
     }
 
     /// ADD: the attachment's addresses (host-local returns the ones it already holds).
-    pub fn allocate(&self, request: &Request) -> Result<Lease, Error> {
+    pub fn allocate(&self, request: &Request) -> Result<Lease<'_>, Error> {
         match self {
             Ipam::HostLocal(host_local) => {
                 let allocation = host_local.allocate(&request.container_id, &request.ifname)?;
-                Ok(Lease {
-                    result: allocation.result().clone(),
-                    allocation: Some(allocation),
-                })
+                Ok(Lease::HostLocal(host_local, allocation))
             }
             Ipam::Delegated(plugin) => {
                 let result = delegate::add(
@@ -100,27 +102,13 @@ impl Ipam {
                     request.config.cni_version,
                 )
                 .map_err(|e| e.context(format!("IPAM plugin {plugin}")))?;
-                Ok(Lease {
-                    result,
-                    allocation: None,
-                })
+                Ok(Lease::Delegated(plugin, result))
             }
-        }
-    }
-
-    /// Rollback of a failed ADD: gives back what this ADD reserved, and nothing else.
-    pub fn undo(&self, request: &Request, lease: &Lease) -> Result<(), Error> {
-        match (self, &lease.allocation) {
-            (Ipam::HostLocal(host_local), Some(allocation)) => host_local.undo(allocation),
-            (Ipam::Delegated(plugin), _) => {
-                delegate::run(plugin, Command::Del, &request.stdin, &request.cni_path)
-            }
-            (Ipam::HostLocal(_), None) => Ok(()),
         }
     }
 
     /// DEL: releases the attachment's addresses (success when it holds none).
-    pub fn release(&self, request: &Request) -> Result<(), Error> {
+    pub fn release(&self, request: &DelRequest) -> Result<(), Error> {
         match self {
             Ipam::HostLocal(host_local) => {
                 host_local.release(&request.container_id, &request.ifname)

@@ -1,48 +1,44 @@
-//! Finding the HNS network a config names, and the host features an ADD needs.
+//! The host features an ADD needs, and the message when HNS lacks one.
 
 use cni::Error;
-use hns::{Client, Feature, HnsVersion, OpenNetwork, RawHcn};
+use hns::{Client, Feature, HnsVersion};
+use ipnetwork::IpNetwork;
 
 use crate::codes::HNS_FEATURE_MISSING;
-use crate::hns_error::{details, to_cni};
-use crate::kind::{NetworkKind, Requirement};
+use crate::hns_error::to_cni;
 
-/// Opens the network named `name` (3 raw calls) and checks that this plugin can use it.
-///
-/// Missing: code 11, since the network is created by flanneld (or the node's setup) and may
-/// simply not exist yet. Wrong type: code 7.
-pub fn find<'c, K: NetworkKind>(
-    kind: &K,
-    config: &K::Config,
-    client: &'c Client,
-    name: &str,
-) -> Result<OpenNetwork<'c, dyn RawHcn>, Error> {
-    let network = client.find_network_by_name(name).map_err(|e| {
-        if e.is_not_found() {
-            Error::try_again_later(format!(
-                "HNS network {name:?} does not exist (yet): it is created by flanneld or the node's \
-                 network setup, which may not have run yet; the config's \"name\" must be the HNS network's name"
-            ))
-            .with_details(details(&e))
-        } else {
-            to_cni(&e, &format!("find HNS network {name:?}"))
-        }
-    })?;
-    let network_type = &network.properties().network_type;
-    if !kind.accepts(network_type) {
-        return Err(Error::invalid_config(format!(
-            "HNS network {name:?} is of type {network_type}, but {} needs {}",
-            K::PLUGIN,
-            kind.network_types().join(" or ")
-        )));
-    }
-    kind.check_network(config, network.properties())?;
-    Ok(network)
+/// A feature of the host's HNS that an ADD needs, and which config key (or input) asks for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Requirement {
+    pub feature: Feature,
+    /// What needs it, for the error message: `"loopbackDSR"`, `"the IPv6 address ..."`.
+    pub needed_for: String,
+}
+
+/// What an attachment needs from HNS: DSR for `loopbackDSR`, dual-stack for an IPv6 address
+/// (whatever the kind; `ipv6_caveat` is what else the kind's network needs for it).
+pub(crate) fn requirements(
+    loopback_dsr: bool,
+    ips: &[IpNetwork],
+    ipv6_caveat: Option<&str>,
+) -> Vec<Requirement> {
+    let dsr = loopback_dsr.then(|| Requirement {
+        feature: Feature::Dsr,
+        needed_for: "loopbackDSR".to_owned(),
+    });
+    let ipv6 = ips.iter().find(|ip| ip.is_ipv6()).map(|ip| Requirement {
+        feature: Feature::Ipv6DualStack,
+        needed_for: match ipv6_caveat {
+            Some(caveat) => format!("the IPv6 address {ip} from ipam ({caveat})"),
+            None => format!("the IPv6 address {ip} from ipam"),
+        },
+    });
+    dsr.into_iter().chain(ipv6).collect()
 }
 
 /// Fails with code 112 unless the host's HNS has every required feature (1 raw call, made only
 /// when something is required).
-pub fn require_features(client: &Client, requirements: &[Requirement]) -> Result<(), Error> {
+pub(crate) fn require_features(client: &Client, requirements: &[Requirement]) -> Result<(), Error> {
     if requirements.is_empty() {
         return Ok(());
     }
@@ -67,7 +63,7 @@ pub fn require_features(client: &Client, requirements: &[Requirement]) -> Result
 
 /// The HNS versions supporting `feature`, as text (`9.3-9.x, 10.2 and later`), derived from the
 /// `hns` crate's table so the message never disagrees with the check.
-pub fn supported_versions(feature: Feature) -> String {
+fn supported_versions(feature: Feature) -> String {
     const MAX_MAJOR: u32 = 40;
     const MAX_MINOR: u32 = 99;
     let mut ranges: Vec<(HnsVersion, HnsVersion)> = Vec::new();

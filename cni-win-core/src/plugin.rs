@@ -1,37 +1,31 @@
 //! The CNI plugin a [`NetworkKind`] makes: the five operations over the platform's HNS.
 
+use std::marker::PhantomData;
 use std::process::ExitCode;
 
-use cni::{About, Error, ErrorCode, NetworkRequest, Request, Success};
+use cni::{About, DelRequest, Error, ErrorCode, NetworkRequest, Request, Success};
 use hns::Client;
 
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
 use crate::{add, check, del, gc, status};
 
-/// A CNI plugin for HNS networks of one kind.
-#[derive(Debug)]
-pub struct HnsPlugin<K> {
-    kind: K,
+/// Runs the plugin of kind `K` as a runtime executes it (environment, stdin, stdout) and
+/// returns the exit status: a plugin's whole `main`, so the two plugins share every line of
+/// the protocol and the HNS life cycle.
+pub fn run<K: NetworkKind>(version: &'static str) -> ExitCode {
+    cni::run(
+        &HnsPlugin::<K>(PhantomData),
+        About {
+            name: K::PLUGIN,
+            version,
+        },
+    )
 }
 
-impl<K: NetworkKind> HnsPlugin<K> {
-    pub fn new(kind: K) -> HnsPlugin<K> {
-        HnsPlugin { kind }
-    }
-
-    /// Runs the plugin as a runtime executes it (environment, stdin, stdout) and returns the
-    /// exit status: a plugin's whole `main`.
-    pub fn run(self, version: &'static str) -> ExitCode {
-        cni::run(
-            &self,
-            About {
-                name: K::PLUGIN,
-                version,
-            },
-        )
-    }
-}
+/// A CNI plugin for HNS networks of one kind. The kind itself is built per command from the
+/// config, so the plugin holds nothing.
+struct HnsPlugin<K>(PhantomData<K>);
 
 /// The platform's HNS: computenetwork.dll on Windows, the emulator named by
 /// `HCN_EMULATOR_STATE` elsewhere. Unreachable is code 11 (HNS may be restarting).
@@ -45,25 +39,25 @@ fn connect() -> Result<Client, Error> {
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
     fn add(&self, request: &Request) -> Result<Success, Error> {
-        add::add(&self.kind, &connect()?, request)
+        add::add::<K>(&connect()?, request)
     }
 
-    fn del(&self, request: &Request) -> Result<(), Error> {
+    fn del(&self, request: &DelRequest) -> Result<(), Error> {
         del::del(&connect()?, request)
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {
-        check::check(&self.kind, &connect()?, request)
+        check::check::<K>(&connect()?, request)
     }
 
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
-        gc::gc(&self.kind, &connect()?, request)
+        gc::gc::<K>(&connect()?, request)
     }
 
     fn status(&self, request: &NetworkRequest) -> Result<(), Error> {
         let client = connect().map_err(|e| {
             Error::new(ErrorCode::NotAvailable, e.msg().to_owned()).with_details(e.details())
         })?;
-        status::status(&self.kind, &client, request)
+        status::status::<K>(&client, request)
     }
 }

@@ -6,7 +6,8 @@
 //! The reference appends a second OutBoundNAT for `ipMasqNetwork` next to the user's; here
 //! every OutBoundNAT that only lists exceptions is merged into one, with the plugin's
 //! exceptions (`ipMasqNetwork`, the overlay subnet) appended, duplicates dropped and the order
-//! kept. Every exception must be a CIDR (`address/prefix`).
+//! kept. Every exception must be a CIDR (`address/prefix`); the user's are written back as
+//! they were written, the plugin's in canonical form.
 
 use std::net::IpAddr;
 
@@ -20,15 +21,15 @@ use hns::schema::policy::{
 use ipnetwork::IpNetwork;
 
 use crate::config::{Conf, PortMapping};
-use crate::kind::NetworkKind;
+use crate::kind::{NatException, NetworkKind};
 
 /// Every policy the endpoint of this attachment must carry, in order.
-pub fn compose<K: NetworkKind>(
-    kind: &K,
+pub(crate) fn compose<K: NetworkKind>(
     conf: &Conf<K>,
     network: &HostComputeNetwork,
     ips: &[IpNetwork],
 ) -> Result<Vec<EndpointPolicy>, Error> {
+    let kind = &conf.kind;
     let mut policies = Vec::new();
     let mut nat = NatMerge::default();
     for user in &conf.policies {
@@ -39,8 +40,8 @@ pub fn compose<K: NetworkKind>(
             other => policies.push(other.clone()),
         }
     }
-    for exception in kind.nat_exceptions(&conf.kind, network)? {
-        nat.add_exception(&exception.source, &exception.cidr)?;
+    for exception in kind.nat_exceptions(network)? {
+        nat.add_exception(&exception.source, exception.network, None);
     }
     if let Some(merged) = nat.finish() {
         policies.push(EndpointPolicy::OutboundNat(merged));
@@ -59,18 +60,12 @@ pub fn compose<K: NetworkKind>(
     }
     // A user policy the plugin would add anyway (sdnoverlay configs carry the host's
     // ProviderAddress) is not repeated.
-    for extra in kind.extra_policies(&conf.kind, network, ips)? {
+    for extra in kind.extra_policies(network, ips)? {
         if !policies.contains(&extra) {
             policies.push(extra);
         }
     }
     Ok(policies)
-}
-
-/// A CIDR in `address/prefix` form (a bare address is refused: it is usually a typo).
-pub fn parse_cidr(text: &str) -> Option<IpNetwork> {
-    let text = text.trim();
-    text.contains('/').then(|| text.parse().ok()).flatten()
 }
 
 /// The OutBoundNAT being merged, and which entry set its non-exception settings.
@@ -100,27 +95,26 @@ impl NatMerge {
                  an endpoint gets one OutBoundNAT, so list all exceptions in one policy"
             )));
         }
-        for exception in &settings.exceptions {
-            self.add_exception(&format!("{source} OutBoundNAT"), exception)?;
+        for text in &settings.exceptions {
+            let exception = NatException::parse(format!("{source} OutBoundNAT exception"), text)?;
+            self.add_exception(source, exception.network, Some(text.trim()));
         }
         Ok(())
     }
 
-    fn add_exception(&mut self, source: &str, cidr: &str) -> Result<(), Error> {
-        let parsed: IpNetwork = parse_cidr(cidr).ok_or_else(|| {
-            Error::invalid_config(format!(
-                "{source}: exception {cidr:?} is not a CIDR (expected e.g. 10.244.0.0/16)"
-            ))
-        })?;
-        if self.seen.contains(&parsed) {
-            return Ok(());
+    /// Adds `network` unless already listed, written as the user wrote it (`text`) or in
+    /// canonical form.
+    fn add_exception(&mut self, source: &str, network: IpNetwork, text: Option<&str>) {
+        if self.seen.contains(&network) {
+            return;
         }
-        self.seen.push(parsed);
+        self.seen.push(network);
         let (_, merged) = self
             .merged
             .get_or_insert_with(|| (source.to_owned(), OutboundNatPolicy::default()));
-        merged.exceptions.push(cidr.trim().to_owned());
-        Ok(())
+        merged
+            .exceptions
+            .push(text.map_or_else(|| network.to_string(), str::to_owned));
     }
 
     fn finish(self) -> Option<OutboundNatPolicy> {

@@ -1,43 +1,35 @@
-//! STATUS: ready when HNS answers, the network exists with a type this plugin uses, and IPAM
-//! can hand out an address; otherwise code 50 with the reason.
+//! STATUS: ready when HNS answers, the network exists and passes every check ADD makes (type,
+//! the kind's rules, each range's pod gateway), and IPAM can hand out an address after the
+//! same exclusions ADD makes; otherwise code 50 with the reason.
 
 use cni::{Error, ErrorCode, NetworkRequest};
 use hns::Client;
 
 use crate::hns_error::details;
-use crate::ipam::Ipam;
 use crate::kind::NetworkKind;
+use crate::prepare::{Prepared, Unusable};
 
-pub fn status<K: NetworkKind>(
-    kind: &K,
+pub(crate) fn status<K: NetworkKind>(
     client: &Client,
     request: &NetworkRequest,
 ) -> Result<(), Error> {
     let not_available = |msg: String| Error::new(ErrorCode::NotAvailable, msg);
-    let config: K::Config = request.config.plugin_config()?;
-    let name = request.config.name.as_str();
-    let network = client.find_network_by_name(name).map_err(|e| {
-        let reason = if e.is_not_found() {
-            format!(
+    let mut prepared = Prepared::<K>::load(&request.config, &cni::CniArgs::default())?;
+    let network = prepared.network(client).map_err(|unusable| {
+        let name = &request.config.name;
+        match unusable {
+            Unusable::Missing(e) => not_available(format!(
                 "HNS network {name:?} does not exist (yet); flanneld or the node's setup creates it"
-            )
-        } else {
-            format!("HNS cannot be queried: {e}")
-        };
-        not_available(reason).with_details(details(&e))
+            ))
+            .with_details(details(&e)),
+            Unusable::Hns(e) => {
+                not_available(format!("HNS cannot be queried: {e}")).with_details(details(&e))
+            }
+            Unusable::Unfit(e) => not_available(e.msg().to_owned()),
+        }
     })?;
-    let network_type = &network.properties().network_type;
-    if !kind.accepts(network_type) {
-        return Err(not_available(format!(
-            "HNS network {name:?} is of type {network_type}, but {} needs {}",
-            K::PLUGIN,
-            kind.network_types().join(" or ")
-        )));
-    }
-    kind.check_network(&config, network.properties())
-        .map_err(|e| not_available(e.msg().to_owned()))?;
     drop(network);
-    match Ipam::optional(&request.config, &cni::CniArgs::default())? {
+    match &prepared.ipam {
         Some(ipam) => ipam.status(request),
         None => Ok(()),
     }

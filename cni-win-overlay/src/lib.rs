@@ -16,8 +16,8 @@
 //!   ADD is code 11);
 //! - `ipMasq: true` adds the network's own subnets to the merged OutBoundNAT's exceptions
 //!   (`ipMasqNetwork`, which Flannel also renders, is ignored, as by the reference);
-//! - an IPv6 address needs an HNS with dual-stack support (11.10 and later; overlay dual-stack
-//!   also needs Windows build 22410 or later).
+//! - an IPv6 address needs, besides the HNS dual-stack support the core checks for every kind
+//!   (11.10 and later), Windows build 22410 or later, which the message says.
 //!
 //! Port mappings, loopback DSR, DNS and user policies are the core's, so they work here too
 //! (the reference win-overlay ignores port mappings).
@@ -26,16 +26,11 @@
 use std::net::IpAddr;
 
 use cni::Error;
-use cni_win_core::{NatException, NetworkKind, Requirement};
-use hns::Feature;
+use cni_win_core::{NatException, NetworkKind};
 use hns::schema::policy::ProviderAddressPolicy;
 use hns::schema::{EndpointPolicy, HostComputeNetwork, NetworkPolicy, SubnetPolicy};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
-
-/// The overlay plugin's kind.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Overlay;
 
 /// The smallest VNI Windows accepts for VXLAN (flanneld refuses less on Windows).
 pub const MIN_VNI: u32 = 4096;
@@ -46,26 +41,36 @@ pub const DEFAULT_VXLAN_PORT: u16 = 4789;
 /// The reference's default `endpointMacPrefix`.
 pub const DEFAULT_MAC_PREFIX: &str = "0E-2A";
 
-/// win-overlay's own config keys.
-#[derive(Debug, Deserialize)]
-#[serde(default)]
-pub struct OverlayConfig {
-    /// Do not SNAT traffic to the network's own subnets (Flannel sets it from `FLANNEL_IPMASQ`).
-    #[serde(rename = "ipMasq")]
-    pub ip_masq: bool,
-    /// The first two bytes of every endpoint MAC, `xx-xx`.
-    #[serde(rename = "endpointMacPrefix")]
-    pub endpoint_mac_prefix: String,
-    /// The VXLAN network identifier the HNS network must carry (its subnets' VSID).
-    pub vni: u32,
-    /// The VXLAN UDP port the HNS network must use, where it says.
-    #[serde(rename = "vxlanPort")]
-    pub vxlan_port: u16,
+/// win-overlay's kind, built from its own config keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlay {
+    /// `ipMasq`: do not SNAT traffic to the network's own subnets.
+    ip_masq: bool,
+    /// `endpointMacPrefix`: the first two bytes of every endpoint MAC.
+    mac_prefix: [u8; 2],
+    /// `vni`: the VXLAN network identifier the HNS network must carry (its subnets' VSID).
+    vni: u32,
+    /// `vxlanPort`: the VXLAN UDP port the HNS network must use, where it says.
+    vxlan_port: u16,
 }
 
-impl Default for OverlayConfig {
-    fn default() -> OverlayConfig {
-        OverlayConfig {
+/// win-overlay's own config keys as written.
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+pub struct OverlayKeys {
+    /// Flannel sets it from `FLANNEL_IPMASQ`.
+    #[serde(rename = "ipMasq")]
+    ip_masq: bool,
+    #[serde(rename = "endpointMacPrefix")]
+    endpoint_mac_prefix: String,
+    vni: u32,
+    #[serde(rename = "vxlanPort")]
+    vxlan_port: u16,
+}
+
+impl Default for OverlayKeys {
+    fn default() -> OverlayKeys {
+        OverlayKeys {
             ip_masq: false,
             endpoint_mac_prefix: DEFAULT_MAC_PREFIX.to_owned(),
             vni: DEFAULT_VNI,
@@ -74,57 +79,54 @@ impl Default for OverlayConfig {
     }
 }
 
-impl OverlayConfig {
-    /// The prefix's two bytes; `None` unless it is `xx-xx` in hex with a unicast first byte.
-    fn mac_prefix(&self) -> Option<[u8; 2]> {
-        let text = self.endpoint_mac_prefix.trim();
-        let text = if text.is_empty() {
-            DEFAULT_MAC_PREFIX
-        } else {
-            text
-        };
-        let (high, low) = text.split_once('-')?;
-        let byte = |part: &str| {
-            (part.len() == 2)
-                .then(|| u8::from_str_radix(part, 16).ok())
-                .flatten()
-        };
-        let bytes = [byte(high)?, byte(low)?];
-        (bytes[0] & 1 == 0).then_some(bytes)
-    }
+/// The prefix's two bytes; `None` unless it is `xx-xx` in hex with a unicast first byte
+/// (empty means the default).
+fn parse_mac_prefix(text: &str) -> Option<[u8; 2]> {
+    let text = text.trim();
+    let text = if text.is_empty() {
+        DEFAULT_MAC_PREFIX
+    } else {
+        text
+    };
+    let (high, low) = text.split_once('-')?;
+    let byte = |part: &str| {
+        (part.len() == 2)
+            .then(|| u8::from_str_radix(part, 16).ok())
+            .flatten()
+    };
+    let bytes = [byte(high)?, byte(low)?];
+    (bytes[0] & 1 == 0).then_some(bytes)
 }
 
 impl NetworkKind for Overlay {
     const PLUGIN: &'static str = "win-overlay";
-    type Config = OverlayConfig;
+    const NETWORK_TYPES: &'static [&'static str] = &["Overlay"];
+    type Keys = OverlayKeys;
 
-    fn network_types(&self) -> &'static [&'static str] {
-        &["Overlay"]
-    }
-
-    fn validate(&self, config: &OverlayConfig) -> Result<(), Error> {
-        if config.mac_prefix().is_none() {
+    fn from_keys(keys: OverlayKeys) -> Result<Overlay, Error> {
+        let Some(mac_prefix) = parse_mac_prefix(&keys.endpoint_mac_prefix) else {
             return Err(Error::invalid_config(format!(
                 "endpointMacPrefix: {:?} is invalid; it must be two hex bytes as xx-xx with an even \
                  (unicast) first byte, e.g. {DEFAULT_MAC_PREFIX}",
-                config.endpoint_mac_prefix
+                keys.endpoint_mac_prefix
             )));
-        }
-        if config.vni < MIN_VNI {
+        };
+        if keys.vni < MIN_VNI {
             return Err(Error::invalid_config(format!(
                 "vni: {} is below {MIN_VNI}, the smallest VXLAN VNI Windows accepts (Flannel's \
                  Windows default is {DEFAULT_VNI})",
-                config.vni
+                keys.vni
             )));
         }
-        Ok(())
+        Ok(Overlay {
+            ip_masq: keys.ip_masq,
+            mac_prefix,
+            vni: keys.vni,
+            vxlan_port: keys.vxlan_port,
+        })
     }
 
-    fn check_network(
-        &self,
-        config: &OverlayConfig,
-        network: &HostComputeNetwork,
-    ) -> Result<(), Error> {
+    fn check_network(&self, network: &HostComputeNetwork) -> Result<(), Error> {
         let name = &network.name;
         let vsids: Vec<u32> = network
             .subnets()
@@ -140,11 +142,11 @@ impl NetworkKind for Overlay {
                  win-overlay needs the network flanneld's vxlan backend creates"
             )));
         }
-        if let Some(vsid) = vsids.iter().find(|vsid| **vsid != config.vni) {
+        if let Some(vsid) = vsids.iter().find(|vsid| **vsid != self.vni) {
             return Err(Error::invalid_config(format!(
                 "HNS network {name:?} has VSID {vsid} but the config's vni is {}; set \"vni\": \
                  {vsid} (Flannel's backend VNI) or point \"name\" at the right network",
-                config.vni
+                self.vni
             )));
         }
         let port = network.find_policy(|policy| match policy {
@@ -152,10 +154,10 @@ impl NetworkKind for Overlay {
             _ => None,
         });
         match port {
-            Some(port) if port != config.vxlan_port => Err(Error::invalid_config(format!(
+            Some(port) if port != self.vxlan_port => Err(Error::invalid_config(format!(
                 "HNS network {name:?} uses VXLAN port {port} but the config's vxlanPort is {}; \
                  set \"vxlanPort\": {port} or fix the network (Flannel on Windows uses {DEFAULT_VXLAN_PORT})",
-                config.vxlan_port
+                self.vxlan_port
             ))),
             _ => Ok(()),
         }
@@ -163,7 +165,6 @@ impl NetworkKind for Overlay {
 
     fn gateway(
         &self,
-        _config: &OverlayConfig,
         network: &HostComputeNetwork,
         subnet: IpNetwork,
         _ipam_gateway: Option<IpAddr>,
@@ -198,14 +199,8 @@ impl NetworkKind for Overlay {
             })
     }
 
-    fn mac_address(
-        &self,
-        config: &OverlayConfig,
-        ips: &[IpNetwork],
-    ) -> Result<Option<String>, Error> {
-        let [high, low] = config
-            .mac_prefix()
-            .ok_or_else(|| Error::invalid_config("endpointMacPrefix is invalid"))?;
+    fn mac_address(&self, ips: &[IpNetwork]) -> Result<Option<String>, Error> {
+        let [high, low] = self.mac_prefix;
         let Some(IpAddr::V4(ipv4)) = ips.iter().map(IpNetwork::ip).find(IpAddr::is_ipv4) else {
             return Err(Error::invalid_config(
                 "ipam gave no IPv4 address: win-overlay derives the endpoint MAC from it and HNS \
@@ -219,26 +214,23 @@ impl NetworkKind for Overlay {
         Ok(Some(bytes.collect::<Vec<_>>().join("-")))
     }
 
-    fn nat_exceptions(
-        &self,
-        config: &OverlayConfig,
-        network: &HostComputeNetwork,
-    ) -> Result<Vec<NatException>, Error> {
-        if !config.ip_masq {
+    fn nat_exceptions(&self, network: &HostComputeNetwork) -> Result<Vec<NatException>, Error> {
+        if !self.ip_masq {
             return Ok(Vec::new());
         }
-        Ok(network
+        network
             .subnets()
-            .map(|subnet| NatException {
-                source: format!("ipMasq (HNS network {:?})", network.name),
-                cidr: subnet.ip_address_prefix.clone(),
+            .map(|subnet| {
+                NatException::parse(
+                    format!("ipMasq (HNS network {:?} subnet)", network.name),
+                    &subnet.ip_address_prefix,
+                )
             })
-            .collect())
+            .collect()
     }
 
     fn extra_policies(
         &self,
-        _config: &OverlayConfig,
         network: &HostComputeNetwork,
         _ips: &[IpNetwork],
     ) -> Result<Vec<EndpointPolicy>, Error> {
@@ -261,18 +253,8 @@ impl NetworkKind for Overlay {
         )])
     }
 
-    fn required_features(&self, _config: &OverlayConfig, ips: &[IpNetwork]) -> Vec<Requirement> {
-        ips.iter()
-            .find(|ip| ip.is_ipv6())
-            .map(|ip| Requirement {
-                feature: Feature::Ipv6DualStack,
-                needed_for: format!(
-                    "the IPv6 address {ip} from ipam (overlay dual-stack; it also needs Windows \
-                     build 22410 or later)"
-                ),
-            })
-            .into_iter()
-            .collect()
+    fn ipv6_caveat(&self) -> Option<&'static str> {
+        Some("overlay dual-stack; it also needs Windows build 22410 or later")
     }
 }
 
@@ -282,8 +264,12 @@ mod tests {
     use hns::schema::policy::{IsolationIdPolicy, VxlanPortPolicy};
     use hns::schema::{Ipam, Route, Subnet};
 
-    fn config(json: &str) -> OverlayConfig {
-        serde_json::from_str(json).unwrap()
+    fn overlay(json: &str) -> Result<Overlay, Error> {
+        Overlay::from_keys(serde_json::from_str(json).unwrap())
+    }
+
+    fn config(json: &str) -> Overlay {
+        overlay(json).unwrap()
     }
 
     fn network(vsid: Option<u32>, port: Option<u16>) -> HostComputeNetwork {
@@ -317,20 +303,24 @@ mod tests {
     fn defaults_are_flannels() {
         let config = config("{}");
         assert_eq!(
-            (config.vni, config.vxlan_port, config.mac_prefix()),
-            (4096, 4789, Some([0x0E, 0x2A]))
+            (config.vni, config.vxlan_port, config.mac_prefix),
+            (4096, 4789, [0x0E, 0x2A])
         );
     }
 
     #[test]
     fn the_mac_prefix_must_be_two_unicast_hex_bytes() {
         for good in ["0E-2A", "0e-2a", "02-00", ""] {
-            let c = config(&format!(r#"{{"endpointMacPrefix": "{good}"}}"#));
-            assert!(Overlay.validate(&c).is_ok(), "{good}");
+            assert!(
+                overlay(&format!(r#"{{"endpointMacPrefix": "{good}"}}"#)).is_ok(),
+                "{good}"
+            );
         }
         for bad in ["0E2A", "0E-2", "0G-2A", "0E:2A", "01-00", "0E-2A-00"] {
-            let c = config(&format!(r#"{{"endpointMacPrefix": "{bad}"}}"#));
-            let msg = Overlay.validate(&c).unwrap_err().msg().to_owned();
+            let msg = overlay(&format!(r#"{{"endpointMacPrefix": "{bad}"}}"#))
+                .unwrap_err()
+                .msg()
+                .to_owned();
             assert!(msg.contains("endpointMacPrefix"), "{bad}: {msg}");
         }
     }
@@ -343,53 +333,39 @@ mod tests {
             "10.244.1.5/24".parse().unwrap(),
         ];
         assert_eq!(
-            Overlay.mac_address(&c, &ips).unwrap().as_deref(),
+            c.mac_address(&ips).unwrap().as_deref(),
             Some("0E-2B-0A-F4-01-05")
         );
-        let v6_only = Overlay.mac_address(&c, &ips[..1]).unwrap_err();
+        let v6_only = c.mac_address(&ips[..1]).unwrap_err();
         assert!(v6_only.msg().contains("IPv4"), "{}", v6_only.msg());
     }
 
     #[test]
     fn a_vni_below_4096_is_refused() {
-        let msg = Overlay
-            .validate(&config(r#"{"vni": 1}"#))
-            .unwrap_err()
-            .msg()
-            .to_owned();
+        let msg = overlay(r#"{"vni": 1}"#).unwrap_err().msg().to_owned();
         assert!(msg.contains("vni") && msg.contains("4096"), "{msg}");
     }
 
     #[test]
     fn the_network_must_carry_the_configured_vni_and_port() {
         let c = config("{}");
-        assert!(
-            Overlay
-                .check_network(&c, &network(Some(4096), Some(4789)))
-                .is_ok()
-        );
-        assert!(
-            Overlay
-                .check_network(&c, &network(Some(4096), None))
-                .is_ok()
-        );
-        let vni = Overlay
-            .check_network(&c, &network(Some(4097), None))
-            .unwrap_err();
+        assert!(c.check_network(&network(Some(4096), Some(4789))).is_ok());
+        assert!(c.check_network(&network(Some(4096), None)).is_ok());
+        let vni = c.check_network(&network(Some(4097), None)).unwrap_err();
         assert!(
             vni.msg().contains("4097") && vni.msg().contains("4096"),
             "{}",
             vni.msg()
         );
-        let port = Overlay
-            .check_network(&c, &network(Some(4096), Some(8472)))
+        let port = c
+            .check_network(&network(Some(4096), Some(8472)))
             .unwrap_err();
         assert!(
             port.msg().contains("8472") && port.msg().contains("4789"),
             "{}",
             port.msg()
         );
-        let none = Overlay.check_network(&c, &network(None, None)).unwrap_err();
+        let none = c.check_network(&network(None, None)).unwrap_err();
         assert!(none.msg().contains("VSID"), "{}", none.msg());
     }
 
@@ -397,7 +373,7 @@ mod tests {
     fn the_gateway_is_the_hns_subnets() {
         let c = config("{}");
         let net = network(Some(4096), None);
-        let gateway = |subnet: &str| Overlay.gateway(&c, &net, subnet.parse().unwrap(), None);
+        let gateway = |subnet: &str| c.gateway(&net, subnet.parse().unwrap(), None);
         assert_eq!(gateway("10.244.1.0/24").unwrap().to_string(), "10.244.1.1");
         assert_eq!(
             gateway("10.244.1.128/25").unwrap().to_string(),
@@ -414,15 +390,8 @@ mod tests {
     #[test]
     fn ip_masq_excepts_the_networks_subnets() {
         let net = network(Some(4096), None);
-        assert!(
-            Overlay
-                .nat_exceptions(&config("{}"), &net)
-                .unwrap()
-                .is_empty()
-        );
-        let on = Overlay
-            .nat_exceptions(&config(r#"{"ipMasq": true}"#), &net)
-            .unwrap();
-        assert_eq!(on[0].cidr, "10.244.1.0/24");
+        assert!(config("{}").nat_exceptions(&net).unwrap().is_empty());
+        let on = config(r#"{"ipMasq": true}"#).nat_exceptions(&net).unwrap();
+        assert_eq!(on[0].network, "10.244.1.0/24".parse().unwrap());
     }
 }

@@ -3,9 +3,8 @@
 
 use std::process::ExitCode;
 
-use cni_win_core::HnsPlugin;
 use cni_win_overlay::Overlay;
 
 fn main() -> ExitCode {
-    HnsPlugin::new(Overlay).run(env!("CARGO_PKG_VERSION"))
+    cni_win_core::run::<Overlay>(env!("CARGO_PKG_VERSION"))
 }

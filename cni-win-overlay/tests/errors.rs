@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{NETWORK, Node, PLUGIN, config, overlay_network};
+use common::{Call, NETWORK, Node, PLUGIN, config, overlay_network};
 use hns::schema::policy::VxlanPortPolicy;
 use hns::schema::{HostComputeNetwork, NetworkPolicy};
 use serde_json::{Value, json};
@@ -125,4 +125,19 @@ fn status_is_not_ready_while_the_network_has_another_vni() {
         .run(&common::Call::network("STATUS", &config))
         .error(50);
     assert!(msg.contains("VSID 5000"), "{msg}");
+}
+
+#[test]
+fn status_and_gc_check_the_vni_as_add_does() {
+    let node = Node::new(PLUGIN, "status-vni");
+    node.create_network(&flannel_network());
+    let mut config = node.with_data_dir(config(&node, "1.1.0"));
+    config["cni.dev/valid-attachments"] = json!([]);
+    for (vni, code, needle) in [(1, 7, "vni: 1"), (4097, 50, "VSID 4096")] {
+        config["vni"] = json!(vni);
+        let msg = node.run(&Call::network("STATUS", &config)).error(code);
+        assert!(msg.contains(needle), "STATUS vni {vni}: {msg}");
+        let msg = node.run(&Call::network("GC", &config)).error(7);
+        assert!(msg.contains(needle), "GC vni {vni}: {msg}");
+    }
 }

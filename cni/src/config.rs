@@ -28,12 +28,17 @@ pub struct NetConf {
     pub name: String,
     /// `type`: the plugin binary's name.
     pub plugin_type: String,
+    /// `ipMasq`: whether the plugin should SNAT traffic leaving the network (plugins that
+    /// read it decide what "leaving" means).
     pub ip_masq: bool,
     /// `ipam.type`, when the config has an `ipam` section.
     pub ipam_type: Option<String>,
+    /// `dns`: the DNS the plugin should give the container (the runtime's `runtimeConfig.dns`
+    /// may override it).
     pub dns: Dns,
     /// `logFile`/`logLevel`: where this plugin writes its log (see [`crate::logging`]).
     pub log_file: Option<PathBuf>,
+    /// Kept as text: [`crate::logging`] resolves it together with its environment override.
     pub log_level: Option<String>,
     raw: Map<String, Value>,
 }
@@ -41,8 +46,10 @@ pub struct NetConf {
 /// A still-valid attachment listed by GC.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
 pub struct GcAttachment {
+    /// The attachment's container, as the runtime named it in ADD.
     #[serde(rename = "containerID")]
     pub container_id: String,
+    /// The attachment's interface: one container may have several attachments.
     pub ifname: String,
 }
 

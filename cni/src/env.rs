@@ -13,15 +13,22 @@ use crate::validate;
 /// A CNI command from `CNI_COMMAND`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Command {
+    /// Create the attachment, or return the existing one's result.
     Add,
+    /// Remove the attachment; must succeed when it is already gone.
     Del,
+    /// Verify the attachment still matches `prevResult` (0.4.0 and later).
     Check,
+    /// Remove what belongs to attachments no longer valid (1.1.0).
     Gc,
+    /// Report whether an ADD could succeed now (1.1.0).
     Status,
+    /// Report the supported spec versions; needs no config.
     Version,
 }
 
 impl Command {
+    /// The spelling `CNI_COMMAND` uses, for messages and logs.
     pub fn as_str(self) -> &'static str {
         match self {
             Command::Add => "ADD",
@@ -126,6 +133,7 @@ impl CniArgs {
         }
     }
 
+    /// Every `KEY=VALUE` pair in order, for plugins that pass them on.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
@@ -134,7 +142,9 @@ impl CniArgs {
 /// The attachment ADD, DEL and CHECK act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttachmentEnv {
+    /// `CNI_CONTAINERID`, validated: it names files and endpoints.
     pub container_id: String,
+    /// `CNI_IFNAME`, validated: one container may have several attachments.
     pub ifname: String,
     /// `CNI_NETNS`; on Windows with containerd an HCN namespace GUID. `None` only for DEL, which
     /// the spec lets run without one.
@@ -144,9 +154,11 @@ pub struct AttachmentEnv {
 /// Everything the environment says about one invocation, validated for its command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Environment {
+    /// What the runtime asks for; decides which variables are required.
     pub command: Command,
     /// Present for ADD, DEL and CHECK.
     pub attachment: Option<AttachmentEnv>,
+    /// `CNI_ARGS`, parsed, for the plugin and its IPAM to read their keys from.
     pub args: CniArgs,
     /// `CNI_PATH` split with the platform's separator (`;` on Windows, `:` elsewhere), empty
     /// entries dropped.

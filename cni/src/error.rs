@@ -109,6 +109,7 @@ struct ErrorJson {
 }
 
 impl Error {
+    /// An error with `code` and the one-line `msg` a runtime shows the operator.
     pub fn new(code: ErrorCode, msg: impl Into<String>) -> Error {
         Error {
             code,
@@ -146,14 +147,17 @@ impl Error {
         Error::new(ErrorCode::Internal, msg)
     }
 
+    /// What the runtime acts on (retry, give up), as the spec's table defines it.
     pub fn code(&self) -> ErrorCode {
         self.code
     }
 
+    /// The one-line reason, naming the field or object at fault.
     pub fn msg(&self) -> &str {
         &self.msg
     }
 
+    /// The longer explanation (HRESULTs, error records), empty when there is none.
     pub fn details(&self) -> &str {
         &self.details
     }

@@ -18,7 +18,9 @@ pub const FILE_VAR: &str = "CNI_WIN_LOG_FILE";
 /// Where and how much to log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogSettings {
+    /// How much to log: `logLevel`, overridden by the environment for debugging one node.
     pub level: LevelFilter,
+    /// Where to log besides stderr; `None` logs to stderr only (stdout is the protocol's).
     pub file: Option<PathBuf>,
 }
 

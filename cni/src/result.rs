@@ -16,29 +16,38 @@ use crate::version::{ResultLayout, Version};
 /// A successful ADD result.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Success {
+    /// The interfaces the attachment made; `ips[].interface` indexes into it.
     pub interfaces: Vec<Interface>,
+    /// The attachment's addresses.
     pub ips: Vec<IpConfig>,
+    /// Routes the container should have besides those implied by its addresses.
     pub routes: Vec<Route>,
+    /// The DNS the container should use.
     pub dns: Dns,
 }
 
 /// An interface the plugin created (1.1.0 fields included).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Interface {
+    /// The interface's name in its namespace (`CNI_IFNAME` for the container's).
     pub name: String,
+    /// The hardware address, as the platform writes it (dash-separated on Windows).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
+    /// The interface MTU (1.1.0), when the plugin sets one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
     /// The network namespace (on Windows the HCN namespace GUID) the interface lives in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// A vhost-user socket (1.1.0): runtimes of userspace networking read it.
     #[serde(
         rename = "socketPath",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub socket_path: Option<String>,
+    /// The PCI address of a device plugged in (1.1.0).
     #[serde(rename = "pciID", default, skip_serializing_if = "Option::is_none")]
     pub pci_id: Option<String>,
 }
@@ -48,6 +57,7 @@ pub struct Interface {
 pub struct IpConfig {
     /// The address with its subnet's prefix length (host bits kept), e.g. `10.244.1.5/24`.
     pub address: IpNetwork,
+    /// The next hop this address's subnet uses, which runtimes report to the user.
     pub gateway: Option<IpAddr>,
     /// Index into [`Success::interfaces`].
     pub interface: Option<usize>,
@@ -56,18 +66,25 @@ pub struct IpConfig {
 /// A route (1.1.0 fields included).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Route {
+    /// The destination; `0.0.0.0/0` or `::/0` is the default route.
     #[serde(with = "serde_network")]
     pub dst: IpNetwork,
+    /// The next hop; `None` means the interface's gateway for the family.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gw: Option<IpAddr>,
+    /// The route's MTU (1.1.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
+    /// The TCP maximum segment size advertised on the route (1.1.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advmss: Option<u32>,
+    /// The route's priority (1.1.0): lower wins among routes to one destination.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u32>,
+    /// The routing table the route goes into (1.1.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<u32>,
+    /// The route's scope (1.1.0), as the kernel numbers it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<u32>,
 }
@@ -90,17 +107,22 @@ impl Route {
 /// DNS settings; the same shape in every version.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dns {
+    /// Servers the container's resolver asks, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nameservers: Vec<String>,
+    /// The local domain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
+    /// Domains tried for short names, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub search: Vec<String>,
+    /// Resolver options (`ndots:5`), passed through as written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<String>,
 }
 
 impl Dns {
+    /// Whether nothing is set, so results and endpoints can leave DNS out entirely.
     pub fn is_empty(&self) -> bool {
         self == &Dns::default()
     }

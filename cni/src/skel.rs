@@ -19,24 +19,39 @@ use crate::result::Success;
 use crate::version::Version;
 
 /// An ADD, DEL or CHECK request: one attachment of one container.
+///
+/// `Netns` is `String` for ADD and CHECK, where the spec requires `CNI_NETNS`, and
+/// `Option<String>` for DEL ([`DelRequest`]), which runtimes send once the namespace is gone:
+/// a plugin cannot forget the difference.
 #[derive(Debug, Clone)]
-pub struct Request {
+pub struct Request<Netns = String> {
+    /// `CNI_CONTAINERID`, validated: it names files and endpoints.
     pub container_id: String,
+    /// `CNI_IFNAME`, validated: one container may have several attachments.
     pub ifname: String,
-    /// `CNI_NETNS`; always present for ADD and CHECK, possibly absent for DEL.
-    pub netns: Option<String>,
+    /// `CNI_NETNS`: where the attachment lives (on Windows, an HCN namespace GUID).
+    pub netns: Netns,
+    /// `CNI_ARGS`, for the plugin and its IPAM to read their keys from.
     pub args: CniArgs,
+    /// The network config, decoded once for every reader.
     pub config: NetConf,
     /// The config exactly as received, for delegating to IPAM plugins.
     pub stdin: Vec<u8>,
+    /// `CNI_PATH`: the only directories a delegated plugin may be executed from.
     pub cni_path: Vec<PathBuf>,
 }
+
+/// A DEL request: `CNI_NETNS` may be absent, and DEL must still clean up.
+pub type DelRequest = Request<Option<String>>;
 
 /// A GC or STATUS request: the network as a whole, no attachment.
 #[derive(Debug, Clone)]
 pub struct NetworkRequest {
+    /// The network config, decoded once for every reader.
     pub config: NetConf,
+    /// The config exactly as received, for delegating to IPAM plugins.
     pub stdin: Vec<u8>,
+    /// `CNI_PATH`: the only directories a delegated plugin may be executed from.
     pub cni_path: Vec<PathBuf>,
 }
 
@@ -45,7 +60,7 @@ pub trait Plugin {
     /// Creates the attachment (or returns the existing one's result) and reports it.
     fn add(&self, request: &Request) -> Result<Success, Error>;
     /// Removes the attachment; must succeed when it is already gone.
-    fn del(&self, request: &Request) -> Result<(), Error>;
+    fn del(&self, request: &DelRequest) -> Result<(), Error>;
     /// Verifies the attachment still matches the config's `prevResult`.
     fn check(&self, request: &Request) -> Result<(), Error>;
     /// Removes what belongs to attachments not in `cni.dev/valid-attachments`.
@@ -57,7 +72,9 @@ pub trait Plugin {
 /// What the plugin is, for the banner printed when it is run by hand.
 #[derive(Debug, Clone, Copy)]
 pub struct About {
+    /// The plugin's type, as configs name it.
     pub name: &'static str,
+    /// The plugin's release, so an operator can tell which build a node runs.
     pub version: &'static str,
 }
 
@@ -191,9 +208,12 @@ fn call<P: Plugin>(
             stdin,
             cni_path,
         };
+        if command == Command::Del {
+            return plugin.del(&request).map(|()| None);
+        }
+        let request = request.with_netns()?;
         match command {
             Command::Add => plugin.add(&request)?.to_json(version).map(Some),
-            Command::Del => plugin.del(&request).map(|()| None),
             _ => plugin.check(&request).map(|()| None),
         }
     } else {
@@ -206,6 +226,25 @@ fn call<P: Plugin>(
             Command::Gc => plugin.gc(&request).map(|()| None),
             _ => plugin.status(&request).map(|()| None),
         }
+    }
+}
+
+impl DelRequest {
+    /// The ADD/CHECK form of the request. The environment already refuses ADD and CHECK
+    /// without `CNI_NETNS` (naming every missing variable at once); this is the type's guard.
+    fn with_netns(self) -> Result<Request, Error> {
+        let Some(netns) = self.netns else {
+            return Err(Error::invalid_env("CNI_NETNS", "is required but not set"));
+        };
+        Ok(Request {
+            container_id: self.container_id,
+            ifname: self.ifname,
+            netns,
+            args: self.args,
+            config: self.config,
+            stdin: self.stdin,
+            cni_path: self.cni_path,
+        })
     }
 }
 

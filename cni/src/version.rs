@@ -10,12 +10,19 @@ use crate::error::{Error, ErrorCode};
 /// 0.2.0 by default, and kubelet/containerd send 0.3.x to 1.1.0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Version {
+    /// The first spec; results in the legacy `ip4`/`ip6` layout.
     V0_1_0,
+    /// Adds the `dns` result key; Flannel on Windows still sends it by default.
     V0_2_0,
+    /// Introduces `interfaces` and `ips` in results.
     V0_3_0,
+    /// 0.3.0 with clarifications; the same result layout.
     V0_3_1,
+    /// Adds CHECK and `prevResult` for DEL and CHECK.
     V0_4_0,
+    /// Drops `ips[].version`; otherwise 0.4.0's layout.
     V1_0_0,
+    /// Adds GC and STATUS and optional interface/route fields.
     V1_1_0,
 }
 
@@ -48,6 +55,7 @@ impl Version {
     /// The version a config without `cniVersion` is read as (libcni decodes it as 0.1.0).
     pub const UNSPECIFIED: Version = Version::V0_1_0;
 
+    /// The spelling configs and results use.
     pub fn as_str(self) -> &'static str {
         match self {
             Version::V0_1_0 => "0.1.0",
@@ -60,6 +68,7 @@ impl Version {
         }
     }
 
+    /// Which wire layout a result in this version takes (several versions share one).
     pub fn result_layout(self) -> ResultLayout {
         match self {
             Version::V0_1_0 | Version::V0_2_0 => ResultLayout::Legacy,

@@ -1,7 +1,7 @@
 //! Logging end to end, in a process of its own (the logger is process-wide): the config's
 //! `logFile`/`logLevel`, the environment's override, and the command/attachment tag on each line.
 
-use cni::{About, Error, ErrorCode, NetworkRequest, Plugin, Request, Success};
+use cni::{About, DelRequest, Error, ErrorCode, NetworkRequest, Plugin, Request, Success};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::Path;
@@ -14,7 +14,7 @@ impl Plugin for Logs {
         log::info!("looking for room");
         Err(Error::new(ErrorCode::Plugin(120), "no room"))
     }
-    fn del(&self, _: &Request) -> Result<(), Error> {
+    fn del(&self, _: &DelRequest) -> Result<(), Error> {
         Ok(())
     }
     fn check(&self, _: &Request) -> Result<(), Error> {

@@ -1,6 +1,8 @@
 //! The skeleton end to end, in-process: environment, stdin, dispatch, stdout and exit status.
 
-use cni::{About, Error, ErrorCode, IpConfig, NetworkRequest, Plugin, Request, Success};
+use cni::{
+    About, DelRequest, Error, ErrorCode, IpConfig, NetworkRequest, Plugin, Request, Success,
+};
 use serde_json::{Value, json};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -29,7 +31,7 @@ impl Plugin for Recorder {
             ..Success::default()
         })
     }
-    fn del(&self, request: &Request) -> Result<(), Error> {
+    fn del(&self, request: &DelRequest) -> Result<(), Error> {
         self.calls
             .borrow_mut()
             .push(format!("DEL {:?}", request.netns));

@@ -280,6 +280,7 @@ fn validate_range(raw: &RawRange, path: &str) -> Result<Range, Error> {
         start,
         end,
         gateway,
+        gateway_configured: raw.gateway.is_some(),
     })
 }
 
@@ -495,6 +496,12 @@ mod tests {
         assert_eq!(config.range_sets.len(), 2);
         assert_eq!(config.range_sets[0].ranges().len(), 2);
         assert_eq!(config.range_sets[0].ranges()[0].gateway, ip("10.0.0.254"));
+        assert_eq!(
+            config.range_sets[0].ranges()[0].configured_gateway(),
+            Some(ip("10.0.0.254"))
+        );
+        assert_eq!(config.range_sets[0].ranges()[1].gateway, ip("10.0.1.1"));
+        assert_eq!(config.range_sets[0].ranges()[1].configured_gateway(), None);
         assert_eq!(config.routes.len(), 2);
         assert_eq!(config.data_dir, PathBuf::from("/run/ipam"));
     }

@@ -35,6 +35,10 @@ pub struct Range {
     pub end: IpAddr,
     /// Never handed out, even when it lies between `start` and `end`.
     pub gateway: IpAddr,
+    /// Whether the config set `gateway`, rather than host-local defaulting it to the subnet's
+    /// first address: a plugin with its own default gateway (win-bridge's x.2) yields only to
+    /// one the operator chose.
+    pub gateway_configured: bool,
 }
 
 impl Range {
@@ -59,6 +63,11 @@ impl Range {
         self.start.is_ipv4() == other.start.is_ipv4()
             && to_number(self.start) <= to_number(other.end)
             && to_number(other.start) <= to_number(self.end)
+    }
+
+    /// The gateway the config set for this range, if it set one.
+    pub fn configured_gateway(&self) -> Option<IpAddr> {
+        self.gateway_configured.then_some(self.gateway)
     }
 
     /// How many addresses the range can hand out: its length minus the gateway if inside.
@@ -209,6 +218,7 @@ mod tests {
             start: start.parse().unwrap(),
             end: end.parse().unwrap(),
             gateway: gateway.parse().unwrap(),
+            gateway_configured: true,
         }
     }
 

@@ -15,8 +15,8 @@
 #![forbid(unsafe_code)]
 
 use cni::{
-    About, Error, ErrorCode, GcAttachment, Interface, IpConfig, NetConf, NetworkRequest, Plugin,
-    Request, Route, Success,
+    About, DelRequest, Error, ErrorCode, GcAttachment, Interface, IpConfig, NetConf,
+    NetworkRequest, Plugin, Request, Route, Success,
 };
 use ipnetwork::{IpNetwork, Ipv4Network};
 use serde::{Deserialize, Serialize};
@@ -75,7 +75,7 @@ impl Plugin for ExamplePlugin {
         Ok(Success {
             interfaces: vec![Interface {
                 name: request.ifname.clone(),
-                sandbox: request.netns.clone(),
+                sandbox: Some(request.netns.clone()),
                 ..Interface::default()
             }],
             ips: vec![IpConfig {
@@ -93,7 +93,7 @@ impl Plugin for ExamplePlugin {
         })
     }
 
-    fn del(&self, request: &Request) -> Result<(), Error> {
+    fn del(&self, request: &DelRequest) -> Result<(), Error> {
         let (_, dir) = settings(&request.config)?;
         match std::fs::remove_file(record_path(&dir, &request.container_id, &request.ifname)) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),

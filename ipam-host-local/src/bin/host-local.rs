@@ -1,7 +1,7 @@
 //! The `host-local` CNI plugin: a thin [`cni::Plugin`] over [`ipam_host_local::HostLocal`].
 #![forbid(unsafe_code)]
 
-use cni::{About, CniArgs, Error, NetworkRequest, Plugin, Request, Success};
+use cni::{About, CniArgs, DelRequest, Error, NetworkRequest, Plugin, Request, Success};
 use ipam_host_local::HostLocal;
 use std::process::ExitCode;
 
@@ -15,7 +15,7 @@ impl Plugin for HostLocalPlugin {
             .into_result())
     }
 
-    fn del(&self, request: &Request) -> Result<(), Error> {
+    fn del(&self, request: &DelRequest) -> Result<(), Error> {
         HostLocal::from_conf(&request.config, &request.args)?
             .release(&request.container_id, &request.ifname)
     }

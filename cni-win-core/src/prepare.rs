@@ -1,0 +1,219 @@
+//! The prepared attachment: what every command reads from the config and from HNS, built once
+//! per command by the same code, so ADD, CHECK, GC and STATUS cannot disagree about the
+//! network, the validation, the gateways or the addresses host-local may hand out (a STATUS
+//! that skipped the pod gateway once said "ready" on a range ADD found exhausted).
+//!
+//! Preparation has two steps: [`Prepared::load`] decodes and validates the config and parses
+//! IPAM (no HNS call), [`Prepared::network`] finds the HNS network by name, checks it as the
+//! plugin's kind requires, computes each IPAM range's pod gateway once and keeps the gateways
+//! out of host-local's pool; ADD and CHECK take both, with the attachment, as a
+//! [`PreparedAttachment`]. DEL takes only what it needs ([`Identity`], IPAM), so a config or
+//! network that changed since ADD never stops it from cleaning up.
+
+use std::net::IpAddr;
+
+use cni::{CniArgs, Error, NetConf, Request};
+use hns::{Client, Guid, HnsError, OpenNetwork, RawHcn};
+use ipnetwork::IpNetwork;
+
+use crate::config::{Conf, namespace_guid};
+use crate::hns_error::to_cni;
+use crate::identity::{endpoint_guid, endpoint_name};
+use crate::ipam::Ipam;
+use crate::kind::NetworkKind;
+
+/// The validated config and the IPAM it names.
+#[derive(Debug)]
+pub(crate) struct Prepared<K> {
+    pub conf: Conf<K>,
+    /// `None` when the config has no `ipam` section (ADD and CHECK refuse that; DEL, GC and
+    /// STATUS still clean up or report HNS).
+    pub ipam: Option<Ipam>,
+}
+
+/// The HNS network a prepared config names, checked, with the pod gateway of each IPAM range.
+#[derive(Debug)]
+pub(crate) struct Network<'c> {
+    pub open: OpenNetwork<'c, dyn RawHcn>,
+    /// Each host-local range's subnet and the pod gateway the kind chose for it.
+    gateways: Vec<(IpNetwork, IpAddr)>,
+}
+
+/// Why a prepared config cannot use its network. Each command answers differently: ADD and
+/// CHECK fail, STATUS reports not ready, GC has nothing to sweep when it is missing.
+#[derive(Debug)]
+pub(crate) enum Unusable {
+    /// No network of that name: flanneld or the node's setup may not have created it yet.
+    Missing(HnsError),
+    /// HNS could not be asked.
+    Hns(HnsError),
+    /// The network exists but this plugin cannot use it (type, the kind's checks, gateways).
+    Unfit(Error),
+}
+
+/// What ADD and CHECK act on: the prepared config with the IPAM they require, the attachment
+/// and its network.
+#[derive(Debug)]
+pub(crate) struct PreparedAttachment<'c, 'r, K> {
+    pub prepared: Prepared<K>,
+    pub attachment: Attachment<'r>,
+    pub network: Network<'c>,
+}
+
+/// One attachment: the request, the pod's namespace and the endpoint's identity.
+#[derive(Debug)]
+pub(crate) struct Attachment<'r> {
+    pub request: &'r Request,
+    pub namespace: Guid,
+    pub endpoint: Identity,
+}
+
+/// Who an attachment's endpoint is: its deterministic ID and its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Identity {
+    pub guid: Guid,
+    pub name: String,
+}
+
+impl Identity {
+    /// Derived from the names alone, so every command, DEL included, finds what ADD made.
+    pub fn of(network: &str, container_id: &str, ifname: &str) -> Identity {
+        Identity {
+            guid: endpoint_guid(network, container_id, ifname),
+            name: endpoint_name(network, container_id, ifname),
+        }
+    }
+}
+
+impl<'c, 'r, K: NetworkKind> PreparedAttachment<'c, 'r, K> {
+    /// Prepares ADD and CHECK, failing in this order: config (7), `CNI_NETNS` (4), no IPAM
+    /// (7), then the network (11 when missing, 7 when unfit), before anything is allocated.
+    pub fn new(
+        client: &'c Client,
+        request: &'r Request,
+    ) -> Result<PreparedAttachment<'c, 'r, K>, Error> {
+        let mut prepared = Prepared::<K>::load(&request.config, &request.args)?;
+        let attachment = Attachment {
+            request,
+            namespace: namespace_guid(&request.netns)?,
+            endpoint: Identity::of(
+                &prepared.conf.network,
+                &request.container_id,
+                &request.ifname,
+            ),
+        };
+        prepared.required_ipam()?;
+        let network = prepared
+            .network(client)
+            .map_err(|e| e.into_error(&prepared.conf.network))?;
+        Ok(PreparedAttachment {
+            prepared,
+            attachment,
+            network,
+        })
+    }
+}
+
+impl<K: NetworkKind> Prepared<K> {
+    /// Decodes and validates the config (code 7 naming the key) and parses its IPAM.
+    pub fn load(config: &NetConf, args: &CniArgs) -> Result<Prepared<K>, Error> {
+        Ok(Prepared {
+            conf: Conf::load(config)?,
+            ipam: Ipam::from_conf(config, args)?,
+        })
+    }
+
+    /// The IPAM, required by ADD and CHECK: a config without `ipam` is code 7 (the
+    /// reference's "HNS provides the IP" path produces an endpoint without address or
+    /// gateway, so it is not offered).
+    pub fn required_ipam(&self) -> Result<&Ipam, Error> {
+        self.ipam.as_ref().ok_or_else(|| {
+            Error::invalid_config(
+                "ipam is missing; add an \"ipam\" section, e.g. {\"type\": \"host-local\", \"subnet\": \"10.244.1.0/24\"}",
+            )
+        })
+    }
+
+    /// Opens the network (3 raw calls), checks its type and the kind's rules, computes the
+    /// pod gateway of every host-local range and keeps those gateways and the HNS subnets'
+    /// own gateways out of host-local's pool.
+    pub fn network<'c>(&mut self, client: &'c Client) -> Result<Network<'c>, Unusable> {
+        let name = &self.conf.network;
+        let open = client.find_network_by_name(name).map_err(|e| {
+            if e.is_not_found() {
+                Unusable::Missing(e)
+            } else {
+                Unusable::Hns(e)
+            }
+        })?;
+        let properties = open.properties();
+        let network_type = &properties.network_type;
+        if !K::NETWORK_TYPES.contains(&network_type.as_str()) {
+            return Err(Unusable::Unfit(Error::invalid_config(format!(
+                "HNS network {name:?} is of type {network_type}, but {} needs {}",
+                K::PLUGIN,
+                K::NETWORK_TYPES.join(" or ")
+            ))));
+        }
+        self.conf
+            .kind
+            .check_network(properties)
+            .map_err(Unusable::Unfit)?;
+        let mut gateways = Vec::new();
+        if let Some(ipam) = &self.ipam {
+            for range in ipam.ranges() {
+                let gateway = self
+                    .conf
+                    .kind
+                    .gateway(properties, range.subnet, range.configured_gateway())
+                    .map_err(Unusable::Unfit)?;
+                gateways.push((range.subnet, gateway));
+            }
+        }
+        let mut excluded: Vec<IpAddr> = gateways.iter().map(|(_, gateway)| *gateway).collect();
+        excluded.extend(
+            properties
+                .subnets()
+                .filter_map(|subnet| subnet.gateway()?.parse::<IpAddr>().ok()),
+        );
+        if let Some(ipam) = &mut self.ipam {
+            ipam.exclude(&excluded);
+        }
+        Ok(Network { open, gateways })
+    }
+
+    /// The pod gateway of an address IPAM gave: its range's, computed by
+    /// [`Prepared::network`]; for a delegated IPAM (whose ranges are unknown) the kind's
+    /// default for the address's subnet.
+    pub fn gateway_for(&self, network: &Network<'_>, address: IpNetwork) -> Result<IpAddr, Error> {
+        let in_range = network.gateways.iter().find(|(subnet, _)| {
+            subnet.prefix() == address.prefix() && subnet.contains(address.ip())
+        });
+        match in_range {
+            Some((_, gateway)) => Ok(*gateway),
+            None => {
+                let subnet = IpNetwork::new(address.network(), address.prefix())
+                    .map_err(|e| Error::internal(format!("IPAM address {address}: {e}")))?;
+                self.conf
+                    .kind
+                    .gateway(network.open.properties(), subnet, None)
+            }
+        }
+    }
+}
+
+impl Unusable {
+    /// The error of a command that needs the network (ADD, CHECK): missing is code 11, since
+    /// the network may simply not exist yet; the others as HNS or the check said.
+    pub fn into_error(self, name: &str) -> Error {
+        match self {
+            Unusable::Missing(e) => Error::try_again_later(format!(
+                "HNS network {name:?} does not exist (yet): it is created by flanneld or the node's \
+                 network setup, which may not have run yet; the config's \"name\" must be the HNS network's name"
+            ))
+            .with_details(crate::hns_error::details(&e)),
+            Unusable::Hns(e) => to_cni(&e, &format!("find HNS network {name:?}")),
+            Unusable::Unfit(e) => e,
+        }
+    }
+}
