@@ -21,7 +21,6 @@
 //! HCN V2 only: `CNI_NETNS` must be an HCN namespace GUID (containerd); `apiVersion` is
 //! accepted whatever its value.
 #![forbid(unsafe_code)]
-
 #![warn(missing_docs)]
 
 mod add;
