@@ -17,7 +17,7 @@ pub mod skel;
 pub mod validate;
 pub mod version;
 
-pub use config::{GcAttachment, NetConf};
+pub use config::{GcAttachment, NetConf, ValidAttachments};
 pub use env::{CniArgs, Command};
 pub use error::{Error, ErrorCode};
 pub use result::{Dns, Interface, IpConfig, Route, Success};
