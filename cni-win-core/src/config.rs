@@ -268,25 +268,30 @@ fn ipam_gateways(conf: &NetConf) -> Result<Vec<(IpNetwork, IpAddr)>, Error> {
     Ok(found)
 }
 
-/// The HCN namespace `CNI_NETNS` names. containerd passes the namespace GUID; a docker-style
-/// value (`none`, `container:<id>`) is dockershim's HNS V1 hot-attach, which is not supported.
+/// The HCN namespace `CNI_NETNS` names: a namespace GUID (containerd), braced or not, or a path
+/// whose last component is one (libcni's cnitool makes the value absolute). A docker-style value
+/// (`none`, `container:<id>`) is dockershim's HNS V1 hot-attach, which is not supported.
 pub fn namespace_guid(netns: &str) -> Result<Guid, Error> {
-    if netns == "none" || netns.starts_with("container:") {
-        return Err(Error::new(
-            ErrorCode::InvalidEnvironment,
-            format!(
-                "CNI_NETNS={netns:?} is a docker-style network namespace (dockershim / HNS V1 hot-attach), \
-                 which is not supported: run the pod with containerd, which passes an HCN namespace GUID"
-            ),
-        ));
-    }
-    netns.parse().map_err(|_| {
+    let refused = |problem: &str| {
         Error::new(
             ErrorCode::InvalidEnvironment,
-            format!(
-                "CNI_NETNS={netns:?} is not an HCN namespace GUID (containerd passes one, e.g. \
-                 5f3f8c1e-0b49-4b36-9a0e-6f1c2b3d4e5f)"
-            ),
+            format!("CNI_NETNS {} {problem}", cni::quoted(netns)),
         )
-    })
+        .with_details(format!("CNI_NETNS as received: {netns:?}"))
+    };
+    if netns == "none" || netns.starts_with("container:") {
+        return Err(refused(
+            "is a docker-style network namespace (dockershim / HNS V1 hot-attach), which is not \
+             supported: run the pod with containerd, which passes an HCN namespace GUID",
+        ));
+    }
+    netns
+        .parse()
+        .or_else(|_| cni::env::netns_last_component(netns).parse())
+        .map_err(|_| {
+            refused(
+                "is not an HCN namespace GUID (containerd passes one, e.g. \
+                 5f3f8c1e-0b49-4b36-9a0e-6f1c2b3d4e5f) nor a path ending in one",
+            )
+        })
 }

@@ -141,6 +141,14 @@ pub struct AttachmentEnv {
     pub netns: Option<String>,
 }
 
+/// The last component of a `CNI_NETNS` path, with `/` and `\` both separators on every
+/// platform; the whole value when it has neither. libcni's cnitool passes the namespace through
+/// `filepath.Abs`, so the HCN namespace GUID containerd would pass arrives as
+/// `C:\some\dir\<GUID>` (or `/some/dir/<GUID>` on Linux).
+pub fn netns_last_component(netns: &str) -> &str {
+    netns.rsplit(['/', '\\']).next().unwrap_or(netns)
+}
+
 /// Everything the environment says about one invocation, validated for its command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Environment {
@@ -352,6 +360,24 @@ mod tests {
         let mut bad_if = ADD.to_vec();
         bad_if[2] = ("CNI_IFNAME", "eth0/../x");
         assert!(env(&bad_if).unwrap_err().msg().starts_with("CNI_IFNAME"));
+    }
+
+    #[test]
+    fn the_netns_component_is_split_on_either_separator() {
+        let guid = "5f3f8c1e-0b49-4b36-9a0e-6f1c2b3d4e5f";
+        for (netns, last) in [
+            (guid.to_owned(), guid),
+            (format!("/some/dir/{guid}"), guid),
+            (
+                format!(r"C:\some\dir\{{{guid}}}"),
+                &format!("{{{guid}}}")[..],
+            ),
+            (format!(r"C:\mixed/dir\{guid}"), guid),
+            (format!("/some/dir/{guid}/"), ""),
+            ("none".to_owned(), "none"),
+        ] {
+            assert_eq!(netns_last_component(&netns), last, "{netns}");
+        }
     }
 
     #[test]
