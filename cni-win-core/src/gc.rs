@@ -51,10 +51,13 @@ pub fn gc<K: NetworkKind>(
         }
         Err(e) => return Err(to_cni(&e, &format!("find HNS network {name:?}"))),
     }
-    if let Some(ipam) = ipam
-        && let Err(e) = ipam.gc(request, &keep)
-    {
-        problems.push(format!("IPAM: {}", e.msg()));
+    if let Some(ipam) = ipam {
+        match ipam.gc(request, &keep) {
+            Ok(()) => {}
+            // The config's fault (a delegation loop, a bad range), not an incomplete GC.
+            Err(e) if e.code() == cni::ErrorCode::InvalidConfig => return Err(e),
+            Err(e) => problems.push(format!("IPAM: {}", e.msg())),
+        }
     }
     if problems.is_empty() {
         Ok(())
