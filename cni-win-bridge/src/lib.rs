@@ -55,7 +55,8 @@ impl NetworkKind for Bridge {
         let text = config.ip_masq_network.trim();
         if !text.is_empty() && cni_win_core::policy::parse_cidr(text).is_none() {
             return Err(Error::invalid_config(format!(
-                "ipMasqNetwork: {text:?} is not a CIDR (expected e.g. 10.244.0.0/16)"
+                "ipMasqNetwork: {} is not a CIDR (expected e.g. 10.244.0.0/16)",
+                cni::quoted(text)
             )));
         }
         Ok(())

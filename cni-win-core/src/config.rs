@@ -194,15 +194,19 @@ fn port_mappings(conf: &NetConf) -> Result<Vec<PortMapping>, Error> {
             let field = |name: &str| format!("runtimeConfig.portMappings[{index}].{name}");
             let protocol = parse_protocol(&mapping.protocol).ok_or_else(|| {
                 Error::invalid_config(format!(
-                    "{}: unknown protocol {:?}; use tcp, udp, icmpv4, icmpv6, igmp or a protocol number",
+                    "{}: unknown protocol {}; use tcp, udp, icmpv4, icmpv6, igmp or a protocol number",
                     field("protocol"),
-                    mapping.protocol
+                    cni::quoted(&mapping.protocol)
                 ))
             })?;
             let host_ip = match mapping.host_ip.trim() {
                 "" => None,
                 text => Some(text.parse::<IpAddr>().map_err(|_| {
-                    Error::invalid_config(format!("{}: {text:?} is not an IP address", field("hostIP")))
+                    Error::invalid_config(format!(
+                        "{}: {} is not an IP address",
+                        field("hostIP"),
+                        cni::quoted(text)
+                    ))
                 })?),
             };
             Ok(PortMapping {
@@ -246,10 +250,16 @@ fn ipam_gateways(conf: &NetConf) -> Result<Vec<(IpNetwork, IpAddr)>, Error> {
         let text = |key: &str| case_insensitive::get(range, key).and_then(Value::as_str);
         if let (Some(subnet), Some(gateway)) = (text("subnet"), text("gateway")) {
             let subnet: IpNetwork = subnet.parse().map_err(|_| {
-                Error::invalid_config(format!("{path}.subnet: {subnet:?} is not a CIDR"))
+                Error::invalid_config(format!(
+                    "{path}.subnet: {} is not a CIDR",
+                    cni::quoted(subnet)
+                ))
             })?;
             let gateway: IpAddr = gateway.parse().map_err(|_| {
-                Error::invalid_config(format!("{path}.gateway: {gateway:?} is not an IP address"))
+                Error::invalid_config(format!(
+                    "{path}.gateway: {} is not an IP address",
+                    cni::quoted(gateway)
+                ))
             })?;
             found.push((subnet, gateway));
         }

@@ -109,7 +109,8 @@ impl NatMerge {
     fn add_exception(&mut self, source: &str, cidr: &str) -> Result<(), Error> {
         let parsed: IpNetwork = parse_cidr(cidr).ok_or_else(|| {
             Error::invalid_config(format!(
-                "{source}: exception {cidr:?} is not a CIDR (expected e.g. 10.244.0.0/16)"
+                "{source}: exception {} is not a CIDR (expected e.g. 10.244.0.0/16)",
+                cni::quoted(cidr)
             ))
         })?;
         if self.seen.contains(&parsed) {

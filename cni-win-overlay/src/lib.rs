@@ -104,9 +104,9 @@ impl NetworkKind for Overlay {
     fn validate(&self, config: &OverlayConfig) -> Result<(), Error> {
         if config.mac_prefix().is_none() {
             return Err(Error::invalid_config(format!(
-                "endpointMacPrefix: {:?} is invalid; it must be two hex bytes as xx-xx with an even \
+                "endpointMacPrefix: {} is invalid; it must be two hex bytes as xx-xx with an even \
                  (unicast) first byte, e.g. {DEFAULT_MAC_PREFIX}",
-                config.endpoint_mac_prefix
+                cni::quoted(&config.endpoint_mac_prefix)
             )));
         }
         if config.vni < MIN_VNI {

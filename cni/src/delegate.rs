@@ -159,7 +159,10 @@ fn find_with_suffixes(
     if cni_path.is_empty() {
         return Err(Error::invalid_env(
             "CNI_PATH",
-            format!("is empty, so plugin {plugin_type:?} cannot be found"),
+            format!(
+                "is empty, so plugin {} cannot be found",
+                quoted(plugin_type)
+            ),
         ));
     }
     cni_path
@@ -173,7 +176,8 @@ fn find_with_suffixes(
         .ok_or_else(|| {
             let searched: Vec<_> = cni_path.iter().map(|d| d.display().to_string()).collect();
             Error::invalid_config(format!(
-                "plugin {plugin_type:?} was not found in CNI_PATH ({}); install it there or fix the config's type",
+                "plugin {} was not found in CNI_PATH ({}); install it there or fix the config's type",
+                quoted(plugin_type),
                 searched.join(", ")
             ))
         })

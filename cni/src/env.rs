@@ -8,6 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::error::Error;
+use crate::quote::quoted;
 use crate::validate;
 
 /// A CNI command from `CNI_COMMAND`.
@@ -45,7 +46,8 @@ impl Command {
             other => Err(Error::invalid_env(
                 "CNI_COMMAND",
                 format!(
-                    "unknown command {other:?}; expected ADD, DEL, CHECK, GC, STATUS or VERSION"
+                    "unknown command {}; expected ADD, DEL, CHECK, GC, STATUS or VERSION",
+                    quoted(other)
                 ),
             )),
         }
@@ -82,7 +84,10 @@ impl CniArgs {
                 _ => {
                     return Err(Error::invalid_env(
                         "CNI_ARGS",
-                        format!("invalid pair {pair:?}; expected KEY=VALUE pairs separated by ';'"),
+                        format!(
+                            "invalid pair {}; expected KEY=VALUE pairs separated by ';'",
+                            quoted(pair)
+                        ),
                     ));
                 }
             }
@@ -119,7 +124,9 @@ impl CniArgs {
             Some((key, _)) => Err(Error::invalid_env(
                 "CNI_ARGS",
                 format!(
-                    "unknown key {key:?}; this plugin understands {known:?} (add IgnoreUnknown=1 to allow others)"
+                    "unknown key {}; this plugin understands {} (add IgnoreUnknown=1 to allow others)",
+                    quoted(key),
+                    known.join(", ")
                 ),
             )),
             None => Ok(()),
