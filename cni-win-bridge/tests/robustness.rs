@@ -1,6 +1,6 @@
 //! Failure handling the HNS catalogue does not cover: a failed repeated ADD or endpoint delete
-//! keeps what exists, GC's boundaries (foreign endpoints, other networks), and the raw-call
-//! budgets with 1 and 501 endpoints on the node.
+//! keeps what exists, GC's boundaries (foreign endpoints, other networks; with and without
+//! `cni.dev/valid-attachments`), and the raw-call budgets with 1 and 501 endpoints on the node.
 #![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
 
 mod common;
@@ -58,6 +58,17 @@ fn a_failed_endpoint_delete_keeps_the_address() {
     assert!(node.reservations(NETWORK).is_empty() && node.endpoints(NETWORK).is_empty());
 }
 
+/// The names of the endpoints on `cbr0`, sorted.
+fn endpoint_names(node: &common::Node) -> Vec<String> {
+    let mut names: Vec<String> = node
+        .endpoints(NETWORK)
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.sort();
+    names
+}
+
 #[test]
 fn gc_removes_only_our_stale_endpoints_on_this_network() {
     let node = common::node("gc");
@@ -82,12 +93,7 @@ fn gc_removes_only_our_stale_endpoints_on_this_network() {
     let mut gc = config.clone();
     gc["cni.dev/valid-attachments"] = json!([{"containerID": "keep", "ifname": "eth0"}]);
     node.run(&Call::network("GC", &gc)).silent();
-    let mut left: Vec<String> = node
-        .endpoints(NETWORK)
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    left.sort();
+    let left = endpoint_names(&node);
     assert_eq!(
         left,
         [
@@ -103,6 +109,19 @@ fn gc_removes_only_our_stale_endpoints_on_this_network() {
         .unwrap();
     assert_eq!(other.len(), 1);
     assert_eq!(node.reservations(NETWORK).len(), 1);
+
+    // Without a list (libcni's `cnitool gc`) no attachment is valid, and the same boundaries hold.
+    node.run(&Call::network("GC", &config)).silent();
+    let left = endpoint_names(&node);
+    assert_eq!(left, ["cbr0_ep", "kube-proxy-sourcevip", "remote_cbr0"]);
+    assert!(node.reservations(NETWORK).is_empty());
+    assert_eq!(
+        node.client()
+            .list_endpoints(Some(node.network_id("other")))
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 #[test]

@@ -12,8 +12,9 @@
 //! | 113 | [`CHECK_MISMATCH`] | CHECK: the endpoint differs from what the config and prevResult say; the message lists each difference |
 //! | 114 | [`GC_INCOMPLETE`] | GC removed what it could but some endpoints or reservations could not be removed; the message lists them |
 //!
-//! Spec codes used: 4 (a `CNI_NETNS` that is not an HCN namespace GUID), 7 (invalid config,
-//! naming the key; an HNS network of the wrong type; settings HNS rejects), 11 (the HNS
+//! Spec codes used: 4 (a `CNI_NETNS` that is neither an HCN namespace GUID nor a path ending in
+//! one), 7 (invalid config, naming the key; an HNS network of the wrong type; settings HNS
+//! rejects; an `ipam.type` that delegates back into a plugin, naming the chain), 11 (the HNS
 //! network does not exist yet, or HNS cannot be reached), 50 (STATUS: not ready, with the reason).
 
 use cni::ErrorCode;

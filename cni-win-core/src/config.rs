@@ -178,15 +178,19 @@ fn port_mappings(conf: &NetConf) -> Result<Vec<PortMapping>, Error> {
             let field = |name: &str| format!("runtimeConfig.portMappings[{index}].{name}");
             let protocol = parse_protocol(&mapping.protocol).ok_or_else(|| {
                 Error::invalid_config(format!(
-                    "{}: unknown protocol {:?}; use tcp, udp, icmpv4, icmpv6, igmp or a protocol number",
+                    "{}: unknown protocol {}; use tcp, udp, icmpv4, icmpv6, igmp or a protocol number",
                     field("protocol"),
-                    mapping.protocol
+                    cni::quoted(&mapping.protocol)
                 ))
             })?;
             let host_ip = match mapping.host_ip.trim() {
                 "" => None,
                 text => Some(text.parse::<IpAddr>().map_err(|_| {
-                    Error::invalid_config(format!("{}: {text:?} is not an IP address", field("hostIP")))
+                    Error::invalid_config(format!(
+                        "{}: {} is not an IP address",
+                        field("hostIP"),
+                        cni::quoted(text)
+                    ))
                 })?),
             };
             Ok(PortMapping {
@@ -220,25 +224,30 @@ fn dns(conf: &NetConf) -> Result<Dns, Error> {
     Ok(dns)
 }
 
-/// The HCN namespace `CNI_NETNS` names. containerd passes the namespace GUID; a docker-style
-/// value (`none`, `container:<id>`) is dockershim's HNS V1 hot-attach, which is not supported.
+/// The HCN namespace `CNI_NETNS` names: a namespace GUID (containerd), braced or not, or a path
+/// whose last component is one (libcni's cnitool makes the value absolute). A docker-style value
+/// (`none`, `container:<id>`) is dockershim's HNS V1 hot-attach, which is not supported.
 pub(crate) fn namespace_guid(netns: &str) -> Result<Guid, Error> {
-    if netns == "none" || netns.starts_with("container:") {
-        return Err(Error::new(
-            ErrorCode::InvalidEnvironment,
-            format!(
-                "CNI_NETNS={netns:?} is a docker-style network namespace (dockershim / HNS V1 hot-attach), \
-                 which is not supported: run the pod with containerd, which passes an HCN namespace GUID"
-            ),
-        ));
-    }
-    netns.parse().map_err(|_| {
+    let refused = |problem: &str| {
         Error::new(
             ErrorCode::InvalidEnvironment,
-            format!(
-                "CNI_NETNS={netns:?} is not an HCN namespace GUID (containerd passes one, e.g. \
-                 5f3f8c1e-0b49-4b36-9a0e-6f1c2b3d4e5f)"
-            ),
+            format!("CNI_NETNS {} {problem}", cni::quoted(netns)),
         )
-    })
+        .with_details(format!("CNI_NETNS as received: {netns:?}"))
+    };
+    if netns == "none" || netns.starts_with("container:") {
+        return Err(refused(
+            "is a docker-style network namespace (dockershim / HNS V1 hot-attach), which is not \
+             supported: run the pod with containerd, which passes an HCN namespace GUID",
+        ));
+    }
+    netns
+        .parse()
+        .or_else(|_| cni::env::netns_last_component(netns).parse())
+        .map_err(|_| {
+            refused(
+                "is not an HCN namespace GUID (containerd passes one, e.g. \
+                 5f3f8c1e-0b49-4b36-9a0e-6f1c2b3d4e5f) nor a path ending in one",
+            )
+        })
 }

@@ -1,5 +1,6 @@
 //! GC: the only enumeration the plugins do. Every endpoint of this network that is local, named
-//! by our rule and not listed in `cni.dev/valid-attachments` is removed; remote endpoints,
+//! by our rule and not listed in `cni.dev/valid-attachments` is removed (all of them when the
+//! config has no list, as libcni means it); remote endpoints,
 //! endpoints named otherwise (Flannel's `cbr0_ep`, kube-proxy's) and other networks are never
 //! touched. Then IPAM's GC, which keeps the addresses of the valid attachments and of every
 //! endpoint the sweep could not delete (an address is never freed while its endpoint exists).
@@ -17,31 +18,34 @@ use crate::prepare::{Prepared, Unusable};
 
 pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> Result<(), Error> {
     let mut prepared = Prepared::<K>::load(&request.config, &cni::CniArgs::default())?;
-    let Some(valid) = request.config.valid_attachments()? else {
-        return Err(Error::invalid_config(
-            "GC needs cni.dev/valid-attachments (the attachments still in use); without it nothing is removed",
-        ));
-    };
+    let valid = request.config.valid_attachments()?;
     let name = prepared.conf.network.clone();
     let name = name.as_str();
     let mut problems = Vec::new();
     // The valid attachments, then those whose endpoint could not be deleted.
-    let mut keep = valid.clone();
+    let mut keep = valid.as_slice().to_vec();
     match prepared.network(client) {
         Ok(network) => {
             let id = network.open.id();
             drop(network);
-            sweep(client, name, id, &mut keep, &mut problems)?;
+            let removed = sweep(client, name, id, &mut keep, &mut problems)?;
+            log::info!(
+                "GC removed {removed} endpoint(s) of {name}: {}",
+                valid.reason()
+            );
         }
         Err(Unusable::Missing(_)) => {
             log::info!("HNS network {name:?} does not exist: no endpoint to collect")
         }
         Err(unusable) => return Err(unusable.into_error(name)),
     }
-    if let Some(ipam) = &prepared.ipam
-        && let Err(e) = ipam.gc(request, &keep)
-    {
-        problems.push(format!("IPAM: {}", e.msg()));
+    if let Some(ipam) = &prepared.ipam {
+        match ipam.gc(request, &keep) {
+            Ok(()) => {}
+            // The config's fault (a delegation loop, a bad range), not an incomplete GC.
+            Err(e) if e.code() == cni::ErrorCode::InvalidConfig => return Err(e),
+            Err(e) => problems.push(format!("IPAM: {}", e.msg())),
+        }
     }
     if problems.is_empty() {
         Ok(())
@@ -53,15 +57,17 @@ pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> R
     }
 }
 
-/// Deletes the stale endpoints of network `id`; `keep` (the valid attachments on entry) gains
-/// every attachment whose endpoint is still there after a failed delete.
+/// Deletes the stale endpoints of network `id` and returns how many it deleted; `keep` (the
+/// valid attachments on entry) gains every attachment whose endpoint is still there after a
+/// failed delete.
 fn sweep(
     client: &Client,
     network: &str,
     id: hns::Guid,
     keep: &mut Vec<GcAttachment>,
     problems: &mut Vec<String>,
-) -> Result<(), Error> {
+) -> Result<usize, Error> {
+    let mut removed = 0;
     let endpoints = client
         .list_endpoints(Some(id))
         .map_err(|e| to_cni(&e, &format!("list the endpoints of {network:?}")))?;
@@ -86,7 +92,10 @@ fn sweep(
             );
         }
         match client.delete_endpoint(endpoint.id) {
-            Ok(()) => log::info!("GC: deleted endpoint {} ({})", endpoint.name, endpoint.id),
+            Ok(()) => {
+                log::info!("GC: deleted endpoint {} ({})", endpoint.name, endpoint.id);
+                removed += 1;
+            }
             Err(e) if e.is_not_found() => {}
             Err(e) => {
                 problems.push(format!("endpoint {} ({}): {e}", endpoint.name, endpoint.id));
@@ -97,5 +106,5 @@ fn sweep(
             }
         }
     }
-    Ok(())
+    Ok(removed)
 }

@@ -18,8 +18,8 @@
 //! - `codes` and `hns_error`: the plugin error codes (110-114) and how HNS errors map to
 //!   CNI codes.
 //!
-//! HCN V2 only: `CNI_NETNS` must be an HCN namespace GUID (containerd); `apiVersion` is
-//! accepted whatever its value.
+//! HCN V2 only: `CNI_NETNS` must be an HCN namespace GUID (containerd) or a path ending in one
+//! (libcni's cnitool); `apiVersion` is accepted whatever its value.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

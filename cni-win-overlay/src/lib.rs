@@ -106,9 +106,9 @@ impl NetworkKind for Overlay {
     fn from_keys(keys: OverlayKeys) -> Result<Overlay, Error> {
         let Some(mac_prefix) = parse_mac_prefix(&keys.endpoint_mac_prefix) else {
             return Err(Error::invalid_config(format!(
-                "endpointMacPrefix: {:?} is invalid; it must be two hex bytes as xx-xx with an even \
+                "endpointMacPrefix: {} is invalid; it must be two hex bytes as xx-xx with an even \
                  (unicast) first byte, e.g. {DEFAULT_MAC_PREFIX}",
-                keys.endpoint_mac_prefix
+                cni::quoted(&keys.endpoint_mac_prefix)
             )));
         };
         if keys.vni < MIN_VNI {

@@ -141,3 +141,19 @@ fn status_and_gc_check_the_vni_as_add_does() {
         assert!(msg.contains(needle), "GC vni {vni}: {msg}");
     }
 }
+
+/// win-bridge as win-overlay's IPAM would run one HNS plugin under the other without end.
+#[cfg(unix)]
+#[test]
+fn the_other_hns_plugin_as_ipam_is_refused_before_it_runs() {
+    let node = common::node("ipam-loop");
+    let bin = node.dir().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // Whatever CNI_PATH holds under that name is never executed.
+    std::os::unix::fs::symlink(PLUGIN, bin.join("win-bridge")).unwrap();
+    let mut config = config(&node, "1.1.0");
+    config["ipam"] = json!({"type": "win-bridge"});
+    let msg = node.add("pod", &node.namespace(), &config).error(7);
+    assert!(msg.contains("ipam.type \"win-bridge\""), "{msg}");
+    assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
+}

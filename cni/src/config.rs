@@ -186,16 +186,47 @@ impl NetConf {
     }
 
     /// GC's still-valid attachments from `cni.dev/valid-attachments` (or the 1.1.0 tag's
-    /// `cni.dev/attachments`). `None` when neither key is present, which a plugin must not read
-    /// as "nothing is valid".
-    pub fn valid_attachments(&self) -> Result<Option<Vec<GcAttachment>>, Error> {
+    /// `cni.dev/attachments`). A key that is present but malformed is code 7; an absent key is
+    /// [`ValidAttachments::Unlisted`], which GC reads as libcni means it.
+    pub fn valid_attachments(&self) -> Result<ValidAttachments, Error> {
         let key = ["cni.dev/valid-attachments", "cni.dev/attachments"]
             .into_iter()
             .find(|k| self.raw.contains_key(*k));
         match key {
-            None => Ok(None),
-            Some(key) => {
-                case_insensitive::decode(&self.raw[key], key, ErrorCode::InvalidConfig).map(Some)
+            None => Ok(ValidAttachments::Unlisted),
+            Some(key) => case_insensitive::decode(&self.raw[key], key, ErrorCode::InvalidConfig)
+                .map(ValidAttachments::Listed),
+        }
+    }
+}
+
+/// Which attachments GC keeps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ValidAttachments {
+    /// The runtime listed the attachments still in use (possibly none).
+    Listed(Vec<GcAttachment>),
+    /// The config has no list. libcni sends none once it has dropped every cached attachment
+    /// (`cnitool gc`, and any runtime that passes no list), and the reference plugins read that
+    /// as an empty list: no attachment is valid.
+    Unlisted,
+}
+
+impl ValidAttachments {
+    /// The attachments to keep: none when the runtime listed none.
+    pub fn as_slice(&self) -> &[GcAttachment] {
+        match self {
+            ValidAttachments::Listed(attachments) => attachments,
+            ValidAttachments::Unlisted => &[],
+        }
+    }
+
+    /// Why GC removes what it removes, for its log.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ValidAttachments::Listed(_) => "not in cni.dev/valid-attachments",
+            ValidAttachments::Unlisted => {
+                "the config has no cni.dev/valid-attachments, which libcni sends once it has \
+                 dropped every cached attachment: none is valid"
             }
         }
     }
@@ -400,18 +431,34 @@ mod tests {
                 key: [{"containerID": "c1", "ifname": "eth0"}]}))
             .unwrap();
             assert_eq!(
-                conf.valid_attachments().unwrap().unwrap(),
-                [GcAttachment {
+                conf.valid_attachments().unwrap(),
+                ValidAttachments::Listed(vec![GcAttachment {
                     container_id: "c1".into(),
                     ifname: "eth0".into()
-                }]
+                }])
             );
         }
         let empty =
             parse(json!({"name": "n", "type": "t", "cni.dev/valid-attachments": []})).unwrap();
-        assert_eq!(empty.valid_attachments().unwrap(), Some(vec![]));
+        assert_eq!(
+            empty.valid_attachments().unwrap(),
+            ValidAttachments::Listed(vec![])
+        );
+        // As libcni means it (cnitool gc sends no list): nothing is valid.
         let absent = parse(json!({"name": "n", "type": "t"})).unwrap();
-        assert_eq!(absent.valid_attachments().unwrap(), None);
+        let unlisted = absent.valid_attachments().unwrap();
+        assert_eq!(unlisted, ValidAttachments::Unlisted);
+        assert!(unlisted.as_slice().is_empty());
+        // A list that is there but malformed is still refused.
+        for bad in [json!("c1/eth0"), json!([{"containerID": 5}]), json!({})] {
+            let conf =
+                parse(json!({"name": "n", "type": "t", "cni.dev/valid-attachments": bad})).unwrap();
+            assert_eq!(
+                conf.valid_attachments().unwrap_err().code(),
+                ErrorCode::InvalidConfig,
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -1,16 +1,142 @@
 //! Running another plugin (an IPAM plugin) the way libcni's `invoke` package does: found by type
 //! name in `CNI_PATH`, given the same environment and the same stdin, with only `CNI_COMMAND`
 //! changed, its stderr passed through and its error JSON (with its code) propagated.
+//!
+//! Delegation must end. An `ipam.type` naming an HNS plugin (or the config's own `type`) makes
+//! the plugin run itself without end, so [`refuse_looping_ipam`] refuses it before anything
+//! runs. A copy under another name escapes any list of names, so every delegation also extends
+//! [`CHAIN_VAR`] in the delegate's environment, and [`DelegationChain::admit`] stops a chain
+//! nested deeper than [`MAX_DEPTH`], whatever the plugins in between.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 
+use crate::config::NetConf;
 use crate::env::Command;
 use crate::error::{Error, ErrorCode};
+use crate::quote::quoted;
 use crate::result::Success;
 use crate::validate;
 use crate::version::Version;
+
+/// The HNS plugins of cni-win: never an IPAM plugin, whatever a config says.
+pub const HNS_PLUGINS: &[&str] = &["win-bridge", "win-overlay"];
+
+/// Refuses (code 7) an `ipam.type` that names an HNS plugin or the config's own `type`: the
+/// plugin would find itself (or the other HNS plugin) in `CNI_PATH` and run it as its IPAM, which
+/// delegates again, without end. Names compare as Windows finds binaries: in any case, with or
+/// without `.exe` (and trailing dots, which Windows drops).
+pub fn refuse_looping_ipam(config: &NetConf) -> Result<(), Error> {
+    let Some(ipam_type) = config.ipam_type.as_deref() else {
+        return Ok(());
+    };
+    let ipam = binary_name(ipam_type);
+    let own = binary_name(&config.plugin_type);
+    if ipam != own && !HNS_PLUGINS.contains(&ipam.as_str()) {
+        return Ok(());
+    }
+    let what = if ipam == own {
+        format!("this plugin's own type {}", quoted(&config.plugin_type))
+    } else {
+        format!("the cni-win HNS plugin {ipam}")
+    };
+    Err(Error::invalid_config(format!(
+        "ipam.type {} names {what}: it would run itself as its IPAM plugin, and that one its own, \
+         without end; set ipam.type to an IPAM plugin such as host-local",
+        quoted(ipam_type)
+    )))
+}
+
+/// A plugin type as the file it names: lowercase, without a trailing `.exe` or dots.
+fn binary_name(plugin_type: &str) -> String {
+    let mut name = plugin_type.to_ascii_lowercase();
+    loop {
+        let trimmed = name.trim_end_matches('.');
+        let trimmed = trimmed.strip_suffix(".exe").unwrap_or(trimmed);
+        if trimmed.len() == name.len() {
+            return name;
+        }
+        name = trimmed.to_owned();
+    }
+}
+
+/// The environment variable through which a cni-win plugin tells the plugin it delegates to
+/// which delegations led there: the delegates' types, outermost first, comma-separated.
+/// Plugins of other projects pass it on untouched (libcni's `invoke` hands a delegate the whole
+/// environment), so a loop through them is counted too.
+pub const CHAIN_VAR: &str = "CNI_WIN_DELEGATION_CHAIN";
+
+/// How many delegations may be nested before a plugin refuses to run. A real chain nests one
+/// (an HNS plugin's IPAM) or two (an IPAM plugin that delegates in turn); a loop stops after
+/// this many processes beyond the first.
+pub const MAX_DEPTH: usize = 3;
+
+/// The delegations that led to this process, from [`CHAIN_VAR`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DelegationChain {
+    delegates: Vec<String>,
+}
+
+impl DelegationChain {
+    /// Reads [`CHAIN_VAR`]; code 4 when it is not a list of plugin types (it is only ever set by
+    /// cni-win plugins for the plugins they run).
+    pub fn from_lookup(
+        lookup: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<DelegationChain, Error> {
+        let Some(value) = lookup(CHAIN_VAR) else {
+            return Ok(DelegationChain::default());
+        };
+        let malformed = || {
+            Error::invalid_env(
+                CHAIN_VAR,
+                "is not a comma-separated list of plugin types; cni-win plugins set it for the \
+                 plugins they delegate to, so unset it",
+            )
+            .with_details(format!("{CHAIN_VAR} as received: {value:?}"))
+        };
+        let text = value.to_str().ok_or_else(malformed)?;
+        let delegates: Vec<String> = text
+            .split(',')
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if delegates
+            .iter()
+            .any(|t| validate::plugin_type(CHAIN_VAR, t).is_err())
+        {
+            return Err(malformed());
+        }
+        Ok(DelegationChain { delegates })
+    }
+
+    /// Refuses (code 7) to run a plugin nested deeper than [`MAX_DEPTH`], naming the chain from
+    /// the config's `type` (which the outermost plugin was run as) to this plugin.
+    pub fn admit(&self, config: &NetConf) -> Result<(), Error> {
+        if self.delegates.len() <= MAX_DEPTH {
+            return Ok(());
+        }
+        let chain: Vec<&str> = std::iter::once(config.plugin_type.as_str())
+            .chain(self.delegates.iter().map(String::as_str))
+            .collect();
+        Err(Error::invalid_config(format!(
+            "delegation loop: {} nests more than {MAX_DEPTH} plugins; an ipam.type leads back into \
+             a plugin that delegates again: set it to an IPAM plugin such as host-local",
+            chain.join(" → ")
+        )))
+    }
+
+    /// The value of [`CHAIN_VAR`] for a delegate of type `plugin_type`.
+    fn extended(&self, plugin_type: &str) -> String {
+        self.delegates
+            .iter()
+            .map(String::as_str)
+            .chain([plugin_type])
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
 
 /// Suffixes tried after a plugin type, in order, in each directory: Windows looks for
 /// `<type>.exe` first, then `<type>` (libcni's `ExecutableFileExtensions`).
@@ -33,7 +159,10 @@ fn find_with_suffixes(
     if cni_path.is_empty() {
         return Err(Error::invalid_env(
             "CNI_PATH",
-            format!("is empty, so plugin {plugin_type:?} cannot be found"),
+            format!(
+                "is empty, so plugin {} cannot be found",
+                quoted(plugin_type)
+            ),
         ));
     }
     cni_path
@@ -47,7 +176,8 @@ fn find_with_suffixes(
         .ok_or_else(|| {
             let searched: Vec<_> = cni_path.iter().map(|d| d.display().to_string()).collect();
             Error::invalid_config(format!(
-                "plugin {plugin_type:?} was not found in CNI_PATH ({}); install it there or fix the config's type",
+                "plugin {} was not found in CNI_PATH ({}); install it there or fix the config's type",
+                quoted(plugin_type),
                 searched.join(", ")
             ))
         })
@@ -59,10 +189,20 @@ const MAX_STDOUT_IN_DETAILS: usize = 1000;
 /// Runs `binary` for `command` with `stdin`, returning its stdout on success. A failure with
 /// error JSON on stdout keeps that error's code; any other failure is code 999 naming the exit
 /// status, with what the plugin printed on stdout (its stderr is passed through) in the details.
-pub fn exec(binary: &Path, command: Command, stdin: &[u8]) -> Result<Vec<u8>, Error> {
+/// The delegate's [`CHAIN_VAR`] is this process's with `plugin_type` added.
+pub fn exec(
+    binary: &Path,
+    plugin_type: &str,
+    command: Command,
+    stdin: &[u8],
+) -> Result<Vec<u8>, Error> {
     let name = binary.display().to_string();
+    // This process was admitted with the same variable (the skeleton reads it before any
+    // command runs), so a malformed one never gets here; an unreadable one starts afresh.
+    let chain = DelegationChain::from_lookup(&|name| std::env::var_os(name)).unwrap_or_default();
     let mut child = Process::new(binary)
         .env("CNI_COMMAND", command.as_str())
+        .env(CHAIN_VAR, chain.extended(plugin_type))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -111,7 +251,7 @@ pub fn add(
     version: Version,
 ) -> Result<Success, Error> {
     let binary = find_in_path(plugin_type, cni_path)?;
-    let stdout = exec(&binary, Command::Add, stdin)?;
+    let stdout = exec(&binary, plugin_type, Command::Add, stdin)?;
     Success::from_slice(&stdout, version)
         .map_err(|e| e.context(format!("{plugin_type} ADD result")))
 }
@@ -124,7 +264,88 @@ pub fn run(
     cni_path: &[PathBuf],
 ) -> Result<(), Error> {
     let binary = find_in_path(plugin_type, cni_path)?;
-    exec(&binary, command, stdin).map(drop)
+    exec(&binary, plugin_type, command, stdin).map(drop)
+}
+
+#[cfg(test)]
+mod loop_tests {
+    use super::*;
+
+    fn conf(plugin_type: &str, ipam_type: &str) -> NetConf {
+        NetConf::parse(
+            serde_json::json!({"cniVersion": "1.1.0", "name": "cbr0", "type": plugin_type,
+                "ipam": {"type": ipam_type}})
+            .to_string()
+            .as_bytes(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn hns_plugins_and_the_own_type_are_refused_as_ipam_in_any_spelling() {
+        for (own, ipam) in [
+            ("win-bridge", "win-bridge"),
+            ("win-bridge", "win-overlay"),
+            ("win-overlay", "WIN-Bridge.EXE"),
+            ("win-bridge", "win-bridge.exe."),
+            ("sdnbridge", "SDNBridge"),
+            ("sdnbridge.exe", "sdnbridge"),
+        ] {
+            let err = refuse_looping_ipam(&conf(own, ipam)).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidConfig, "{own} {ipam}");
+            assert!(
+                err.msg().contains(&format!("ipam.type \"{ipam}\"")),
+                "{}",
+                err.msg()
+            );
+        }
+        for (own, ipam) in [
+            ("win-bridge", "host-local"),
+            ("win-bridge", "win-bridge-ipam"),
+            ("win-overlay", "exe"),
+        ] {
+            assert_eq!(
+                refuse_looping_ipam(&conf(own, ipam)),
+                Ok(()),
+                "{own} {ipam}"
+            );
+        }
+    }
+
+    fn chain(value: &str) -> Result<DelegationChain, Error> {
+        let value = OsString::from(value);
+        DelegationChain::from_lookup(&|name| (name == CHAIN_VAR).then(|| value.clone()))
+    }
+
+    #[test]
+    fn the_chain_admits_up_to_the_bound_and_names_itself_beyond() {
+        let conf = conf("win-bridge", "loop");
+        let none = DelegationChain::from_lookup(&|_| None).unwrap();
+        assert_eq!(none.admit(&conf), Ok(()));
+        assert_eq!(none.extended("loop"), "loop");
+        let mut value = String::from("loop");
+        for _ in 1..MAX_DEPTH {
+            value = chain(&value).unwrap().extended("loop");
+        }
+        assert_eq!(chain(&value).unwrap().admit(&conf), Ok(()));
+        let too_deep = chain(&chain(&value).unwrap().extended("loop")).unwrap();
+        let err = too_deep.admit(&conf).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidConfig);
+        let expected = format!("win-bridge{}", " → loop".repeat(MAX_DEPTH + 1));
+        assert!(err.msg().contains(&expected), "{}", err.msg());
+    }
+
+    #[test]
+    fn a_malformed_chain_is_an_environment_error() {
+        for bad in ["a,../b", "a b", "x,/bin/sh"] {
+            assert_eq!(
+                chain(bad).unwrap_err().code(),
+                ErrorCode::InvalidEnvironment,
+                "{bad}"
+            );
+        }
+        assert_eq!(chain("").unwrap(), DelegationChain::default());
+    }
 }
 
 #[cfg(all(test, unix))]
@@ -221,6 +442,25 @@ echo '{"cniVersion":"0.3.1","ips":[{"version":"4","address":"10.0.0.9/24"}]}'"#,
             .recv_timeout(std::time::Duration::from_secs(20))
             .expect("the delegation deadlocked");
         assert_eq!(outcome, Ok(()));
+    }
+
+    #[test]
+    fn the_delegate_gets_the_chain_extended_with_its_type() {
+        let (_guard, dir) = scratch();
+        script(
+            &dir,
+            "ipam",
+            &format!(r#"echo "{{\"code\":11,\"msg\":\"${CHAIN_VAR}\"}}"; exit 1"#),
+        );
+        let inherited = std::env::var(CHAIN_VAR).unwrap_or_default();
+        let expected = chain(&inherited).extended("ipam");
+        let err = run("ipam", Command::Del, b"{}", &[dir]).unwrap_err();
+        assert_eq!(err.msg(), expected);
+    }
+
+    fn chain(value: &str) -> DelegationChain {
+        let value = OsString::from(value);
+        DelegationChain::from_lookup(&|name| (name == CHAIN_VAR).then(|| value.clone())).unwrap()
     }
 
     #[test]

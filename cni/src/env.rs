@@ -8,6 +8,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::error::Error;
+use crate::quote::quoted;
 use crate::validate;
 
 /// A CNI command from `CNI_COMMAND`.
@@ -52,7 +53,8 @@ impl Command {
             other => Err(Error::invalid_env(
                 "CNI_COMMAND",
                 format!(
-                    "unknown command {other:?}; expected ADD, DEL, CHECK, GC, STATUS or VERSION"
+                    "unknown command {}; expected ADD, DEL, CHECK, GC, STATUS or VERSION",
+                    quoted(other)
                 ),
             )),
         }
@@ -89,7 +91,10 @@ impl CniArgs {
                 _ => {
                     return Err(Error::invalid_env(
                         "CNI_ARGS",
-                        format!("invalid pair {pair:?}; expected KEY=VALUE pairs separated by ';'"),
+                        format!(
+                            "invalid pair {}; expected KEY=VALUE pairs separated by ';'",
+                            quoted(pair)
+                        ),
                     ));
                 }
             }
@@ -126,7 +131,9 @@ impl CniArgs {
             Some((key, _)) => Err(Error::invalid_env(
                 "CNI_ARGS",
                 format!(
-                    "unknown key {key:?}; this plugin understands {known:?} (add IgnoreUnknown=1 to allow others)"
+                    "unknown key {}; this plugin understands {} (add IgnoreUnknown=1 to allow others)",
+                    quoted(key),
+                    known.join(", ")
                 ),
             )),
             None => Ok(()),
@@ -149,6 +156,14 @@ pub struct AttachmentEnv {
     /// `CNI_NETNS`; on Windows with containerd an HCN namespace GUID. `None` only for DEL, which
     /// the spec lets run without one.
     pub netns: Option<String>,
+}
+
+/// The last component of a `CNI_NETNS` path, with `/` and `\` both separators on every
+/// platform; the whole value when it has neither. libcni's cnitool passes the namespace through
+/// `filepath.Abs`, so the HCN namespace GUID containerd would pass arrives as
+/// `C:\some\dir\<GUID>` (or `/some/dir/<GUID>` on Linux).
+pub fn netns_last_component(netns: &str) -> &str {
+    netns.rsplit(['/', '\\']).next().unwrap_or(netns)
 }
 
 /// Everything the environment says about one invocation, validated for its command.
@@ -364,6 +379,24 @@ mod tests {
         let mut bad_if = ADD.to_vec();
         bad_if[2] = ("CNI_IFNAME", "eth0/../x");
         assert!(env(&bad_if).unwrap_err().msg().starts_with("CNI_IFNAME"));
+    }
+
+    #[test]
+    fn the_netns_component_is_split_on_either_separator() {
+        let guid = "5f3f8c1e-0b49-4b36-9a0e-6f1c2b3d4e5f";
+        for (netns, last) in [
+            (guid.to_owned(), guid),
+            (format!("/some/dir/{guid}"), guid),
+            (
+                format!(r"C:\some\dir\{{{guid}}}"),
+                &format!("{{{guid}}}")[..],
+            ),
+            (format!(r"C:\mixed/dir\{guid}"), guid),
+            (format!("/some/dir/{guid}/"), ""),
+            ("none".to_owned(), "none"),
+        ] {
+            assert_eq!(netns_last_component(&netns), last, "{netns}");
+        }
     }
 
     #[test]

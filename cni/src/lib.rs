@@ -15,14 +15,16 @@ pub mod delegate;
 pub mod env;
 pub mod error;
 pub mod logging;
+pub mod quote;
 pub mod result;
 pub mod skel;
 pub mod validate;
 pub mod version;
 
-pub use config::{GcAttachment, NetConf};
+pub use config::{GcAttachment, NetConf, ValidAttachments};
 pub use env::{CniArgs, Command};
 pub use error::{Error, ErrorCode};
+pub use quote::quoted;
 pub use result::{Dns, Interface, IpConfig, Route, Success};
 pub use skel::{About, DelRequest, NetworkRequest, Plugin, Request, execute, run};
 pub use version::Version;

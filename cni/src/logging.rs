@@ -40,7 +40,8 @@ impl LogSettings {
                 Err(_) => (
                     LevelFilter::Warn,
                     Some(format!(
-                        "log level {text:?} is not one of off, error, warn, info, debug, trace; using warn"
+                        "log level {} is not one of off, error, warn, info, debug, trace; using warn",
+                        crate::quote::quoted(&text)
                     )),
                 ),
             },
@@ -120,7 +121,9 @@ pub fn init(tag: String, settings: &LogSettings) {
     if let Some(path) = &settings.file {
         match open_log_file(path) {
             Ok(file) => loggers.push(WriteLogger::new(settings.level, config, file)),
-            Err(e) => file_problem = Some(format!("cannot open log file {}: {e}", path.display())),
+            Err(e) => {
+                file_problem = Some(format!("cannot open log file {}: {e}", quoted_path(path)))
+            }
         }
     }
     if let Ok(mut current) = CURRENT.write() {
@@ -137,11 +140,74 @@ pub fn init(tag: String, settings: &LogSettings) {
     }
 }
 
+/// Opens the log file for appending, without ever waiting: a FIFO without a reader would block
+/// an ordinary open forever, so the file is opened non-blocking and without following a link,
+/// and anything but a regular file is refused (the caller logs to stderr only).
 fn open_log_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let not_regular = |what: &str| {
+        std::io::Error::other(format!(
+            "it is {what}, not a regular file; logging to stderr only"
+        ))
+    };
+    if let Ok(metadata) = std::fs::symlink_metadata(path)
+        && !metadata.is_file()
+    {
+        return Err(not_regular(describe(&metadata.file_type())));
+    }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
-    OpenOptions::new().create(true).append(true).open(path)
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    // Checked above, but the path may change between the check and the open: these flags make
+    // the open itself safe, and the opened file is checked again.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::OpenOptionsExt;
+        /// Opens a link or other reparse point itself rather than its target (winbase.h).
+        const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+        options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT);
+    }
+    let file = options.open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(not_regular(describe(&metadata.file_type())));
+    }
+    Ok(file)
+}
+
+/// A path in its display form, quoted (see [`crate::quote`]).
+fn quoted_path(path: &Path) -> String {
+    crate::quote::quoted(&path.to_string_lossy()).to_string()
+}
+
+/// What a non-regular file is, for the warning.
+fn describe(file_type: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        }
+        if file_type.is_char_device() || file_type.is_block_device() {
+            return "a device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a special file"
+    }
 }
 
 #[cfg(test)]

@@ -235,11 +235,16 @@ mod serde_network {
         let s = String::deserialize(d)?;
         if !s.contains('/') {
             return Err(serde::de::Error::custom(format!(
-                "{s:?} is not in CIDR notation (address/prefix)"
+                "{} is not in CIDR notation (address/prefix)",
+                crate::quote::quoted(&s)
             )));
         }
-        s.parse()
-            .map_err(|e| serde::de::Error::custom(format!("{s:?} is not a valid CIDR: {e}")))
+        s.parse().map_err(|e| {
+            serde::de::Error::custom(format!(
+                "{} is not a valid CIDR: {e}",
+                crate::quote::quoted(&s)
+            ))
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 //! refused before it is used: no path traversal, no shell or JSON metacharacters.
 
 use crate::error::{Error, ErrorCode};
+use crate::quote::quoted;
 
 /// Network names and container IDs: `^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$` (libcni `pkg/utils`).
 fn is_identifier(s: &str) -> bool {
@@ -25,8 +26,9 @@ pub fn network_name(name: &str) -> Result<(), Error> {
     }
     if !is_identifier(name) {
         return Err(Error::invalid_config(format!(
-            "network name {name:?} is invalid: it must start with a letter or digit and contain only \
-             letters, digits, '_', '.' and '-'"
+            "network name {} is invalid: it must start with a letter or digit and contain only \
+             letters, digits, '_', '.' and '-'",
+            quoted(name)
         )));
     }
     Ok(())
@@ -44,8 +46,9 @@ pub fn container_id(id: &str) -> Result<(), Error> {
         return Err(Error::invalid_env(
             "CNI_CONTAINERID",
             format!(
-                "{id:?} is invalid: it must start with a letter or digit and contain only letters, \
-                 digits, '_', '.' and '-'"
+                "{} is invalid: it must start with a letter or digit and contain only letters, \
+                 digits, '_', '.' and '-'",
+                quoted(id)
             ),
         ));
     }
@@ -72,7 +75,7 @@ pub fn ifname(name: &str) -> Result<(), Error> {
     match problem {
         Some(problem) => Err(Error::invalid_env(
             "CNI_IFNAME",
-            format!("{name:?} {problem}"),
+            format!("{} {problem}", quoted(name)),
         )),
         None => Ok(()),
     }
@@ -85,8 +88,9 @@ pub fn plugin_type(field: &str, name: &str) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::invalid_config(format!(
-            "{field} {name:?} is not a plugin name: it must be a bare binary name found in CNI_PATH \
-             (letters, digits, '_', '.', '-'; no path separators or '..')"
+            "{field} {} is not a plugin name: it must be a bare binary name found in CNI_PATH \
+             (letters, digits, '_', '.', '-'; no path separators or '..')",
+            quoted(name)
         )))
     }
 }
@@ -155,6 +159,20 @@ mod tests {
             assert_eq!(err.code(), ErrorCode::InvalidEnvironment, "{bad}");
             assert!(err.msg().starts_with("CNI_IFNAME"), "{}", err.msg());
         }
+    }
+
+    #[test]
+    fn messages_show_values_as_written() {
+        let msg = plugin_type("ipam.type", r"C:\cni\bin\host-local.exe")
+            .unwrap_err()
+            .msg()
+            .to_owned();
+        assert!(
+            msg.contains(r#"ipam.type "C:\cni\bin\host-local.exe" is"#),
+            "{msg}"
+        );
+        let msg = container_id("a\nb").unwrap_err().msg().to_owned();
+        assert!(msg.contains(r#""a\nb" is invalid"#), "{msg}");
     }
 
     #[test]

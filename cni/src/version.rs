@@ -111,7 +111,8 @@ impl FromStr for Version {
                 Error::new(
                     ErrorCode::IncompatibleVersion,
                     format!(
-                        "cniVersion {s:?} is not supported; this plugin supports {}",
+                        "cniVersion {} is not supported; this plugin supports {}",
+                        crate::quote::quoted(s),
                         Version::supported_list()
                     ),
                 )

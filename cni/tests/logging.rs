@@ -28,6 +28,9 @@ impl Plugin for Logs {
     }
 }
 
+/// The logger is process-wide: tests take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs a failing ADD of `c1/eth0` with `config` and the extra variables; returns stdout.
 fn add(config: &serde_json::Value, extra_env: &[(&str, &Path)]) -> String {
     let mut vars: HashMap<String, OsString> = [
@@ -64,6 +67,7 @@ fn read(path: &Path) -> String {
 
 #[test]
 fn the_log_file_and_level_come_from_the_config_or_the_environment_and_lines_are_tagged() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path();
     let from_config = dir.join("config/plugin.log");
@@ -109,4 +113,54 @@ fn the_log_file_and_level_come_from_the_config_or_the_environment_and_lines_are_
         "{log}"
     );
     assert!(log.contains("ADD c1?[ERROR] forged/eth0:"), "{log}");
+}
+
+/// A `logFile` that is a FIFO (with or without a reader) or a link is refused, and the command
+/// neither waits for it nor writes through it.
+#[cfg(unix)]
+#[test]
+fn a_log_file_that_is_not_a_regular_file_never_blocks_and_is_not_written() {
+    use std::os::unix::ffi::OsStrExt;
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let fifo = dir.join("plugin.fifo");
+    let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let target = dir.join("elsewhere.log");
+    std::fs::write(&target, "").unwrap();
+    let link = dir.join("link.log");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+
+    // Runs the failing ADD logging to `path` on a thread: a blocked open would never return.
+    let add_logging_to = |path: &Path| {
+        let config = serde_json::json!({"cniVersion": "1.0.0", "name": "cbr0", "type": "logs",
+            "logFile": path, "logLevel": "info"});
+        let (done, returned) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done.send(add(&config, &[]));
+        });
+        let stdout = returned
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the plugin is blocked opening its log file");
+        let error: serde_json::Value = serde_json::from_str(&stdout).expect("the error JSON");
+        assert_eq!(error["code"], 120);
+    };
+
+    // No reader: an ordinary open for writing waits for one forever.
+    add_logging_to(&fifo);
+    // A reader: the open succeeds, but nothing may be written into the pipe.
+    // SAFETY: a valid NUL-terminated path; the descriptor is owned by `reader` below.
+    let fd = unsafe { libc::open(c_path.as_ptr(), libc::O_RDONLY | libc::O_NONBLOCK) };
+    assert!(fd >= 0);
+    // SAFETY: `fd` is open and owned by nothing else.
+    let mut reader = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    add_logging_to(&fifo);
+    let mut written = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut reader, &mut written);
+    assert!(written.is_empty(), "{}", String::from_utf8_lossy(&written));
+    // A link is not followed.
+    add_logging_to(&link);
+    assert_eq!(read(&target), "");
 }

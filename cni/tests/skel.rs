@@ -42,8 +42,10 @@ impl Plugin for Recorder {
         Err(Error::new(ErrorCode::Plugin(120), "endpoint missing"))
     }
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
-        let valid = request.config.valid_attachments()?.unwrap_or_default();
-        self.calls.borrow_mut().push(format!("GC {}", valid.len()));
+        let valid = request.config.valid_attachments()?;
+        self.calls
+            .borrow_mut()
+            .push(format!("GC {}", valid.as_slice().len()));
         Ok(())
     }
     fn status(&self, _: &NetworkRequest) -> Result<(), Error> {

@@ -297,7 +297,8 @@ fn parse_subnet(text: &str, name: &str) -> Result<IpNetwork, Error> {
     }
     .ok_or_else(|| {
         Error::invalid_config(format!(
-            "{name}: {text:?} is not a CIDR (expected e.g. 10.244.1.0/24 or fd00::/64)"
+            "{name}: {} is not a CIDR (expected e.g. 10.244.1.0/24 or fd00::/64)",
+            cni::quoted(text)
         ))
     })?;
     let network = parsed.network();
@@ -318,8 +319,12 @@ fn parse_subnet(text: &str, name: &str) -> Result<IpNetwork, Error> {
 }
 
 fn parse_ip(text: &str, name: &str) -> Result<IpAddr, Error> {
-    text.parse()
-        .map_err(|_| Error::invalid_config(format!("{name}: {text:?} is not an IP address")))
+    text.parse().map_err(|_| {
+        Error::invalid_config(format!(
+            "{name}: {} is not an IP address",
+            cni::quoted(text)
+        ))
+    })
 }
 
 /// A requested address: `10.0.0.5` or `10.0.0.5/24` (the prefix is ignored, as the reference).
@@ -327,7 +332,8 @@ fn parse_requested(text: &str, name: &str) -> Result<IpAddr, Error> {
     let address = text.split_once('/').map_or(text, |(ip, _)| ip);
     address.trim().parse().map_err(|_| {
         Error::invalid_config(format!(
-            "{name}: {text:?} is not an IP address (expected e.g. 10.244.1.5)"
+            "{name}: {} is not an IP address (expected e.g. 10.244.1.5)",
+            cni::quoted(text)
         ))
     })
 }

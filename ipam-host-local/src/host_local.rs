@@ -277,16 +277,25 @@ impl HostLocal {
             .chain([(SOURCE_VIP_OWNER, SOURCE_VIP_OWNER)])
             .collect();
         let containers: HashSet<&str> = valid.iter().map(|a| a.container_id.as_str()).collect();
-        let retain = |owner: &Owner| match owner {
-            Owner::Attachment {
-                container_id,
-                ifname,
-            } => attachments.contains(&(container_id.as_str(), ifname.as_str())),
-            Owner::Legacy { container_id } => containers.contains(container_id.as_str()),
+        let released = std::cell::Cell::new(0_usize);
+        let retain = |owner: &Owner| {
+            let kept = match owner {
+                Owner::Attachment {
+                    container_id,
+                    ifname,
+                } => attachments.contains(&(container_id.as_str(), ifname.as_str())),
+                Owner::Legacy { container_id } => containers.contains(container_id.as_str()),
+            };
+            released.set(released.get() + usize::from(!kept));
+            kept
         };
         let mut session = self.store.lock(&self.config.range_sets)?;
         let problems = session.rebuild(Sweep::Retain(&retain))?;
         session.finish()?;
+        log::info!(
+            "GC released {} address(es) of attachments not kept",
+            released.get()
+        );
         match problems.len() {
             0 => Ok(()),
             n => Err(Error::new(

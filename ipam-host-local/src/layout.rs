@@ -146,8 +146,8 @@ pub fn parse_content(bytes: &[u8]) -> Content {
             Content::Owned(Owner::attachment(id, ifname))
         }
         _ => Content::Corrupt(format!(
-            "{:?} is neither \"containerID\\r\\nifname\" nor a container ID",
-            text.chars().take(80).collect::<String>()
+            "{} is neither \"containerID\\r\\nifname\" nor a container ID",
+            cni::quoted(&text.chars().take(80).collect::<String>())
         )),
     }
 }

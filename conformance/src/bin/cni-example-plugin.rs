@@ -127,7 +127,7 @@ impl Plugin for ExamplePlugin {
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
         let (_, dir) = settings(&request.config)?;
         // Without the list, nothing is known to be stale: keep everything.
-        let Some(valid) = request.config.valid_attachments()? else {
+        let cni::ValidAttachments::Listed(valid) = request.config.valid_attachments()? else {
             return Ok(());
         };
         let entries = match std::fs::read_dir(&dir) {

@@ -32,12 +32,10 @@ impl Plugin for HostLocalPlugin {
     }
 
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
-        let valid = request.config.valid_attachments()?.ok_or_else(|| {
-            Error::invalid_config(
-                "GC needs cni.dev/valid-attachments (an empty list releases every reservation but kube-proxy's source VIP)",
-            )
-        })?;
-        HostLocal::from_conf(&request.config, &CniArgs::default())?.gc(&valid)
+        // No list releases every reservation but kube-proxy's source VIP, as an empty one does.
+        let valid = request.config.valid_attachments()?;
+        log::info!("GC releases what is {}", valid.reason());
+        HostLocal::from_conf(&request.config, &CniArgs::default())?.gc(valid.as_slice())
     }
 
     fn status(&self, request: &NetworkRequest) -> Result<(), Error> {

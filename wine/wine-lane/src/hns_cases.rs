@@ -1,8 +1,11 @@
 //! The HNS cases: `hnsctl` and `hns-probe` drive the HNS client of one side; under Wine that
 //! is `hns::native` calling the emulator's `computenetwork.dll` and `vmcompute.dll`. Each case
-//! checks what the side printed and cross-checks the state with Linux `hnsctl`.
+//! checks what the side printed and cross-checks the state with Linux `hnsctl`. One case runs
+//! win-bridge itself, for what depends on how the side spells a path (`CNI_NETNS`).
 
 use serde_json::{Value, json};
+
+use cni_win_conformance::hns::L2BRIDGE_NETWORK;
 
 use crate::lane::{Bench, Lane, Side};
 use crate::table::Outcome;
@@ -52,6 +55,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("probe.error-records", error_records),
         HnsCase::new("probe.v1-networks", v1_networks),
         HnsCase::new("probe.load-balancers", load_balancers),
+        HnsCase::new("win-bridge.netns-path", netns_path),
         HnsCase {
             windows_only: Some("the C ABI exists only in the Windows build"),
             ..HnsCase::new("probe.dll-edge-arguments", dll_edge_arguments)
@@ -474,4 +478,84 @@ fn dll_edge_arguments(bench: &Bench<'_>) -> Result<String, String> {
     })?;
     empty_for_linux(bench, "network")?;
     Ok("null query, null out pointer, broken UTF-16, null ID, foreign handle".to_owned())
+}
+
+/// cnitool's `CNI_NETNS`: the namespace GUID as the last component of an absolute path
+/// (`C:\some\dir\<GUID>` under Wine, `/some/dir/<GUID>` natively) names that namespace; a
+/// path ending in anything else is refused with code 4, printed with single backslashes.
+fn netns_path(bench: &Bench<'_>) -> Result<String, String> {
+    let mut create = vec!["network", "create"];
+    create.extend(L2BRIDGE_NETWORK.split_whitespace());
+    bench.hnsctl(&create)?.ok()?;
+    let namespace = bench
+        .hnsctl(&["namespace", "create"])?
+        .ok()?
+        .trim()
+        .to_owned();
+    let directory = match bench.side() {
+        Side::Native => "/some/dir/",
+        Side::Wine => r"C:\some\dir\",
+    };
+    let config = json!({
+        "cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
+            "dataDir": bench.side_path(&bench.state().join("ipam"))}
+    });
+    let state = bench.side_path(bench.state());
+    let call = |command: &str, netns: &str| {
+        bench.plugin(
+            "win-bridge",
+            &[
+                ("CNI_COMMAND", command),
+                ("CNI_CONTAINERID", "pod"),
+                ("CNI_IFNAME", "eth0"),
+                ("CNI_NETNS", netns),
+                ("CNI_PATH", &state),
+            ],
+            &config,
+        )
+    };
+
+    let refused = format!("{directory}not-a-guid");
+    let ran = call("ADD", &refused)?;
+    let error = parse("ADD error", &ran.stdout)?;
+    let quoted = format!("CNI_NETNS \"{refused}\" is not an HCN namespace GUID");
+    ensure(
+        !ran.succeeded()
+            && error["code"] == 4
+            && error["msg"]
+                .as_str()
+                .is_some_and(|msg| msg.contains(&quoted)),
+        || format!("ADD in {refused} answered {error} (expected code 4 quoting {quoted:?})"),
+    )?;
+
+    let netns = format!("{directory}{namespace}");
+    let result = parse("ADD result", &call("ADD", &netns)?.ok()?)?;
+    ensure(result["interfaces"][0]["sandbox"] == netns.as_str(), || {
+        format!("ADD in {netns} answered {result}")
+    })?;
+    let shown = parse(
+        "Linux namespace show",
+        &bench
+            .linux_hnsctl(&["namespace", "show", &namespace])?
+            .ok()?,
+    )?;
+    let endpoints = listed_alike(bench, "endpoint")?;
+    let endpoint = endpoints[0]["ID"]
+        .as_str()
+        .unwrap_or_default()
+        .to_lowercase();
+    ensure(
+        !endpoint.is_empty()
+            && shown["Resources"]
+                .to_string()
+                .to_lowercase()
+                .contains(&endpoint),
+        || format!("namespace {namespace} after ADD: {shown}; endpoints {endpoints}"),
+    )?;
+    call("DEL", &netns)?.ok()?;
+    empty_for_linux(bench, "endpoint")?;
+    Ok(format!(
+        "ADD/DEL in {netns} attached to and detached from {namespace}; {refused} refused with 4"
+    ))
 }

@@ -6,6 +6,7 @@ use std::process::Command;
 
 use conformance::{Launcher, Native, Wine};
 use hns_emulator::STATE_ENV;
+use serde_json::Value;
 
 use crate::process::{self, Ran};
 
@@ -101,6 +102,10 @@ pub struct Bench<'a> {
 }
 
 impl Bench<'_> {
+    pub fn side(&self) -> Side {
+        self.side
+    }
+
     /// The state directory on the host.
     pub fn state(&self) -> &Path {
         &self.state
@@ -123,11 +128,33 @@ impl Bench<'_> {
         self.run(Side::Native, "hnsctl", args)
     }
 
+    /// `path` on the host as the side's programs see it (`Z:\...` under Wine).
+    pub fn side_path(&self, path: &Path) -> String {
+        self.lane.launcher(self.side).plugin_path(path)
+    }
+
+    /// Plugin `name` of the side under test, run as a runtime runs it: the `CNI_*` variables
+    /// in `env`, `config` on stdin.
+    pub fn plugin(&self, name: &str, env: &[(&str, &str)], config: &Value) -> Result<Ran, String> {
+        let mut command = self.command(self.side, name);
+        command.envs(env.iter().copied());
+        process::run_with_stdin(
+            command,
+            Some(config.to_string().into_bytes()),
+            process::TOOL_DEADLINE,
+        )
+    }
+
     fn run(&self, side: Side, name: &str, args: &[&str]) -> Result<Ran, String> {
-        let mut command = self.lane.command(side, name);
-        command
-            .args(args)
-            .env(STATE_ENV, self.lane.launcher(side).plugin_path(&self.state));
+        let mut command = self.command(side, name);
+        command.args(args);
         process::run(command, process::TOOL_DEADLINE)
+    }
+
+    /// Program `name` of `side` on this bench's emulated host.
+    fn command(&self, side: Side, name: &str) -> Command {
+        let mut command = self.lane.command(side, name);
+        command.env(STATE_ENV, self.lane.launcher(side).plugin_path(&self.state));
+        command
     }
 }

@@ -65,14 +65,33 @@ impl Ran {
 }
 
 /// Runs `command` to completion (or `deadline`) with stdin closed.
-pub fn run(mut command: Command, deadline: Duration) -> Result<Ran, String> {
+pub fn run(command: Command, deadline: Duration) -> Result<Ran, String> {
+    run_with_stdin(command, None, deadline)
+}
+
+/// Runs `command` to completion (or `deadline`) with `stdin` (closed when `None`).
+pub fn run_with_stdin(
+    mut command: Command,
+    stdin: Option<Vec<u8>>,
+    deadline: Duration,
+) -> Result<Ran, String> {
     let command_line = describe(&command);
     let mut child = command
-        .stdin(Stdio::null())
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start `{command_line}`: {e}"))?;
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // A process that exits without reading closes the pipe; its status tells the rest.
+        thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut pipe, &bytes);
+        });
+    }
     let stdout = capture(child.stdout.take());
     let stderr = capture(child.stderr.take());
     let status =
