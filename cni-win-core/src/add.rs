@@ -4,7 +4,9 @@
 //!
 //! A failure after IPAM removes what this ADD created (the endpoint if it created it, the
 //! addresses if it reserved them) and nothing else: an endpoint that already existed, and its
-//! addresses, survive a failed repeated ADD.
+//! addresses, survive a failed repeated ADD. A repeated ADD of a pod the reference plugin
+//! attached meets its endpoint holding the address when it creates: that endpoint is adopted
+//! when it is provably this attachment's ([`crate::reference::adopt_address_holder`]).
 
 use cni::{Error, Request, Success};
 use hns::schema::HostComputeEndpoint;
@@ -20,6 +22,7 @@ use crate::ipam::{Ipam, Lease};
 use crate::kind::{NetworkKind, Requirement};
 use crate::network;
 use crate::policy;
+use crate::reference;
 
 /// One ADD's fixed inputs.
 struct Attachment<'a> {
@@ -152,11 +155,32 @@ fn place<K: NetworkKind>(
         Err(e) if failed_in(&e, Function::QueryEndpointProperties) => Err(Failure::after_create(
             create_error(&e, attachment, &conf.policies),
         )),
-        Err(e) => Err(Failure::before_create(create_error(
+        Err(e) => match reference::adopt_address_holder(
+            client,
+            network,
+            &claim(attachment, &blueprint),
             &e,
-            attachment,
-            &conf.policies,
-        ))),
+        ) {
+            Ok(Some(adopted)) => Ok(adopted),
+            Ok(None) => Err(Failure::before_create(create_error(
+                &e,
+                attachment,
+                &conf.policies,
+            ))),
+            Err(error) => Err(Failure::before_create(error)),
+        },
+    }
+}
+
+/// What this ADD claims, for recognising the reference plugin's endpoint of the attachment.
+fn claim<'a>(attachment: &'a Attachment<'_>, blueprint: &'a Blueprint) -> reference::Claim<'a> {
+    reference::Claim {
+        container_id: &attachment.request.container_id,
+        ifname: &attachment.request.ifname,
+        netns: attachment.netns,
+        namespace: attachment.namespace,
+        ours: attachment.guid,
+        addresses: &blueprint.addresses,
     }
 }
 

@@ -32,6 +32,7 @@ pub mod kind;
 mod network;
 mod plugin;
 pub mod policy;
+pub mod reference;
 mod status;
 
 pub use config::Conf;
