@@ -24,7 +24,8 @@
 //! whose by-ID open misses adds one `HcnEnumerateEndpoints` by name, so a CHECK with no
 //! endpoint at all costs 5 (6) instead of 4 (5) and a reference pod's CHECK 7 (9), against 5
 //! (7) for cni-win's own; a repeated ADD of a reference pod costs 7 (9): the refused create
-//! plus the by-name lookup, no attach. A new pod's ADD never gets here (7 (10)).
+//! plus the by-name lookup, no attach. A new pod's ADD (7 (10)) gets here only when its
+//! create fails because something holds its address: then the lookup adds 1 before the error.
 
 use cni::{Error, GcAttachment, Success};
 use hns::schema::{EndpointPolicy, HostComputeEndpoint, endpoint_flags};
