@@ -81,6 +81,7 @@ pub fn hns(fixture: &HnsFixture) -> Catalogue {
     );
     push("hns.check.ip-changed", LIFE_CYCLE, check_ip_changed);
     push("hns.gc.stale", LIFE_CYCLE, gc_removes_stale);
+    push("hns.upgrade.reference-pod", LIFE_CYCLE, reference_pod);
     push("hns.budget", BUDGET, call_budget);
     push("hns.parallel", LIFE_CYCLE, parallel_pods);
     for call in ADD_CALLS
@@ -396,6 +397,115 @@ fn gc_removes_stale(host: &Host, ctx: &Context<'_>) -> Outcome {
         "GC removed {stale} and its address, kept {}",
         left[0]
     ))
+}
+
+/// A pod the reference plugin attached before the node was switched to this plugin: its
+/// endpoint is named `<containerID>_<network>` under an ID HNS chose, and the reference's
+/// host-local holds its address (`<containerID>\r\neth0`, the same file this plugin's store
+/// writes). Made here from the plugin's own endpoint for the attachment, re-created under an
+/// HNS-chosen ID without prefix lengths (the reference sends none) and attached to the pod's
+/// namespace. CHECK, a repeated ADD, GC and DEL must all treat it as the attachment's.
+fn reference_pod(host: &Host, ctx: &Context<'_>) -> Outcome {
+    let version = versions_where(ctx, "1.1.0", false)?
+        .pop()
+        .unwrap_or_default();
+    let config = ctx.valid_config(&version)?;
+    let result = host.add(ctx, ctx.container_id(), ctx.netns(), &config, &version)?;
+    let reservations = host.reservations(ctx);
+    let [own] = host
+        .endpoints(ctx)?
+        .try_into()
+        .map_err(|left: Vec<Value>| {
+            Failure::Fail(format!(
+                "expected one endpoint after ADD, found {}",
+                left.len()
+            ))
+        })?;
+    let name = format!("{}_{}", ctx.container_id(), host.network());
+    if own["Name"] != name.as_str() {
+        return Err(format!("the endpoint is named {}, not {name}", own["Name"]).into());
+    }
+    let own_id = own["ID"].as_str().unwrap_or_default().to_owned();
+    host.0.hnsctl(ctx, &["endpoint", "delete", &own_id])?;
+    let reference_id = create_as_reference(host, ctx, &own)?;
+    host.0
+        .hnsctl(ctx, &["namespace", "attach", ctx.netns(), &reference_id])?;
+
+    let checked = with_prev_result(config.clone(), &result, &version);
+    silently(ctx, "CHECK", &checked, "CHECK of the reference's pod")?;
+    let again = host.add(ctx, ctx.container_id(), ctx.netns(), &config, &version)?;
+    if again != result {
+        return Err(
+            format!("repeated ADD returned {again}, the reference's pod has {result}").into(),
+        );
+    }
+    let ids: Vec<String> = host
+        .endpoints(ctx)?
+        .iter()
+        .filter_map(|e| e["ID"].as_str().map(str::to_owned))
+        .collect();
+    if ids != [reference_id.clone()] || host.reservations(ctx) != reservations {
+        return Err(format!(
+            "repeated ADD left endpoints {ids:?} (the reference's is {reference_id}) and \
+             reservations {:?} (were {reservations:?})",
+            host.reservations(ctx)
+        )
+        .into());
+    }
+    let mut gc = config.clone();
+    let valid = json!([{"containerID": ctx.container_id(), "ifname": IFNAME}]);
+    gc["cni.dev/valid-attachments"] = valid.clone();
+    gc["cni.dev/attachments"] = valid;
+    silently(ctx, "GC", &gc, "GC listing the reference's pod")?;
+    if host.endpoints(ctx)?.len() != 1 || host.reservations(ctx) != reservations {
+        return Err(Failure::Fail(
+            "GC collected the reference's pod although it is valid".into(),
+        ));
+    }
+    silently(ctx, "DEL", &checked, "DEL of the reference's pod")?;
+    host.expect_clean(ctx, "DEL of the reference's pod")?;
+    Ok(format!(
+        "endpoint {name} ({reference_id}): CHECK passed, repeated ADD adopted it, GC kept it, DEL removed it"
+    ))
+}
+
+/// Creates `endpoint` again as the reference plugin would have: same document, no ID (HNS
+/// chooses), no prefix lengths, not attached. hnsctl cannot create endpoints, so this goes
+/// through the emulator's HCN API on the case's state, as Linux `hnsctl` reads it.
+fn create_as_reference(
+    host: &Host,
+    ctx: &Context<'_>,
+    endpoint: &Value,
+) -> Result<String, Failure> {
+    let mut document = endpoint.clone();
+    if let Some(fields) = document.as_object_mut() {
+        for field in ["ID", "HostComputeNamespace", "Health"] {
+            fields.remove(field);
+        }
+    }
+    for config in document["IpConfigurations"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(config) = config.as_object_mut() {
+            config.remove("PrefixLength");
+        }
+    }
+    let fail =
+        |e: &dyn std::fmt::Display| Failure::Fail(format!("create the reference's endpoint: {e}"));
+    let emulator =
+        hns_emulator::Emulator::open(&ctx.case_dir().join("hcn")).map_err(|e| fail(&e))?;
+    let client = hns::Client::new(emulator);
+    let network = client
+        .find_network_by_name(host.network())
+        .map_err(|e| fail(&e))?;
+    let settings: hns::schema::HostComputeEndpoint =
+        serde_json::from_value(document).map_err(|e| fail(&e))?;
+    let created = network
+        .create_endpoint(hns::Guid::ZERO, &settings)
+        .map_err(|e| fail(&e))?;
+    Ok(created.id().to_string())
 }
 
 fn call_budget(host: &Host, ctx: &Context<'_>) -> Outcome {

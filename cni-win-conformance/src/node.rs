@@ -331,6 +331,32 @@ impl Node {
         open.create_endpoint(Guid::ZERO, &settings).unwrap().id()
     }
 
+    /// Creates an endpoint on `network` from the raw HCN document `document` (which names it)
+    /// under an ID HNS chooses and attaches it to `netns`, as the reference plugins' V2 ADD does
+    /// (`HcnCreateEndpoint`, then `HcnModifyNamespace`); returns it as HNS then reports it.
+    pub fn raw_endpoint(
+        &self,
+        network: &str,
+        document: &Value,
+        netns: &str,
+    ) -> HostComputeEndpoint {
+        let client = self.client();
+        let raw = client.raw();
+        let network = raw.open_network(&self.network_id(network)).unwrap();
+        let endpoint = raw
+            .create_endpoint(&network, &Guid::ZERO, &document.to_string())
+            .unwrap();
+        raw.close_endpoint(endpoint).unwrap();
+        raw.close_network(network).unwrap();
+        let name = document["Name"]
+            .as_str()
+            .expect("the document names the endpoint");
+        client
+            .attach_endpoint(netns.parse().unwrap(), self.endpoint(name).id)
+            .unwrap();
+        self.endpoint(name)
+    }
+
     /// Fills the node with `count` foreign endpoints: a fifth on `network` (from the top of its
     /// first subnet, away from the addresses pods get), the rest on a new L2Bridge network.
     pub fn fill(&self, network: &str, count: u32) {

@@ -5,7 +5,9 @@
 //!
 //! A failure after IPAM removes what this ADD created (the endpoint if it created it, the
 //! addresses if it reserved them) and nothing else: an endpoint that already existed, and its
-//! addresses, survive a failed repeated ADD.
+//! addresses, survive a failed repeated ADD. A repeated ADD of a pod the reference plugin
+//! attached meets its endpoint holding the address when it creates: that endpoint is adopted
+//! when it is provably this attachment's ([`crate::reference::adopt_address_holder`]).
 
 use cni::{Error, Request, Success};
 use hns::schema::HostComputeEndpoint;
@@ -21,6 +23,7 @@ use crate::kind::NetworkKind;
 use crate::network;
 use crate::policy;
 use crate::prepare::{Attachment, Network, Prepared, PreparedAttachment};
+use crate::reference;
 
 pub(crate) fn add<K: NetworkKind>(client: &Client, request: &Request) -> Result<Success, Error> {
     let PreparedAttachment {
@@ -129,9 +132,30 @@ fn place<K: NetworkKind>(
         Err(e) if failed_in(&e, Function::QueryEndpointProperties) => Err(Failure::after_create(
             create_error(&e, attachment, policies),
         )),
-        Err(e) => Err(Failure::before_create(create_error(
-            &e, attachment, policies,
-        ))),
+        Err(e) => match reference::adopt_address_holder(
+            client,
+            &network.open,
+            &claim(attachment, &blueprint),
+            &e,
+        ) {
+            Ok(Some(adopted)) => Ok(adopted),
+            Ok(None) => Err(Failure::before_create(create_error(
+                &e, attachment, policies,
+            ))),
+            Err(error) => Err(Failure::before_create(error)),
+        },
+    }
+}
+
+/// What this ADD claims, for recognising the reference plugin's endpoint of the attachment.
+fn claim<'a>(attachment: &'a Attachment<'_>, blueprint: &'a Blueprint) -> reference::Claim<'a> {
+    reference::Claim {
+        container_id: &attachment.request.container_id,
+        ifname: &attachment.request.ifname,
+        netns: &attachment.request.netns,
+        namespace: attachment.namespace,
+        ours: attachment.endpoint.guid,
+        addresses: &blueprint.addresses,
     }
 }
 

@@ -1,6 +1,7 @@
 //! CHECK: the endpoint still is what ADD made: on this network, attached to CNI_NETNS, with
 //! prevResult's addresses and MAC and every policy the config implies; then IPAM's CHECK.
-//! Each difference is named (code 113).
+//! Each difference is named (code 113). A pod the reference plugin attached has no endpoint
+//! under this attachment's ID: its `<containerID>_<network>` endpoint is checked instead.
 
 use std::net::IpAddr;
 
@@ -11,8 +12,8 @@ use crate::codes::CHECK_MISMATCH;
 use crate::endpoint::addresses_of;
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
-use crate::policy;
 use crate::prepare::{Identity, PreparedAttachment};
+use crate::{policy, reference};
 
 pub(crate) fn check<K: NetworkKind>(client: &Client, request: &Request) -> Result<(), Error> {
     let Some(prev) = request.config.prev_result()? else {
@@ -29,16 +30,17 @@ pub(crate) fn check<K: NetworkKind>(client: &Client, request: &Request) -> Resul
     let conf = &prepared.conf;
     let namespace = attachment.namespace;
     let Identity { guid, name } = attachment.endpoint;
-    let endpoint = client.open_endpoint(guid).map_err(|e| {
-        if e.is_not_found() {
+    let endpoint = match client.open_endpoint(guid) {
+        Err(e) if e.is_not_found() => reference::find(client, open, &request.container_id, guid)?
+            .ok_or_else(|| {
             Error::new(
                 CHECK_MISMATCH,
                 format!("endpoint {name} ({guid}) does not exist"),
             )
-        } else {
-            to_cni(&e, &format!("open endpoint {name}"))
-        }
-    })?;
+        })?,
+        opened => opened.map_err(|e| to_cni(&e, &format!("open endpoint {name}")))?,
+    };
+    let (name, guid) = (&endpoint.properties().name, endpoint.id());
     let endpoint = endpoint.properties();
 
     let mut problems = Vec::new();
@@ -76,16 +78,10 @@ pub(crate) fn check<K: NetworkKind>(client: &Client, request: &Request) -> Resul
             endpoint.mac_address
         ));
     }
-    let present: Vec<serde_json::Value> = endpoint
-        .policies
-        .iter()
-        .filter_map(|p| serde_json::to_value(p).ok())
-        .collect();
-    for expected in policy::compose(conf, open.properties(), &addresses)? {
-        let value = serde_json::to_value(&expected).unwrap_or_default();
-        if !present.contains(&value) {
-            problems.push(format!("policy {value} is missing"));
-        }
+    let expected = policy::compose(conf, open.properties(), &addresses)?;
+    for missing in reference::missing_policies(&endpoint.policies, &expected) {
+        let value = serde_json::to_value(&missing).unwrap_or_default();
+        problems.push(format!("policy {value} is missing"));
     }
     if !problems.is_empty() {
         return Err(Error::new(

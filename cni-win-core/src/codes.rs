@@ -7,7 +7,7 @@
 //! | code | constant | meaning |
 //! | --- | --- | --- |
 //! | 110 | [`HNS_CALL_FAILED`] | an HNS call failed for a reason that is neither the config's fault nor transient |
-//! | 111 | [`ENDPOINT_CONFLICT`] | the endpoint with this attachment's ID exists but is not this attachment's (another network or other IPs) or is attached to another namespace |
+//! | 111 | [`ENDPOINT_CONFLICT`] | the endpoint with this attachment's ID (or the reference plugin's endpoint of this attachment, holding its address) exists but is not this attachment's (another network or other IPs) or is attached to another namespace |
 //! | 112 | [`HNS_FEATURE_MISSING`] | the config asks for something this host's HNS version cannot do (loopbackDSR, IPv6); the message names the key and the version needed |
 //! | 113 | [`CHECK_MISMATCH`] | CHECK: the endpoint differs from what the config and prevResult say; the message lists each difference |
 //! | 114 | [`GC_INCOMPLETE`] | GC removed what it could but some endpoints or reservations could not be removed; the message lists them |

@@ -1,20 +1,21 @@
-//! GC: the only enumeration the plugins do. Every endpoint of this network that is local, named
-//! by our rule and not listed in `cni.dev/valid-attachments` is removed (all of them when the
-//! config has no list, as libcni means it); remote endpoints,
-//! endpoints named otherwise (Flannel's `cbr0_ep`, kube-proxy's) and other networks are never
-//! touched. Then IPAM's GC, which keeps the addresses of the valid attachments and of every
-//! endpoint the sweep could not delete (an address is never freed while its endpoint exists).
-//! Errors do not stop the sweep; all are reported (code 114).
+//! GC: the only enumeration the plugins do. Every endpoint of this network that is provably
+//! an attachment's (cni-win's under its deterministic GUID, or the reference plugin's
+//! `<containerID>_<network>`: see [`crate::reference`]) and whose attachment is not listed in
+//! `cni.dev/valid-attachments` is removed (all of them when the config has no list, as libcni
+//! means it); remote endpoints, endpoints named otherwise
+//! (Flannel's `cbr0_ep`, kube-proxy's) and other networks are never touched. Then IPAM's GC,
+//! which keeps the addresses of the valid attachments and of every endpoint the sweep could
+//! not delete (an address is never freed while its endpoint exists). Errors do not stop the
+//! sweep; all are reported (code 114).
 
 use cni::{Error, GcAttachment, NetworkRequest};
 use hns::Client;
-use hns::schema::endpoint_flags;
 
 use crate::codes::GC_INCOMPLETE;
 use crate::hns_error::to_cni;
-use crate::identity::parse_endpoint_name;
 use crate::kind::NetworkKind;
 use crate::prepare::{Prepared, Unusable};
+use crate::reference;
 
 pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> Result<(), Error> {
     let mut prepared = Prepared::<K>::load(&request.config, &cni::CniArgs::default())?;
@@ -72,14 +73,10 @@ fn sweep(
         .list_endpoints(Some(id))
         .map_err(|e| to_cni(&e, &format!("list the endpoints of {network:?}")))?;
     for endpoint in endpoints {
-        let remote = endpoint.flags & endpoint_flags::REMOTE_ENDPOINT != 0;
-        let Some((container_id, ifname)) = parse_endpoint_name(network, &endpoint.name) else {
+        let Some(owner) = reference::owner(network, id, &endpoint) else {
             continue;
         };
-        let in_use = keep
-            .iter()
-            .any(|a| a.container_id == container_id && a.ifname == ifname);
-        if remote || endpoint.host_compute_network != id || in_use {
+        if owner.is_valid(keep) {
             continue;
         }
         if !endpoint.host_compute_namespace.is_zero()
@@ -99,10 +96,7 @@ fn sweep(
             Err(e) if e.is_not_found() => {}
             Err(e) => {
                 problems.push(format!("endpoint {} ({}): {e}", endpoint.name, endpoint.id));
-                keep.push(GcAttachment {
-                    container_id: container_id.to_owned(),
-                    ifname: ifname.to_owned(),
-                });
+                keep.push(owner.attachment());
             }
         }
     }

@@ -38,6 +38,7 @@ mod network;
 mod plugin;
 mod policy;
 mod prepare;
+mod reference;
 mod status;
 
 pub use kind::{NatException, NetworkKind};

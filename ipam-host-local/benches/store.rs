@@ -4,7 +4,8 @@
 //! `cargo bench -p ipam-host-local --bench store` (release profile). Figures are medians; set
 //! `BENCH_ROUNDS` to change how many ADD+DEL pairs each is taken over (default 200 for the
 //! library, 100 for the binary). "first op" is the one-time index build over a store the
-//! reference wrote.
+//! reference wrote; "mixed-store ADD" is a library ADD right after the reference wrote to the
+//! store (each such write makes the next operation rebuild the index), median of 50.
 
 use cni::{CniArgs, NetConf};
 use ipam_host_local::HostLocal;
@@ -83,6 +84,28 @@ fn library(data_dir: &Path, rounds: usize) -> (Duration, Figures) {
     )
 }
 
+/// An ADD right after the reference's host-local wrote to the same store (a node switched
+/// while the reference still serves some calls, or rolled back and forth): every such write
+/// changes the directory, so each ADD first rebuilds the index. Median over `rounds`.
+fn mixed(data_dir: &Path, rounds: usize) -> Duration {
+    let conf = NetConf::parse(config(data_dir).to_string().as_bytes()).expect("config");
+    let ipam = HostLocal::from_conf(&conf, &CniArgs::default()).expect("host-local");
+    let net = data_dir.join("bench");
+    let mut add = Vec::new();
+    for round in 0..rounds {
+        let reference = format!("10.0.254.{}", round % 250);
+        std::fs::write(net.join(&reference), format!("reference{round}\r\neth0"))
+            .expect("write the reference's reservation");
+        let id = format!("mixed{round}");
+        let start = Instant::now();
+        ipam.allocate(&id, "eth0").expect("ADD");
+        add.push(start.elapsed());
+        ipam.release(&id, "eth0").expect("DEL");
+        std::fs::remove_file(net.join(&reference)).expect("the reference's DEL");
+    }
+    median(add)
+}
+
 fn spawn(command: &str, id: &str, stdin: &[u8]) -> Duration {
     let start = Instant::now();
     let mut child = Command::new(BINARY)
@@ -149,24 +172,32 @@ fn main() {
         micros(median(spawn_only))
     );
     println!(
-        "{:>12} | {:>11} {:>11} | {:>11} {:>11} | {:>16}",
-        "reservations", "lib ADD", "lib DEL", "bin ADD", "bin DEL", "first op (index)"
+        "{:>12} | {:>11} {:>11} | {:>11} {:>11} | {:>16} | {:>16}",
+        "reservations",
+        "lib ADD",
+        "lib DEL",
+        "bin ADD",
+        "bin DEL",
+        "first op (index)",
+        "mixed-store ADD"
     );
     let mut rows = Vec::new();
     for size in SIZES {
         let lib_dir = scratch(&format!("lib{size}"));
         populate(&lib_dir, size);
         let (rebuild, lib) = library(&lib_dir, lib_rounds);
+        let mixed = mixed(&lib_dir, lib_rounds.min(50));
         let bin_dir = scratch(&format!("bin{size}"));
         populate(&bin_dir, size);
         let bin = binary(&bin_dir, bin_rounds);
         println!(
-            "{size:>12} | {} {} | {} {} | {}",
+            "{size:>12} | {} {} | {} {} | {} | {}",
             micros(lib.add),
             micros(lib.del),
             micros(bin.add),
             micros(bin.del),
-            micros(rebuild)
+            micros(rebuild),
+            micros(mixed)
         );
         rows.push((lib, bin));
         let _ = std::fs::remove_dir_all(&lib_dir);

@@ -1,0 +1,416 @@
+//! Endpoints the reference plugins made, recognised as the endpoints of their attachments.
+//!
+//! Operators swap the reference `win-bridge.exe`/`win-overlay.exe` for cni-win's while pods
+//! run. The reference names an attachment's endpoint `<containerID>_<network>` (CNI_IFNAME
+//! plays no part) and lets HNS choose its ID, so cni-win's lookups by the attachment's
+//! deterministic GUID miss those pods. This module is the one place that recognises such an
+//! endpoint; every lookup here runs only after the by-ID path missed, so the normal paths keep
+//! their call counts.
+//!
+//! An endpoint is **provably the endpoint of an attachment of this network** (the rule GC
+//! applies before it deletes anything, see [`owner`]) when it is local (no `RemoteEndpoint`
+//! flag), on this network (its `HostComputeNetwork` is the ID of the network found by name),
+//! and either
+//! - its name is cni-win's name of an attachment (`<containerID>_<network>` or
+//!   `<containerID>_<network>@<ifname>`) **and** its ID is that attachment's deterministic GUID
+//!   (made by cni-win), or
+//! - its name is `<containerID>_<network>` with a valid container ID and any other ID (made
+//!   by the reference plugin for the attachment of that container on this network).
+//!
+//! Anything else on the network (Flannel's `cbr0_ep`, kube-proxy's, remote endpoints, an
+//! `…@ifname` name under an ID cni-win did not derive) belongs to someone else.
+//!
+//! Raw HCN calls of the fallbacks, measured on the emulator (closes in brackets): a CHECK
+//! whose by-ID open misses adds one `HcnEnumerateEndpoints` by name, so a CHECK with no
+//! endpoint at all costs 5 (6) instead of 4 (5) and a reference pod's CHECK 7 (9), against 5
+//! (7) for cni-win's own; a repeated ADD of a reference pod costs 7 (9): the refused create
+//! plus the by-name lookup, no attach. A new pod's ADD (7 (10)) gets here only when its
+//! create fails because something holds its address: then the lookup adds 1 before the error.
+
+use cni::{Error, GcAttachment, Success};
+use hns::schema::{EndpointPolicy, HostComputeEndpoint, endpoint_flags};
+use hns::{Client, Guid, HResult, HnsError, OpenEndpoint, OpenNetwork, RawHcn};
+use ipnetwork::IpNetwork;
+
+use crate::codes::ENDPOINT_CONFLICT;
+use crate::endpoint::{self, Address};
+use crate::hns_error::to_cni;
+use crate::identity::{endpoint_guid, parse_endpoint_name};
+
+/// The interface name the runtime gives a pod's only interface (containerd's default), under
+/// which host-local holds the addresses of the reference's attachments.
+const DEFAULT_IFNAME: &str = "eth0";
+
+/// The reference plugins' endpoint name for container `container_id` on `network`.
+pub fn endpoint_name(network: &str, container_id: &str) -> String {
+    format!("{container_id}_{network}")
+}
+
+/// The reference's endpoint of container `container_id` on `network`, open, if there is one:
+/// by name, local, on this network and not `ours` (the attachment's own GUID, which the by-ID
+/// path handles).
+///
+/// Raw calls: `HcnEnumerateEndpoints` (filter `Name`) = 1 when there is none; + open + query
+/// = 3 (+1 close on drop) when there is.
+pub fn find<'c>(
+    client: &'c Client,
+    network: &OpenNetwork<'_, dyn RawHcn>,
+    container_id: &str,
+    ours: Guid,
+) -> Result<Option<OpenEndpoint<'c, dyn RawHcn>>, Error> {
+    let name = endpoint_name(&network.properties().name, container_id);
+    let found = client
+        .find_endpoint_by_name(&name)
+        .map_err(|e| to_cni(&e, &format!("find endpoint {name}")))?;
+    Ok(found.filter(|open| {
+        let endpoint = open.properties();
+        let local = endpoint.flags & endpoint_flags::REMOTE_ENDPOINT == 0;
+        let mine = local && endpoint.host_compute_network == network.id() && endpoint.id != ours;
+        if !mine {
+            log::info!(
+                "endpoint {name} ({}) is not the reference plugin's endpoint of this attachment \
+                 (network {}, flags {})",
+                endpoint.id,
+                endpoint.host_compute_network,
+                endpoint.flags
+            );
+        }
+        mine
+    }))
+}
+
+/// What an ADD whose `HcnCreateEndpoint` failed claims: the attachment and what IPAM gave it.
+#[derive(Debug)]
+pub struct Claim<'a> {
+    pub container_id: &'a str,
+    pub ifname: &'a str,
+    /// CNI_NETNS as given (the result's sandbox) and the namespace GUID it names.
+    pub netns: &'a str,
+    pub namespace: Guid,
+    /// The attachment's deterministic GUID.
+    pub ours: Guid,
+    /// The addresses IPAM returned for the attachment.
+    pub addresses: &'a [Address],
+}
+
+/// ADD after `HcnCreateEndpoint` failed with `failure`: when an endpoint holds the address and
+/// it is the reference's endpoint of this very attachment (its name, this network, local,
+/// attached to this pod's namespace, holding exactly the addresses IPAM returned), the
+/// attachment already exists and its result is returned.
+///
+/// `Ok(None)` when the failure is not an address conflict or no reference endpoint of this
+/// attachment exists: the caller's own error handling applies. An error naming the endpoint
+/// (code 111) when the reference's endpoint exists but is not this attachment's as it stands.
+pub fn adopt_address_holder(
+    client: &Client,
+    network: &OpenNetwork<'_, dyn RawHcn>,
+    claim: &Claim<'_>,
+    failure: &HnsError,
+) -> Result<Option<Success>, Error> {
+    let address_held = failure
+        .raw()
+        .is_some_and(|raw| raw.hresult == HResult::HCN_E_ADDR_INVALID_OR_RESERVED);
+    if !address_held {
+        return Ok(None);
+    }
+    let Some(holder) = find(client, network, claim.container_id, claim.ours)? else {
+        return Ok(None);
+    };
+    let holder = holder.properties();
+    let conflict = |why: String| {
+        Error::new(
+            ENDPOINT_CONFLICT,
+            format!(
+                "the address is held by endpoint {} ({}), which the reference plugin made for \
+                 this pod, but {why}; DEL the attachment (or delete that endpoint) and ADD again",
+                holder.name, holder.id
+            ),
+        )
+    };
+    if holder.host_compute_namespace != claim.namespace {
+        return Err(conflict(if holder.host_compute_namespace.is_zero() {
+            "it is attached to no namespace".to_owned()
+        } else {
+            format!(
+                "it is attached to namespace {}, not CNI_NETNS {}",
+                holder.host_compute_namespace, claim.namespace
+            )
+        }));
+    }
+    let have = sorted_ips(endpoint::addresses_of(holder)?.iter().copied());
+    let want = sorted_ips(claim.addresses.iter().map(|address| address.ip));
+    if have != want {
+        return Err(conflict(format!(
+            "it holds {have:?} while IPAM holds {want:?} for this attachment"
+        )));
+    }
+    log::info!(
+        "endpoint {} ({}) made by the reference plugin is this attachment's: adopted",
+        holder.name,
+        holder.id
+    );
+    endpoint::result(holder, claim.ifname, claim.netns).map(Some)
+}
+
+fn sorted_ips(addresses: impl Iterator<Item = IpNetwork>) -> Vec<std::net::IpAddr> {
+    let mut ips: Vec<_> = addresses.map(|network| network.ip()).collect();
+    ips.sort_unstable();
+    ips
+}
+
+/// The attachment an endpoint of network `network` (named so, with ID `network_id`) is
+/// provably the endpoint of (see the module docs), or `None`: GC never touches it.
+pub fn owner<'e>(
+    network: &str,
+    network_id: Guid,
+    endpoint: &'e HostComputeEndpoint,
+) -> Option<Owner<'e>> {
+    let local = endpoint.flags & endpoint_flags::REMOTE_ENDPOINT == 0;
+    if !local || endpoint.host_compute_network != network_id {
+        return None;
+    }
+    let (container_id, ifname) = parse_endpoint_name(network, &endpoint.name)?;
+    if endpoint.id == endpoint_guid(network, container_id, ifname) {
+        Some(Owner::CniWin {
+            container_id,
+            ifname,
+        })
+    } else if endpoint.name == endpoint_name(network, container_id) {
+        Some(Owner::Reference { container_id })
+    } else {
+        None
+    }
+}
+
+/// Whose endpoint a local endpoint of the network is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner<'e> {
+    /// cni-win's, for exactly this attachment.
+    CniWin {
+        container_id: &'e str,
+        ifname: &'e str,
+    },
+    /// The reference plugin's, for the attachment of this container (whatever its ifname:
+    /// the reference names one endpoint per container and network).
+    Reference { container_id: &'e str },
+}
+
+impl Owner<'_> {
+    /// Whether the attachment this endpoint belongs to is among `valid`.
+    pub fn is_valid(&self, valid: &[GcAttachment]) -> bool {
+        match *self {
+            Owner::CniWin {
+                container_id,
+                ifname,
+            } => valid
+                .iter()
+                .any(|a| a.container_id == container_id && a.ifname == ifname),
+            Owner::Reference { container_id } => {
+                valid.iter().any(|a| a.container_id == container_id)
+            }
+        }
+    }
+
+    /// The attachment whose addresses IPAM must keep while the endpoint exists (the
+    /// reference's pods were all `eth0`: it ran only under containerd, one interface per pod).
+    pub fn attachment(&self) -> GcAttachment {
+        let (container_id, ifname) = match *self {
+            Owner::CniWin {
+                container_id,
+                ifname,
+            } => (container_id, ifname),
+            Owner::Reference { container_id } => (container_id, DEFAULT_IFNAME),
+        };
+        GcAttachment {
+            container_id: container_id.to_owned(),
+            ifname: ifname.to_owned(),
+        }
+    }
+}
+
+/// The policies of `expected` that `present` does not carry, compared by what they do rather
+/// than how they are laid out: the reference writes the `ipMasqNetwork` exception as a second
+/// OutBoundNAT next to the user's (cni-win merges them into one) and a PortMapping's "any host
+/// IP" as `"VIP": ""` (cni-win omits it). Exception-only OutBoundNATs with the same other
+/// settings are compared as one set of exceptions; every other policy must be present as is.
+pub fn missing_policies(
+    present: &[EndpointPolicy],
+    expected: &[EndpointPolicy],
+) -> Vec<EndpointPolicy> {
+    let present = canonical(present);
+    canonical(expected)
+        .into_iter()
+        .filter(|policy| !present.contains(policy))
+        .collect()
+}
+
+fn canonical(policies: &[EndpointPolicy]) -> Vec<EndpointPolicy> {
+    let mut out: Vec<EndpointPolicy> = Vec::with_capacity(policies.len());
+    for policy in policies {
+        match policy {
+            EndpointPolicy::OutboundNat(nat) if nat.destinations.is_empty() => {
+                let same_shape = |other: &EndpointPolicy| match other {
+                    EndpointPolicy::OutboundNat(o) => {
+                        o.destinations.is_empty()
+                            && o.virtual_ip == nat.virtual_ip
+                            && o.flags.unwrap_or(0) == nat.flags.unwrap_or(0)
+                            && o.max_port_pool_usage == nat.max_port_pool_usage
+                    }
+                    _ => false,
+                };
+                match out.iter_mut().find(|p| same_shape(p)) {
+                    Some(EndpointPolicy::OutboundNat(merged)) => {
+                        merged.exceptions.extend(nat.exceptions.iter().cloned());
+                    }
+                    _ => out.push(EndpointPolicy::OutboundNat(nat.clone())),
+                }
+            }
+            EndpointPolicy::PortMapping(mapping) => {
+                let mut mapping = mapping.clone();
+                mapping.vip = mapping.vip.filter(|vip| !vip.trim().is_empty());
+                mapping.flags = mapping.flags.filter(|flags| *flags != 0);
+                out.push(EndpointPolicy::PortMapping(mapping));
+            }
+            other => out.push(other.clone()),
+        }
+    }
+    for policy in &mut out {
+        if let EndpointPolicy::OutboundNat(nat) = policy {
+            nat.flags = nat.flags.filter(|flags| *flags != 0);
+            let mut exceptions: Vec<String> = nat
+                .exceptions
+                .iter()
+                .map(|cidr| {
+                    cidr.trim()
+                        .parse::<IpNetwork>()
+                        .map_or_else(|_| cidr.trim().to_owned(), |net| net.to_string())
+                })
+                .collect();
+            exceptions.sort_unstable();
+            exceptions.dedup();
+            nat.exceptions = exceptions;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use hns::schema::policy::{OutboundNatPolicy, PortMappingPolicy};
+
+    use super::*;
+
+    fn nat(exceptions: &[&str]) -> EndpointPolicy {
+        EndpointPolicy::OutboundNat(OutboundNatPolicy {
+            exceptions: exceptions.iter().map(|e| (*e).to_owned()).collect(),
+            ..OutboundNatPolicy::default()
+        })
+    }
+
+    fn port(vip: Option<&str>) -> EndpointPolicy {
+        EndpointPolicy::PortMapping(PortMappingPolicy {
+            protocol: 6,
+            internal_port: 80,
+            external_port: 8080,
+            vip: vip.map(str::to_owned),
+            flags: None,
+        })
+    }
+
+    fn endpoint(name: &str, id: Guid, network: Guid, flags: u32) -> HostComputeEndpoint {
+        HostComputeEndpoint {
+            id,
+            name: name.to_owned(),
+            host_compute_network: network,
+            flags,
+            ..HostComputeEndpoint::default()
+        }
+    }
+
+    #[test]
+    fn the_references_split_layout_carries_the_merged_policies() {
+        let ours = [nat(&["10.244.0.0/16", "10.96.0.0/12"]), port(None)];
+        let reference = [
+            port(Some("")),
+            nat(&["10.96.0.0/12"]),
+            nat(&["10.244.0.0/16"]),
+        ];
+        assert!(missing_policies(&reference, &ours).is_empty());
+        // A missing exception is still a missing policy, and so is an extra one.
+        let short = [nat(&["10.96.0.0/12"]), port(Some(""))];
+        assert_eq!(missing_policies(&short, &ours).len(), 1);
+        let long = [
+            nat(&["10.96.0.0/12", "10.244.0.0/16", "10.0.0.0/8"]),
+            port(None),
+        ];
+        assert_eq!(missing_policies(&long, &ours).len(), 1);
+        // A port mapping bound to a host IP is not the "any host IP" one.
+        assert_eq!(
+            missing_policies(
+                &[
+                    nat(&["10.244.0.0/16", "10.96.0.0/12"]),
+                    port(Some("10.0.0.4"))
+                ],
+                &ours
+            )
+            .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn provably_ours_means_our_guid_or_the_references_plain_name() {
+        let network = Guid::from_u128(7);
+        let ours = endpoint_guid("cbr0", "pod", "eth1");
+        let random = Guid::from_u128(42);
+        let owner = |name: &str, id, net, flags| {
+            let e = endpoint(name, id, net, flags);
+            owner("cbr0", network, &e).map(|o| o.attachment())
+        };
+        let attachment = |container_id: &str, ifname: &str| GcAttachment {
+            container_id: container_id.to_owned(),
+            ifname: ifname.to_owned(),
+        };
+        assert_eq!(
+            owner("pod_cbr0@eth1", ours, network, 0),
+            Some(attachment("pod", "eth1"))
+        );
+        assert_eq!(
+            owner("pod_cbr0", random, network, 0),
+            Some(attachment("pod", "eth0"))
+        );
+        // An @ifname name under an ID we did not derive, a remote endpoint, another network,
+        // foreign names: nobody's.
+        assert_eq!(owner("pod_cbr0@eth1", random, network, 0), None);
+        assert_eq!(
+            owner("pod_cbr0", random, network, endpoint_flags::REMOTE_ENDPOINT),
+            None
+        );
+        assert_eq!(owner("pod_cbr0", random, Guid::from_u128(8), 0), None);
+        assert_eq!(owner("cbr0_ep", random, network, 0), None);
+    }
+
+    #[test]
+    fn a_reference_endpoint_is_valid_whatever_ifname_its_attachment_has() {
+        let e = endpoint("pod_cbr0", Guid::from_u128(42), Guid::from_u128(7), 0);
+        let owner = owner("cbr0", Guid::from_u128(7), &e).unwrap();
+        let valid = |ifname: &str| {
+            vec![GcAttachment {
+                container_id: "pod".to_owned(),
+                ifname: ifname.to_owned(),
+            }]
+        };
+        assert!(owner.is_valid(&valid("eth0")));
+        assert!(owner.is_valid(&valid("net1")));
+        assert!(!owner.is_valid(&[]));
+        let ours = endpoint(
+            "pod_cbr0",
+            endpoint_guid("cbr0", "pod", "eth0"),
+            Guid::from_u128(7),
+            0,
+        );
+        let ours = super::owner("cbr0", Guid::from_u128(7), &ours).unwrap();
+        assert!(ours.is_valid(&valid("eth0")));
+        assert!(!ours.is_valid(&valid("net1")));
+    }
+}
