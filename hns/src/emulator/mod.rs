@@ -18,6 +18,7 @@ mod mac;
 mod namespaces;
 mod networks;
 mod policies;
+mod ports;
 mod query;
 mod random;
 mod service;

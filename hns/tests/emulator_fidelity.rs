@@ -1,0 +1,188 @@
+//! HNS behaviours the plugins must survive: host port conflicts, records naming what holds
+//! an address, HNS restart and reboot, and the V1 endpoint resource over the V2 objects.
+
+mod common;
+
+use common::{TempDir, bridge, client, endpoint_settings, network_settings};
+use hns::emulator::Emulator;
+use hns::schema::policy::{PortMappingPolicy, protocol};
+use hns::schema::{
+    EndpointPolicy, HostComputeEndpoint, ModifyRequest, NetworkType, PolicyList, RequestType,
+    ResourceType,
+};
+use hns::{Client, Guid, HResult, HnsError, Holder};
+
+fn code(error: &HnsError) -> HResult {
+    error
+        .hresult()
+        .unwrap_or_else(|| panic!("no HRESULT in {error}"))
+}
+
+fn holder(error: &HnsError) -> Holder {
+    error
+        .raw()
+        .and_then(|raw| raw.holder())
+        .unwrap_or_else(|| panic!("the record names no holder: {}", error.record()))
+}
+
+fn mapping(port: u16, vip: &str) -> EndpointPolicy {
+    EndpointPolicy::PortMapping(PortMappingPolicy {
+        protocol: protocol::TCP,
+        internal_port: 80,
+        external_port: port,
+        vip: Some(vip.to_owned()),
+        flags: None,
+    })
+}
+
+fn with_policies(name: &str, ip: &str, policies: Vec<EndpointPolicy>) -> HostComputeEndpoint {
+    HostComputeEndpoint {
+        policies,
+        ..endpoint_settings(name, ip)
+    }
+}
+
+fn create_on(
+    client: &Client<Emulator>,
+    network: Guid,
+    settings: &HostComputeEndpoint,
+) -> Result<Guid, HnsError> {
+    client
+        .open_network(network)?
+        .create_endpoint(Guid::ZERO, settings)
+        .map(|endpoint| endpoint.id())
+}
+
+#[test]
+fn a_host_port_is_held_by_one_endpoint_across_networks() {
+    let dir = TempDir::new("ports");
+    let client = client(&dir);
+    let cbr0 = bridge(&client);
+    let other = client
+        .create_network(
+            Guid::ZERO,
+            &network_settings("nat", NetworkType::Nat, "172.20.0.0/24", "172.20.0.1"),
+        )
+        .unwrap()
+        .id();
+    let first = create_on(
+        &client,
+        cbr0,
+        &with_policies("a", "10.244.1.5", vec![mapping(8080, "")]),
+    )
+    .unwrap();
+
+    let mut second = with_policies("b", "172.20.0.5", vec![mapping(8080, "")]);
+    second.routes[0].next_hop = "172.20.0.1".to_owned();
+    let refused = create_on(&client, other, &second).unwrap_err();
+    assert_eq!(code(&refused), HResult::HCN_E_PORT_ALREADY_EXISTS);
+    assert_eq!(refused.hresult().map(|h| h.0), Some(0x803B_0013));
+    let named = holder(&refused);
+    assert_eq!(named.endpoint, first);
+    assert_eq!(named.resource, "PortMapping TCP 8080");
+    assert!(
+        client.list_endpoint_ids(Some(other)).unwrap().is_empty(),
+        "a refused endpoint must not exist"
+    );
+
+    // A specific host address overlaps "any"; another port, or UDP, does not.
+    let specific = with_policies("c", "10.244.1.6", vec![mapping(8080, "10.0.0.4")]);
+    assert_eq!(
+        code(&create_on(&client, cbr0, &specific).unwrap_err()),
+        HResult::HCN_E_PORT_ALREADY_EXISTS
+    );
+    let mut udp = mapping(8080, "");
+    if let EndpointPolicy::PortMapping(settings) = &mut udp {
+        settings.protocol = protocol::UDP;
+    }
+    create_on(
+        &client,
+        cbr0,
+        &with_policies("d", "10.244.1.7", vec![mapping(8081, ""), udp]),
+    )
+    .unwrap();
+
+    // Deleting the holder frees the port.
+    client.delete_endpoint(first).unwrap();
+    create_on(&client, other, &second).unwrap();
+}
+
+#[test]
+fn one_endpoint_cannot_map_a_host_port_twice_nor_add_a_taken_one() {
+    let dir = TempDir::new("ports-self");
+    let client = client(&dir);
+    let cbr0 = bridge(&client);
+    let twice = with_policies(
+        "a",
+        "10.244.1.5",
+        vec![mapping(9000, ""), mapping(9000, "10.0.0.4")],
+    );
+    let refused = create_on(&client, cbr0, &twice).unwrap_err();
+    assert_eq!(code(&refused), HResult::HCN_E_PORT_ALREADY_EXISTS);
+
+    let holder_id = create_on(
+        &client,
+        cbr0,
+        &with_policies("b", "10.244.1.6", vec![mapping(9000, "")]),
+    )
+    .unwrap();
+    let plain = create_on(&client, cbr0, &endpoint_settings("c", "10.244.1.7")).unwrap();
+    let request = ModifyRequest {
+        resource_type: ResourceType::Policy,
+        request_type: RequestType::Add,
+        settings: PolicyList {
+            policies: vec![mapping(9000, "")],
+        },
+    };
+    let refused = client
+        .open_endpoint(plain)
+        .unwrap()
+        .modify(&request)
+        .unwrap_err();
+    assert_eq!(code(&refused), HResult::HCN_E_PORT_ALREADY_EXISTS);
+    assert_eq!(holder(&refused).endpoint, holder_id);
+    assert!(
+        client
+            .open_endpoint(plain)
+            .unwrap()
+            .properties()
+            .policies
+            .is_empty()
+    );
+}
+
+#[test]
+fn address_conflicts_name_the_endpoint_holding_the_ip_or_the_mac() {
+    let dir = TempDir::new("holders");
+    let client = client(&dir);
+    let cbr0 = bridge(&client);
+    let first = create_on(&client, cbr0, &endpoint_settings("a", "10.244.1.5")).unwrap();
+    let refused = create_on(&client, cbr0, &endpoint_settings("b", "10.244.1.5")).unwrap_err();
+    assert_eq!(code(&refused), HResult::HCN_E_ADDR_INVALID_OR_RESERVED);
+    assert_eq!(
+        holder(&refused),
+        Holder {
+            resource: "IP 10.244.1.5".to_owned(),
+            endpoint: first,
+        }
+    );
+
+    let mac = client
+        .open_endpoint(first)
+        .unwrap()
+        .properties()
+        .mac_address
+        .clone();
+    let same_mac = HostComputeEndpoint {
+        mac_address: mac.to_lowercase(),
+        ..endpoint_settings("c", "10.244.1.6")
+    };
+    let refused = create_on(&client, cbr0, &same_mac).unwrap_err();
+    assert_eq!(
+        holder(&refused),
+        Holder {
+            resource: format!("MacAddress {mac}"),
+            endpoint: first,
+        }
+    );
+}
