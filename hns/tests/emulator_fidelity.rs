@@ -186,3 +186,164 @@ fn address_conflicts_name_the_endpoint_holding_the_ip_or_the_mac() {
         }
     );
 }
+
+/// A host with a persistent and a non-persistent network, an endpoint on each (one attached
+/// to a namespace, holding a host port) and a load balancer over them.
+struct Populated {
+    client: Client<Emulator>,
+    persistent: Guid,
+    flannel: Guid,
+    namespace: Guid,
+    endpoints: [Guid; 2],
+    _dir: TempDir,
+}
+
+fn populated(tag: &str) -> Populated {
+    let dir = TempDir::new(tag);
+    let client = client(&dir);
+    let persistent = bridge(&client);
+    let mut settings = network_settings(
+        "vxlan0",
+        NetworkType::L2Bridge,
+        "10.245.0.0/24",
+        "10.245.0.1",
+    );
+    settings.flags = hns::schema::network_flags::ENABLE_NON_PERSISTENT;
+    let flannel = client.create_network(Guid::ZERO, &settings).unwrap().id();
+    let held = create_on(
+        &client,
+        persistent,
+        &with_policies("a", "10.244.1.5", vec![mapping(8080, "")]),
+    )
+    .unwrap();
+    let mut other = endpoint_settings("b", "10.245.0.5");
+    other.routes[0].next_hop = "10.245.0.1".to_owned();
+    let other = create_on(&client, flannel, &other).unwrap();
+    let namespace = client
+        .create_namespace(Guid::ZERO, &Default::default())
+        .unwrap()
+        .id;
+    client.attach_endpoint(namespace, held).unwrap();
+    let balancer = serde_json::json!({
+        "ID": "1b000000-0000-4000-8000-000000000001",
+        "HostComputeEndpoints": [held.to_string(), other.to_string()],
+        "FrontendVIPs": ["10.96.0.10"],
+        "SchemaVersion": {"Major": 2, "Minor": 0}
+    });
+    std::fs::write(
+        dir.0
+            .join("loadbalancers/1B000000-0000-4000-8000-000000000001.json"),
+        balancer.to_string(),
+    )
+    .unwrap();
+    Populated {
+        client,
+        persistent,
+        flannel,
+        namespace,
+        endpoints: [held, other],
+        _dir: dir,
+    }
+}
+
+impl Populated {
+    fn engine(&self) -> &hns::emulator::Engine {
+        self.client.raw().engine()
+    }
+
+    fn network_ids(&self) -> Vec<Guid> {
+        let mut ids: Vec<Guid> = self
+            .client
+            .list_networks()
+            .unwrap()
+            .iter()
+            .map(|n| n.id)
+            .collect();
+        ids.sort();
+        ids
+    }
+}
+
+#[test]
+fn a_restart_drops_endpoints_and_keeps_networks_namespaces_and_load_balancers() {
+    let host = populated("restart");
+    let before = host.network_ids();
+    let dropped = host
+        .engine()
+        .suffer(hns::emulator::Outage::Restart)
+        .unwrap();
+    assert_eq!(
+        (dropped.endpoints, dropped.networks, dropped.namespaces),
+        (2, 0, 0)
+    );
+    assert!(host.client.list_endpoint_ids(None).unwrap().is_empty());
+    for endpoint in host.endpoints {
+        assert!(
+            host.client
+                .open_endpoint(endpoint)
+                .unwrap_err()
+                .is_not_found()
+        );
+    }
+    assert_eq!(host.network_ids(), before);
+    let namespace = host.client.open_namespace(host.namespace).unwrap();
+    assert!(
+        namespace.properties().resources.is_empty(),
+        "{:?}",
+        namespace.properties()
+    );
+    let balancers = host.client.list_load_balancers().unwrap();
+    assert_eq!(balancers.len(), 1);
+    assert_eq!(balancers[0].host_compute_endpoints, host.endpoints.to_vec());
+    // What the endpoints held is free again: the address, and the host port.
+    create_on(
+        &host.client,
+        host.persistent,
+        &with_policies("a2", "10.244.1.5", vec![mapping(8080, "")]),
+    )
+    .unwrap();
+    assert_eq!(
+        host.engine().stats().unwrap().get("HcnCreateEndpoint"),
+        Some(&3)
+    );
+}
+
+#[test]
+fn a_reboot_also_drops_namespaces_and_non_persistent_networks() {
+    let host = populated("reboot");
+    let dropped = host.engine().suffer(hns::emulator::Outage::Reboot).unwrap();
+    assert_eq!(
+        (dropped.endpoints, dropped.networks, dropped.namespaces),
+        (2, 1, 1)
+    );
+    assert_eq!(host.network_ids(), vec![host.persistent]);
+    assert!(
+        host.client
+            .open_network(host.flannel)
+            .unwrap_err()
+            .is_not_found()
+    );
+    assert!(host.client.list_endpoint_ids(None).unwrap().is_empty());
+    assert_eq!(
+        code(&host.client.open_namespace(host.namespace).unwrap_err()),
+        HResult::ERROR_NOT_FOUND
+    );
+    assert_eq!(host.client.list_load_balancers().unwrap().len(), 1);
+    let fresh = host
+        .client
+        .create_namespace(Guid::ZERO, &Default::default())
+        .unwrap();
+    assert_eq!(
+        fresh.namespace_id, 2,
+        "compartments count from 2 after a boot"
+    );
+    // flanneld re-creates its network under the same name.
+    let mut settings = network_settings(
+        "vxlan0",
+        NetworkType::L2Bridge,
+        "10.245.0.0/24",
+        "10.245.0.1",
+    );
+    settings.flags = hns::schema::network_flags::ENABLE_NON_PERSISTENT;
+    host.client.create_network(Guid::ZERO, &settings).unwrap();
+}

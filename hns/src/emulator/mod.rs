@@ -17,6 +17,7 @@ mod host;
 mod mac;
 mod namespaces;
 mod networks;
+mod outage;
 mod policies;
 mod ports;
 mod query;
@@ -32,6 +33,7 @@ pub use engine::{Engine, State};
 pub use failure::HcnFailure;
 pub use handles::{HandleKind, Handles};
 pub use host::{CrashPoint, Fault, HostState};
+pub use outage::{Dropped, Outage};
 
 use crate::error::{ErrorKind, HnsError, RawError};
 use crate::guid::Guid;
