@@ -2,15 +2,53 @@
 
 use std::collections::BTreeMap;
 
+use hns::emulator::Outage;
 use hns::{Function, HResult, HnsVersion};
 
 use crate::args::Args;
 use crate::{Context, print_json};
 
-/// `hnsctl host version|features`
+/// `hnsctl host version|features|call|restart|reboot`
 pub fn host(context: &Context, mut args: Args) -> Result<(), String> {
-    let action = args.required_word("host action (version, features)")?;
+    let action = args.required_word("host action (version, features, call, restart, reboot)")?;
     match action.as_str() {
+        "call" => {
+            let method = args.required_word("HNSCall method (GET, POST, DELETE)")?;
+            let path = args.required_word("HNSCall path, e.g. /endpoints/")?;
+            let body = args.option("body").unwrap_or_default();
+            args.finish("host call")?;
+            let response = context
+                .client
+                .raw()
+                .hns_call(&method, &path, &body)
+                .map_err(|e| e.to_string())?;
+            println!("{response}");
+            Ok(())
+        }
+        "restart" | "reboot" => {
+            args.finish(&format!("host {action}"))?;
+            let outage = if action == "restart" {
+                Outage::Restart
+            } else {
+                Outage::Reboot
+            };
+            let dropped = context
+                .engine(&format!("host {action}"))?
+                .suffer(outage)
+                .map_err(|e| e.to_string())?;
+            if context.json {
+                return print_json(&serde_json::json!({
+                    "Endpoints": dropped.endpoints,
+                    "Namespaces": dropped.namespaces,
+                    "Networks": dropped.networks,
+                }));
+            }
+            println!(
+                "dropped {} endpoints, {} namespaces, {} networks",
+                dropped.endpoints, dropped.namespaces, dropped.networks
+            );
+            Ok(())
+        }
         "version" => {
             if let Some(version) = args.parsed::<HnsVersion>("set", "MAJOR.MINOR, e.g. 13.2")? {
                 args.finish("host version")?;
@@ -48,7 +86,7 @@ pub fn host(context: &Context, mut args: Args) -> Result<(), String> {
             Ok(())
         }
         other => Err(format!(
-            "unknown host action {other:?}; expected version or features"
+            "unknown host action {other:?}; expected version, features, call, restart or reboot"
         )),
     }
 }

@@ -38,6 +38,11 @@ namespaces:
 host:
   host version [--set MAJOR.MINOR]      (--set: emulator only)
   host features
+  host call <METHOD> <PATH> [--body JSON]
+                                        one V1 HNSCall; prints the reply envelope
+  host restart                          emulator: HNS restarts (endpoints dropped)
+  host reboot                           emulator: host reboots (also namespaces and
+                                        networks with EnableNonPersistent dropped)
 emulator test controls:
   stats [--reset]                       calls per HCN function
   fault inject --function F --hresult H [--nth N]
