@@ -20,6 +20,7 @@ use crate::ipam::{Ipam, Lease};
 use crate::kind::{NetworkKind, Requirement};
 use crate::network;
 use crate::policy;
+use crate::port_conflict;
 
 /// One ADD's fixed inputs.
 struct Attachment<'a> {
@@ -133,6 +134,15 @@ fn place<K: NetworkKind>(
                     endpoint::result(&properties, &attachment.request.ifname, attachment.netns)
                 })
                 .map_err(Failure::after_create)
+        }
+        Err(e) if port_conflict::is_port_conflict(&e) => {
+            Err(Failure::before_create(port_conflict::error(
+                client,
+                &e,
+                &attachment.name,
+                attachment.guid,
+                &settings.policies,
+            )))
         }
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {
             let existing = client.open_endpoint(attachment.guid).map_err(|e| {

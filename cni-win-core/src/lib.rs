@@ -32,6 +32,7 @@ pub mod kind;
 mod network;
 mod plugin;
 pub mod policy;
+mod port_conflict;
 mod status;
 
 pub use config::Conf;
