@@ -62,6 +62,7 @@ pub fn hns(fixture: &HnsFixture) -> Catalogue {
     };
     push("hns.add.repeated", LIFE_CYCLE, repeated_add);
     push("hns.add.other-namespace", ERRORS, add_in_other_namespace);
+    push("hns.add.host-port-taken", ERRORS, add_with_taken_host_port);
     push(
         "hns.del.endpoint-removed",
         LIFE_CYCLE,
@@ -298,6 +299,51 @@ fn add_in_other_namespace(host: &Host, ctx: &Context<'_>) -> Outcome {
         .into());
     }
     Ok(format!("code 111, first attachment kept: {}", error.msg))
+}
+
+/// A second pod mapping the first pod's hostPort: HNS refuses it (HCN_E_PORT_ALREADY_EXISTS);
+/// the error names the port and the pod holding it, and the refused ADD leaves nothing.
+fn add_with_taken_host_port(host: &Host, ctx: &Context<'_>) -> Outcome {
+    let version = newest(ctx)?;
+    let mut config = ctx.valid_config(&version)?;
+    config["runtimeConfig"] = json!({"portMappings": [
+        {"hostPort": 18080, "containerPort": 80, "protocol": "tcp"}
+    ]});
+    let first = host.add(ctx, ctx.container_id(), ctx.netns(), &config, &version)?;
+    let reservations = host.reservations(ctx);
+    let second = format!("{}-second", ctx.container_id());
+    let invocation = ctx
+        .invocation("ADD")
+        .set("CNI_CONTAINERID", second.clone())
+        .set("CNI_NETNS", host.namespace(ctx)?)
+        .config(&config);
+    let error = expect_error(&ctx.call(&invocation)?, 111)
+        .map_err(|e| format!("ADD of a second pod mapping host port 18080: {e}"))?;
+    for needle in ["18080", ctx.container_id()] {
+        if !error.msg.contains(needle) {
+            return Err(format!(
+                "the port conflict error does not name {needle:?}: {}",
+                error.summary()
+            )
+            .into());
+        }
+    }
+    let left: Vec<String> = host
+        .endpoints(ctx)?
+        .iter()
+        .filter_map(|e| e["Name"].as_str().map(str::to_owned))
+        .collect();
+    if left.len() != 1 || left[0].starts_with(&second) || host.reservations(ctx) != reservations {
+        return Err(format!(
+            "the refused ADD left endpoints {left:?} and reservations {:?} (before: {reservations:?})",
+            host.reservations(ctx)
+        )
+        .into());
+    }
+    let config = with_prev_result(config, &first, &version);
+    silently(ctx, "DEL", &config, "DEL of the pod holding the port")?;
+    host.expect_clean(ctx, "DEL of the pod holding the port")?;
+    Ok(format!("code 111, nothing left: {}", error.msg))
 }
 
 fn del_after_endpoint_removed(host: &Host, ctx: &Context<'_>) -> Outcome {
