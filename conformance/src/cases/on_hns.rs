@@ -81,6 +81,8 @@ pub fn hns(fixture: &HnsFixture) -> Catalogue {
     );
     push("hns.check.ip-changed", LIFE_CYCLE, check_ip_changed);
     push("hns.gc.stale", LIFE_CYCLE, gc_removes_stale);
+    push("hns.restart.check-del-add", LIFE_CYCLE, after_hns_restart);
+    push("hns.reboot.del", LIFE_CYCLE, after_reboot);
     push("hns.budget", BUDGET, call_budget);
     push("hns.parallel", LIFE_CYCLE, parallel_pods);
     for call in ADD_CALLS
@@ -441,6 +443,34 @@ fn gc_removes_stale(host: &Host, ctx: &Context<'_>) -> Outcome {
         "GC removed {stale} and its address, kept {}",
         left[0]
     ))
+}
+
+/// HNS restarts (its endpoints vanish, the namespace stays): CHECK reports the endpoint
+/// missing, DEL cleans up, and the pod can be added again.
+fn after_hns_restart(host: &Host, ctx: &Context<'_>) -> Outcome {
+    let version = versions_where(ctx, "0.4.0", false)?
+        .pop()
+        .unwrap_or_default();
+    let config = ctx.valid_config(&version)?;
+    let result = host.add(ctx, ctx.container_id(), ctx.netns(), &config, &version)?;
+    host.0.hnsctl(ctx, &["host", "restart"])?;
+    let config = with_prev_result(config, &result, &version);
+    check_mismatch(ctx, &config, "does not exist")?;
+    silently(ctx, "DEL", &config, "DEL after an HNS restart")?;
+    host.expect_clean(ctx, "DEL after an HNS restart")?;
+    host.add(ctx, ctx.container_id(), ctx.netns(), &config, &version)?;
+    Ok("after a restart: CHECK 113, DEL cleaned up, ADD again succeeded".into())
+}
+
+/// The node reboots (endpoints and namespaces gone): DEL, as the runtime sends it for the
+/// pods it knew, succeeds and gives the addresses back.
+fn after_reboot(host: &Host, ctx: &Context<'_>) -> Outcome {
+    let (config, result, version) = host.add_own(ctx)?;
+    host.0.hnsctl(ctx, &["host", "reboot"])?;
+    let config = with_prev_result(config, &result, &version);
+    silently(ctx, "DEL", &config, "DEL after a reboot")?;
+    host.expect_clean(ctx, "DEL after a reboot")?;
+    Ok("after a reboot: DEL succeeded and released the address".into())
 }
 
 fn call_budget(host: &Host, ctx: &Context<'_>) -> Outcome {
