@@ -347,3 +347,191 @@ fn a_reboot_also_drops_namespaces_and_non_persistent_networks() {
     settings.flags = hns::schema::network_flags::ENABLE_NON_PERSISTENT;
     host.client.create_network(Guid::ZERO, &settings).unwrap();
 }
+
+/// One `HNSCall`: the envelope as JSON, or the HRESULT when the call itself failed.
+fn hns_call(
+    client: &Client<Emulator>,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Result<serde_json::Value, HResult> {
+    use hns::RawHcn;
+    client
+        .raw()
+        .hns_call(method, path, body)
+        .map(|text| serde_json::from_str(&text).unwrap())
+        .map_err(|raw| raw.hresult)
+}
+
+fn v1_create(
+    client: &Client<Emulator>,
+    body: serde_json::Value,
+) -> Result<serde_json::Value, HResult> {
+    hns_call(client, "POST", "/endpoints/", &body.to_string())
+}
+
+#[test]
+fn a_v1_endpoint_is_the_same_object_as_a_v2_one() {
+    let dir = TempDir::new("v1-endpoints");
+    let client = client(&dir);
+    let cbr0 = bridge(&client);
+    // What the reference win-bridge V1 path sends.
+    let created = v1_create(
+        &client,
+        serde_json::json!({
+            "Name": "abc_cbr0",
+            "VirtualNetwork": cbr0.to_string(),
+            "DNSServerList": "10.96.0.10,10.96.0.11",
+            "DNSSuffix": "svc.cluster.local,cluster.local",
+            "GatewayAddress": "10.244.1.2",
+            "IPAddress": "10.244.1.5",
+            "Policies": [
+                {"Type": "OutBoundNAT", "ExceptionList": ["10.244.0.0/16"]},
+                {"Type": "NAT", "Protocol": "TCP", "InternalPort": 80, "ExternalPort": 8080}
+            ]
+        }),
+    )
+    .unwrap();
+    assert_eq!(created["Success"], true, "{created}");
+    let v1 = &created["Output"];
+    let id: Guid = v1["ID"].as_str().unwrap().parse().unwrap();
+    assert_eq!(v1["VirtualNetworkName"], "cbr0");
+    assert_eq!(
+        v1["PrefixLength"], 24,
+        "HNS fills the prefix from the subnet"
+    );
+    assert_eq!(v1["State"], 1);
+
+    let v2 = client.open_endpoint(id).unwrap().properties().clone();
+    assert_eq!(v2.name, "abc_cbr0");
+    assert_eq!(v2.ip_configurations[0].ip_address, "10.244.1.5");
+    assert_eq!(v2.routes[0].next_hop, "10.244.1.2");
+    assert_eq!(v2.dns.server_list, ["10.96.0.10", "10.96.0.11"]);
+    assert_eq!(v2.mac_address, v1["MacAddress"].as_str().unwrap());
+    assert!(matches!(&v2.policies[1], EndpointPolicy::PortMapping(m) if m.external_port == 8080));
+
+    // A V2 endpoint shows in the V1 list, and the V1 list agrees with GET by ID.
+    let other = create_on(&client, cbr0, &endpoint_settings("def_cbr0", "10.244.1.6")).unwrap();
+    let listed = hns_call(&client, "GET", "/endpoints/", "").unwrap();
+    let listed = listed["Output"].as_array().unwrap().clone();
+    assert_eq!(listed.len(), 2);
+    let by_id = hns_call(&client, "GET", &format!("/endpoints/{other}"), "").unwrap();
+    assert!(listed.contains(&by_id["Output"]), "{by_id}");
+    assert_eq!(by_id["Output"]["IPAddress"], "10.244.1.6");
+
+    // The host port the V1 NAT policy maps is held, for V2 creates too.
+    let refused = create_on(
+        &client,
+        cbr0,
+        &with_policies("x", "10.244.1.7", vec![mapping(8080, "")]),
+    )
+    .unwrap_err();
+    assert_eq!(holder(&refused).endpoint, id);
+
+    let deleted = hns_call(&client, "DELETE", &format!("/endpoints/{id}"), "").unwrap();
+    assert_eq!(deleted["Success"], true);
+    assert!(client.open_endpoint(id).unwrap_err().is_not_found());
+    let again = hns_call(&client, "DELETE", &format!("/endpoints/{id}"), "").unwrap();
+    assert_eq!(
+        again,
+        serde_json::json!({"Success": false, "Error": "Element not found."})
+    );
+}
+
+#[test]
+fn v1_errors_come_as_hns_gives_them() {
+    let dir = TempDir::new("v1-errors");
+    let client = client(&dir);
+    let cbr0 = bridge(&client);
+    let body = |name: &str, ip: &str| serde_json::json!({"Name": name, "VirtualNetworkName": "cbr0", "IPAddress": ip, "GatewayAddress": "10.244.1.2"});
+    let first = v1_create(&client, body("abc_cbr0", "10.244.1.5")).unwrap();
+    let first: Guid = first["Output"]["ID"].as_str().unwrap().parse().unwrap();
+
+    // A duplicate name fails the HNSCall itself with 0x1392 (V2 would accept it).
+    assert_eq!(
+        v1_create(&client, body("abc_cbr0", "10.244.1.6")),
+        Err(HResult::ERROR_OBJECT_ALREADY_EXISTS)
+    );
+    assert_eq!(HResult::ERROR_OBJECT_ALREADY_EXISTS.0 & 0xFFFF, 0x1392);
+
+    // An address held by another endpoint: the failure envelope, naming the holder.
+    let held = v1_create(&client, body("def_cbr0", "10.244.1.5")).unwrap();
+    assert_eq!(held["Success"], false);
+    let error = held["Error"].as_str().unwrap();
+    assert!(
+        error.starts_with("An address provided is invalid or reserved."),
+        "{error}"
+    );
+    assert_eq!(Holder::parse(error).map(|h| h.endpoint), Some(first));
+
+    // Unknown IDs, networks and V1 policies V2 cannot take.
+    let missing = hns_call(
+        &client,
+        "GET",
+        "/endpoints/5eed0004-0000-4000-8000-000000000004",
+        "",
+    )
+    .unwrap();
+    assert_eq!(
+        missing,
+        serde_json::json!({"Success": false, "Error": "Element not found."})
+    );
+    let no_network = v1_create(
+        &client,
+        serde_json::json!({"Name": "n", "VirtualNetworkName": "nope", "IPAddress": "10.244.1.9"}),
+    )
+    .unwrap();
+    assert_eq!(no_network["Error"], "Element not found.");
+    let bad_policy = v1_create(
+        &client,
+        serde_json::json!({"Name": "p", "VirtualNetwork": cbr0.to_string(), "IPAddress": "10.244.1.9",
+            "Policies": [{"Type": "NAT", "Protocol": "SCTP", "InternalPort": 1, "ExternalPort": 1}]}),
+    )
+    .unwrap();
+    assert_eq!(bad_policy["Success"], false);
+    assert!(
+        bad_policy["Error"].as_str().unwrap().contains("SCTP"),
+        "{bad_policy}"
+    );
+    assert_eq!(client.list_endpoint_ids(None).unwrap(), vec![first]);
+}
+
+#[test]
+fn v1_host_attach_is_refused_twice_and_shows_in_the_state() {
+    let dir = TempDir::new("v1-attach");
+    let client = client(&dir);
+    bridge(&client);
+    let created = v1_create(
+        &client,
+        serde_json::json!({"Name": "cbr0_ep", "VirtualNetworkName": "cbr0", "IPAddress": "10.244.1.2"}),
+    )
+    .unwrap();
+    let id = created["Output"]["ID"].as_str().unwrap().to_owned();
+    let attach = serde_json::json!({"SystemType": "Host", "CompartmentId": 1}).to_string();
+    let path = format!("/endpoints/{id}/attach");
+    let attached = hns_call(&client, "POST", &path, &attach).unwrap();
+    assert_eq!(
+        (
+            attached["Success"].clone(),
+            attached["Output"]["State"].clone()
+        ),
+        (true.into(), 2.into())
+    );
+    let twice = hns_call(&client, "POST", &path, &attach).unwrap();
+    assert_eq!(
+        twice,
+        serde_json::json!({"Success": false, "Error": "This endpoint is already attached to the switch."})
+    );
+    let container =
+        serde_json::json!({"SystemType": "Container", "ContainerId": "pause-1"}).to_string();
+    let shared = hns_call(&client, "POST", &path, &container).unwrap();
+    assert_eq!(
+        shared["Output"]["SharedContainers"],
+        serde_json::json!(["pause-1"])
+    );
+    let detach = format!("/endpoints/{id}/detach");
+    hns_call(&client, "POST", &detach, &attach).unwrap();
+    let detached = hns_call(&client, "POST", &detach, &container).unwrap();
+    assert_eq!(detached["Output"]["State"], 1);
+    assert_eq!(detached["Output"].get("SharedContainers"), None);
+}

@@ -136,6 +136,7 @@ impl State<'_> {
         }
         self.set_holder(MACS, network_id, &endpoint.mac_address, id)?;
         self.claim_host_ports(&endpoint)?;
+        self.forget_v1_attachments(id)?;
         self.add_marker(NETWORK_ENDPOINTS, network_id, id)?;
         self.update_name_bucket(&endpoint.name, |bucket| {
             bucket.push((endpoint.name.clone(), id))
@@ -205,6 +206,7 @@ impl State<'_> {
         }
         self.release_holder(MACS, network, &endpoint.mac_address, id)?;
         self.release_host_ports(endpoint)?;
+        self.forget_v1_attachments(id)?;
         self.remove_marker(NETWORK_ENDPOINTS, network, id)?;
         if !endpoint.host_compute_namespace.is_zero() {
             self.remove_marker(NAMESPACE_ENDPOINTS, endpoint.host_compute_namespace, id)?;
@@ -280,7 +282,7 @@ impl State<'_> {
         ))
     }
 
-    fn endpoints_named(&self, name: &str) -> Result<Vec<Guid>, HcnFailure> {
+    pub(super) fn endpoints_named(&self, name: &str) -> Result<Vec<Guid>, HcnFailure> {
         Ok(self
             .read_name_bucket(name)?
             .into_iter()

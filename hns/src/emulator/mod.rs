@@ -26,6 +26,7 @@ mod service;
 mod state;
 pub mod store;
 mod v1;
+mod v1_endpoints;
 
 use std::path::{Path, PathBuf};
 
@@ -330,7 +331,9 @@ impl RawHcn for Emulator {
         )
     }
 
-    fn hns_call(&self, method: &str, path: &str, _request: &str) -> Result<String, RawError> {
-        self.call(Function::HnsCall, |state| state.hns_call(method, path))
+    fn hns_call(&self, method: &str, path: &str, request: &str) -> Result<String, RawError> {
+        self.call(Function::HnsCall, |state| {
+            state.hns_call(method, path, request)
+        })
     }
 }
