@@ -70,6 +70,11 @@ pub fn hns(fixture: &HnsFixture) -> Catalogue {
     );
     push("hns.del.empty-netns", LIFE_CYCLE, del_with_empty_netns);
     push(
+        "hns.del.reference-v1-endpoint",
+        LIFE_CYCLE,
+        del_of_reference_v1_endpoint,
+    );
+    push(
         "hns.del.namespace-removed",
         LIFE_CYCLE,
         del_after_namespace_removed,
@@ -364,6 +369,50 @@ fn del_with_empty_netns(host: &Host, ctx: &Context<'_>) -> Outcome {
     expect_silent_success(&exec).map_err(|e| format!("DEL with CNI_NETNS=\"\": {e}"))?;
     host.expect_clean(ctx, "DEL with an empty CNI_NETNS")?;
     Ok("DEL with CNI_NETNS=\"\" removed the endpoint and the address".into())
+}
+
+/// A node that ran the reference plugin's default (V1) path has endpoints it created with
+/// `POST /endpoints/`, named `<containerID>_<network>`, under IDs HNS chose: DEL of such a
+/// pod finds the endpoint by name and removes it.
+fn del_of_reference_v1_endpoint(host: &Host, ctx: &Context<'_>) -> Outcome {
+    let version = newest(ctx)?;
+    let config = ctx.valid_config(&version)?;
+    let name = format!("{}_{}", ctx.container_id(), host.network());
+    let body = json!({
+        "Name": name,
+        "VirtualNetworkName": host.network(),
+        "IPAddress": "10.244.1.200",
+        "GatewayAddress": "10.244.1.2",
+        "DNSServerList": "10.96.0.10",
+    });
+    let reply = host.0.hnsctl(
+        ctx,
+        &[
+            "host",
+            "call",
+            "POST",
+            "/endpoints/",
+            "--body",
+            &body.to_string(),
+        ],
+    )?;
+    let reply: Value = serde_json::from_str(&reply)
+        .map_err(|e| Failure::Fail(format!("HNSCall POST /endpoints/ printed no JSON: {e}")))?;
+    if reply["Success"] != true {
+        return Err(format!("the V1 create failed: {reply}").into());
+    }
+    let listed = host.endpoints(ctx)?;
+    if listed.len() != 1 || listed[0]["Name"] != name.as_str() {
+        return Err(format!("the V1 endpoint is not seen through V2: {listed:?}").into());
+    }
+    silently(
+        ctx,
+        "DEL",
+        &config,
+        "DEL of a pod the reference plugin attached with V1",
+    )?;
+    host.expect_clean(ctx, "DEL of a pod the reference plugin attached with V1")?;
+    Ok(format!("DEL removed the V1 endpoint {name} found by name"))
 }
 
 fn del_after_namespace_removed(host: &Host, ctx: &Context<'_>) -> Outcome {
