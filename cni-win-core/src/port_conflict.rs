@@ -113,3 +113,86 @@ fn describe(mapping: &PortMappingPolicy) -> String {
         None => format!("{name} {}", mapping.external_port),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hns::emulator::Emulator;
+    use hns::schema::{HostComputeEndpoint, HostComputeNetwork, IpConfig, NetworkType};
+    use hns::{ErrorRecord, RawError};
+
+    fn mapping(port: u16) -> EndpointPolicy {
+        EndpointPolicy::PortMapping(PortMappingPolicy {
+            protocol: protocol::TCP,
+            internal_port: 80,
+            external_port: port,
+            vip: Some(String::new()),
+            flags: None,
+        })
+    }
+
+    /// HNS's own record says only that the port exists: the holder is found among the
+    /// host's endpoints and named.
+    #[test]
+    fn without_a_holder_in_the_record_the_endpoints_are_searched() {
+        let root = std::env::temp_dir().join(format!("cni-win-port-{}", std::process::id()));
+        let emulator: Box<dyn hns::RawHcn> = Box::new(Emulator::open(&root).unwrap());
+        let client = Client::from_box(emulator);
+        let network = client
+            .create_network(
+                Guid::ZERO,
+                &HostComputeNetwork {
+                    name: "cbr0".to_owned(),
+                    network_type: NetworkType::L2Bridge,
+                    ..HostComputeNetwork::default()
+                },
+            )
+            .unwrap();
+        let holder = network
+            .create_endpoint(
+                Guid::ZERO,
+                &HostComputeEndpoint {
+                    name: "first_cbr0".to_owned(),
+                    policies: vec![mapping(9090)],
+                    ip_configurations: Vec::<IpConfig>::new(),
+                    ..HostComputeEndpoint::default()
+                },
+            )
+            .unwrap()
+            .id();
+        let plain = ErrorRecord::failure(
+            HResult::HCN_E_PORT_ALREADY_EXISTS,
+            "The specified port already exists. ",
+        );
+        let refused = HnsError::from_raw(
+            RawError::new(
+                "HcnCreateEndpoint",
+                HResult::HCN_E_PORT_ALREADY_EXISTS,
+                plain.to_json(),
+            ),
+            "create endpoint",
+        );
+        assert!(is_port_conflict(&refused));
+        let error = error(
+            &client,
+            &refused,
+            "second_cbr0",
+            Guid::from_u128(7),
+            &[mapping(8080), mapping(9090)],
+        );
+        let _ = std::fs::remove_dir_all(&root);
+        assert_eq!(error.code(), ENDPOINT_CONFLICT);
+        assert!(
+            error.msg().contains("host port TCP 9090"),
+            "{}",
+            error.msg()
+        );
+        assert!(error.msg().contains("\"first_cbr0\""), "{}", error.msg());
+        assert!(error.msg().contains(&holder.to_string()), "{}", error.msg());
+        assert!(
+            error.details().contains("0x803B0013"),
+            "{}",
+            error.details()
+        );
+    }
+}
