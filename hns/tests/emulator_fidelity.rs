@@ -198,18 +198,27 @@ struct Populated {
     _dir: TempDir,
 }
 
+/// A network as flanneld makes one: gone after a reboot.
+fn non_persistent_network() -> hns::schema::HostComputeNetwork {
+    hns::schema::HostComputeNetwork {
+        flags: hns::schema::network_flags::ENABLE_NON_PERSISTENT,
+        ..network_settings(
+            "vxlan0",
+            NetworkType::L2Bridge,
+            "10.245.0.0/24",
+            "10.245.0.1",
+        )
+    }
+}
+
 fn populated(tag: &str) -> Populated {
     let dir = TempDir::new(tag);
     let client = client(&dir);
     let persistent = bridge(&client);
-    let mut settings = network_settings(
-        "vxlan0",
-        NetworkType::L2Bridge,
-        "10.245.0.0/24",
-        "10.245.0.1",
-    );
-    settings.flags = hns::schema::network_flags::ENABLE_NON_PERSISTENT;
-    let flannel = client.create_network(Guid::ZERO, &settings).unwrap().id();
+    let flannel = client
+        .create_network(Guid::ZERO, &non_persistent_network())
+        .unwrap()
+        .id();
     let held = create_on(
         &client,
         persistent,
@@ -338,14 +347,9 @@ fn a_reboot_also_drops_namespaces_and_non_persistent_networks() {
         "compartments count from 2 after a boot"
     );
     // flanneld re-creates its network under the same name.
-    let mut settings = network_settings(
-        "vxlan0",
-        NetworkType::L2Bridge,
-        "10.245.0.0/24",
-        "10.245.0.1",
-    );
-    settings.flags = hns::schema::network_flags::ENABLE_NON_PERSISTENT;
-    host.client.create_network(Guid::ZERO, &settings).unwrap();
+    host.client
+        .create_network(Guid::ZERO, &non_persistent_network())
+        .unwrap();
 }
 
 /// One `HNSCall`: the envelope as JSON, or the HRESULT when the call itself failed.
