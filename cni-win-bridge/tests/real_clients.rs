@@ -2,6 +2,7 @@
 //! `cni.dev/valid-attachments` may be absent (libcni's `cnitool gc`; see robustness.rs) but not
 //! malformed, and cnitool's `CNI_NETNS` is passed through `filepath.Abs`, so a containerd-style
 //! namespace GUID arrives as the last component of a path.
+#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
 
 mod common;
 

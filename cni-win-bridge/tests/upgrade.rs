@@ -7,6 +7,7 @@
 //! policies followed by a separate OutBoundNAT for `ipMasqNetwork`, `PortMapping` with
 //! `"VIP": ""` and no flags, no prefix length, the x.2 default route), attached with
 //! `HcnModifyNamespace`; its reservation is the file the reference's host-local writes.
+#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
 
 mod common;
 
@@ -43,7 +44,7 @@ fn reference_add(node: &Node, container: &str, ip: &str, netns: &str, config: &V
         policy::nat(&["10.244.0.0/16", "10.96.0.0/12"]),
         policy::route("10.96.0.0/12"),
         policy::nat(&["10.0.0.0/8"]),
-        json!({"Type": "PortMapping", "Settings": {"InternalPort": 80, "ExternalPort": 8080, "Protocol": 6, "VIP": ""}}),
+        json!({"Type": "PortMapping", "Settings": {"InternalPort": 80, "ExternalPort": config["runtimeConfig"]["portMappings"][0]["hostPort"], "Protocol": 6, "VIP": ""}}),
     ];
     let network = node.network_id(NETWORK);
     let document = json!({
@@ -62,6 +63,13 @@ fn reference_add(node: &Node, container: &str, ip: &str, netns: &str, config: &V
         "ips": [{"address": format!("{ip}/24"), "gateway": "10.244.1.2"}],
         "dns": {"nameservers": config["dns"]["nameservers"], "search": config["dns"]["search"]}
     })
+}
+
+/// `config` for another pod of the node: a host port is the host's, so each pod maps its own.
+fn with_host_port(config: &Value, port: u16) -> Value {
+    let mut config = config.clone();
+    config["runtimeConfig"]["portMappings"][0]["hostPort"] = json!(port);
+    config
 }
 
 fn reference_endpoint(node: &Node, container: &str) -> HostComputeEndpoint {
@@ -137,6 +145,7 @@ fn check_finds_and_checks_the_reference_endpoint() {
 
     // The normal path is unchanged: cni-win's own pod costs what it did.
     let own_netns = node.namespace();
+    let config = with_host_port(&config, 8081);
     let own = node.add("new", &own_netns, &config).result();
     node.calls();
     node.check("new", &own_netns, &with_prev_result(&config, &own))
@@ -211,7 +220,7 @@ fn a_reference_endpoint_that_is_not_this_attachments_is_named() {
         "10.244.1.9",
     )
     .unwrap();
-    let other = node.add("other", &node.namespace(), &config);
+    let other = node.add("other", &node.namespace(), &with_host_port(&config, 8082));
     assert_eq!(other.status, Some(1), "{other:?}");
     assert_eq!(node.endpoints(NETWORK).len(), 1);
     assert!(
@@ -245,7 +254,13 @@ fn gc_keeps_valid_reference_pods_and_collects_stale_ones() {
     let live = reference_endpoint(&node, "live");
     // A second reference pod, gone from the runtime: its endpoint and address are stale.
     let stale_netns = node.namespace();
-    reference_add(&node, "gone", "10.244.1.20", &stale_netns, &config);
+    reference_add(
+        &node,
+        "gone",
+        "10.244.1.20",
+        &stale_netns,
+        &with_host_port(&config, 8081),
+    );
     // What GC must never take: an `@ifname` name under an ID cni-win did not derive, a remote
     // endpoint named like a pod, Flannel's endpoint.
     node.foreign_endpoint(NETWORK, "x_cbr0@eth1", "10.244.1.200", 0);

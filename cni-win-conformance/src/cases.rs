@@ -63,12 +63,18 @@ pub fn hns(fixture: &HnsFixture) -> Catalogue {
     };
     push("hns.add.repeated", LIFE_CYCLE, repeated_add);
     push("hns.add.other-namespace", ERRORS, add_in_other_namespace);
+    push("hns.add.host-port-taken", ERRORS, add_with_taken_host_port);
     push(
         "hns.del.endpoint-removed",
         LIFE_CYCLE,
         del_after_endpoint_removed,
     );
     push("hns.del.empty-netns", LIFE_CYCLE, del_with_empty_netns);
+    push(
+        "hns.del.reference-v1-endpoint",
+        LIFE_CYCLE,
+        del_of_reference_v1_endpoint,
+    );
     push(
         "hns.del.namespace-removed",
         LIFE_CYCLE,
@@ -82,6 +88,8 @@ pub fn hns(fixture: &HnsFixture) -> Catalogue {
     push("hns.check.ip-changed", LIFE_CYCLE, check_ip_changed);
     push("hns.gc.stale", LIFE_CYCLE, gc_removes_stale);
     push("hns.upgrade.reference-pod", LIFE_CYCLE, reference_pod);
+    push("hns.restart.check-del-add", LIFE_CYCLE, after_hns_restart);
+    push("hns.reboot.del", LIFE_CYCLE, after_reboot);
     push("hns.budget", BUDGET, call_budget);
     push("hns.parallel", LIFE_CYCLE, parallel_pods);
     for call in ADD_CALLS
@@ -302,6 +310,51 @@ fn add_in_other_namespace(host: &Host, ctx: &Context<'_>) -> Outcome {
     Ok(format!("code 111, first attachment kept: {}", error.msg))
 }
 
+/// A second pod mapping the first pod's hostPort: HNS refuses it (HCN_E_PORT_ALREADY_EXISTS);
+/// the error names the port and the pod holding it, and the refused ADD leaves nothing.
+fn add_with_taken_host_port(host: &Host, ctx: &Context<'_>) -> Outcome {
+    let version = newest(ctx)?;
+    let mut config = ctx.valid_config(&version)?;
+    config["runtimeConfig"] = json!({"portMappings": [
+        {"hostPort": 18080, "containerPort": 80, "protocol": "tcp"}
+    ]});
+    let first = host.add(ctx, ctx.container_id(), ctx.netns(), &config, &version)?;
+    let reservations = host.reservations(ctx);
+    let second = format!("{}-second", ctx.container_id());
+    let invocation = ctx
+        .invocation("ADD")
+        .set("CNI_CONTAINERID", second.clone())
+        .set("CNI_NETNS", host.namespace(ctx)?)
+        .config(&config);
+    let error = expect_error(&ctx.call(&invocation)?, 111)
+        .map_err(|e| format!("ADD of a second pod mapping host port 18080: {e}"))?;
+    for needle in ["18080", ctx.container_id()] {
+        if !error.msg.contains(needle) {
+            return Err(format!(
+                "the port conflict error does not name {needle:?}: {}",
+                error.summary()
+            )
+            .into());
+        }
+    }
+    let left: Vec<String> = host
+        .endpoints(ctx)?
+        .iter()
+        .filter_map(|e| e["Name"].as_str().map(str::to_owned))
+        .collect();
+    if left.len() != 1 || left[0].starts_with(&second) || host.reservations(ctx) != reservations {
+        return Err(format!(
+            "the refused ADD left endpoints {left:?} and reservations {:?} (before: {reservations:?})",
+            host.reservations(ctx)
+        )
+        .into());
+    }
+    let config = with_prev_result(config, &first, &version);
+    silently(ctx, "DEL", &config, "DEL of the pod holding the port")?;
+    host.expect_clean(ctx, "DEL of the pod holding the port")?;
+    Ok(format!("code 111, nothing left: {}", error.msg))
+}
+
 fn del_after_endpoint_removed(host: &Host, ctx: &Context<'_>) -> Outcome {
     let (config, result, version) = host.add_own(ctx)?;
     host.remove_endpoint(ctx)?;
@@ -318,6 +371,50 @@ fn del_with_empty_netns(host: &Host, ctx: &Context<'_>) -> Outcome {
     expect_silent_success(&exec).map_err(|e| format!("DEL with CNI_NETNS=\"\": {e}"))?;
     host.expect_clean(ctx, "DEL with an empty CNI_NETNS")?;
     Ok("DEL with CNI_NETNS=\"\" removed the endpoint and the address".into())
+}
+
+/// A node that ran the reference plugin's default (V1) path has endpoints it created with
+/// `POST /endpoints/`, named `<containerID>_<network>`, under IDs HNS chose: DEL of such a
+/// pod finds the endpoint by name and removes it.
+fn del_of_reference_v1_endpoint(host: &Host, ctx: &Context<'_>) -> Outcome {
+    let version = newest(ctx)?;
+    let config = ctx.valid_config(&version)?;
+    let name = format!("{}_{}", ctx.container_id(), host.network());
+    let body = json!({
+        "Name": name,
+        "VirtualNetworkName": host.network(),
+        "IPAddress": "10.244.1.200",
+        "GatewayAddress": "10.244.1.2",
+        "DNSServerList": "10.96.0.10",
+    });
+    let reply = host.0.hnsctl(
+        ctx,
+        &[
+            "host",
+            "call",
+            "POST",
+            "/endpoints/",
+            "--body",
+            &body.to_string(),
+        ],
+    )?;
+    let reply: Value = serde_json::from_str(&reply)
+        .map_err(|e| Failure::Fail(format!("HNSCall POST /endpoints/ printed no JSON: {e}")))?;
+    if reply["Success"] != true {
+        return Err(format!("the V1 create failed: {reply}").into());
+    }
+    let listed = host.endpoints(ctx)?;
+    if listed.len() != 1 || listed[0]["Name"] != name.as_str() {
+        return Err(format!("the V1 endpoint is not seen through V2: {listed:?}").into());
+    }
+    silently(
+        ctx,
+        "DEL",
+        &config,
+        "DEL of a pod the reference plugin attached with V1",
+    )?;
+    host.expect_clean(ctx, "DEL of a pod the reference plugin attached with V1")?;
+    Ok(format!("DEL removed the V1 endpoint {name} found by name"))
 }
 
 fn del_after_namespace_removed(host: &Host, ctx: &Context<'_>) -> Outcome {
@@ -506,6 +603,34 @@ fn create_as_reference(
         .create_endpoint(hns::Guid::ZERO, &settings)
         .map_err(|e| fail(&e))?;
     Ok(created.id().to_string())
+}
+
+/// HNS restarts (its endpoints vanish, the namespace stays): CHECK reports the endpoint
+/// missing, DEL cleans up, and the pod can be added again.
+fn after_hns_restart(host: &Host, ctx: &Context<'_>) -> Outcome {
+    let version = versions_where(ctx, "0.4.0", false)?
+        .pop()
+        .unwrap_or_default();
+    let config = ctx.valid_config(&version)?;
+    let result = host.add(ctx, ctx.container_id(), ctx.netns(), &config, &version)?;
+    host.0.hnsctl(ctx, &["host", "restart"])?;
+    let config = with_prev_result(config, &result, &version);
+    check_mismatch(ctx, &config, "does not exist")?;
+    silently(ctx, "DEL", &config, "DEL after an HNS restart")?;
+    host.expect_clean(ctx, "DEL after an HNS restart")?;
+    host.add(ctx, ctx.container_id(), ctx.netns(), &config, &version)?;
+    Ok("after a restart: CHECK 113, DEL cleaned up, ADD again succeeded".into())
+}
+
+/// The node reboots (endpoints and namespaces gone): DEL, as the runtime sends it for the
+/// pods it knew, succeeds and gives the addresses back.
+fn after_reboot(host: &Host, ctx: &Context<'_>) -> Outcome {
+    let (config, result, version) = host.add_own(ctx)?;
+    host.0.hnsctl(ctx, &["host", "reboot"])?;
+    let config = with_prev_result(config, &result, &version);
+    silently(ctx, "DEL", &config, "DEL after a reboot")?;
+    host.expect_clean(ctx, "DEL after a reboot")?;
+    Ok("after a reboot: DEL succeeded and released the address".into())
 }
 
 fn call_budget(host: &Host, ctx: &Context<'_>) -> Outcome {

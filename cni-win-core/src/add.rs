@@ -7,7 +7,7 @@
 //! addresses if it reserved them) and nothing else: an endpoint that already existed, and its
 //! addresses, survive a failed repeated ADD. A repeated ADD of a pod the reference plugin
 //! attached meets its endpoint holding the address when it creates: that endpoint is adopted
-//! when it is provably this attachment's ([`crate::reference::adopt_address_holder`]).
+//! when it is provably this attachment's ([`crate::reference::adopt_holder`]).
 
 use cni::{Error, Request, Success};
 use hns::schema::HostComputeEndpoint;
@@ -22,6 +22,7 @@ use crate::ipam::Lease;
 use crate::kind::NetworkKind;
 use crate::network;
 use crate::policy;
+use crate::port_conflict;
 use crate::prepare::{Attachment, Network, Prepared, PreparedAttachment};
 use crate::reference;
 
@@ -92,6 +93,9 @@ fn place<K: NetworkKind>(
         blueprint(client, prepared, network, attachment, lease).map_err(Failure::before_create)?;
     let settings = blueprint.settings();
     let policies = &prepared.conf.policies;
+    let adopt_reference = |e: &hns::HnsError| {
+        reference::adopt_holder(client, &network.open, &claim(attachment, &blueprint), e)
+    };
     match network
         .open
         .create_endpoint(attachment.endpoint.guid, &settings)
@@ -109,6 +113,19 @@ fn place<K: NetworkKind>(
                 })
                 .map_err(Failure::after_create)
         }
+        // HNS names one conflict, whichever it checks first: the address or a host port. When
+        // the holder is the reference plugin's endpoint of this attachment, it is adopted.
+        Err(e) if port_conflict::is_port_conflict(&e) => match adopt_reference(&e) {
+            Ok(None) => Err(Failure::before_create(port_conflict::error(
+                client,
+                &e,
+                &attachment.endpoint.name,
+                attachment.endpoint.guid,
+                &settings.policies,
+            ))),
+            Ok(Some(adopted)) => Ok(adopted),
+            Err(error) => Err(Failure::before_create(error)),
+        },
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {
             let existing = client
                 .open_endpoint(attachment.endpoint.guid)
@@ -132,16 +149,11 @@ fn place<K: NetworkKind>(
         Err(e) if failed_in(&e, Function::QueryEndpointProperties) => Err(Failure::after_create(
             create_error(&e, attachment, policies),
         )),
-        Err(e) => match reference::adopt_address_holder(
-            client,
-            &network.open,
-            &claim(attachment, &blueprint),
-            &e,
-        ) {
-            Ok(Some(adopted)) => Ok(adopted),
+        Err(e) => match adopt_reference(&e) {
             Ok(None) => Err(Failure::before_create(create_error(
                 &e, attachment, policies,
             ))),
+            Ok(Some(adopted)) => Ok(adopted),
             Err(error) => Err(Failure::before_create(error)),
         },
     }

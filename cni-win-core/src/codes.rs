@@ -7,7 +7,7 @@
 //! | code | constant | meaning |
 //! | --- | --- | --- |
 //! | 110 | [`HNS_CALL_FAILED`] | an HNS call failed for a reason that is neither the config's fault nor transient |
-//! | 111 | [`ENDPOINT_CONFLICT`] | the endpoint with this attachment's ID (or the reference plugin's endpoint of this attachment, holding its address) exists but is not this attachment's (another network or other IPs) or is attached to another namespace |
+//! | 111 | [`ENDPOINT_CONFLICT`] | the endpoint with this attachment's ID (or the reference plugin's endpoint of this attachment, holding its address) exists but is not this attachment's (another network or other IPs) or is attached to another namespace; or a hostPort of the pod is held by another pod (the message names the port and the holder) |
 //! | 112 | [`HNS_FEATURE_MISSING`] | the config asks for something this host's HNS version cannot do (loopbackDSR, IPv6); the message names the key and the version needed |
 //! | 113 | [`CHECK_MISMATCH`] | CHECK: the endpoint differs from what the config and prevResult say; the message lists each difference |
 //! | 114 | [`GC_INCOMPLETE`] | GC removed what it could but some endpoints or reservations could not be removed; the message lists them |
@@ -21,7 +21,7 @@ use cni::ErrorCode;
 
 /// 110: an HNS call failed for another reason.
 pub const HNS_CALL_FAILED: ErrorCode = ErrorCode::Plugin(110);
-/// 111: an endpoint with this attachment's ID belongs to something else.
+/// 111: an endpoint with this attachment's ID belongs to something else, or a host port is taken.
 pub const ENDPOINT_CONFLICT: ErrorCode = ErrorCode::Plugin(111);
 /// 112: this host's HNS version lacks a feature the config needs.
 pub const HNS_FEATURE_MISSING: ErrorCode = ErrorCode::Plugin(112);

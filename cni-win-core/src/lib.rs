@@ -37,6 +37,7 @@ mod kind;
 mod network;
 mod plugin;
 mod policy;
+mod port_conflict;
 mod prepare;
 mod reference;
 mod status;

@@ -93,24 +93,26 @@ pub struct Claim<'a> {
     pub addresses: &'a [Address],
 }
 
-/// ADD after `HcnCreateEndpoint` failed with `failure`: when an endpoint holds the address and
-/// it is the reference's endpoint of this very attachment (its name, this network, local,
+/// ADD after `HcnCreateEndpoint` failed with `failure`: when an endpoint holds the address or
+/// a host port of the attachment (HNS reports whichever conflict it checks first) and it is
+/// the reference's endpoint of this very attachment (its name, this network, local,
 /// attached to this pod's namespace, holding exactly the addresses IPAM returned), the
 /// attachment already exists and its result is returned.
 ///
-/// `Ok(None)` when the failure is not an address conflict or no reference endpoint of this
+/// `Ok(None)` when the failure is neither conflict or no reference endpoint of this
 /// attachment exists: the caller's own error handling applies. An error naming the endpoint
 /// (code 111) when the reference's endpoint exists but is not this attachment's as it stands.
-pub fn adopt_address_holder(
+pub fn adopt_holder(
     client: &Client,
     network: &OpenNetwork<'_, dyn RawHcn>,
     claim: &Claim<'_>,
     failure: &HnsError,
 ) -> Result<Option<Success>, Error> {
-    let address_held = failure
-        .raw()
-        .is_some_and(|raw| raw.hresult == HResult::HCN_E_ADDR_INVALID_OR_RESERVED);
-    if !address_held {
+    let held = failure.raw().is_some_and(|raw| {
+        raw.hresult == HResult::HCN_E_ADDR_INVALID_OR_RESERVED
+            || raw.hresult == HResult::HCN_E_PORT_ALREADY_EXISTS
+    });
+    if !held {
         return Ok(None);
     }
     let Some(holder) = find(client, network, claim.container_id, claim.ours)? else {

@@ -57,7 +57,8 @@ impl State<'_> {
     /// a subnet of the network, is not reserved (network, broadcast or gateway
     /// address) and is not held by another endpoint of the network; a given MAC
     /// is not held by another endpoint of the network either; policies are
-    /// V2. Assigns the prefix length from the subnet and a MAC from the network's
+    /// V2 and their host ports free on the host. A refusal because of a holder
+    /// names it in the error record (see [`crate::error::Holder`]). Assigns the prefix length from the subnet and a MAC from the network's
     /// MacPool when none is given.
     pub fn create_endpoint(
         &self,
@@ -91,6 +92,7 @@ impl State<'_> {
             ));
         }
         check_policies(&endpoint.policies)?;
+        self.check_host_ports(id, &endpoint.policies)?;
         let mut ips = Vec::new();
         for config in &mut endpoint.ip_configurations {
             let ip: IpAddr = config.ip_address.parse().map_err(|_| {
@@ -133,6 +135,8 @@ impl State<'_> {
             self.set_holder(IPS, network_id, &ip_key(*ip), id)?;
         }
         self.set_holder(MACS, network_id, &endpoint.mac_address, id)?;
+        self.claim_host_ports(&endpoint)?;
+        self.forget_v1_attachments(id)?;
         self.add_marker(NETWORK_ENDPOINTS, network_id, id)?;
         self.update_name_bucket(&endpoint.name, |bucket| {
             bucket.push((endpoint.name.clone(), id))
@@ -161,10 +165,13 @@ impl State<'_> {
         serde_json::to_string(&endpoint).map_err(|e| HcnFailure::io("endpoint", e))
     }
 
-    /// `HcnModifyEndpoint`: `Policy` add/remove; `Port` requests are not modelled.
+    /// `HcnModifyEndpoint`: `Policy` add/remove (an added `PortMapping` must find its host
+    /// port free); `Port` requests are not modelled.
     pub fn modify_endpoint(&self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
         let mut endpoint = self.require_endpoint(id)?;
         apply_policy_modify("endpoint", &mut endpoint.policies, settings)?;
+        self.check_host_ports(id, &endpoint.policies)?;
+        self.claim_host_ports(&endpoint)?;
         self.write_object(ObjectDir::Endpoints, id, &endpoint)
     }
 
@@ -198,6 +205,8 @@ impl State<'_> {
             }
         }
         self.release_holder(MACS, network, &endpoint.mac_address, id)?;
+        self.release_host_ports(endpoint)?;
+        self.forget_v1_attachments(id)?;
         self.remove_marker(NETWORK_ENDPOINTS, network, id)?;
         if !endpoint.host_compute_namespace.is_zero() {
             self.remove_marker(NAMESPACE_ENDPOINTS, endpoint.host_compute_namespace, id)?;
@@ -273,7 +282,7 @@ impl State<'_> {
         ))
     }
 
-    fn endpoints_named(&self, name: &str) -> Result<Vec<Guid>, HcnFailure> {
+    pub(super) fn endpoints_named(&self, name: &str) -> Result<Vec<Guid>, HcnFailure> {
         Ok(self
             .read_name_bucket(name)?
             .into_iter()

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::failure::HcnFailure;
 use super::host::HostState;
+use super::outage::{Dropped, Outage};
 use super::store::{self, Locked, Store};
 use crate::features::HnsVersion;
 use crate::hresult::HResult;
@@ -75,6 +76,19 @@ impl Engine {
             std::process::abort();
         }
         result
+    }
+
+    /// Simulates an HNS service restart or a host reboot (see [`Outage`]); not an HCN call.
+    pub fn suffer(&self, outage: Outage) -> Result<Dropped, HcnFailure> {
+        let locked = self.store.lock()?;
+        let mut host = read_host(&locked)?;
+        let dropped = State {
+            locked: &locked,
+            host: &mut host,
+        }
+        .suffer(outage)?;
+        store::write_json(&locked.host_path(), &host)?;
+        Ok(dropped)
     }
 
     /// Reads or changes the host state outside of any counted call (test controls, version).

@@ -34,7 +34,7 @@ pub struct HostState {
 }
 
 /// Compartment 1 is the host's default compartment.
-fn first_namespace_id() -> u32 {
+pub(super) fn first_namespace_id() -> u32 {
     2
 }
 

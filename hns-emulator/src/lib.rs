@@ -22,13 +22,16 @@ mod host;
 mod mac;
 mod namespaces;
 mod networks;
+mod outage;
 mod policies;
+mod ports;
 mod query;
 mod random;
 mod service;
 mod state;
 pub mod store;
 mod v1;
+mod v1_endpoints;
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +39,7 @@ pub use engine::{Engine, State};
 pub use failure::HcnFailure;
 pub use handles::{HandleKind, Handles};
 pub use host::{CrashPoint, Fault, HostState};
+pub use outage::{Dropped, Outage};
 
 // The engine's modules name hns's modules by path (`crate::schema::...`), as
 // they did when the emulator lived inside `hns`.
@@ -376,7 +380,9 @@ impl RawHcn for Emulator {
         )
     }
 
-    fn hns_call(&self, method: &str, path: &str, _request: &str) -> Result<String, RawError> {
-        self.call(Function::HnsCall, |state| state.hns_call(method, path))
+    fn hns_call(&self, method: &str, path: &str, request: &str) -> Result<String, RawError> {
+        self.call(Function::HnsCall, |state| {
+            state.hns_call(method, path, request)
+        })
     }
 }

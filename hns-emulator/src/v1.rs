@@ -3,8 +3,9 @@
 //! HNS serves its V1 REST-like API from the same objects as V2. Clients still
 //! read it: hcsshim's version probe (`GET /globals/version`), and win-overlay,
 //! which takes `Subnets[0]` and `ManagementIP` of its network from
-//! `GET /networks/`. Only those reads are modelled; the V1 shapes are derived
-//! from the stored V2 networks, never stored themselves.
+//! `GET /networks/`; and the reference plugins' default (V1) path, which works on
+//! `/endpoints/` ([`super::v1_endpoints`]). Networks are read-only here; the V1
+//! shapes are derived from the stored V2 objects, never stored themselves.
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -99,29 +100,50 @@ impl From<&HostComputeNetwork> for V1Network {
     }
 }
 
+/// What a V1 request answers: the success envelope with `Output`, or the failure envelope
+/// with `Error` (a failed `HNSCall` HRESULT is an `Err` of the request instead).
+#[derive(Debug)]
+pub(super) enum V1Reply {
+    Output(Value),
+    Failure(String),
+}
+
+impl V1Reply {
+    fn into_json(self) -> String {
+        match self {
+            V1Reply::Output(output) => success(output),
+            V1Reply::Failure(error) => failure(&error),
+        }
+    }
+}
+
 impl State<'_> {
-    /// `HNSCall`: answers `GET /globals/version`, `GET /networks/` and
-    /// `GET /networks/<id>` with the V1 envelope; other requests get the V1
-    /// failure envelope, as HNS answers requests it cannot serve.
-    pub fn hns_call(&self, method: &str, path: &str) -> Result<String, HcnFailure> {
+    /// `HNSCall`: answers `GET /globals/version`, `GET /networks/`, `GET /networks/<id>` and
+    /// the endpoint resource (see [`super::v1_endpoints`]) with the V1 envelope; other
+    /// requests get the V1 failure envelope, as HNS answers requests it cannot serve.
+    pub fn hns_call(&self, method: &str, path: &str, request: &str) -> Result<String, HcnFailure> {
         let route = path.trim_end_matches('/').to_ascii_lowercase();
-        let output = if !method.eq_ignore_ascii_case("GET") {
+        let is_get = method.eq_ignore_ascii_case("GET");
+        let reply = if let Some(rest) = route.strip_prefix("/endpoints") {
+            self.v1_endpoints(method, rest, request)?
+        } else if !is_get {
             None
         } else if route == "/globals/version" {
-            Some(json!(self.host.version))
+            Some(V1Reply::Output(json!(self.host.version)))
         } else if route == "/networks" {
-            Some(self.v1_networks()?)
+            Some(V1Reply::Output(self.v1_networks()?))
         } else if let Some(id) = route.strip_prefix("/networks/") {
-            return self.v1_network(id);
+            Some(self.v1_network(id)?)
         } else {
             None
         };
-        Ok(match output {
-            Some(output) => success(output),
-            None => failure(&format!(
-                "{method} {path} is not modelled by the HCN emulator"
-            )),
-        })
+        Ok(reply
+            .unwrap_or_else(|| {
+                V1Reply::Failure(format!(
+                    "{method} {path} is not modelled by the HCN emulator"
+                ))
+            })
+            .into_json())
     }
 
     fn v1_networks(&self) -> Result<Value, HcnFailure> {
@@ -135,17 +157,17 @@ impl State<'_> {
     }
 
     /// One network; V1 reports an unknown or malformed ID as "Element not found.".
-    fn v1_network(&self, id: &str) -> Result<String, HcnFailure> {
+    fn v1_network(&self, id: &str) -> Result<V1Reply, HcnFailure> {
         let network = match id.parse::<Guid>() {
             Ok(id) => self.load_network(id)?,
             Err(_) => None,
         };
         Ok(match network {
-            Some(network) => success(
+            Some(network) => V1Reply::Output(
                 serde_json::to_value(V1Network::from(&network))
                     .map_err(|e| HcnFailure::io("V1 network", e))?,
             ),
-            None => failure("Element not found."),
+            None => V1Reply::Failure("Element not found.".to_owned()),
         })
     }
 }

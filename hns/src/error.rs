@@ -73,6 +73,11 @@ impl RawError {
         }
     }
 
+    /// The endpoint the record names as holding what the call wanted, if it names one.
+    pub fn holder(&self) -> Option<Holder> {
+        Holder::parse(&parse_record(&self.record)?.error)
+    }
+
     /// The record's `Error` text if the record is JSON, else the record itself.
     pub fn message(&self) -> String {
         match parse_record(&self.record) {
@@ -100,6 +105,43 @@ impl fmt::Display for RawError {
 }
 
 impl std::error::Error for RawError {}
+
+/// The endpoint an error record names as holding a contested resource: an IP address or a
+/// MAC on a network, or a host port.
+///
+/// HNS's own records carry only the system message (HNS says *that* an address or port is
+/// taken, not by whom), so on a real host [`RawError::holder`] is `None` and a caller must
+/// look the holder up itself. The HCN emulator appends a clause naming the holder, so that
+/// stale-holder handling can be proven against it; the clause is this crate's format:
+///
+/// ```text
+/// Error: "<system message> (<resource> is already used by endpoint <GUID>)"
+/// <resource>: "IP <address>" | "MacAddress <AA-BB-CC-DD-EE-FF>"
+///           | "PortMapping <TCP|UDP|protocol N>[ IPv6] [<VIP>:]<port>"
+/// <GUID>: the holding endpoint's ID (any case)
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// What is held, e.g. `IP 10.244.1.5` or `PortMapping TCP 8080`.
+    pub resource: String,
+    /// The endpoint holding it.
+    pub endpoint: crate::guid::Guid,
+}
+
+impl Holder {
+    const CLAUSE: &'static str = " is already used by endpoint ";
+
+    /// Parses the holder clause out of an error record's `Error` text.
+    pub fn parse(message: &str) -> Option<Holder> {
+        let (before, after) = message.rsplit_once(Holder::CLAUSE)?;
+        let resource = before.rsplit_once('(')?.1.trim();
+        let endpoint = after.trim_end().strip_suffix(')')?.trim().parse().ok()?;
+        (!resource.is_empty()).then(|| Holder {
+            resource: resource.to_owned(),
+            endpoint,
+        })
+    }
+}
 
 /// What kind of failure an [`HnsError`] is; decides how a caller reacts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -276,6 +318,32 @@ mod tests {
         assert_eq!(
             error.to_string(),
             "open endpoint 1 (not found): HcnOpenEndpoint failed with HRESULT 0x803B0002 (HCN_E_ENDPOINT_NOT_FOUND): The endpoint was not found."
+        );
+    }
+
+    #[test]
+    fn holder_clause_parses_and_plain_records_have_none() {
+        let record = |text: &str| {
+            RawError::new(
+                "HcnCreateEndpoint",
+                HResult::HCN_E_PORT_ALREADY_EXISTS,
+                ErrorRecord::failure(HResult::HCN_E_PORT_ALREADY_EXISTS, text).to_json(),
+            )
+        };
+        let taken = record(
+            "The specified port already exists. (PortMapping TCP 10.0.0.4:8080 is already used by endpoint 5eed0002-0000-4000-8000-000000000002)",
+        );
+        assert_eq!(
+            taken.holder(),
+            Some(Holder {
+                resource: "PortMapping TCP 10.0.0.4:8080".to_owned(),
+                endpoint: "5eed0002-0000-4000-8000-000000000002".parse().unwrap(),
+            })
+        );
+        assert_eq!(record("The specified port already exists. ").holder(), None);
+        assert_eq!(
+            record("x (IP 10.0.0.5 is already used by endpoint not-a-guid)").holder(),
+            None
         );
     }
 

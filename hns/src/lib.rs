@@ -23,7 +23,7 @@ pub mod raw;
 pub mod schema;
 
 pub use client::{Client, OpenEndpoint, OpenNamespace, OpenNetwork};
-pub use error::{ErrorKind, ErrorRecord, HnsError, RawError};
+pub use error::{ErrorKind, ErrorRecord, HnsError, Holder, RawError};
 pub use features::{Feature, HnsVersion, SupportedFeatures};
 pub use guid::{Guid, GuidParseError};
 pub use hresult::HResult;

@@ -215,6 +215,26 @@ pub enum HostCommand {
     },
     /// Prints which HNS features the host supports.
     Features,
+    /// Sends one V1 `HNSCall` and prints the reply envelope (works against real HNS too).
+    Call {
+        /// The HTTP-style method: GET, POST or DELETE.
+        #[arg(value_name = "METHOD")]
+        method: String,
+        /// The V1 resource path, e.g. /endpoints/.
+        #[arg(value_name = "PATH")]
+        path: String,
+        /// The request body (JSON).
+        #[arg(long, value_name = "JSON", default_value = "")]
+        body: String,
+    },
+    /// Emulator: HNS restarts (every endpoint is dropped; networks, namespaces and load
+    /// balancers stay).
+    #[cfg(not(windows))]
+    Restart,
+    /// Emulator: the host reboots (endpoints, namespaces and networks with
+    /// EnableNonPersistent are dropped).
+    #[cfg(not(windows))]
+    Reboot,
 }
 
 /// `hnsctl fault ...`

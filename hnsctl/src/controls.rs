@@ -6,10 +6,25 @@ use std::collections::BTreeMap;
 use crate::cli::FaultCommand;
 use crate::cli::HostCommand;
 use crate::{Context, print_json};
+#[cfg(not(windows))]
+use hns_emulator::Outage;
 
-/// `hnsctl host version|features`
+/// `hnsctl host version|features|call|restart|reboot`
 pub fn host(context: &Context, command: HostCommand) -> Result<(), String> {
     match command {
+        HostCommand::Call { method, path, body } => {
+            let response = context
+                .client
+                .raw()
+                .hns_call(&method, &path, &body)
+                .map_err(|e| e.to_string())?;
+            println!("{response}");
+            Ok(())
+        }
+        #[cfg(not(windows))]
+        HostCommand::Restart => outage(context, Outage::Restart),
+        #[cfg(not(windows))]
+        HostCommand::Reboot => outage(context, Outage::Reboot),
         #[cfg(not(windows))]
         HostCommand::Version { set: Some(version) } => context
             .engine
@@ -43,6 +58,24 @@ pub fn host(context: &Context, command: HostCommand) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// `hnsctl host restart|reboot`: what the emulated host drops, as counts.
+#[cfg(not(windows))]
+fn outage(context: &Context, outage: Outage) -> Result<(), String> {
+    let dropped = context.engine.suffer(outage).map_err(|e| e.to_string())?;
+    if context.json {
+        return print_json(&serde_json::json!({
+            "Endpoints": dropped.endpoints,
+            "Namespaces": dropped.namespaces,
+            "Networks": dropped.networks,
+        }));
+    }
+    println!(
+        "dropped {} endpoints, {} namespaces, {} networks",
+        dropped.endpoints, dropped.namespaces, dropped.networks
+    );
+    Ok(())
 }
 
 /// `hnsctl stats [--reset]`

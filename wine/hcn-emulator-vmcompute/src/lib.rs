@@ -1,10 +1,12 @@
 //! `vmcompute.dll` for Wine: the V1 HNS entry point `HNSCall` over the HCN emulator.
 //!
-//! HCN clients still call it for the HNS version (`GET /globals/version`), and
-//! V1 readers list networks with it (`GET /networks/`: win-overlay takes
-//! `Subnets[0]` and `ManagementIP` from there). The emulator answers both from
-//! the same state as `computenetwork.dll` (`HCN_EMULATOR_STATE`); requests it
-//! does not model get the V1 failure envelope.
+//! HCN clients still call it for the HNS version (`GET /globals/version`), V1
+//! readers list networks with it (`GET /networks/`: win-overlay takes
+//! `Subnets[0]` and `ManagementIP` from there), and the reference plugins'
+//! default path creates, lists, attaches and deletes endpoints with it
+//! (`/endpoints/...`). The emulator answers from the same state as
+//! `computenetwork.dll` (`HCN_EMULATOR_STATE`); requests it does not model get
+//! the V1 failure envelope.
 //!
 //! Test-only, never shipped. Windows only; on other targets the crate is empty.
 #![cfg(windows)]

@@ -54,6 +54,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("probe.attach-detach", attach_detach),
         HnsCase::new("probe.error-records", error_records),
         HnsCase::new("probe.v1-networks", v1_networks),
+        HnsCase::new("probe.v1-endpoints", v1_endpoints),
         HnsCase::new("probe.load-balancers", load_balancers),
         HnsCase::new("win-bridge.netns-path", netns_path),
         HnsCase {
@@ -405,6 +406,52 @@ fn v1_networks(bench: &Bench<'_>) -> Result<String, String> {
         )
     })?;
     Ok("Subnets[0] and ManagementIP of the overlay network; version agrees".to_owned())
+}
+
+/// The V1 endpoint resource through `HNSCall` (under Wine: `vmcompute.dll`): one object with
+/// the V2 view, a duplicate name failing the call with 0x80071392, "Element not found." after
+/// the delete.
+fn v1_endpoints(bench: &Bench<'_>) -> Result<String, String> {
+    let observed = parse("probe v1-endpoints", &bench.probe(&["v1-endpoints"])?.ok()?)?;
+    let created = &observed["created"]["Output"];
+    ensure(
+        observed["created"]["Success"] == true
+            && created["ID"]
+                .as_str()
+                .map(str::to_ascii_lowercase)
+                .as_deref()
+                == Some(PROBE_ENDPOINT)
+            && created["IPAddress"] == "10.99.0.5"
+            && created["Policies"][0]["Type"] == "NAT",
+        || format!("POST /endpoints/ answered {}", observed["created"]),
+    )?;
+    ensure(observed["duplicate"]["HResult"] == 0x8007_1392_u32, || {
+        format!("a duplicate name answered {}", observed["duplicate"])
+    })?;
+    ensure(
+        observed["listed"]["Output"].as_array().map(Vec::len) == Some(1)
+            && observed["listed"]["Output"][0] == *created,
+        || format!("GET /endpoints/ answered {}", observed["listed"]),
+    )?;
+    let v2 = &observed["v2"];
+    ensure(
+        v2["IpConfigurations"][0]["IpAddress"] == "10.99.0.5"
+            && v2["MacAddress"] == created["MacAddress"]
+            && v2["Policies"][0]["Type"] == "PortMapping",
+        || format!("the V2 view of the V1 endpoint is {v2}"),
+    )?;
+    ensure(
+        observed["deleted"]["Success"] == true
+            && observed["after"] == json!({"Success": false, "Error": "Element not found."}),
+        || {
+            format!(
+                "DELETE answered {}, then GET {}",
+                observed["deleted"], observed["after"]
+            )
+        },
+    )?;
+    empty_for_linux(bench, "endpoint")?;
+    Ok("V1 create/list/delete over the V2 object; duplicate name 0x80071392".to_owned())
 }
 
 /// Load balancers (kube-proxy's; the emulator lists those in its state) through

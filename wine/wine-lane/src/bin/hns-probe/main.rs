@@ -13,6 +13,7 @@
 //!   detach    detach it again and delete all three
 //!   errors    provoke not-found, already-exists, invalid-JSON and already-attached failures
 //!   v1        the V1 network listing (`HNSCall GET /networks/`) and the HNS version
+//!   v1-endpoints   the V1 endpoint resource: create, duplicate name, list, V2 view, delete
 //!   load-balancers   every load balancer's properties
 //!   abi       (Windows only) computenetwork.dll called directly with edge arguments
 //!
@@ -54,12 +55,13 @@ fn main() -> ExitCode {
             "detach" => detach(&client),
             "errors" => Ok(errors(&client)),
             "v1" => v1(&client),
+            "v1-endpoints" => v1_endpoints(&client),
             "load-balancers" => client
                 .list_load_balancers()
                 .map_err(|error| error.to_string())
                 .and_then(|balancers| to_json(&balancers)),
             other => Err(format!(
-                "unknown command {other:?}; expected attach, detach, errors, v1 or load-balancers"
+                "unknown command {other:?}; expected attach, detach, errors, v1, v1-endpoints or load-balancers"
             )),
         });
     match outcome {
@@ -217,4 +219,52 @@ fn v1(client: &Client) -> Result<Value, String> {
         .map_err(|e| format!("HNSCall GET /networks/ returned non-JSON {listing:?}: {e}"))?;
     let version = client.version().map_err(|error| error.to_string())?;
     Ok(json!({ "networks": listing, "version": to_json(&version)? }))
+}
+
+/// One `HNSCall`: the reply envelope, or the failed call's HRESULT and message.
+fn hns_call(client: &Client, method: &str, path: &str, body: &Value) -> Result<Value, String> {
+    let body = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    match client.raw().hns_call(method, path, &body) {
+        Ok(reply) => serde_json::from_str(&reply)
+            .map_err(|e| format!("HNSCall {method} {path} returned non-JSON {reply:?}: {e}")),
+        Err(error) => Ok(json!({ "HResult": error.hresult.0, "Message": error.to_string() })),
+    }
+}
+
+/// What the reference plugins' V1 path does with endpoints, on a V2-created network.
+fn v1_endpoints(client: &Client) -> Result<Value, String> {
+    client
+        .create_network(NETWORK, &network_settings("probe-net"))
+        .map_err(|error| error.to_string())?;
+    let body = json!({
+        "ID": ENDPOINT.to_string(),
+        "Name": "probe_ep",
+        "VirtualNetwork": NETWORK.to_string(),
+        "IPAddress": "10.99.0.5",
+        "GatewayAddress": "10.99.0.1",
+        "Policies": [{"Type": "NAT", "Protocol": "TCP", "InternalPort": 80, "ExternalPort": 8080}]
+    });
+    let created = hns_call(client, "POST", "/endpoints/", &body)?;
+    let mut again = body.clone();
+    again["ID"] = json!(MISSING.to_string());
+    let duplicate = hns_call(client, "POST", "/endpoints/", &again)?;
+    let listed = hns_call(client, "GET", "/endpoints/", &Value::Null)?;
+    let v2 = client
+        .open_endpoint(ENDPOINT)
+        .map_err(|error| error.to_string())
+        .and_then(|endpoint| to_json(endpoint.properties()))?;
+    let path = format!("/endpoints/{ENDPOINT}");
+    let deleted = hns_call(client, "DELETE", &path, &Value::Null)?;
+    let after = hns_call(client, "GET", &path, &Value::Null)?;
+    client
+        .delete_network(NETWORK)
+        .map_err(|error| error.to_string())?;
+    Ok(json!({
+        "created": created, "duplicate": duplicate, "listed": listed, "v2": v2,
+        "deleted": deleted, "after": after,
+    }))
 }

@@ -1,0 +1,76 @@
+//! HNS service restarts and host reboots, as the field sees them.
+//!
+//! - **Restart** (the HNS service stops and starts; Windows updates, crashes, `Restart-Service
+//!   hns`): every endpoint is gone, so pods lose their network until something re-creates
+//!   their endpoints; networks, namespaces and load balancers come back from HNS's store
+//!   (kube-proxy then finds its load balancers still there, and re-creating one fails with
+//!   `ERROR_ALREADY_EXISTS` 0xb7: calico#5164, k8s#139519, W-C#19). The load balancers keep
+//!   naming the endpoints they had, which no longer exist.
+//! - **Reboot**: as a restart, and also every namespace (compartments live only as long as
+//!   the boot) and every network with the `EnableNonPersistent` flag (8), which flanneld
+//!   and Antrea set so that a stale network does not outlive the node's configuration.
+//!   Compartment numbers start again at 2.
+//!
+//! Both run under the engine's lock like a call, but are not HCN calls: they are not
+//! counted and ignore injected faults and latency.
+
+use super::engine::State;
+use super::failure::HcnFailure;
+use super::host::first_namespace_id;
+use super::state::NAMESPACE_ENDPOINTS;
+use super::store::{self, ObjectDir};
+use crate::schema::{HostComputeEndpoint, HostComputeNetwork, network_flags};
+
+/// Which outage to simulate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outage {
+    /// The HNS service restarts: endpoints are dropped.
+    Restart,
+    /// The host reboots: endpoints, namespaces and non-persistent networks are dropped.
+    Reboot,
+}
+
+/// What an outage dropped, for the caller's log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Endpoints removed.
+    pub endpoints: usize,
+    /// Namespaces removed.
+    pub namespaces: usize,
+    /// Networks removed.
+    pub networks: usize,
+}
+
+impl State<'_> {
+    /// Applies `outage` to the host.
+    pub(super) fn suffer(&mut self, outage: Outage) -> Result<Dropped, HcnFailure> {
+        let mut dropped = Dropped::default();
+        for id in self.all_ids(ObjectDir::Endpoints)? {
+            // Read directly: an endpoint whose network vanished mid-delete goes too.
+            if let Some(endpoint) =
+                self.read_object::<HostComputeEndpoint>(ObjectDir::Endpoints, id)?
+            {
+                self.remove_endpoint_files(&endpoint)?;
+                dropped.endpoints += 1;
+            }
+        }
+        if outage == Outage::Reboot {
+            for id in self.all_ids(ObjectDir::Networks)? {
+                let network: Option<HostComputeNetwork> = self.load_network(id)?;
+                if network.is_some_and(|network| {
+                    network.flags & network_flags::ENABLE_NON_PERSISTENT != 0
+                }) {
+                    self.delete_network(id)?;
+                    dropped.networks += 1;
+                }
+            }
+            for id in self.all_ids(ObjectDir::Namespaces)? {
+                self.remove_object(ObjectDir::Namespaces, id)?;
+                store::remove_dir(&self.index_path(&[NAMESPACE_ENDPOINTS, &id.to_upper_string()]))?;
+                dropped.namespaces += 1;
+            }
+            self.host.next_namespace_id = first_namespace_id();
+        }
+        Ok(dropped)
+    }
+}
