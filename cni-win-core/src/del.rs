@@ -8,13 +8,12 @@ use hns::{Client, Guid};
 use crate::config::namespace_guid;
 use crate::hns_error::to_cni;
 use crate::identity::{endpoint_guid, endpoint_name};
-use crate::ipam::Ipam;
 
 pub fn del(client: &Client, request: &Request) -> Result<(), Error> {
     let network = request.config.name.as_str();
     let guid = endpoint_guid(network, &request.container_id, &request.ifname);
     let name = endpoint_name(network, &request.container_id, &request.ifname);
-    let ipam = Ipam::optional(&request.config, &request.args)?;
+    let ipam = crate::flannel::teardown_ipam(&request.config, &request.args)?;
 
     match request.netns.as_deref().map(namespace_guid) {
         Some(Ok(namespace)) => detach(client, namespace, guid, &name)?,

@@ -12,7 +12,6 @@ use hns::schema::endpoint_flags;
 use crate::codes::GC_INCOMPLETE;
 use crate::hns_error::to_cni;
 use crate::identity::parse_endpoint_name;
-use crate::ipam::Ipam;
 use crate::kind::NetworkKind;
 
 pub fn gc<K: NetworkKind>(
@@ -26,7 +25,7 @@ pub fn gc<K: NetworkKind>(
             "GC needs cni.dev/valid-attachments (the attachments still in use); without it nothing is removed",
         ));
     };
-    let ipam = Ipam::optional(&request.config, &cni::CniArgs::default())?;
+    let ipam = crate::flannel::teardown_ipam(&request.config, &cni::CniArgs::default())?;
     let name = request.config.name.as_str();
     let mut problems = Vec::new();
     // The valid attachments, then those whose endpoint could not be deleted.

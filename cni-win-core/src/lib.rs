@@ -11,6 +11,8 @@
 //! - [`identity`]: the deterministic endpoint GUID and name of an attachment;
 //! - ADD, DEL, CHECK, GC and STATUS over `hns::Client`, with the raw-call budgets of each
 //!   documented in its module;
+//! - `flannel`: Flannel-native mode (a config with `subnetFile`: subnet.env read and turned
+//!   into the effective config, Flannel's record kept for DEL);
 //! - [`endpoint`]: the endpoint document and the result read back from it;
 //! - [`codes`] and [`hns_error`]: the plugin error codes (110-114) and how HNS errors map to
 //!   CNI codes.
@@ -24,6 +26,7 @@ pub mod codes;
 pub mod config;
 mod del;
 pub mod endpoint;
+mod flannel;
 mod gc;
 pub mod hns_error;
 pub mod identity;

@@ -7,7 +7,7 @@ use hns::Client;
 
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
-use crate::{add, check, del, gc, status};
+use crate::{add, check, del, flannel, gc, status};
 
 /// A CNI plugin for HNS networks of one kind.
 #[derive(Debug)]
@@ -41,15 +41,21 @@ fn connect() -> Result<Client, Error> {
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
     fn add(&self, request: &Request) -> Result<Success, Error> {
-        add::add(&self.kind, &connect()?, request)
+        let client = connect()?;
+        flannel::add(request, &client, |request| {
+            add::add(&self.kind, &client, request)
+        })
     }
 
     fn del(&self, request: &Request) -> Result<(), Error> {
-        del::del(&connect()?, request)
+        flannel::del(request, |request| del::del(&connect()?, request))
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {
-        check::check(&self.kind, &connect()?, request)
+        let client = connect()?;
+        flannel::check(request, &client, |request| {
+            check::check(&self.kind, &client, request)
+        })
     }
 
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
@@ -60,6 +66,8 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
         let client = connect().map_err(|e| {
             Error::new(ErrorCode::NotAvailable, e.msg().to_owned()).with_details(e.details())
         })?;
-        status::status(&self.kind, &client, request)
+        flannel::status(request, &client, |request| {
+            status::status(&self.kind, &client, request)
+        })
     }
 }

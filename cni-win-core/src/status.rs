@@ -1,5 +1,6 @@
-//! STATUS: ready when HNS answers, the network exists with a type this plugin uses, and IPAM
-//! can hand out an address; otherwise code 50 with the reason.
+//! STATUS: ready when HNS answers, the network exists with a type and settings this plugin
+//! uses and what ADD reads from it (the overlay's ProviderAddress), and IPAM can hand out an
+//! address; otherwise code 50 with the reason.
 
 use cni::{Error, ErrorCode, NetworkRequest};
 use hns::Client;
@@ -35,6 +36,9 @@ pub fn status<K: NetworkKind>(
         )));
     }
     kind.check_network(&config, network.properties())
+        .map_err(|e| not_available(e.msg().to_owned()))?;
+    // What ADD takes from the network (the overlay's ProviderAddress) must be there already.
+    kind.extra_policies(&config, network.properties(), &[])
         .map_err(|e| not_available(e.msg().to_owned()))?;
     drop(network);
     match Ipam::optional(&request.config, &cni::CniArgs::default())? {
