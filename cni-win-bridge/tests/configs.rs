@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{NETWORK, Node, PLUGIN, network_settings};
+use common::{NETWORK, Node, PLUGIN, example, network_settings};
 use conformance::node::load_json;
 use conformance::node::policy::{dsr, nat, route};
 use serde_json::{Value, json};
@@ -15,14 +15,6 @@ fn field(name: &str) -> Value {
     load_json(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata/field")
-            .join(name),
-    )
-}
-
-fn example(name: &str) -> Value {
-    load_json(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples/win-bridge")
             .join(name),
     )
 }

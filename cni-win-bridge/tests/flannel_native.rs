@@ -5,23 +5,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Call, NETWORK, Node, network_settings};
-use conformance::node::load_json;
+use common::{Call, NETWORK, Node, example, network_settings};
 use serde_json::{Value, json};
 
 const SUBNET_ENV: &str = "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\n\
                           FLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n";
-
-fn example(name: &str) -> Value {
-    load_json(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples/win-bridge")
-            .join(name),
-    )
-}
 
 /// The conflist's first plugin as libcni hands it to the plugin (`name`, `cniVersion`).
 fn first_plugin(list: &Value) -> Value {

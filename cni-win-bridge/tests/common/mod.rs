@@ -33,3 +33,12 @@ pub fn config(node: &Node, version: &str) -> Value {
         ]
     })
 }
+
+/// A file of `examples/win-bridge`, as JSON.
+pub fn example(name: &str) -> Value {
+    conformance::node::load_json(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/win-bridge")
+            .join(name),
+    )
+}
