@@ -83,6 +83,13 @@ fn the_native_example_attaches_pods_as_flannels_delegate_would() {
     assert_eq!(saved["ipMasqNetwork"], "10.244.0.0/16");
     assert_eq!(saved["ipam"]["subnet"], "10.244.1.0/24");
     assert!(saved.get("subnetFile").is_none() && saved.get("dataDir").is_none());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: PathBuf| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(flannel_dir(&node)), 0o700);
+        assert_eq!(mode(flannel_dir(&node).join("native")), 0o600);
+    }
 
     let mut check = config.clone();
     check["prevResult"] = result;

@@ -36,8 +36,8 @@ impl Record {
         })
     }
 
-    /// Writes the record atomically (temporary file, flush, rename), as Flannel's delegate
-    /// config: `conf` without the Flannel-native keys.
+    /// Writes the record atomically (temporary file, flush, rename; 0600 in a 0700 directory
+    /// as Flannel does), as Flannel's delegate config: `conf` without the Flannel-native keys.
     pub fn save(&self, conf: &NetConf) -> Result<(), Error> {
         let mut delegate = conf.raw().clone();
         delegate.retain(|key, _| !NATIVE_KEYS.iter().any(|k| k.eq_ignore_ascii_case(key)));
@@ -57,10 +57,11 @@ impl Record {
     fn write(&self, bytes: &[u8]) -> io::Result<()> {
         create_private_dir(&self.dir)?;
         remove_if_file(&self.temporary)?;
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&self.temporary)?;
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&self.temporary)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         drop(file);

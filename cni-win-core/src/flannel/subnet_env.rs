@@ -78,7 +78,8 @@ impl fmt::Display for Defect {
         match self {
             Defect::Empty => f.write_str("it is empty"),
             Defect::Unterminated => f.write_str(
-                "its last line has no newline (flanneld ends every line, so the file is cut short)",
+                "its last line has no newline (flanneld ends every line, so the file is cut \
+                 short; a file written by hand must end with a newline too)",
             ),
             Defect::Missing(key) => write!(f, "{key} is missing"),
             Defect::Invalid { key, value } => write!(f, "{key}={value:?} does not parse"),
