@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{NETWORK, Node, PLUGIN, example, network_settings};
+use common::{NETWORK, example};
 use conformance::node::load_json;
 use conformance::node::policy::{dsr, nat, route};
 use serde_json::{Value, json};
@@ -173,25 +173,11 @@ fn example_win_bridge_conf_with_port_mappings() {
 
 #[test]
 fn example_dual_stack_conf() {
-    let node = Node::new(PLUGIN, "example-dual");
-    node.create_network(&network_settings(
-        "cbr0",
-        "L2Bridge",
-        &[
-            ("10.244.1.0/24", "10.244.1.1"),
-            ("fd00:10:244:1::/64", "fd00:10:244:1::1"),
-        ],
-    ));
+    let node = common::dual_stack_node("example-dual");
     let config = node.with_data_dir(example("dual-stack.conf"));
     let netns = node.namespace();
     let result = node.add("pod", &netns, &config).result();
-    assert_eq!(
-        result["ips"],
-        json!([
-            {"address": "10.244.1.3/24", "gateway": "10.244.1.2", "interface": 0},
-            {"address": "fd00:10:244:1::3/64", "gateway": "fd00:10:244:1::2", "interface": 0}
-        ])
-    );
+    assert_eq!(result["ips"], common::first_dual_stack_ips());
     let endpoint = serde_json::to_value(node.endpoint("pod_cbr0")).unwrap();
     assert_eq!(
         endpoint["Routes"],

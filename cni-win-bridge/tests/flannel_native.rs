@@ -8,7 +8,7 @@ mod common;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{Call, NETWORK, Node, example, network_settings};
+use common::{Call, NETWORK, Node, example};
 use serde_json::{Value, json};
 
 const SUBNET_ENV: &str = "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\n\
@@ -199,15 +199,7 @@ fn subnet_env_is_never_read_through_a_link() {
 
 #[test]
 fn the_ipv6_subnet_is_a_second_range_set_when_hns_has_dual_stack() {
-    let node = Node::new(common::PLUGIN, "native-dual");
-    node.create_network(&network_settings(
-        NETWORK,
-        "L2Bridge",
-        &[
-            ("10.244.1.0/24", "10.244.1.1"),
-            ("fd00:10:244:1::/64", "fd00:10:244:1::1"),
-        ],
-    ));
+    let node = common::dual_stack_node("native-dual");
     std::fs::write(
         subnet_env(&node),
         format!(
@@ -218,13 +210,7 @@ fn the_ipv6_subnet_is_a_second_range_set_when_hns_has_dual_stack() {
     let config = native(&node);
     let netns = node.namespace();
     let result = node.add("pod", &netns, &config).result();
-    assert_eq!(
-        result["ips"],
-        json!([
-            {"address": "10.244.1.3/24", "gateway": "10.244.1.2", "interface": 0},
-            {"address": "fd00:10:244:1::3/64", "gateway": "fd00:10:244:1::2", "interface": 0}
-        ])
-    );
+    assert_eq!(result["ips"], common::first_dual_stack_ips());
     node.del("pod", Some(&netns), &config).silent();
     node.engine()
         .set_version(hns::HnsVersion::new(10, 2))
