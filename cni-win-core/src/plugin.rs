@@ -48,7 +48,9 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
     }
 
     fn del(&self, request: &Request) -> Result<(), Error> {
-        flannel::del(request, |request| del::del(&connect()?, request))
+        flannel::del(&request.config, &request.container_id, || {
+            del::del(&connect()?, request)
+        })
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {

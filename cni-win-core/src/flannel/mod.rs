@@ -130,15 +130,18 @@ pub fn add(
     add(&effective)
 }
 
-/// DEL: the core's DEL (its IPAM from [`teardown_ipam`]), then Flannel's record goes.
+/// DEL of `container_id` with `config`: the core's DEL (its IPAM from [`teardown_ipam`]),
+/// then Flannel's record goes. Takes the config and the ID rather than the request, so it
+/// fits whichever request type DEL has.
 pub fn del(
-    request: &Request,
-    del: impl FnOnce(&Request) -> Result<(), Error>,
+    config: &NetConf,
+    container_id: &str,
+    del: impl FnOnce() -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let native = Native::of(&request.config)?;
-    del(request)?;
+    let native = Native::of(config)?;
+    del()?;
     match native {
-        Some(native) => Record::new(&native.data_dir, &request.container_id)?.remove(),
+        Some(native) => Record::new(&native.data_dir, container_id)?.remove(),
         None => Ok(()),
     }
 }
