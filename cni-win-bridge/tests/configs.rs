@@ -9,21 +9,13 @@ use std::path::Path;
 
 use cni_win_conformance::node::load_json;
 use cni_win_conformance::node::policy::{dsr, nat, route};
-use common::{NETWORK, Node, PLUGIN, network_settings};
+use common::{NETWORK, example};
 use serde_json::{Value, json};
 
 fn field(name: &str) -> Value {
     load_json(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata/field")
-            .join(name),
-    )
-}
-
-fn example(name: &str) -> Value {
-    load_json(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples/win-bridge")
             .join(name),
     )
 }
@@ -182,25 +174,11 @@ fn example_win_bridge_conf_with_port_mappings() {
 
 #[test]
 fn example_dual_stack_conf() {
-    let node = Node::new(PLUGIN, "example-dual");
-    node.create_network(&network_settings(
-        "cbr0",
-        "L2Bridge",
-        &[
-            ("10.244.1.0/24", "10.244.1.1"),
-            ("fd00:10:244:1::/64", "fd00:10:244:1::1"),
-        ],
-    ));
+    let node = common::dual_stack_node("example-dual");
     let config = node.with_data_dir(example("dual-stack.conf"));
     let netns = node.namespace();
     let result = node.add("pod", &netns, &config).result();
-    assert_eq!(
-        result["ips"],
-        json!([
-            {"address": "10.244.1.3/24", "gateway": "10.244.1.2", "interface": 0},
-            {"address": "fd00:10:244:1::3/64", "gateway": "fd00:10:244:1::2", "interface": 0}
-        ])
-    );
+    assert_eq!(result["ips"], common::first_dual_stack_ips());
     let endpoint = serde_json::to_value(node.endpoint("pod_cbr0")).unwrap();
     assert_eq!(
         endpoint["Routes"],

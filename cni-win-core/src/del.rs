@@ -11,13 +11,12 @@ use hns::{Client, Guid};
 
 use crate::config::namespace_guid;
 use crate::hns_error::to_cni;
-use crate::ipam::Ipam;
 use crate::prepare::Identity;
 
 pub(crate) fn del(client: &Client, request: &DelRequest) -> Result<(), Error> {
     let network = request.config.name.as_str();
     let Identity { guid, name } = Identity::of(network, &request.container_id, &request.ifname);
-    let ipam = Ipam::from_conf(&request.config, &request.args)?;
+    let ipam = crate::flannel::teardown_ipam(&request.config, &request.args)?;
 
     match request.netns.as_deref().map(namespace_guid) {
         Some(Ok(namespace)) => detach(client, namespace, guid, &name)?,

@@ -18,7 +18,7 @@ use crate::prepare::{Prepared, Unusable};
 use crate::reference;
 
 pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> Result<(), Error> {
-    let mut prepared = Prepared::<K>::load(&request.config, &cni::CniArgs::default())?;
+    let mut prepared = Prepared::<K>::load_for_teardown(&request.config, &cni::CniArgs::default())?;
     let valid = request.config.valid_attachments()?;
     let name = prepared.conf.network.clone();
     let name = name.as_str();

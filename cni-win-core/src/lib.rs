@@ -14,6 +14,8 @@
 //! - `identity`: the deterministic endpoint GUID and name of an attachment;
 //! - ADD, DEL, CHECK, GC and STATUS over `hns::Client`, with the raw-call budgets of each
 //!   documented in its module;
+//! - `flannel`: Flannel-native mode (a config with `subnetFile`: subnet.env read and turned
+//!   into the effective config, Flannel's record kept for DEL);
 //! - `endpoint`: the endpoint document and the result read back from it;
 //! - `codes` and `hns_error`: the plugin error codes (110-114) and how HNS errors map to
 //!   CNI codes.
@@ -29,6 +31,7 @@ mod codes;
 mod config;
 mod del;
 mod endpoint;
+mod flannel;
 mod gc;
 mod hns_error;
 mod identity;

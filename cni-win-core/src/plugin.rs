@@ -8,7 +8,7 @@ use hns::Client;
 
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
-use crate::{add, check, del, gc, status};
+use crate::{add, check, del, flannel, gc, status};
 
 /// Runs the plugin of kind `K` as a runtime executes it (environment, stdin, stdout) and
 /// returns the exit status: a plugin's whole `main`, so the two plugins share every line of
@@ -39,15 +39,21 @@ fn connect() -> Result<Client, Error> {
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
     fn add(&self, request: &Request) -> Result<Success, Error> {
-        add::add::<K>(&connect()?, request)
+        let client = connect()?;
+        flannel::add(request, &client, |request| add::add::<K>(&client, request))
     }
 
     fn del(&self, request: &DelRequest) -> Result<(), Error> {
-        del::del(&connect()?, request)
+        flannel::del(&request.config, &request.container_id, || {
+            del::del(&connect()?, request)
+        })
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {
-        check::check::<K>(&connect()?, request)
+        let client = connect()?;
+        flannel::check(request, &client, |request| {
+            check::check::<K>(&client, request)
+        })
     }
 
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
@@ -58,6 +64,8 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
         let client = connect().map_err(|e| {
             Error::new(ErrorCode::NotAvailable, e.msg().to_owned()).with_details(e.details())
         })?;
-        status::status::<K>(&client, request)
+        flannel::status(request, &client, |request| {
+            status::status::<K>(&client, request)
+        })
     }
 }

@@ -123,6 +123,15 @@ impl<K: NetworkKind> Prepared<K> {
         })
     }
 
+    /// As [`Prepared::load`], with the IPAM of a command that only gives addresses back (GC):
+    /// in Flannel-native mode it needs no subnet.env (see `flannel::teardown_ipam`).
+    pub fn load_for_teardown(config: &NetConf, args: &CniArgs) -> Result<Prepared<K>, Error> {
+        Ok(Prepared {
+            conf: Conf::load(config)?,
+            ipam: crate::flannel::teardown_ipam(config, args)?,
+        })
+    }
+
     /// The IPAM, required by ADD and CHECK: a config without `ipam` is code 7 (the
     /// reference's "HNS provides the IP" path produces an endpoint without address or
     /// gateway, so it is not offered).

@@ -1,6 +1,7 @@
 //! STATUS: ready when HNS answers, the network exists and passes every check ADD makes (type,
-//! the kind's rules, each range's pod gateway), and IPAM can hand out an address after the
-//! same exclusions ADD makes; otherwise code 50 with the reason.
+//! the kind's rules, each range's pod gateway, what ADD reads from it such as the overlay's
+//! ProviderAddress), and IPAM can hand out an address after the same exclusions ADD makes;
+//! otherwise code 50 with the reason.
 
 use cni::{Error, ErrorCode, NetworkRequest};
 use hns::Client;
@@ -28,6 +29,12 @@ pub(crate) fn status<K: NetworkKind>(
             Unusable::Unfit(e) => not_available(e.msg().to_owned()),
         }
     })?;
+    // What ADD takes from the network (the overlay's ProviderAddress) must be there already.
+    prepared
+        .conf
+        .kind
+        .extra_policies(network.open.properties(), &[])
+        .map_err(|e| not_available(e.msg().to_owned()))?;
     drop(network);
     match &prepared.ipam {
         Some(ipam) => ipam.status(request),

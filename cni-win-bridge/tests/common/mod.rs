@@ -33,3 +33,34 @@ pub fn config(node: &Node, version: &str) -> Value {
         ]
     })
 }
+
+/// A file of `examples/win-bridge`, as JSON.
+pub fn example(name: &str) -> Value {
+    cni_win_conformance::node::load_json(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/win-bridge")
+            .join(name),
+    )
+}
+
+/// A node whose `cbr0` is dual-stack: 10.244.1.0/24 and fd00:10:244:1::/64, gateways at ::1/.1.
+pub fn dual_stack_node(label: &str) -> Node {
+    let node = Node::new(PLUGIN, label);
+    node.create_network(&network_settings(
+        NETWORK,
+        "L2Bridge",
+        &[
+            ("10.244.1.0/24", "10.244.1.1"),
+            ("fd00:10:244:1::/64", "fd00:10:244:1::1"),
+        ],
+    ));
+    node
+}
+
+/// The first pod's `ips` on [`dual_stack_node`]: one address per family, gateways at x.2.
+pub fn first_dual_stack_ips() -> Value {
+    json!([
+        {"address": "10.244.1.3/24", "gateway": "10.244.1.2", "interface": 0},
+        {"address": "fd00:10:244:1::3/64", "gateway": "fd00:10:244:1::2", "interface": 0}
+    ])
+}

@@ -1,0 +1,239 @@
+//! Flannel-native mode: a config carrying Flannel's `subnetFile` key makes the plugin do what
+//! Flannel's meta plugin does for its Windows delegate, so a conflist can list `win-bridge` or
+//! `win-overlay` directly and CHECK, GC and STATUS reach them (Flannel answers those itself).
+//!
+//! - ADD, CHECK and STATUS read subnet.env ([`subnet_env`]) and run on the effective config
+//!   ([`derive`]); a subnet.env that is absent or still incomplete after the retries is code 11
+//!   (50 for STATUS, naming what is missing).
+//! - DEL and GC never read subnet.env (node teardown removes it first): host-local releases
+//!   by attachment ([`teardown_ipam`]).
+//! - The same network name (the conflist's `name`), host-local store (its default `dataDir`)
+//!   and Flannel record ([`record`], under the top-level `dataDir`) as Flannel's delegate
+//!   path, so a node can switch between `type: flannel` and the direct conflist with pods
+//!   running, both ways.
+//! - CHECK reports a pod whose address is outside the node's current subnet.
+//!
+//! Each command's entry point is a wrapper around the core's command, which it hands the
+//! effective request.
+
+mod derive;
+mod file;
+mod record;
+mod subnet_env;
+
+use std::path::PathBuf;
+
+use cni::{CniArgs, Error, ErrorCode, NetConf, NetworkRequest, Request, Success, case_insensitive};
+use hns::{Client, Feature};
+use ipam_host_local::{DEFAULT_DATA_DIR, HostLocal, IpamConfig};
+use serde_json::Value;
+
+use crate::codes::CHECK_MISMATCH;
+use crate::hns_error::to_cni;
+use crate::ipam::Ipam;
+use record::Record;
+use subnet_env::{Problem, SubnetEnv};
+
+/// Flannel plugin's default `subnetFile` (on Windows, `C:\run\flannel\subnet.env`).
+pub const DEFAULT_SUBNET_FILE: &str = "/run/flannel/subnet.env";
+/// Flannel plugin's default `dataDir` (on Windows, `C:\var\lib\cni\flannel`).
+pub const DEFAULT_DATA_DIR_FLANNEL: &str = "/var/lib/cni/flannel";
+
+/// The Flannel-native keys of a config that has `subnetFile`.
+#[derive(Debug)]
+struct Native {
+    subnet_file: PathBuf,
+    data_dir: PathBuf,
+}
+
+impl Native {
+    /// `None` unless the config carries `subnetFile`; an empty value means the default, as in
+    /// Flannel's plugin.
+    fn of(conf: &NetConf) -> Result<Option<Native>, Error> {
+        let Some(subnet_file) = case_insensitive::get(conf.raw(), "subnetFile") else {
+            return Ok(None);
+        };
+        Ok(Some(Native {
+            subnet_file: path_key("subnetFile", Some(subnet_file), DEFAULT_SUBNET_FILE)?,
+            data_dir: path_key(
+                "dataDir",
+                case_insensitive::get(conf.raw(), "dataDir"),
+                DEFAULT_DATA_DIR_FLANNEL,
+            )?,
+        }))
+    }
+
+    fn subnet_env(&self) -> Result<SubnetEnv, Problem> {
+        subnet_env::load(&self.subnet_file)
+    }
+}
+
+fn path_key(key: &str, value: Option<&Value>, default: &str) -> Result<PathBuf, Error> {
+    match value {
+        None | Some(Value::Null) => Ok(PathBuf::from(default)),
+        Some(Value::String(text)) if text.is_empty() => Ok(PathBuf::from(default)),
+        Some(Value::String(text)) => Ok(PathBuf::from(text)),
+        Some(other) => Err(Error::invalid_config(format!(
+            "{key}: {other} is not a path (expected e.g. \"{default}\")"
+        ))),
+    }
+}
+
+/// subnet.env for ADD and CHECK: what is wrong is transient (flanneld writes it), code 11,
+/// except a path that is not a regular file, which only the operator can fix (code 7).
+fn subnet_env_for_pod(native: &Native) -> Result<SubnetEnv, Error> {
+    native.subnet_env().map_err(|problem| {
+        let code = match problem {
+            Problem::Unreadable(_, ref e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                ErrorCode::InvalidConfig
+            }
+            _ => ErrorCode::TryAgainLater,
+        };
+        Error::new(code, problem.to_string())
+    })
+}
+
+/// Whether the IPv6 subnet may become a range set: only asked of HNS when there is one.
+fn dual_stack(client: &Client, env: &SubnetEnv) -> Result<bool, Error> {
+    if env.ipv6_subnet.is_none() {
+        return Ok(false);
+    }
+    let features = client
+        .supported_features()
+        .map_err(|e| to_cni(&e, "read the HNS version"))?;
+    Ok(features.supports(Feature::Ipv6DualStack))
+}
+
+/// `request` on the effective config.
+fn effective_request(request: &Request, env: &SubnetEnv, dual: bool) -> Result<Request, Error> {
+    let (config, stdin) = derive::effective(&request.config, env, dual)?;
+    Ok(Request {
+        config,
+        stdin,
+        ..request.clone()
+    })
+}
+
+/// ADD: on the effective config, after saving Flannel's record (as Flannel does before it
+/// delegates).
+pub fn add(
+    request: &Request,
+    client: &Client,
+    add: impl FnOnce(&Request) -> Result<Success, Error>,
+) -> Result<Success, Error> {
+    let Some(native) = Native::of(&request.config)? else {
+        return add(request);
+    };
+    let env = subnet_env_for_pod(&native)?;
+    let effective = effective_request(request, &env, dual_stack(client, &env)?)?;
+    Record::new(&native.data_dir, &request.container_id)?.save(&effective.config)?;
+    add(&effective)
+}
+
+/// DEL of `container_id` with `config`: the core's DEL (its IPAM from [`teardown_ipam`]),
+/// then Flannel's record goes. Takes the config and the ID rather than the request, so it
+/// fits whichever request type DEL has.
+pub fn del(
+    config: &NetConf,
+    container_id: &str,
+    del: impl FnOnce() -> Result<(), Error>,
+) -> Result<(), Error> {
+    let native = Native::of(config)?;
+    del()?;
+    match native {
+        Some(native) => Record::new(&native.data_dir, container_id)?.remove(),
+        None => Ok(()),
+    }
+}
+
+/// The IPAM of DEL and GC, which only give addresses back. In Flannel-native mode without
+/// ranges in the config, host-local over its store (the config's `ipam.dataDir` or the
+/// default, as Flannel's delegate uses) with no ranges: it releases by attachment and never
+/// needs subnet.env. Otherwise the config's IPAM.
+pub fn teardown_ipam(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Error> {
+    if Native::of(conf)?.is_none() || !derive::ranges_from_subnet_env(conf.raw()) {
+        return Ipam::from_conf(conf, args);
+    }
+    let ipam = case_insensitive::get(conf.raw(), "ipam").and_then(Value::as_object);
+    let data_dir = path_key(
+        "ipam.dataDir",
+        ipam.and_then(|ipam| case_insensitive::get(ipam, "dataDir")),
+        DEFAULT_DATA_DIR,
+    )?;
+    let config = IpamConfig {
+        range_sets: Vec::new(),
+        routes: Vec::new(),
+        data_dir,
+        resolv_conf: None,
+        requested: Vec::new(),
+    };
+    Ok(Some(Ipam::HostLocal(HostLocal::new(config, &conf.name)?)))
+}
+
+/// CHECK: first whether the pod's addresses are still in the node's subnet, then the core's
+/// CHECK on the effective config.
+pub fn check(
+    request: &Request,
+    client: &Client,
+    check: impl FnOnce(&Request) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let Some(native) = Native::of(&request.config)? else {
+        return check(request);
+    };
+    let env = subnet_env_for_pod(&native)?;
+    if let Some(prev) = request.config.prev_result()? {
+        let moved: Vec<String> = prev
+            .ips
+            .iter()
+            .map(|ip| ip.address.ip())
+            .filter(|ip| !env.holds(*ip))
+            .map(|ip| ip.to_string())
+            .collect();
+        if !moved.is_empty() {
+            let now: Vec<String> = [env.subnet, env.ipv6_subnet]
+                .into_iter()
+                .flatten()
+                .map(|s| s.to_string())
+                .collect();
+            return Err(Error::new(
+                CHECK_MISMATCH,
+                format!(
+                    "the node's subnet changed since the pod was added: its address {} is \
+                     outside {} from {}; recreate the pod",
+                    moved.join(", "),
+                    now.join(" and "),
+                    native.subnet_file.display()
+                ),
+            ));
+        }
+    }
+    check(&effective_request(
+        request,
+        &env,
+        dual_stack(client, &env)?,
+    )?)
+}
+
+/// STATUS: subnet.env must be complete (code 50 naming what is missing), then the core's
+/// STATUS on the effective config (network, its type and settings, IPAM with a free address).
+pub fn status(
+    request: &NetworkRequest,
+    client: &Client,
+    status: impl FnOnce(&NetworkRequest) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let Some(native) = Native::of(&request.config)? else {
+        return status(request);
+    };
+    let not_available = |msg: String| Error::new(ErrorCode::NotAvailable, msg);
+    let env = native
+        .subnet_env()
+        .map_err(|problem| not_available(problem.to_string()))?;
+    let dual = dual_stack(client, &env).map_err(|e| not_available(e.msg().to_owned()))?;
+    let (config, stdin) = derive::effective(&request.config, &env, dual)
+        .map_err(|e| not_available(e.msg().to_owned()))?;
+    status(&NetworkRequest {
+        config,
+        stdin,
+        ..request.clone()
+    })
+}
