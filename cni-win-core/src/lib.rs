@@ -12,6 +12,7 @@
 //! - ADD, DEL, CHECK, GC and STATUS over `hns::Client`, with the raw-call budgets of each
 //!   documented in its module;
 //! - [`endpoint`]: the endpoint document and the result read back from it;
+//! - [`hns_deadline`]: how long one HCN call may take (config key, environment variable);
 //! - [`codes`] and [`hns_error`]: the plugin error codes (110-114) and how HNS errors map to
 //!   CNI codes.
 //!
@@ -26,6 +27,7 @@ pub mod config;
 mod del;
 pub mod endpoint;
 mod gc;
+pub mod hns_deadline;
 pub mod hns_error;
 pub mod identity;
 pub mod ipam;

@@ -2,9 +2,10 @@
 
 use std::process::ExitCode;
 
-use cni::{About, Error, ErrorCode, NetworkRequest, Request, Success};
+use cni::{About, Error, ErrorCode, NetConf, NetworkRequest, Request, Success};
 use hns::Client;
 
+use crate::hns_deadline::hns_deadline;
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
 use crate::{add, check, del, gc, status};
@@ -34,34 +35,38 @@ impl<K: NetworkKind> HnsPlugin<K> {
 }
 
 /// The platform's HNS: computenetwork.dll on Windows, the emulator named by
-/// `HCN_EMULATOR_STATE` elsewhere. Unreachable is code 11 (HNS may be restarting).
-fn connect() -> Result<Client, Error> {
+/// `HCN_EMULATOR_STATE` elsewhere, each call bounded by the config's HNS deadline.
+/// Unreachable is code 11 (HNS may be restarting).
+fn connect(conf: &NetConf) -> Result<Client, Error> {
+    let deadline = hns_deadline(conf)?;
     #[cfg(windows)]
     let client = Ok(Client::native());
     #[cfg(not(windows))]
     let client = hns_emulator::Emulator::client_from_env();
-    client.map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
+    client
+        .map(|client| client.with_deadline(deadline))
+        .map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
 }
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
     fn add(&self, request: &Request) -> Result<Success, Error> {
-        add::add(&self.kind, &connect()?, request)
+        add::add(&self.kind, &connect(&request.config)?, request)
     }
 
     fn del(&self, request: &Request) -> Result<(), Error> {
-        del::del(&connect()?, request)
+        del::del(&connect(&request.config)?, request)
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {
-        check::check(&self.kind, &connect()?, request)
+        check::check(&self.kind, &connect(&request.config)?, request)
     }
 
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
-        gc::gc(&self.kind, &connect()?, request)
+        gc::gc(&self.kind, &connect(&request.config)?, request)
     }
 
     fn status(&self, request: &NetworkRequest) -> Result<(), Error> {
-        let client = connect().map_err(|e| {
+        let client = connect(&request.config).map_err(|e| {
             Error::new(ErrorCode::NotAvailable, e.msg().to_owned()).with_details(e.details())
         })?;
         status::status(&self.kind, &client, request)

@@ -234,9 +234,9 @@ impl Deadlined {
                             drop(outcome);
                             shared.abandoned.fetch_sub(1, Ordering::SeqCst);
                             log::warn!(
-                                "{} answered after {:.1} s, too late",
+                                "{} answered after {:?}, too late",
                                 function.name(),
-                                started.elapsed().as_secs_f64()
+                                started.elapsed()
                             );
                             result.discard(backend.as_ref());
                         }
@@ -273,17 +273,15 @@ impl Deadlined {
                 }
                 let waited = started.elapsed();
                 log::error!(
-                    "{}: HNS did not answer within {:.1} s; abandoning the call",
-                    function.name(),
-                    waited.as_secs_f64()
+                    "{}: HNS did not answer in {waited:?}; abandoning the call",
+                    function.name()
                 );
                 Err(RawError::new(
                     function.name(),
                     HResult::ERROR_TIMEOUT,
                     format!(
-                        "HNS did not answer within {:.1} s (deadline {:.1} s); the call was abandoned and may still complete",
-                        waited.as_secs_f64(),
-                        wait.as_secs_f64()
+                        "HNS did not answer in {:?} (deadline {wait:?}); the call was abandoned and may still complete",
+                        Duration::from_millis(waited.as_millis() as u64),
                     ),
                 ))
             }
