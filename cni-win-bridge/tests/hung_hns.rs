@@ -8,10 +8,31 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{Call, NETWORK, config};
+use common::{Call, NETWORK, Node, config};
+use serde_json::Value;
+
+const ENV_VAR: &str = "CNI_WIN_HNS_TIMEOUT_SECONDS";
 
 /// Far above the deadlines below: a command that waited for HNS would take this long per call.
 const LATENCY_MICROS: u64 = 3_000_000;
+
+/// `command` for the attachment `pod` in `netns`, with `ENV_VAR=seconds` added.
+fn run_with_deadline_env(
+    node: &Node,
+    command: &str,
+    netns: &str,
+    config: &Value,
+    seconds: &str,
+) -> cni_win_conformance::node::Reply {
+    let call = Call {
+        command,
+        container_id: "pod",
+        ifname: "eth0",
+        netns: Some(netns),
+        config,
+    };
+    node.run_with(&call, &BTreeMap::from([(ENV_VAR, seconds.to_owned())]))
+}
 
 fn assert_names_the_wait(message: &str) {
     assert!(message.contains("HNS did not answer in "), "{message}");
@@ -47,16 +68,8 @@ fn del_against_a_hung_hns_fails_with_110_keeps_the_address_and_a_later_del_clean
     let reservations = node.reservations(NETWORK);
     node.engine().set_latency(LATENCY_MICROS).unwrap();
 
-    let env = BTreeMap::from([("CNI_WIN_HNS_TIMEOUT_SECONDS", "0.3".to_owned())]);
-    let del = Call {
-        command: "DEL",
-        container_id: "pod",
-        ifname: "eth0",
-        netns: Some(&netns),
-        config: &config,
-    };
     let started = Instant::now();
-    let reply = node.run_with(&del, &env);
+    let reply = run_with_deadline_env(&node, "DEL", &netns, &config, "0.3");
     let took = started.elapsed();
 
     assert_names_the_wait(&reply.error(110));
@@ -77,18 +90,7 @@ fn a_bad_deadline_is_a_config_or_environment_error() {
     assert!(message.starts_with("hnsTimeoutSeconds"), "{message}");
 
     config.as_object_mut().unwrap().remove("hnsTimeoutSeconds");
-    let env = BTreeMap::from([("CNI_WIN_HNS_TIMEOUT_SECONDS", "0".to_owned())]);
-    let add = Call {
-        command: "ADD",
-        container_id: "pod",
-        ifname: "eth0",
-        netns: Some(&netns),
-        config: &config,
-    };
-    let message = node.run_with(&add, &env).error(4);
-    assert!(
-        message.starts_with("CNI_WIN_HNS_TIMEOUT_SECONDS"),
-        "{message}"
-    );
+    let message = run_with_deadline_env(&node, "ADD", &netns, &config, "0").error(4);
+    assert!(message.starts_with(ENV_VAR), "{message}");
     assert!(node.reservations(NETWORK).is_empty());
 }

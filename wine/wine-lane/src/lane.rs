@@ -123,6 +123,25 @@ impl Bench<'_> {
         self.run(Side::Native, "hnsctl", args)
     }
 
+    /// `path` on the host as the side's programs spell it (`Z:\...` under Wine).
+    pub fn side_path(&self, path: &Path) -> String {
+        self.lane.launcher(self.side).plugin_path(path)
+    }
+
+    /// The side's build of plugin `name`, run as a runtime runs it: `env` (the `CNI_*`
+    /// variables but `CNI_PATH`, which is the side's binaries) and `config` on stdin, on this
+    /// case's host.
+    pub fn plugin(&self, name: &str, env: &[(&str, &str)], config: &str) -> Result<Ran, String> {
+        let program = self.lane.program(self.side, name);
+        let bin = program.parent().unwrap_or(Path::new("."));
+        let mut command = self.lane.command(self.side, name);
+        command
+            .envs(env.iter().copied())
+            .env("CNI_PATH", self.side_path(bin))
+            .env(STATE_ENV, self.side_path(&self.state));
+        process::run_with_input(command, config.as_bytes(), process::TOOL_DEADLINE)
+    }
+
     fn run(&self, side: Side, name: &str, args: &[&str]) -> Result<Ran, String> {
         let mut command = self.lane.command(side, name);
         command

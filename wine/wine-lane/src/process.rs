@@ -1,6 +1,6 @@
 //! Running one helper process with a deadline and capturing what it printed.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -65,14 +65,27 @@ impl Ran {
 }
 
 /// Runs `command` to completion (or `deadline`) with stdin closed.
-pub fn run(mut command: Command, deadline: Duration) -> Result<Ran, String> {
+pub fn run(command: Command, deadline: Duration) -> Result<Ran, String> {
+    run_with_input(command, &[], deadline)
+}
+
+/// Runs `command` to completion (or `deadline`) with `input` on stdin (a CNI config).
+pub fn run_with_input(
+    mut command: Command,
+    input: &[u8],
+    deadline: Duration,
+) -> Result<Ran, String> {
     let command_line = describe(&command);
     let mut child = command
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start `{command_line}`: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A child that exits without reading its input is its own failure, reported by its status.
+        let _ = stdin.write_all(input);
+    }
     let stdout = capture(child.stdout.take());
     let stderr = capture(child.stderr.take());
     let status =
