@@ -16,6 +16,7 @@
 //!   documented in its module;
 //! - `flannel`: Flannel-native mode (a config with `subnetFile`: subnet.env read and turned
 //!   into the effective config, Flannel's record kept for DEL);
+//! - `hns_deadline`: how long one HCN call may take (config key, environment variable);
 //! - `endpoint`: the endpoint document and the result read back from it;
 //! - `codes` and `hns_error`: the plugin error codes (110-114) and how HNS errors map to
 //!   CNI codes.
@@ -33,6 +34,7 @@ mod del;
 mod endpoint;
 mod flannel;
 mod gc;
+mod hns_deadline;
 mod hns_error;
 mod identity;
 mod ipam;

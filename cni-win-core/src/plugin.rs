@@ -3,9 +3,10 @@
 use std::marker::PhantomData;
 use std::process::ExitCode;
 
-use cni::{About, DelRequest, Error, ErrorCode, NetworkRequest, Request, Success};
+use cni::{About, DelRequest, Error, ErrorCode, NetConf, NetworkRequest, Request, Success};
 use hns::Client;
 
+use crate::hns_deadline::hns_deadline;
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
 use crate::{add, check, del, flannel, gc, status};
@@ -28,40 +29,44 @@ pub fn run<K: NetworkKind>(version: &'static str) -> ExitCode {
 struct HnsPlugin<K>(PhantomData<K>);
 
 /// The platform's HNS: computenetwork.dll on Windows, the emulator named by
-/// `HCN_EMULATOR_STATE` elsewhere. Unreachable is code 11 (HNS may be restarting).
-fn connect() -> Result<Client, Error> {
+/// `HCN_EMULATOR_STATE` elsewhere, each call bounded by the config's HNS deadline.
+/// Unreachable is code 11 (HNS may be restarting).
+fn connect(conf: &NetConf) -> Result<Client, Error> {
+    let deadline = hns_deadline(conf)?;
     #[cfg(windows)]
     let client = Ok(Client::native());
     #[cfg(not(windows))]
     let client = hns_emulator::Emulator::client_from_env();
-    client.map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
+    client
+        .map(|client| client.with_deadline(deadline))
+        .map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
 }
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
     fn add(&self, request: &Request) -> Result<Success, Error> {
-        let client = connect()?;
+        let client = connect(&request.config)?;
         flannel::add(request, &client, |request| add::add::<K>(&client, request))
     }
 
     fn del(&self, request: &DelRequest) -> Result<(), Error> {
         flannel::del(&request.config, &request.container_id, || {
-            del::del(&connect()?, request)
+            del::del(&connect(&request.config)?, request)
         })
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {
-        let client = connect()?;
+        let client = connect(&request.config)?;
         flannel::check(request, &client, |request| {
             check::check::<K>(&client, request)
         })
     }
 
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
-        gc::gc::<K>(&connect()?, request)
+        gc::gc::<K>(&connect(&request.config)?, request)
     }
 
     fn status(&self, request: &NetworkRequest) -> Result<(), Error> {
-        let client = connect().map_err(|e| {
+        let client = connect(&request.config).map_err(|e| {
             Error::new(ErrorCode::NotAvailable, e.msg().to_owned()).with_details(e.details())
         })?;
         flannel::status(request, &client, |request| {

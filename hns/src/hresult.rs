@@ -51,6 +51,9 @@ hresults! {
     ERROR_ALREADY_EXISTS = 0x8007_00B7, "Cannot create a file when that file already exists.";
     /// `ERROR_NOT_FOUND` (hcsshim's `ErrElementNotFound`).
     ERROR_NOT_FOUND = 0x8007_0490, "Element not found.";
+    /// `ERROR_TIMEOUT`: what a call reports when HNS did not answer before its
+    /// deadline (set by this crate's [`crate::deadline`] layer, not by HNS).
+    ERROR_TIMEOUT = 0x8007_05B4, "This operation returned because the timeout period expired.";
     /// `ERROR_OBJECT_ALREADY_EXISTS` (0x1392 as seen from V1 endpoint create).
     ERROR_OBJECT_ALREADY_EXISTS = 0x8007_1392, "The object already exists.";
     /// The network does not exist.

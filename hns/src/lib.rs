@@ -9,10 +9,14 @@
 //! - [`Client`]: one typed client, generic over the raw layer, that composes
 //!   calls with the fewest round trips and decodes the [`schema`] documents.
 //!
+//! - [`deadline`]: a layer over any backend that bounds every call's wait,
+//!   because HNS hangs and its calls cannot be cancelled.
+//!
 //! The typed layer is shared, so what the tests prove on the emulator is the
 //! code that runs on Windows.
 
 pub mod client;
+pub mod deadline;
 pub mod error;
 pub mod features;
 pub mod guid;
@@ -23,6 +27,7 @@ pub mod raw;
 pub mod schema;
 
 pub use client::{Client, OpenEndpoint, OpenNamespace, OpenNetwork};
+pub use deadline::Deadlined;
 pub use error::{ErrorKind, ErrorRecord, HnsError, Holder, RawError};
 pub use features::{Feature, HnsVersion, SupportedFeatures};
 pub use guid::{Guid, GuidParseError};

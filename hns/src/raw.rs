@@ -35,7 +35,9 @@ pub trait Handle: std::fmt::Debug + Sized {
     /// # Safety
     /// `raw` must have been issued by the backend this handle will be passed
     /// to, must still be open, and no other handle value may own it: the value
-    /// returned is the only one through which it is used and closed.
+    /// returned is the only one through which it is used and closed (a layer
+    /// between the owner and the backend may lend a copy for one call it makes
+    /// on the owner's behalf, as [`crate::deadline`] does).
     unsafe fn from_raw(raw: usize) -> Self;
 
     /// The value the backend issued, for calls into it and for logs.
@@ -80,7 +82,10 @@ handle_types! {
 /// error record; out strings are owned `String`s (backends free the native
 /// buffers). Enumerations return a JSON array of GUID strings; property
 /// queries return the object's JSON.
-pub trait RawHcn: std::fmt::Debug {
+///
+/// Backends are `Send + Sync` so that a call can run on a thread of its own
+/// (see [`crate::deadline`]).
+pub trait RawHcn: std::fmt::Debug + Send + Sync {
     /// `HcnEnumerateNetworks(Query, *Networks, *ErrorRecord)`.
     fn enumerate_networks(&self, query: &str) -> Result<String, RawError>;
     /// `HcnCreateNetwork(Id, Settings, *Network, *ErrorRecord)`; the zero GUID lets HNS choose.

@@ -8,6 +8,9 @@
 
 mod open;
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use serde::de::DeserializeOwned;
 
 pub use open::{
@@ -15,6 +18,7 @@ pub use open::{
     OpenLoadBalancer, OpenNamespace, OpenNetwork,
 };
 
+use crate::deadline::Deadlined;
 use crate::error::{ErrorKind, HnsError};
 use crate::features::{HnsVersion, SupportedFeatures};
 use crate::guid::Guid;
@@ -36,6 +40,15 @@ impl Client<dyn RawHcn> {
     /// build has (the emulator is a separate crate no shipped binary links).
     pub fn native() -> Client {
         Client::from_box(Box::new(crate::native::ComputeNetwork::new()))
+    }
+}
+
+impl Client<dyn RawHcn> {
+    /// This client with every raw call waiting at most `deadline` for HNS
+    /// (see [`crate::deadline`]): what a command uses so that a hung HNS
+    /// fails it in time to roll back and report.
+    pub fn with_deadline(self, deadline: Duration) -> Client {
+        Client::from_box(Box::new(Deadlined::new(Arc::from(self.raw), deadline)))
     }
 }
 

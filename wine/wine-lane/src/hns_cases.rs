@@ -3,9 +3,10 @@
 //! checks what the side printed and cross-checks the state with Linux `hnsctl`. One case runs
 //! win-bridge itself, for what depends on how the side spells a path (`CNI_NETNS`).
 
-use serde_json::{Value, json};
+use std::time::{Duration, Instant};
 
 use cni_win_conformance::hns::L2BRIDGE_NETWORK;
+use serde_json::{Value, json};
 
 use crate::lane::{Bench, Lane, Side};
 use crate::table::Outcome;
@@ -57,6 +58,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("probe.v1-endpoints", v1_endpoints),
         HnsCase::new("probe.load-balancers", load_balancers),
         HnsCase::new("win-bridge.netns-path", netns_path),
+        HnsCase::new("win-bridge.hung-hns", hung_hns),
         HnsCase {
             windows_only: Some("the C ABI exists only in the Windows build"),
             ..HnsCase::new("probe.dll-edge-arguments", dll_edge_arguments)
@@ -604,5 +606,77 @@ fn netns_path(bench: &Bench<'_>) -> Result<String, String> {
     empty_for_linux(bench, "endpoint")?;
     Ok(format!(
         "ADD/DEL in {netns} attached to and detached from {namespace}; {refused} refused with 4"
+    ))
+}
+
+/// Per-call latency of the hung host: far beyond what the case allows the whole ADD.
+const HUNG_LATENCY_MICROS: &str = "30000000";
+/// The ADD's HNS deadline in the case's config.
+const HUNG_DEADLINE_SECONDS: u64 = 1;
+/// What the whole ADD may take: the deadline, the rollback's shorter waits and a Wine start.
+const HUNG_ADD_LIMIT: Duration = Duration::from_secs(15);
+
+/// HNS that does not answer (the emulator's latency far above the config's
+/// `hnsTimeoutSeconds`): the side's win-bridge ADD fails with 110 naming the
+/// function and "HNS did not answer", long before HNS would have answered, and
+/// leaves no endpoint and no address behind. Under Wine the abandoned call
+/// sleeps inside the emulated computenetwork.dll while the plugin exits.
+fn hung_hns(bench: &Bench<'_>) -> Result<String, String> {
+    let mut create = vec!["network", "create"];
+    create.extend(L2BRIDGE_NETWORK.split_whitespace());
+    bench.linux_hnsctl(&create)?.ok()?;
+    let netns = bench.linux_hnsctl(&["namespace", "create"])?.ok()?;
+    let ipam = bench.state().join("ipam");
+    let config = json!({
+        "cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
+        "hnsTimeoutSeconds": HUNG_DEADLINE_SECONDS,
+        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24", "dataDir": bench.side_path(&ipam)}
+    });
+    let env = [
+        ("CNI_COMMAND", "ADD"),
+        ("CNI_CONTAINERID", "hung-pod"),
+        ("CNI_NETNS", netns.trim()),
+        ("CNI_IFNAME", "eth0"),
+    ];
+    bench
+        .linux_hnsctl(&["fault", "latency", "--micros", HUNG_LATENCY_MICROS])?
+        .ok()?;
+    let started = Instant::now();
+    let ran = bench.plugin("win-bridge", &env, &config)?;
+    let took = started.elapsed();
+    bench.linux_hnsctl(&["fault", "clear"])?.ok()?;
+
+    ensure(ran.status == Some(1), || {
+        format!("ADD on a hung HNS did not fail: {ran:?}")
+    })?;
+    let error = parse("the ADD's error", &ran.stdout)?;
+    let msg = error["msg"].as_str().unwrap_or_default();
+    ensure(
+        error["code"] == 110 && msg.contains("HNS did not answer") && msg.contains("Hcn"),
+        || format!("expected code 110 naming the HCN function and \"HNS did not answer\": {error}"),
+    )?;
+    ensure(took < HUNG_ADD_LIMIT, || {
+        format!("the ADD took {took:?} (limit {HUNG_ADD_LIMIT:?})")
+    })?;
+    let endpoints = parse(
+        "Linux endpoint list",
+        &bench.linux_hnsctl(&["--json", "endpoint", "list"])?.ok()?,
+    )?;
+    ensure(endpoints == json!([]), || {
+        format!("the failed ADD left endpoints: {endpoints}")
+    })?;
+    let reserved: Vec<String> = std::fs::read_dir(ipam.join("cbr0"))
+        .map(|dir| {
+            dir.filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                .filter(|name| name.parse::<std::net::IpAddr>().is_ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    ensure(reserved.is_empty(), || {
+        format!("the failed ADD left reservations {reserved:?}")
+    })?;
+    Ok(format!(
+        "code 110 after {:.1} s with HNS answering after 30 s per call; nothing left",
+        took.as_secs_f64()
     ))
 }

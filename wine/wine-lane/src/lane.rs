@@ -134,10 +134,14 @@ impl Bench<'_> {
     }
 
     /// Plugin `name` of the side under test, run as a runtime runs it: the `CNI_*` variables
-    /// in `env`, `config` on stdin.
+    /// in `env` (`CNI_PATH` defaults to the side's binaries), `config` on stdin.
     pub fn plugin(&self, name: &str, env: &[(&str, &str)], config: &Value) -> Result<Ran, String> {
+        let program = self.lane.program(self.side, name);
+        let bin = program.parent().unwrap_or(Path::new("."));
         let mut command = self.command(self.side, name);
-        command.envs(env.iter().copied());
+        command
+            .env("CNI_PATH", self.side_path(bin))
+            .envs(env.iter().copied());
         process::run_with_stdin(
             command,
             Some(config.to_string().into_bytes()),

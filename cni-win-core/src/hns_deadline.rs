@@ -1,0 +1,135 @@
+//! How long one HCN call may take before the command gives up on HNS.
+//!
+//! HNS hangs (endpoint delete, namespace modify under load), and a hung call
+//! used to hang the plugin until the runtime killed it, which then learned
+//! nothing and rolled nothing back. Every call now waits at most this
+//! deadline, after which the command rolls back and fails with code 110
+//! naming the function, the time waited and "HNS did not answer".
+//!
+//! | source | form |
+//! | --- | --- |
+//! | config key `hnsTimeoutSeconds` (any case) | a number of seconds, `0 < n <= 600`; wins over the variable |
+//! | environment variable `CNI_WIN_HNS_TIMEOUT_SECONDS` | the same, for every network on the node (set it where the runtime runs) |
+//! | default | [`DEFAULT`], 30 s |
+//!
+//! Why 30 s: a healthy HCN call answers in milliseconds (a whole pod's
+//! network setup takes about 1.5 s), so 30 s leaves a loaded HNS room for
+//! slow answers and is only reached by one that hangs. The runtime's limits are what the
+//! command must fit in: kubelet gives StopPodSandbox (DEL) its
+//! `--runtime-request-timeout`, 2 min by default, and RunPodSandbox (ADD)
+//! twice that; dockershim's ADD-for-status waited just under 240 s; Calico
+//! waits 90 s for its network mutex. With 30 s for the call that hangs and a
+//! quarter of that (7.5 s) for each later call while it stays abandoned, a
+//! DEL or an ADD's rollback of up to ten further calls ends within
+//! 30 + 75 s, inside DEL's 120 s, so the runtime gets our answer instead of
+//! killing us.
+
+use std::time::Duration;
+
+use cni::{Error, ErrorCode, NetConf, case_insensitive};
+use serde_json::Value;
+
+/// The config key.
+pub const CONFIG_KEY: &str = "hnsTimeoutSeconds";
+/// The environment variable.
+pub const ENV_VAR: &str = "CNI_WIN_HNS_TIMEOUT_SECONDS";
+/// The deadline when neither is set.
+pub const DEFAULT: Duration = Duration::from_secs(30);
+/// The longest deadline accepted: beyond the runtime's own limits it only
+/// means the runtime kills the plugin first.
+const MAX_SECONDS: f64 = 600.0;
+
+/// The deadline for this command's HCN calls: the config key, else the
+/// environment variable, else [`DEFAULT`].
+pub fn hns_deadline(conf: &NetConf) -> Result<Duration, Error> {
+    let env = std::env::var(ENV_VAR).ok();
+    deadline_from(
+        case_insensitive::get(conf.raw(), CONFIG_KEY),
+        env.as_deref(),
+    )
+}
+
+fn deadline_from(config: Option<&Value>, env: Option<&str>) -> Result<Duration, Error> {
+    let seconds = match (config, env) {
+        (Some(value), _) => value.as_f64().ok_or_else(|| {
+            Error::invalid_config(format!(
+                "{CONFIG_KEY}: {value} is not a number: give the HNS call deadline in seconds, e.g. 30"
+            ))
+        })?,
+        (None, Some(text)) => text.trim().parse::<f64>().map_err(|_| {
+            Error::new(
+                ErrorCode::InvalidEnvironment,
+                format!(
+                    "{ENV_VAR}: {text:?} is not a number: give the HNS call deadline in seconds, e.g. 30"
+                ),
+            )
+        })?,
+        (None, None) => return Ok(DEFAULT),
+    };
+    if !(seconds > 0.0 && seconds <= MAX_SECONDS) {
+        let source = if config.is_some() {
+            CONFIG_KEY
+        } else {
+            ENV_VAR
+        };
+        let code = if config.is_some() {
+            ErrorCode::InvalidConfig
+        } else {
+            ErrorCode::InvalidEnvironment
+        };
+        return Err(Error::new(
+            code,
+            format!(
+                "{source}: {seconds} is out of range: the HNS call deadline must be more than 0 and at most {MAX_SECONDS} seconds"
+            ),
+        ));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn default_then_variable_then_key() {
+        assert_eq!(deadline_from(None, None).unwrap(), DEFAULT);
+        assert_eq!(
+            deadline_from(None, Some(" 12.5 ")).unwrap(),
+            Duration::from_millis(12_500)
+        );
+        assert_eq!(
+            deadline_from(Some(&json!(5)), Some("12")).unwrap(),
+            Duration::from_secs(5)
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_source_and_the_fix() {
+        for (config, env, code, source) in [
+            (
+                Some(json!("30")),
+                None,
+                ErrorCode::InvalidConfig,
+                CONFIG_KEY,
+            ),
+            (Some(json!(0)), None, ErrorCode::InvalidConfig, CONFIG_KEY),
+            (
+                Some(json!(1e300)),
+                None,
+                ErrorCode::InvalidConfig,
+                CONFIG_KEY,
+            ),
+            (None, Some("soon"), ErrorCode::InvalidEnvironment, ENV_VAR),
+            (None, Some("-1"), ErrorCode::InvalidEnvironment, ENV_VAR),
+            (None, Some("NaN"), ErrorCode::InvalidEnvironment, ENV_VAR),
+            (None, Some("inf"), ErrorCode::InvalidEnvironment, ENV_VAR),
+        ] {
+            let error = deadline_from(config.as_ref(), env).unwrap_err();
+            assert_eq!(error.code(), code, "{config:?} {env:?}");
+            assert!(error.msg().starts_with(source), "{}", error.msg());
+            assert!(error.msg().contains("seconds"), "{}", error.msg());
+        }
+    }
+}
