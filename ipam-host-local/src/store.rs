@@ -857,17 +857,23 @@ mod tests {
         HostLocal::from_conf(&conf, &CniArgs::default()).unwrap()
     }
 
+    /// A store holding a's reservation (10.0.0.2), changed behind the index's back so that the
+    /// next operation rebuilds.
+    fn holding_a_and_stale(label: &str) -> (PathBuf, HostLocal, PathBuf) {
+        let dir = scratch(label);
+        let ipam = host_local(&dir);
+        ipam.allocate("a", "eth0").unwrap();
+        let net = ipam.network_dir().to_path_buf();
+        fs::write(net.join("other"), "").unwrap();
+        fs::remove_file(net.join("other")).unwrap();
+        (dir, ipam, net)
+    }
+
     /// Class 1: a rebuild that could not index a reservation (ENOSPC on its link) never marks
     /// the index valid, so a later DEL of that attachment still finds and frees it.
     #[test]
     fn an_incomplete_rebuild_never_makes_del_leak() {
-        let dir = scratch("incomplete-rebuild");
-        let ipam = host_local(&dir);
-        ipam.allocate("a", "eth0").unwrap();
-        let net = ipam.network_dir().to_path_buf();
-        // Someone else changed the directory: the next operation rebuilds.
-        fs::write(net.join("other"), "").unwrap();
-        fs::remove_file(net.join("other")).unwrap();
+        let (dir, ipam, net) = holding_a_and_stale("incomplete-rebuild");
         faults::fail_links(1);
         ipam.allocate("b", "eth0").unwrap();
         faults::fail_links(0);
@@ -886,12 +892,7 @@ mod tests {
     /// reservation files themselves.
     #[test]
     fn del_reads_the_reservation_files_while_the_index_is_incomplete() {
-        let dir = scratch("untrusted-del");
-        let ipam = host_local(&dir);
-        ipam.allocate("a", "eth0").unwrap();
-        let net = ipam.network_dir().to_path_buf();
-        fs::write(net.join("other"), "").unwrap();
-        fs::remove_file(net.join("other")).unwrap();
+        let (dir, ipam, net) = holding_a_and_stale("untrusted-del");
         // Every link of this DEL's rebuild fails: the index stays incomplete.
         faults::fail_links(u32::MAX);
         let released = ipam.release("a", "eth0");

@@ -14,20 +14,7 @@ use std::process::{Child, Command, Stdio};
 const BINARY: &str = env!("CARGO_BIN_EXE_host-local");
 
 fn spawn(command: &str, id: &str, conf: &Value) -> Child {
-    let mut child = Command::new(BINARY)
-        .env("CNI_COMMAND", command)
-        .env("CNI_CONTAINERID", id)
-        .env("CNI_IFNAME", "eth0")
-        .env("CNI_NETNS", "ns")
-        .env("CNI_PATH", "/opt/cni/bin")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(conf.to_string().as_bytes()).unwrap();
-    child
+    spawn_with(command, id, conf, &[])
 }
 
 /// Exit success and the stdout JSON (Null when stdout is empty).
