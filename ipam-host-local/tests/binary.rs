@@ -304,3 +304,20 @@ fn gc_never_empties_a_linked_directory() {
     assert_eq!(run("DEL", "a", &base), (true, Value::Null));
     assert!(reservations(&dir.path().join("net")).is_empty());
 }
+
+/// Class 5 (process level): DEL with the same input as a refused ADD (a requested address in
+/// no range) succeeds and frees the attachment, as the runtime's teardown needs.
+#[test]
+fn del_succeeds_with_the_requests_add_refused() {
+    let dir = Scratch::new("bin-del-requested");
+    let base = conf(dir.path(), "1.1.0", json!({"subnet": "10.0.0.0/24"}));
+    let (ok, added) = run("ADD", "a", &base);
+    assert!(ok, "{added}");
+    let env = [("CNI_ARGS", "IgnoreUnknown=1;IP=10.9.9.9")];
+    let (ok, refused) = finish(spawn_with("ADD", "a", &base, &env));
+    assert!(!ok);
+    assert_eq!(refused["code"], 7, "{refused}");
+    let (ok, error) = finish(spawn_with("DEL", "a", &base, &env));
+    assert!(ok, "{error}");
+    assert!(reservations(&dir.path().join("net")).is_empty());
+}
