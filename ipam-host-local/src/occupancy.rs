@@ -115,6 +115,13 @@ impl Occupancy {
         }
     }
 
+    /// Clears the whole map (before a rebuild marks what the reservation files say).
+    pub fn clear(&mut self) {
+        if let Occupancy::Mapped { bits, .. } = self {
+            bits.fill(0);
+        }
+    }
+
     /// Writes the whole map (after a rebuild).
     pub fn save(&mut self, path: &Path) -> Result<(), Error> {
         let Occupancy::Mapped { file, bits, .. } = self else {

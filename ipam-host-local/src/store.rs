@@ -275,15 +275,23 @@ impl Index {
         })
     }
 
-    /// A new, empty index (every bucket made, every map all-free, no stamp), after removing
-    /// whatever was there.
-    fn create(store: &Store, sets: &[RangeSet]) -> Result<Index, Error> {
-        remove_any(&store.index_dir)?;
-        let index = Index::open(store, sets)?;
+    /// Empties the index for a rebuild: no stamp (a crash part-way through makes the next
+    /// session rebuild again), no entries, every bucket made, every map all-free. The stamp and
+    /// map files stay open and are rewritten in place: Windows cannot remove a directory while
+    /// a file in it is open.
+    fn clear(&mut self, store: &Store) -> Result<(), Error> {
+        overwrite(&mut self.stamp_file, b"", &store.stamp_path())?;
+        self.recorded_stamp.clear();
+        let attachments = store.attachments_dir();
+        remove_any(&attachments)?;
+        ensure_private_dir(&attachments)?;
         for bucket in 0..BUCKETS {
-            ensure_private_dir(&store.attachments_dir().join(format!("{bucket:02x}")))?;
+            ensure_private_dir(&attachments.join(format!("{bucket:02x}")))?;
         }
-        Ok(index)
+        for occupancy in &mut self.occupancy {
+            occupancy.clear();
+        }
+        Ok(())
     }
 }
 
@@ -737,11 +745,10 @@ impl Session<'_> {
     /// any, the index is not complete and never gets a stamp (see `trusted`).
     pub fn rebuild(&mut self, sweep: Sweep<'_>) -> Result<Vec<Error>, Error> {
         let store = self.store;
-        // A fresh index without a stamp: a crash part-way through makes the next session
-        // rebuild again. The session's file went with the old index; if a reservation uses it,
-        // it is re-indexed below like any other.
+        // The session's file goes with the old index; if a reservation uses it, it is
+        // re-indexed below like any other.
         self.prepared = None;
-        self.index = Index::create(store, self.sets)?;
+        self.index.clear(store)?;
         self.rebuilt = true;
         self.trusted = false;
         self.changed = true;
