@@ -28,8 +28,9 @@ pub struct IpamConfig {
     pub resolv_conf: Option<PathBuf>,
     /// Addresses the runtime asked for, each already matched to its range set, or why they
     /// cannot be honoured. Only ADD refuses on the error: DEL, CHECK, GC and STATUS work by
-    /// attachment, so a request ADD refused never blocks the runtime's teardown.
-    pub requested: Result<Vec<RequestedIp>, Error>,
+    /// attachment, so a request ADD refused never blocks the runtime's teardown. (The error is
+    /// boxed to keep the config, which the plugins hold by value, small.)
+    pub requested: Result<Vec<RequestedIp>, Box<Error>>,
     /// How long to wait for the store's lock before giving up with "try again later".
     pub lock_timeout: Duration,
 }
@@ -149,7 +150,7 @@ impl IpamConfig {
         }
         let range_sets = validate_sets(&sets, conf.cni_version)?;
 
-        let requested = requested_ips(conf, args, raw_args.cni.ips, &range_sets);
+        let requested = requested_ips(conf, args, raw_args.cni.ips, &range_sets).map_err(Box::new);
         let lock_timeout = lock_timeout(
             ipam.lock_timeout_seconds,
             std::env::var(LOCK_TIMEOUT_ENV).ok().as_deref(),

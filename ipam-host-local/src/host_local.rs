@@ -101,7 +101,7 @@ impl HostLocal {
     /// failure nothing this call reserved stays reserved.
     pub fn allocate(&self, container_id: &str, ifname: &str) -> Result<Allocation, Error> {
         validate_attachment(container_id, ifname)?;
-        let requested = self.config.requested.clone()?;
+        let requested = self.config.requested.clone().map_err(|e| *e)?;
         let dns = match &self.config.resolv_conf {
             Some(path) => resolv::read(path)?,
             None => Dns::default(),

@@ -60,7 +60,6 @@ const MAX_STAMP_SIZE: u64 = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct Store {
     net_dir: PathBuf,
-    index_dir: PathBuf,
     lock_timeout: Duration,
 }
 
@@ -74,11 +73,8 @@ pub enum Sweep<'a> {
 
 impl Store {
     pub fn new(data_dir: &Path, network: &str, lock_timeout: Duration) -> Store {
-        let net_dir = data_dir.join(network);
-        let index_dir = net_dir.join(INDEX_DIR);
         Store {
-            net_dir,
-            index_dir,
+            net_dir: data_dir.join(network),
             lock_timeout,
         }
     }
@@ -95,8 +91,14 @@ impl Store {
         self.net_dir.join(format!("{LAST_RESERVED_PREFIX}{set}"))
     }
 
+    /// `<net>/.cni-win`, computed rather than stored to keep `HostLocal` small (the plugins
+    /// hold it in an enum beside a bare plugin name).
+    fn index_dir(&self) -> PathBuf {
+        self.net_dir.join(INDEX_DIR)
+    }
+
     fn attachments_dir(&self) -> PathBuf {
-        self.index_dir.join("attachments")
+        self.index_dir().join("attachments")
     }
 
     /// The bucket holding `owner`'s entries: one of 64, by its key, so no directory grows with
@@ -118,11 +120,11 @@ impl Store {
     }
 
     fn stamp_path(&self) -> PathBuf {
-        self.index_dir.join("stamp")
+        self.index_dir().join("stamp")
     }
 
     fn occupancy_path(&self, set: usize) -> PathBuf {
-        self.index_dir.join(format!("occupancy.{set}"))
+        self.index_dir().join(format!("occupancy.{set}"))
     }
 
     /// Locks the network directory (creating it if needed) and returns a session whose index is
@@ -157,10 +159,10 @@ impl Store {
             Err(err) => {
                 log::warn!(
                     "the index in {} is damaged ({}); replacing it",
-                    self.index_dir.display(),
+                    self.index_dir().display(),
                     err.msg()
                 );
-                remove_any(&self.index_dir)?;
+                remove_any(&self.index_dir())?;
                 Index::open(self, sets)?
             }
         };
@@ -253,7 +255,7 @@ impl Index {
     /// rebuilds; a link or special file in place of a file is an error (the caller replaces the
     /// whole index).
     fn open(store: &Store, sets: &[RangeSet]) -> Result<Index, Error> {
-        let mut repaired = ensure_private_dir(&store.index_dir)?;
+        let mut repaired = ensure_private_dir(&store.index_dir())?;
         repaired |= ensure_private_dir(&store.attachments_dir())?;
         let stamp_path = store.stamp_path();
         let mut stamp_file = open_regular(&stamp_path, Access::ReadWriteCreate)
