@@ -8,6 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::range::{Range, RangeSet, from_number, to_number};
 
@@ -25,9 +26,50 @@ pub struct IpamConfig {
     pub data_dir: PathBuf,
     /// `resolvConf`: read at ADD time and returned as the result's `dns`.
     pub resolv_conf: Option<PathBuf>,
-    /// Addresses the runtime asked for, each already matched to its range set.
-    pub requested: Vec<RequestedIp>,
+    /// Addresses the runtime asked for, each already matched to its range set, or why they
+    /// cannot be honoured. Only ADD refuses on the error: DEL, CHECK, GC and STATUS work by
+    /// attachment, so a request ADD refused never blocks the runtime's teardown. (The error is
+    /// boxed to keep the config, which the plugins hold by value, small.)
+    pub requested: Result<Vec<RequestedIp>, Box<Error>>,
+    /// How long to wait for the store's lock before giving up with "try again later".
+    pub lock_timeout: Duration,
 }
+
+impl IpamConfig {
+    /// A store that only gives addresses back (DEL, GC): no ranges, nothing requested. What a
+    /// caller has when the ranges live elsewhere and are gone (Flannel's subnet.env at node
+    /// teardown); releasing by attachment needs neither. The lock deadline is read as for any
+    /// config (`lockTimeoutSeconds`, then the environment).
+    pub fn release_only(
+        data_dir: PathBuf,
+        lock_timeout_seconds: Option<f64>,
+    ) -> Result<IpamConfig, Error> {
+        Ok(IpamConfig {
+            range_sets: Vec::new(),
+            routes: Vec::new(),
+            data_dir,
+            resolv_conf: None,
+            requested: Ok(Vec::new()),
+            lock_timeout: lock_timeout(
+                lock_timeout_seconds,
+                std::env::var(LOCK_TIMEOUT_ENV).ok().as_deref(),
+            )?,
+        })
+    }
+}
+
+/// The default lock deadline. kubelet gives a sandbox's whole network setup its CRI
+/// `runtimeRequestTimeout` (2 minutes by default) and calls ADD again after a failure, so an
+/// ADD that waits longer than half of it risks being abandoned by its caller while it still
+/// holds a place in the queue; an operation under the lock takes milliseconds (a rebuild of
+/// 5,000 reservations well under a second), so 60 s only expires when the holder is stuck.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The environment variable that overrides `ipam.lockTimeoutSeconds` on a node.
+pub const LOCK_TIMEOUT_ENV: &str = "CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT";
+
+/// The longest lock deadline accepted (an hour): anything longer is a wait without end.
+const MAX_LOCK_TIMEOUT_SECONDS: f64 = 3600.0;
 
 /// An address the runtime requested (`runtimeConfig.ips`, `args.cni.ips` or `CNI_ARGS` `IP`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +105,8 @@ struct RawIpam {
     data_dir: Option<PathBuf>,
     #[serde(rename = "resolvConf")]
     resolv_conf: Option<PathBuf>,
+    #[serde(rename = "lockTimeoutSeconds")]
+    lock_timeout_seconds: Option<f64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -129,7 +173,11 @@ impl IpamConfig {
         }
         let range_sets = validate_sets(&sets, conf.cni_version)?;
 
-        let requested = requested_ips(conf, args, raw_args.cni.ips, &range_sets)?;
+        let requested = requested_ips(conf, args, raw_args.cni.ips, &range_sets).map_err(Box::new);
+        let lock_timeout = lock_timeout(
+            ipam.lock_timeout_seconds,
+            std::env::var(LOCK_TIMEOUT_ENV).ok().as_deref(),
+        )?;
         Ok(IpamConfig {
             range_sets,
             routes: ipam.routes,
@@ -138,7 +186,32 @@ impl IpamConfig {
                 .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
             resolv_conf: ipam.resolv_conf,
             requested,
+            lock_timeout,
         })
+    }
+}
+
+/// The lock deadline: the environment's value, else the config's, else the default.
+fn lock_timeout(config: Option<f64>, env: Option<&str>) -> Result<Duration, Error> {
+    let valid = |seconds: f64| seconds > 0.0 && seconds <= MAX_LOCK_TIMEOUT_SECONDS;
+    if let Some(text) = env {
+        return match text.trim().parse::<f64>() {
+            Ok(seconds) if valid(seconds) => Ok(Duration::from_secs_f64(seconds)),
+            _ => Err(Error::invalid_env(
+                LOCK_TIMEOUT_ENV,
+                format!(
+                    "{text:?} is not a lock deadline; give seconds, more than 0 and at most                      {MAX_LOCK_TIMEOUT_SECONDS}"
+                ),
+            )),
+        };
+    }
+    match config {
+        None => Ok(DEFAULT_LOCK_TIMEOUT),
+        Some(seconds) if valid(seconds) => Ok(Duration::from_secs_f64(seconds)),
+        Some(seconds) => Err(Error::invalid_config(format!(
+            "ipam.lockTimeoutSeconds: {seconds} is not a lock deadline; give seconds, more than              0 and at most {MAX_LOCK_TIMEOUT_SECONDS} (default {})",
+            DEFAULT_LOCK_TIMEOUT.as_secs()
+        ))),
     }
 }
 
@@ -231,9 +304,8 @@ fn validate_range(raw: &RawRange, path: &str) -> Result<Range, Error> {
     };
     let subnet = parse_subnet(text, &subnet_field)?;
     let network = subnet.network();
-    let span = 1u128 << (max_prefix(network) - subnet.prefix());
     let first = from_number(to_number(network) + 1, network);
-    let last_address = to_number(network) + span - 1;
+    let last_address = to_number(network) | host_mask(max_prefix(network), subnet.prefix());
     // IPv4 keeps the broadcast address out; IPv6 has none (as the reference).
     let last = from_number(last_address - u128::from(network.is_ipv4()), network);
     let usable = |ip: IpAddr| {
@@ -282,6 +354,16 @@ fn validate_range(raw: &RawRange, path: &str) -> Result<Range, Error> {
         gateway,
         gateway_configured: raw.gateway.is_some(),
     })
+}
+
+/// The host bits of a `/prefix` in an address `width` bits wide, for every prefix 0..=width
+/// (a shift by the full width would overflow).
+fn host_mask(width: u8, prefix: u8) -> u128 {
+    let host_bits = u32::from(width.saturating_sub(prefix));
+    u128::MAX
+        .checked_shr(128 - host_bits)
+        .filter(|_| host_bits > 0)
+        .unwrap_or(0)
 }
 
 fn max_prefix(ip: IpAddr) -> u8 {
@@ -476,7 +558,7 @@ mod tests {
             config.range_sets[0].ranges()[0].subnet.to_string(),
             "10.244.1.0/24"
         );
-        assert_eq!(config.requested[0].ip, ip("10.244.1.9"));
+        assert_eq!(config.requested.unwrap()[0].ip, ip("10.244.1.9"));
     }
 
     #[test]
@@ -624,7 +706,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            config.requested,
+            config.requested.unwrap(),
             [
                 RequestedIp {
                     set: 0,
@@ -638,7 +720,7 @@ mod tests {
         );
         let from_env = parse_with(ipam.clone(), json!({}), "IgnoreUnknown=1;IP=10.0.0.8").unwrap();
         assert_eq!(
-            from_env.requested,
+            from_env.requested.unwrap(),
             [RequestedIp {
                 set: 0,
                 ip: ip("10.0.0.8")
@@ -669,7 +751,11 @@ mod tests {
             (json!({}), "IP=10.0.0.300", "CNI_ARGS IP"),
         ];
         for (extra, env, needle) in cases {
-            let err = parse_with(ipam.clone(), extra, env).unwrap_err();
+            // The config itself is valid (DEL works); only an ADD would refuse the request.
+            let err = parse_with(ipam.clone(), extra, env)
+                .unwrap()
+                .requested
+                .unwrap_err();
             assert_eq!(err.code(), ErrorCode::InvalidConfig);
             assert!(
                 err.msg().contains(needle),
@@ -692,6 +778,93 @@ mod tests {
             "10.1.0.0/24"
         );
         assert_eq!(config.range_sets.len(), 2);
+    }
+
+    #[test]
+    fn lock_deadline_comes_from_the_environment_then_the_config() {
+        assert_eq!(lock_timeout(None, None).unwrap(), DEFAULT_LOCK_TIMEOUT);
+        assert_eq!(
+            lock_timeout(Some(2.5), None).unwrap(),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            lock_timeout(Some(2.5), Some("1")).unwrap(),
+            Duration::from_secs(1)
+        );
+        for bad in ["0", "-1", "x", "NaN", "inf", "3601"] {
+            let err = lock_timeout(None, Some(bad)).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidEnvironment, "{bad}");
+            assert!(err.msg().contains(LOCK_TIMEOUT_ENV), "{}", err.msg());
+        }
+        for bad in [0.0, -3.0, f64::NAN, 1e9] {
+            let err = lock_timeout(Some(bad), None).unwrap_err();
+            assert!(
+                err.msg().contains("ipam.lockTimeoutSeconds"),
+                "{}",
+                err.msg()
+            );
+        }
+    }
+
+    fn check_prefix(network: IpAddr, prefix: u8) {
+        let width = max_prefix(network);
+        let raw = RawRange {
+            subnet: Some(format!("{network}/{prefix}")),
+            ..RawRange::default()
+        };
+        match validate_range(&raw, "ipam.ranges[0][0]") {
+            Ok(range) => {
+                assert!(prefix + 2 <= width, "{network}/{prefix} accepted");
+                let host = host_mask(width, prefix);
+                let last = to_number(network) | host;
+                assert_eq!(to_number(range.start), to_number(network) + 1);
+                assert_eq!(
+                    to_number(range.end),
+                    last - u128::from(network.is_ipv4()),
+                    "{network}/{prefix}"
+                );
+                assert_eq!(range.gateway, range.start);
+            }
+            Err(e) => {
+                assert!(prefix + 2 > width, "{network}/{prefix}: {}", e.msg());
+                assert!(
+                    e.msg().starts_with("ipam.ranges[0][0].subnet: "),
+                    "{}",
+                    e.msg()
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Every prefix length of both families, at any network address: no overflow (this
+        /// runs in debug, where one panics), the right bounds, refusals naming the subnet key.
+        #[test]
+        fn every_prefix_length_is_handled(bits: u128, v4_prefix in 0u8..=32, v6_prefix in 0u8..=128) {
+            let v4 = u128::from(bits as u32) & !host_mask(32, v4_prefix);
+            check_prefix(from_number(v4, IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)), v4_prefix);
+            let v6 = bits & !host_mask(128, v6_prefix);
+            check_prefix(from_number(v6, IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED)), v6_prefix);
+        }
+    }
+
+    #[test]
+    fn the_extreme_prefixes_are_exact() {
+        for prefix in 0..=32 {
+            check_prefix(ip("0.0.0.0"), prefix);
+        }
+        for prefix in 0..=128 {
+            check_prefix(ip("::"), prefix);
+        }
+        let all = validate_range(
+            &RawRange {
+                subnet: Some("::/0".into()),
+                ..RawRange::default()
+            },
+            "ipam",
+        )
+        .unwrap();
+        assert_eq!(all.end, ip("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"));
     }
 
     #[test]

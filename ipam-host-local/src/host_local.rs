@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::net::IpAddr;
 use std::path::Path;
 
-use crate::config::IpamConfig;
+use crate::config::{IpamConfig, RequestedIp};
 use crate::layout::{Content, Owner};
 use crate::range::RangeSet;
 use crate::store::{Session, Store, Sweep};
@@ -76,7 +76,7 @@ impl HostLocal {
     /// host-local for network `network` (its store is `<dataDir>/<network>`).
     pub fn new(config: IpamConfig, network: &str) -> Result<HostLocal, Error> {
         cni::validate::network_name(network)?;
-        let store = Store::new(&config.data_dir, network);
+        let store = Store::new(&config.data_dir, network, config.lock_timeout);
         Ok(HostLocal { config, store })
     }
 
@@ -101,6 +101,7 @@ impl HostLocal {
     /// failure nothing this call reserved stays reserved.
     pub fn allocate(&self, container_id: &str, ifname: &str) -> Result<Allocation, Error> {
         validate_attachment(container_id, ifname)?;
+        let requested = self.config.requested.clone().map_err(|e| *e)?;
         let dns = match &self.config.resolv_conf {
             Some(path) => resolv::read(path)?,
             None => Dns::default(),
@@ -113,7 +114,7 @@ impl HostLocal {
         let mut created = Vec::new();
         for (index, set) in sets.iter().enumerate() {
             let outcome = self
-                .plan(index, set, &owner, &held)
+                .plan(index, set, &owner, &held, &requested)
                 .and_then(|plan| execute(&mut session, index, &owner, plan));
             match outcome {
                 Ok((ip, new)) => {
@@ -146,13 +147,9 @@ impl HostLocal {
         set: &RangeSet,
         owner: &Owner,
         held: &[IpAddr],
+        requested: &[RequestedIp],
     ) -> Result<Plan, Error> {
-        let requested = self
-            .config
-            .requested
-            .iter()
-            .find(|r| r.set == index)
-            .map(|r| r.ip);
+        let requested = requested.iter().find(|r| r.set == index).map(|r| r.ip);
         let current = held.iter().copied().find(|ip| set.contains(*ip));
         match (requested, current) {
             (Some(wanted), Some(have)) if wanted != have => Err(Error::new(
@@ -210,8 +207,17 @@ impl HostLocal {
 
     /// DEL: releases every address the attachment holds (or, when it holds none, the
     /// container's legacy ID-only reservations). Succeeds when there is nothing to release.
+    ///
+    /// DEL releases by attachment: requested addresses an ADD would refuse are logged and
+    /// ignored, so a refused ADD never makes the runtime's teardown fail.
     pub fn release(&self, container_id: &str, ifname: &str) -> Result<(), Error> {
         validate_attachment(container_id, ifname)?;
+        if let Err(ignored) = &self.config.requested {
+            log::info!(
+                "DEL ignores the requested addresses ({}); it releases by attachment",
+                ignored.msg()
+            );
+        }
         let mut session = self.store.open(&self.config.range_sets)?;
         session.release_attachment(container_id, ifname)?;
         session.finish()

@@ -74,18 +74,21 @@ impl Owner {
         }
     }
 
-    /// The index key: both parts escaped to `[a-z0-9_.-]` plus `%XX`, joined by `@`. Upper case
-    /// is escaped too, so IDs differing only in case stay apart on case-insensitive NTFS.
+    /// The index key: 32 hex digits of a 128-bit FNV-1a hash of the reservation content.
+    ///
+    /// A hash rather than an escaped copy of the names, so every attachment the `cni` crate
+    /// accepts has a key: a container ID of any length (libcni sets none) and an ifname with
+    /// control characters both make a short, case-insensitively unique file name on every
+    /// filesystem. A collision costs nothing but a wasted read: every entry is verified against
+    /// the reservation file it names before it is believed.
     pub fn key(&self) -> String {
-        let ifname = match self {
-            Owner::Attachment { ifname, .. } => ifname.as_str(),
-            Owner::Legacy { .. } => "",
-        };
-        format!(
-            "{}@{}",
-            escape_key_part(self.container_id()),
-            escape_key_part(ifname)
-        )
+        const OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+        const PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+        let hash = self
+            .content()
+            .bytes()
+            .fold(OFFSET, |h, b| (h ^ u128::from(b)).wrapping_mul(PRIME));
+        format!("{hash:032x}")
     }
 }
 
@@ -103,19 +106,6 @@ impl std::fmt::Display for Owner {
     }
 }
 
-fn escape_key_part(part: &str) -> String {
-    let mut out = String::with_capacity(part.len());
-    for byte in part.bytes() {
-        if byte.is_ascii_lowercase() || byte.is_ascii_digit() || matches!(byte, b'_' | b'-' | b'.')
-        {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
 /// What a reservation file holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Content {
@@ -128,16 +118,19 @@ pub enum Content {
 
 /// Parses a reservation file as the reference reads it: whitespace-trimmed, `\r\n` between the
 /// container ID and the interface name.
+///
+/// Everything `cni` validation accepts is read back as written: IDs and ifnames hold no
+/// whitespace (libcni refuses it), but an ifname may hold any other character, control
+/// characters included. A corrupt file's content is never quoted: the file may be foreign.
 pub fn parse_content(bytes: &[u8]) -> Content {
     let Ok(text) = std::str::from_utf8(bytes) else {
-        return Content::Corrupt("not UTF-8 text".to_owned());
+        return Content::Corrupt(format!("{} bytes that are not UTF-8 text", bytes.len()));
     };
     let text = text.trim();
     if text.is_empty() {
         return Content::Empty;
     }
-    let plausible =
-        |s: &str| !s.is_empty() && !s.chars().any(|c| c.is_whitespace() || c.is_control());
+    let plausible = |s: &str| !s.is_empty() && !s.chars().any(char::is_whitespace);
     match text.split_once("\r\n") {
         None if plausible(text) => Content::Owned(Owner::Legacy {
             container_id: text.to_owned(),
@@ -146,8 +139,8 @@ pub fn parse_content(bytes: &[u8]) -> Content {
             Content::Owned(Owner::attachment(id, ifname))
         }
         _ => Content::Corrupt(format!(
-            "{} is neither \"containerID\\r\\nifname\" nor a container ID",
-            cni::quoted(&text.chars().take(80).collect::<String>())
+            "{} bytes that are neither \"containerID\\r\\nifname\" nor a container ID",
+            bytes.len()
         )),
     }
 }
@@ -196,16 +189,39 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_safe_file_names_and_tell_case_apart() {
-        assert_eq!(Owner::attachment("abc", "eth0").key(), "abc@eth0");
-        assert_eq!(Owner::attachment("ABC", "eth0").key(), "%41%42%43@eth0");
-        assert_eq!(Owner::attachment("a", "e@\\*").key(), "a@e%40%5C%2A");
-        assert_eq!(
+    fn control_characters_round_trip_and_corrupt_content_is_never_quoted() {
+        for ifname in ["e\u{1}", "e\u{7f}", "e\u{1b}[31m", "e\u{81}"] {
+            let owner = Owner::attachment("id", ifname);
+            assert_eq!(
+                parse_content(owner.content().as_bytes()),
+                Content::Owned(owner)
+            );
+        }
+        let Content::Corrupt(why) = parse_content(b"SECRET token\r\nx y") else {
+            panic!("not corrupt");
+        };
+        assert!(!why.contains("SECRET"), "{why}");
+    }
+
+    #[test]
+    fn keys_are_short_safe_file_names_and_tell_case_apart() {
+        let long = Owner::attachment(&"A".repeat(5000), "e\u{1}");
+        assert_eq!(long.key().len(), 32);
+        assert!(
+            long.key()
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert_ne!(
+            Owner::attachment("abc", "eth0").key(),
+            Owner::attachment("ABC", "eth0").key()
+        );
+        assert_ne!(
+            Owner::attachment("abc", "eth0").key(),
             Owner::Legacy {
                 container_id: "abc".into()
             }
-            .key(),
-            "abc@"
+            .key()
         );
     }
 }

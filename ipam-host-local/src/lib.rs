@@ -38,10 +38,14 @@
 //! reference walks subdirectories, parses file names as addresses and deletes files whose
 //! content is `id\r\nifname`):
 //!
-//! - `attachments/<bucket>/<key>@<ip>`, where `<key>` is the escaped `containerID@ifname` and
-//!   `<bucket>` one of 64 directories chosen by a hash of the key: **the reservation file's
-//!   first name**. Finding what an attachment holds (idempotent ADD, DEL, CHECK) is one listing
-//!   of a bucket (about 80 names at 5,000 reservations). Because the entry *is* the
+//! - `attachments/<bucket>/<key>@<ip>`, where `<key>` is 32 hex digits of a hash of the
+//!   reservation content (`containerID\r\nifname`) and `<bucket>` one of 64 directories
+//!   chosen by it: **the reservation file's first name**. A hash, so every attachment name
+//!   the `cni` crate accepts (IDs of any length, ifnames with control characters) makes a
+//!   short file name on every filesystem; entries are verified against the reservation file
+//!   before they are believed, so a collision costs a read. Finding what an attachment holds
+//!   (idempotent ADD, DEL, CHECK) is one listing of a bucket (about 80 names at 5,000
+//!   reservations). Because the entry *is* the
 //!   reservation file (same inode, content `id\r\nifname`), the reference's DEL deletes it
 //!   along with the reservation, keeping the index right even when the reference releases
 //!   our reservations; and an ADD creates one new file, as the reference's does (on slow
@@ -49,13 +53,47 @@
 //! - `occupancy.<set>`: a bitmap of reserved positions of each range set (sets up to 2^20
 //!   addresses), so round-robin allocation jumps to the next free address without trying
 //!   taken ones. It is a hint (see below); larger sets probe from the last reserved address.
-//! - `stamp`: the network directory's modification time and each set's layout and
-//!   `last_reserved_ip` content, as we left them. The reference's ADD always rewrites
-//!   `last_reserved_ip`, and anyone's create or delete moves the directory's time, so a stamp
-//!   that does not match means someone else (the reference, an operator's `rm`) changed the
-//!   directory: the index is rebuilt from the reservation files (one O(n) pass).
-#![forbid(unsafe_code)]
-
+//! - `stamp`: the network directory's modification time, the attachments directory's, and
+//!   each set's range layout and `last_reserved_ip` content, as we left them. The layout is
+//!   the ranges alone: exclusions a caller adds ([`HostLocal::exclude`], win-bridge's pod
+//!   gateway at ADD) are skipped during the search and never stored, so every command of
+//!   every caller (both plugins and the `host-local` binary) agrees on the stamp. The
+//!   reference's ADD always rewrites `last_reserved_ip`, and anyone's create or delete moves
+//!   the directory's time, so a stamp that does not match means someone else (the reference,
+//!   an operator's `rm`) changed the directory: the index is rebuilt from the reservation
+//!   files (one O(n) pass).
+//!
+//! # The truth and the cache
+//!
+//! The reservation files are the truth; everything under `.cni-win/` and `last_reserved_ip.*`
+//! is a cache that heals. Damage to a hint (empty, garbage, truncated, a directory, a link)
+//! costs a rebuild or a replaced file, never a failed command. A rebuild that could not read or
+//! index every reservation file leaves the stamp empty, and until a complete rebuild the
+//! session reads the reservation files themselves (as the reference does): **a DEL that
+//! returns success leaves no reservation of the attachment**, and fails (code 5, after
+//! releasing what it found) when a file it could not read might be one. Only damage to the
+//! truth or to `lock` refuses, naming the path.
+//!
+//! # Links and special files
+//!
+//! The plugin runs as root/SYSTEM, so nothing under `<dataDir>/<network>` is opened through a
+//! link (Unix `O_NOFOLLOW`, Windows `FILE_FLAG_OPEN_REPARSE_POINT` and the reparse-point
+//! attribute), nothing there is used unless it is a regular file or a real directory, and
+//! nothing is opened blocking (`O_NONBLOCK`: a FIFO cannot stall a command). A link or special
+//! file in place of a hint or index directory is removed (the link itself, never its target)
+//! and replaced; one named like a reservation blocks its address and GC removes it; one in
+//! place of `lock` or of the network directory refuses every command. Corrupt content is never
+//! quoted in a message. Every file the store creates is owner-only (0600, directories 0700),
+//! as the reference's reservation files.
+//!
+//! # Lock deadline
+//!
+//! The lock is polled, never waited on without end: after `ipam.lockTimeoutSeconds` (or the
+//! `CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT` environment variable, which wins; default 60 s, half
+//! kubelet's default 2-minute CRI `runtimeRequestTimeout`, so a stuck holder costs one
+//! retried sandbox, not an abandoned one) ADD, DEL and GC fail with code 11 naming the lock
+//! and, on Linux, the holding process; STATUS with 50.
+//!
 //! # Crash safety
 //!
 //! - **A reservation becomes visible only once complete**: its content is written under its
@@ -73,9 +111,8 @@
 //! - **The occupancy map is a hint**: a bit wrongly clear costs one failed link (then the bit is
 //!   set); a bit wrongly set hides an address until the next rebuild, which always runs before
 //!   a set is reported exhausted (ADD) or full (STATUS).
-//! - **Rebuilds** start by emptying the stamp, so a crash mid-rebuild makes the next operation
-//!   rebuild again. They drop every entry (leftovers of dead writers included), reclaim empty
-//!   reservation files
+//! - **Rebuilds** start from a fresh, empty index without a stamp, so a crash mid-rebuild
+//!   makes the next operation rebuild again. They reclaim empty reservation files
 //!   (a writer crashed between create and write: every writer holds the lock while a file is
 //!   empty, so an empty file seen under the lock is always a leftover) and report corrupt ones,
 //!   which GC reclaims. No file can block an address forever.
@@ -91,25 +128,29 @@
 //!
 //! # Error codes
 //!
-//! Besides the spec's codes (7 for invalid config naming the field, 5 for I/O, 50 from
-//! STATUS), host-local returns:
+//! Besides the spec's codes (7 for invalid config naming the field, 5 for I/O, 11 when the
+//! lock deadline passed, 50 from STATUS), host-local returns:
 //!
 //! | code | constant | meaning |
 //! | --- | --- | --- |
 //! | 100 | [`POOL_EXHAUSTED`] | a range set has no free address; the message names the set, its ranges and how many addresses it holds |
 //! | 101 | [`ADDRESS_UNAVAILABLE`] | a requested address is reserved by someone else, or the attachment already holds another one in that set |
 //! | 102 | [`RESERVATION_MISMATCH`] | CHECK: the reservations differ from prevResult; the message lists each difference |
+#![forbid(unsafe_code)]
 
 pub mod config;
 mod fsutil;
 mod host_local;
 pub mod layout;
+mod lock;
 mod occupancy;
 pub mod range;
 mod resolv;
 mod store;
 
-pub use config::{DEFAULT_DATA_DIR, IpamConfig, RequestedIp};
+pub use config::{
+    DEFAULT_DATA_DIR, DEFAULT_LOCK_TIMEOUT, IpamConfig, LOCK_TIMEOUT_ENV, RequestedIp,
+};
 pub use host_local::{Allocation, HostLocal};
 pub use store::INDEX_DIR;
 

@@ -6,13 +6,13 @@
 //! which runs before any "pool exhausted" answer. So the map is updated in place, without
 //! fsync, and any damage to it is harmless.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
 use cni::Error;
 
-use crate::fsutil::io_error;
+use crate::fsutil::{Access, io_error, open_regular, read_capped};
 
 /// First bytes of a map file. The space in it guarantees the reference's release-by-content
 /// scan (which walks subdirectories too) can never mistake the file for a reservation.
@@ -37,30 +37,28 @@ pub enum Occupancy {
 }
 
 impl Occupancy {
-    /// Opens (or creates) the map for a set of `size` positions. A map of the wrong length or
-    /// header reads as all-free, which the next rebuild (or failed links) corrects.
-    pub fn open(path: &Path, size: u128) -> Result<Occupancy, Error> {
+    /// Opens (or creates) the map for a set of `size` positions, and says whether it holds a
+    /// map at all: a new, empty, short or garbage file reads as all-free and `false`, which
+    /// makes the caller rebuild (an all-free map of a busy set would cost a failed link per
+    /// taken address). A link or special file in its place is an error (the caller replaces
+    /// the index).
+    pub fn open(path: &Path, size: u128) -> Result<(Occupancy, bool), Error> {
         if size > MAX_MAPPED_POSITIONS {
-            return Ok(Occupancy::Unmapped { size });
+            return Ok((Occupancy::Unmapped { size }, true));
         }
         let size = size as usize;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| io_error("open", path, &e))?;
-        let mut content = Vec::new();
-        file.read_to_end(&mut content)
-            .map_err(|e| io_error("read", path, &e))?;
+        let mut file = open_regular(path, Access::ReadWriteCreate)
+            .map_err(|e| e.into_error("open occupancy map", path))?;
         let expected = HEADER.len() + size.div_ceil(8);
-        let bits = if content.len() == expected && content.starts_with(HEADER) {
+        let mut content =
+            read_capped(&mut file, expected as u64, path, "occupancy map").unwrap_or_default();
+        let valid = content.len() == expected && content.starts_with(HEADER);
+        let bits = if valid {
             content.split_off(HEADER.len())
         } else {
             vec![0; size.div_ceil(8)]
         };
-        Ok(Occupancy::Mapped { file, bits, size })
+        Ok((Occupancy::Mapped { file, bits, size }, valid))
     }
 
     /// The first position from `from` on (wrapping) believed free.

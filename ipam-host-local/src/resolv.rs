@@ -1,16 +1,46 @@
 //! `resolvConf`: a resolv.conf-style file returned as the result's `dns`, as the reference does.
 
-use cni::{Dns, Error};
+use cni::{Dns, Error, ErrorCode};
+use std::fs::OpenOptions;
 use std::path::Path;
 
-use crate::fsutil::io_error;
+use crate::fsutil::{io_error, read_capped};
+
+/// The largest `resolvConf` read (resolv.conf files are a few hundred bytes).
+const MAX_SIZE: u64 = 64 * 1024;
 
 /// Reads `nameserver`, `domain`, `search` and `options` lines; comments and other keys are
 /// skipped.
+///
+/// The file is opened without blocking (a FIFO cannot stall the ADD), must be a regular file
+/// (a device such as `/dev/zero` is never read) and at most 64 KiB. Links are followed: the
+/// path comes from the config, and `/etc/resolv.conf` is often one.
 pub fn read(path: &Path) -> Result<Dns, Error> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| io_error("read ipam.resolvConf", path, &e))?;
-    Ok(parse(&text))
+    const WHAT: &str = "ipam.resolvConf";
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NONBLOCK | libc::O_CLOEXEC,
+    );
+    let mut file = options
+        .open(path)
+        .map_err(|e| io_error(&format!("read {WHAT}"), path, &e))?;
+    let metadata = file
+        .metadata()
+        .map_err(|e| io_error(&format!("read {WHAT}"), path, &e))?;
+    if !metadata.is_file() {
+        return Err(Error::new(
+            ErrorCode::InvalidConfig,
+            format!(
+                "{WHAT}: {} is not a regular file; name a resolv.conf-style file",
+                path.display()
+            ),
+        ));
+    }
+    let bytes = read_capped(&mut file, MAX_SIZE, path, WHAT)?;
+    Ok(parse(&String::from_utf8_lossy(&bytes)))
 }
 
 fn parse(text: &str) -> Dns {

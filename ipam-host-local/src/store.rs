@@ -10,21 +10,28 @@
 //! - `<net>/.cni-win/occupancy.<set>` is a bitmap of reserved positions (a hint).
 //! - `<net>/.cni-win/stamp` records what the directory looked like when we last left it; if
 //!   anything else changed it since, the index is rebuilt from the reservation files.
+//!
+//! Everything under `.cni-win` and `last_reserved_ip.*` is a cache: damage to it (a link, a
+//! directory, garbage) is repaired by replacing it, never reported as a failure. Only damage to
+//! the truth itself (or to `lock`) refuses, naming the path.
 
-use std::collections::HashSet;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read};
+use std::fs::{self, File};
+use std::io;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
 use cni::Error;
 
-use crate::fsutil::{io_error, overwrite, read_optional, remove_optional, sync_dir, write_new};
+use crate::fsutil::{
+    Access, OpenError, ensure_private_dir, hard_link, io_error, is_real_dir, open_regular,
+    overwrite, read_capped, remove_any, remove_optional, sync_dir, write_new,
+};
 use crate::layout::{
     Content, ESCAPES_COLONS, LAST_RESERVED_PREFIX, LOCK_FILE, Owner, ip_file_name, parse_content,
     parse_ip_file_name,
 };
+use crate::lock;
 use crate::occupancy::Occupancy;
 use crate::range::RangeSet;
 
@@ -32,16 +39,28 @@ use crate::range::RangeSet;
 /// globs the directory (`rm <dir>/*`), and nothing in it can pass for a reservation.
 pub const INDEX_DIR: &str = ".cni-win";
 
-const STAMP_HEADER: &str = "cni-win host-local index v1";
+/// The stamp's first line; the version names the index layout (v2: entries keyed by hash), so
+/// an index written by another layout is rebuilt.
+const STAMP_HEADER: &str = "cni-win host-local index v2";
 
 /// How many bucket directories the index spreads its entries over.
 const BUCKETS: u32 = 64;
+
+/// The largest reservation file read: an ID and an ifname (libcni sets no length on IDs, but
+/// nothing real comes near this). Larger files are corrupt.
+const MAX_RESERVATION_SIZE: u64 = 64 * 1024;
+
+/// The largest `last_reserved_ip.<n>` read (an address is at most 39 bytes).
+const MAX_LAST_RESERVED_SIZE: u64 = 256;
+
+/// The largest stamp read (a few lines per range set).
+const MAX_STAMP_SIZE: u64 = 64 * 1024;
 
 /// Paths of one network's store.
 #[derive(Debug, Clone)]
 pub struct Store {
     net_dir: PathBuf,
-    index_dir: PathBuf,
+    lock_timeout: Duration,
 }
 
 /// What a rebuild should do with the reservations it reads.
@@ -53,10 +72,11 @@ pub enum Sweep<'a> {
 }
 
 impl Store {
-    pub fn new(data_dir: &Path, network: &str) -> Store {
-        let net_dir = data_dir.join(network);
-        let index_dir = net_dir.join(INDEX_DIR);
-        Store { net_dir, index_dir }
+    pub fn new(data_dir: &Path, network: &str, lock_timeout: Duration) -> Store {
+        Store {
+            net_dir: data_dir.join(network),
+            lock_timeout,
+        }
     }
 
     pub fn net_dir(&self) -> &Path {
@@ -71,19 +91,23 @@ impl Store {
         self.net_dir.join(format!("{LAST_RESERVED_PREFIX}{set}"))
     }
 
-    fn attachments_dir(&self) -> PathBuf {
-        self.index_dir.join("attachments")
+    /// `<net>/.cni-win`, computed rather than stored to keep `HostLocal` small (the plugins
+    /// hold it in an enum beside a bare plugin name).
+    fn index_dir(&self) -> PathBuf {
+        self.net_dir.join(INDEX_DIR)
     }
 
-    /// The bucket holding `owner`'s entries: one of 64, by a hash of its key, so no directory
-    /// grows with the number of reservations the way one flat directory would (5,000
-    /// reservations make buckets of about 80 names) and no directory is made per attachment.
+    fn attachments_dir(&self) -> PathBuf {
+        self.index_dir().join("attachments")
+    }
+
+    /// The bucket holding `owner`'s entries: one of 64, by its key, so no directory grows with
+    /// the number of reservations the way one flat directory would (5,000 reservations make
+    /// buckets of about 80 names) and no directory is made per attachment.
     fn bucket(&self, owner: &Owner) -> PathBuf {
-        let hash = owner.key().bytes().fold(0x811c_9dc5u32, |h, b| {
-            (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-        });
-        self.attachments_dir()
-            .join(format!("{:02x}", hash % BUCKETS))
+        let key = owner.key();
+        let index = u32::from_str_radix(&key[key.len() - 8..], 16).unwrap_or(0) % BUCKETS;
+        self.attachments_dir().join(format!("{index:02x}"))
     }
 
     /// `owner`'s index entry for `ip`: `<key>@<ip file name>`.
@@ -96,21 +120,22 @@ impl Store {
     }
 
     fn stamp_path(&self) -> PathBuf {
-        self.index_dir.join("stamp")
+        self.index_dir().join("stamp")
     }
 
     fn occupancy_path(&self, set: usize) -> PathBuf {
-        self.index_dir.join(format!("occupancy.{set}"))
+        self.index_dir().join(format!("occupancy.{set}"))
     }
 
     /// Locks the network directory (creating it if needed) and returns a session whose index is
-    /// known to match the reservation files.
+    /// known to match the reservation files, or, if a rebuild could not read every one of
+    /// them, a session that reads the reservation files themselves.
     pub fn open<'a>(&'a self, sets: &'a [RangeSet]) -> Result<Session<'a>, Error> {
         let mut session = self.lock(sets)?;
-        if session.recorded_stamp != session.stamp()? {
+        if session.index.recorded_stamp != session.stamp()? {
             log::info!(
-                "index of {} is missing or stale (the directory changed since this plugin last \
-                 used it); rebuilding it from the reservation files",
+                "index of {} is missing, damaged or stale (the directory changed since this \
+                 plugin last used it); rebuilding it from the reservation files",
                 self.net_dir.display()
             );
             session.rebuild(Sweep::KeepAll)?;
@@ -120,51 +145,155 @@ impl Store {
 
     /// Locks the network directory without checking the index (for callers that rebuild it).
     pub fn lock<'a>(&'a self, sets: &'a [RangeSet]) -> Result<Session<'a>, Error> {
-        for dir in [&self.net_dir, &self.attachments_dir()] {
-            fs::create_dir_all(dir).map_err(|e| io_error("create directory", dir, &e))?;
-        }
+        self.create_net_dir()?;
         let lock_path = self.net_dir.join(LOCK_FILE);
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(|e| io_error("open lock file", &lock_path, &e))?;
-        lock.lock().map_err(|e| io_error("lock", &lock_path, &e))?;
+        let lock = open_regular(&lock_path, Access::ReadWriteCreate)
+            .map_err(|e| e.into_error("open lock file", &lock_path))?;
+        lock::acquire(&lock, &lock_path, self.lock_timeout)?;
 
-        let mut last_reserved = Vec::with_capacity(sets.len());
-        let mut occupancy = Vec::with_capacity(sets.len());
-        for (i, set) in sets.iter().enumerate() {
-            let text = read_optional(&self.last_reserved_path(i))?
-                .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
-                .unwrap_or_default();
-            last_reserved.push(text);
-            occupancy.push(Occupancy::open(&self.occupancy_path(i), set.size())?);
-        }
-        let stamp_path = self.stamp_path();
-        let mut stamp_file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&stamp_path)
-            .map_err(|e| io_error("open", &stamp_path, &e))?;
-        let mut recorded_stamp = String::new();
-        // An unreadable stamp reads as empty, which forces a rebuild.
-        let _ = stamp_file.read_to_string(&mut recorded_stamp);
+        let last_reserved = (0..sets.len())
+            .map(|i| self.read_last_reserved(i))
+            .collect();
+        let index = match Index::open(self, sets) {
+            Ok(index) => index,
+            Err(err) => {
+                log::warn!(
+                    "the index in {} is damaged ({}); replacing it",
+                    self.index_dir().display(),
+                    err.msg()
+                );
+                remove_any(&self.index_dir())?;
+                Index::open(self, sets)?
+            }
+        };
         Ok(Session {
             store: self,
             sets,
             _lock: lock,
             last_reserved,
-            occupancy,
+            index,
             rebuilt: false,
+            trusted: true,
             changed: false,
             prepared: None,
-            stamp_file,
-            recorded_stamp,
+            unreadable: Vec::new(),
         })
+    }
+
+    /// Creates `<dataDir>/<network>`; refuses when it is a link or a file (everything the store
+    /// writes must stay inside the real directory).
+    fn create_net_dir(&self) -> Result<(), Error> {
+        match is_real_dir(&self.net_dir) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::new(
+                cni::ErrorCode::Io,
+                format!(
+                    "{} is not a directory (a link or a file); the store never follows links: \
+                     replace it with a directory",
+                    self.net_dir.display()
+                ),
+            )),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir_all(&self.net_dir)
+                .map_err(|e| io_error("create directory", &self.net_dir, &e)),
+            Err(e) => Err(io_error("inspect", &self.net_dir, &e)),
+        }
+    }
+
+    /// `last_reserved_ip.<set>`'s content: a hint, so anything unreadable reads as empty.
+    fn read_last_reserved(&self, set: usize) -> String {
+        let path = self.last_reserved_path(set);
+        let read = match open_regular(&path, Access::Read) {
+            Err(OpenError::Missing) => return String::new(),
+            Err(e) => Err(e.into_error("read", &path)),
+            Ok(mut file) => read_capped(&mut file, MAX_LAST_RESERVED_SIZE, &path, "hint"),
+        };
+        match read {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+            Err(err) => {
+                log::warn!(
+                    "{}; allocation starts from the range's beginning",
+                    err.msg()
+                );
+                String::new()
+            }
+        }
+    }
+
+    /// The content of `ip`'s reservation file, read without following a link: a link or special
+    /// file there is nobody's reservation (and its target is never read).
+    fn read_reservation(&self, ip: IpAddr) -> Result<Option<Content>, Error> {
+        let path = self.reservation_path(ip);
+        let mut file = match open_regular(&path, Access::Read) {
+            Ok(file) => file,
+            Err(OpenError::Missing) => return Ok(None),
+            Err(OpenError::NotRegular(what)) => {
+                return Ok(Some(Content::Corrupt(format!("it is {what}"))));
+            }
+            Err(e) => return Err(e.into_error("read reservation", &path)),
+        };
+        Ok(Some(
+            match read_capped(&mut file, MAX_RESERVATION_SIZE, &path, "reservation") {
+                Ok(bytes) => parse_content(&bytes),
+                Err(_) => Content::Corrupt(format!("larger than {MAX_RESERVATION_SIZE} bytes")),
+            },
+        ))
+    }
+}
+
+/// The index's open files: the stamp and each set's occupancy map.
+#[derive(Debug)]
+struct Index {
+    stamp_file: File,
+    /// The stamp as the last session left it; empty when the index must be rebuilt.
+    recorded_stamp: String,
+    occupancy: Vec<Occupancy>,
+}
+
+impl Index {
+    /// Opens the index, repairing its directories. Anything that makes it untrustworthy (a
+    /// repaired directory, a map that is not one) empties the recorded stamp, so the caller
+    /// rebuilds; a link or special file in place of a file is an error (the caller replaces the
+    /// whole index).
+    fn open(store: &Store, sets: &[RangeSet]) -> Result<Index, Error> {
+        let mut repaired = ensure_private_dir(&store.index_dir())?;
+        repaired |= ensure_private_dir(&store.attachments_dir())?;
+        let stamp_path = store.stamp_path();
+        let mut stamp_file = open_regular(&stamp_path, Access::ReadWriteCreate)
+            .map_err(|e| e.into_error("open", &stamp_path))?;
+        // An unreadable or oversized stamp reads as empty, which forces a rebuild.
+        let recorded = read_capped(&mut stamp_file, MAX_STAMP_SIZE, &stamp_path, "stamp")
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default();
+        let mut occupancy = Vec::with_capacity(sets.len());
+        for (i, set) in sets.iter().enumerate() {
+            let (map, valid) = Occupancy::open(&store.occupancy_path(i), set.size())?;
+            repaired |= !valid;
+            occupancy.push(map);
+        }
+        Ok(Index {
+            stamp_file,
+            recorded_stamp: if repaired { String::new() } else { recorded },
+            occupancy,
+        })
+    }
+
+    /// Empties the index for a rebuild: no stamp (a crash part-way through makes the next
+    /// session rebuild again), no entries, every bucket made, every map all-free. The stamp and
+    /// map files stay open and are rewritten in place: Windows cannot remove a directory while
+    /// a file in it is open.
+    fn clear(&mut self, store: &Store) -> Result<(), Error> {
+        overwrite(&mut self.stamp_file, b"", &store.stamp_path())?;
+        self.recorded_stamp.clear();
+        let attachments = store.attachments_dir();
+        remove_any(&attachments)?;
+        ensure_private_dir(&attachments)?;
+        for bucket in 0..BUCKETS {
+            ensure_private_dir(&attachments.join(format!("{bucket:02x}")))?;
+        }
+        for occupancy in &mut self.occupancy {
+            occupancy.clear();
+        }
+        Ok(())
     }
 }
 
@@ -176,15 +305,20 @@ pub struct Session<'a> {
     _lock: File,
     /// Each set's `last_reserved_ip.<n>` content, as on disk.
     last_reserved: Vec<String>,
-    occupancy: Vec<Occupancy>,
+    index: Index,
     /// Whether this session already rebuilt the index (a second rebuild would find the same).
     rebuilt: bool,
+    /// Whether the index holds every reservation. False after a rebuild that could not read or
+    /// index some reservation file, or when the index turned out damaged: lookups then read
+    /// the reservation files, and the stamp stays empty so the next session rebuilds.
+    trusted: bool,
     /// Whether the network directory changed, so the stamp must be rewritten.
     changed: bool,
     /// The complete reservation file of this session's new reservations.
     prepared: Option<Prepared>,
-    stamp_file: File,
-    recorded_stamp: String,
+    /// Reservation files a lookup in the reservation files could not read: one of them may be
+    /// the attachment's, so DEL cannot claim to have released everything.
+    unreadable: Vec<Error>,
 }
 
 /// A complete reservation file (content `containerID\r\nifname`), named by one index
@@ -212,17 +346,28 @@ impl Drop for Session<'_> {
 impl Session<'_> {
     /// The stamp describing the directory as it is now: its modification time (changed by any
     /// reservation created or removed, by anyone), and each set's layout and last reservation
-    /// (rewritten by every reference ADD, even when the time stamp is too coarse to move).
+    /// (rewritten by every reference ADD, even when the time stamp is too coarse to move). The
+    /// layout is the ranges alone, never a caller's exclusions, so every command and caller
+    /// of one network config agrees on it.
+    ///
+    /// The attachments directory's time is in it too: it moves only when buckets are made or
+    /// removed, which we do only in a rebuild, so a bucket replaced behind our back is seen.
     fn stamp(&self) -> Result<String, Error> {
-        let dir = &self.store.net_dir;
-        let modified = fs::metadata(dir)
-            .and_then(|m| m.modified())
-            .map_err(|e| io_error("read metadata of", dir, &e))?;
-        let since_epoch = modified.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let modified = |dir: &Path| -> Result<String, Error> {
+            let time = fs::symlink_metadata(dir)
+                .and_then(|m| m.modified())
+                .map_err(|e| io_error("read metadata of", dir, &e))?;
+            let since_epoch = time.duration_since(UNIX_EPOCH).unwrap_or_default();
+            Ok(format!(
+                "{}.{:09}",
+                since_epoch.as_secs(),
+                since_epoch.subsec_nanos()
+            ))
+        };
         let mut stamp = format!(
-            "{STAMP_HEADER}\nmodified {}.{:09}\n",
-            since_epoch.as_secs(),
-            since_epoch.subsec_nanos()
+            "{STAMP_HEADER}\nmodified {}\nindex {}\n",
+            modified(&self.store.net_dir)?,
+            modified(&self.store.attachments_dir())?
         );
         for (i, set) in self.sets.iter().enumerate() {
             stamp.push_str(&format!(
@@ -235,13 +380,16 @@ impl Session<'_> {
     }
 
     /// Records the directory's state so the next session can trust the index. Skipped when the
-    /// session changed nothing; a session that fails before this leaves the old stamp, so the
-    /// next one rebuilds.
+    /// session changed nothing; an index that is not complete gets an empty stamp (the next
+    /// session rebuilds); a session that fails before this leaves the old stamp, which no
+    /// longer matches the directory if it changed anything.
     pub fn finish(mut self) -> Result<(), Error> {
-        if self.changed {
+        let path = self.store.stamp_path();
+        if !self.trusted {
+            overwrite(&mut self.index.stamp_file, b"", &path)?;
+        } else if self.changed {
             let stamp = self.stamp()?;
-            let path = self.store.stamp_path();
-            overwrite(&mut self.stamp_file, stamp.as_bytes(), &path)?;
+            overwrite(&mut self.index.stamp_file, stamp.as_bytes(), &path)?;
         }
         Ok(())
     }
@@ -258,7 +406,7 @@ impl Session<'_> {
     fn mark(&mut self, ip: IpAddr, reserved: bool) -> Result<(), Error> {
         for (i, set) in self.sets.iter().enumerate() {
             if let Some(position) = set.position_of(ip) {
-                self.occupancy[i].mark(position, reserved, &self.store.occupancy_path(i))?;
+                self.index.occupancy[i].mark(position, reserved, &self.store.occupancy_path(i))?;
             }
         }
         Ok(())
@@ -266,19 +414,44 @@ impl Session<'_> {
 
     /// The content of `ip`'s reservation file, if it exists.
     pub fn holder(&self, ip: IpAddr) -> Result<Option<Content>, Error> {
-        Ok(read_optional(&self.store.reservation_path(ip))?.map(|b| parse_content(&b)))
+        self.store.read_reservation(ip)
     }
 
-    /// The addresses `owner` holds, verified against the reservation files. Index entries whose
-    /// reservation is gone or belongs to someone else (left by a crash) are dropped.
+    /// The addresses `owner` holds, verified against the reservation files. With a trusted
+    /// index this is one bucket listing; a damaged bucket costs a rebuild; an index that is
+    /// not complete is bypassed for the reservation files themselves.
     pub fn held(&mut self, owner: &Owner) -> Result<Vec<IpAddr>, Error> {
+        if self.trusted {
+            match self.held_by_index(owner) {
+                Ok(held) => return Ok(held),
+                Err(err) if !self.rebuilt => {
+                    log::warn!("{}; rebuilding the index", err.msg());
+                    self.rebuild(Sweep::KeepAll)?;
+                    return self.held(owner);
+                }
+                Err(err) => {
+                    log::warn!("{}; reading the reservation files instead", err.msg());
+                    self.trusted = false;
+                }
+            }
+        }
+        self.held_by_reservations(owner)
+    }
+
+    fn held_by_index(&mut self, owner: &Owner) -> Result<Vec<IpAddr>, Error> {
         let dir = self.store.bucket(owner);
-        let prefix = format!("{}@", owner.key());
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error("list", &dir, &e)),
-        };
+        if !is_real_dir(&dir).unwrap_or(false) {
+            return Err(Error::new(
+                cni::ErrorCode::Io,
+                format!(
+                    "index bucket {} is missing or not a directory",
+                    dir.display()
+                ),
+            ));
+        }
+        let key = owner.key();
+        let prefix = format!("{key}@");
+        let entries = fs::read_dir(&dir).map_err(|e| io_error("list", &dir, &e))?;
         let mut held = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error("list", &dir, &e))?;
@@ -287,13 +460,48 @@ impl Session<'_> {
                 continue;
             };
             let ip = parse_ip_file_name(ip_name, ESCAPES_COLONS);
-            let owned = match ip {
-                Some(ip) => self.holder(ip)? == Some(Content::Owned(owner.clone())),
-                None => false,
+            let holder = match ip {
+                Some(ip) => self.holder(ip)?,
+                None => None,
             };
-            match ip {
-                Some(ip) if owned => held.push(ip),
-                _ => remove_optional(&entry.path())?,
+            match (ip, holder) {
+                (Some(ip), Some(Content::Owned(holder))) if holder == *owner => held.push(ip),
+                // Another attachment whose key collides: its entry, not a stale one of ours.
+                (Some(_), Some(Content::Owned(holder))) if holder.key() == key => {}
+                // Left by a crash, or damaged: never believed, removed without following it.
+                _ => {
+                    if let Err(err) = remove_any(&entry.path()) {
+                        log::warn!("stale index entry: {}", err.msg());
+                    }
+                }
+            }
+        }
+        held.sort();
+        Ok(held)
+    }
+
+    /// The reference's way: every reservation file whose content is `owner`'s. Files that
+    /// cannot be read are remembered (see [`Session::release_attachment`]).
+    fn held_by_reservations(&mut self, owner: &Owner) -> Result<Vec<IpAddr>, Error> {
+        let dir = &self.store.net_dir;
+        let listing = fs::read_dir(dir).map_err(|e| io_error("list", dir, &e))?;
+        let mut held = Vec::new();
+        for entry in listing {
+            let entry = entry.map_err(|e| io_error("list", dir, &e))?;
+            let Some(ip) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| parse_ip_file_name(n, ESCAPES_COLONS))
+            else {
+                continue;
+            };
+            match self.holder(ip) {
+                Ok(Some(Content::Owned(holder))) if holder == *owner => held.push(ip),
+                Ok(_) => {}
+                Err(err) => {
+                    log::warn!("{}", err.msg());
+                    self.unreadable.push(err);
+                }
             }
         }
         held.sort();
@@ -306,7 +514,7 @@ impl Session<'_> {
     fn name_reservation_file(&mut self, owner: &Owner, entry: &Path) -> Result<(), Error> {
         match &mut self.prepared {
             Some(prepared) if prepared.owner == *owner && prepared.committed => {
-                fs::hard_link(&prepared.entry, entry).map_err(|e| io_error("create", entry, &e))
+                hard_link(&prepared.entry, entry).map_err(|e| io_error("create", entry, &e))
             }
             Some(prepared) if prepared.owner == *owner => {
                 fs::rename(&prepared.entry, entry).map_err(|e| io_error("create", entry, &e))?;
@@ -338,17 +546,17 @@ impl Session<'_> {
     /// then commits by linking it to the address's name. `Ok(false)` when the address is
     /// already taken.
     fn reserve(&mut self, ip: IpAddr, owner: &Owner) -> Result<bool, Error> {
-        let bucket = self.store.bucket(owner);
-        fs::create_dir_all(&bucket).map_err(|e| io_error("create directory", &bucket, &e))?;
+        // The bucket must be a real directory: a link there would put the entry elsewhere.
+        ensure_private_dir(&self.store.bucket(owner))?;
         let entry = self.store.entry_path(owner, ip);
         // An entry left by a crashed ADD is stale (`held` would have reported a live one).
-        remove_optional(&entry)?;
+        remove_any(&entry)?;
         self.name_reservation_file(owner, &entry)?;
         // Whether `entry` is the spare file itself rather than one more link to a committed one.
         let spare = self.prepared.as_mut().filter(|p| p.entry == entry);
 
         let target = self.store.reservation_path(ip);
-        match fs::hard_link(&entry, &target) {
+        match hard_link(&entry, &target) {
             Ok(()) => {
                 if let Some(prepared) = spare {
                     prepared.committed = true;
@@ -402,18 +610,20 @@ impl Session<'_> {
         }
     }
 
+    /// The next free candidate of `set` from its start position. Gateways and excluded
+    /// addresses are skipped here, never recorded in the map: the map holds only what the
+    /// reservation files say, so it is the same for every caller.
     fn search(&mut self, set: usize, owner: &Owner) -> Result<Option<IpAddr>, Error> {
         let sets = self.sets;
         let range_set = &sets[set];
         let mut from = self.start_position(set);
-        for _ in 0..self.occupancy[set].search_limit() {
-            let Some(position) = self.occupancy[set].next_free(from) else {
+        for _ in 0..self.index.occupancy[set].search_limit() {
+            let Some(position) = self.index.occupancy[set].next_free(from) else {
                 return Ok(None);
             };
             let ip = range_set.address_at(position);
             from = position + 1;
             if range_set.is_reserved(ip) {
-                self.mark(ip, true)?;
                 continue;
             }
             if self.reserve(ip, owner)? {
@@ -433,16 +643,21 @@ impl Session<'_> {
     }
 
     /// Rewrites `last_reserved_ip.<set>` in place, as the reference does (it is a hint: a torn
-    /// write only moves where the next search starts).
+    /// write only moves where the next search starts). A link or special file in its place is
+    /// replaced, never written through.
     fn record_last_reserved(&mut self, set: usize, ip: IpAddr) -> Result<(), Error> {
         let text = ip.to_string();
         let path = self.store.last_reserved_path(set);
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| io_error("open", &path, &e))?;
+        let mut file = match open_regular(&path, Access::ReadWriteCreate) {
+            Ok(file) => file,
+            Err(OpenError::NotRegular(what)) => {
+                log::warn!("{} is {what}; replacing it", path.display());
+                remove_any(&path)?;
+                open_regular(&path, Access::ReadWriteCreate)
+                    .map_err(|e| e.into_error("open", &path))?
+            }
+            Err(e) => return Err(e.into_error("open", &path)),
+        };
         overwrite(&mut file, text.as_bytes(), &path)?;
         self.last_reserved[set] = text;
         Ok(())
@@ -453,10 +668,11 @@ impl Session<'_> {
         let sets = self.sets;
         let range_set = &sets[set];
         loop {
+            let occupancy = &self.index.occupancy[set];
             let mut from = 0;
             let mut found = false;
-            for _ in 0..self.occupancy[set].search_limit() {
-                let Some(position) = self.occupancy[set].next_free(from) else {
+            for _ in 0..occupancy.search_limit() {
+                let Some(position) = occupancy.next_free(from) else {
                     break;
                 };
                 if !range_set.is_reserved(range_set.address_at(position)) {
@@ -487,51 +703,63 @@ impl Session<'_> {
         }
         sync_dir(&self.store.net_dir)?;
         for &ip in ips {
-            remove_optional(&self.store.entry_path(owner, ip))?;
+            // A stale entry left behind is dropped by the next lookup or rebuild.
+            if let Err(err) = remove_any(&self.store.entry_path(owner, ip)) {
+                log::warn!("{}", err.msg());
+            }
         }
         Ok(())
     }
 
     /// DEL: releases everything `container_id`/`ifname` holds; when it holds nothing, the
-    /// container's legacy ID-only reservations instead (the reference's fallback).
+    /// container's legacy ID-only reservations instead (the reference's fallback). Fails (after
+    /// releasing what it found) when some reservation file could not be read: it may be the
+    /// attachment's, and a DEL that returns success must leave none behind.
     pub fn release_attachment(&mut self, container_id: &str, ifname: &str) -> Result<(), Error> {
         let exact = Owner::attachment(container_id, ifname);
         let held = self.held(&exact)?;
-        if !held.is_empty() {
-            return self.release(&exact, &held);
+        if held.is_empty() {
+            let legacy = Owner::Legacy {
+                container_id: container_id.to_owned(),
+            };
+            let held = self.held(&legacy)?;
+            self.release(&legacy, &held)?;
+        } else {
+            self.release(&exact, &held)?;
         }
-        let legacy = Owner::Legacy {
-            container_id: container_id.to_owned(),
-        };
-        let held = self.held(&legacy)?;
-        self.release(&legacy, &held)
+        match self.unreadable.first() {
+            None => Ok(()),
+            Some(first) => Err(Error::new(
+                cni::ErrorCode::Io,
+                format!(
+                    "released what {exact} provably held, but {} reservation file(s) could not \
+                     be read and may be its own: {}",
+                    self.unreadable.len(),
+                    first.msg()
+                ),
+            )),
+        }
     }
 
     /// Rebuilds the whole index from the reservation files. Empty reservation files are crash
     /// leftovers (every writer holds the lock while a file is empty) and are reclaimed; corrupt
-    /// ones are reported and reclaimed by GC. Returns the per-file errors it stepped over.
+    /// ones are reported and reclaimed by GC. Returns the per-file errors it stepped over; with
+    /// any, the index is not complete and never gets a stamp (see `trusted`).
     pub fn rebuild(&mut self, sweep: Sweep<'_>) -> Result<Vec<Error>, Error> {
         let store = self.store;
-        // Without a stamp, a crash part-way through makes the next session rebuild again.
-        overwrite(&mut self.stamp_file, b"", &store.stamp_path())?;
-        clear_buckets(&store.attachments_dir())?;
-        // The session's file went with the old index; if a reservation uses it, it is
+        // The session's file goes with the old index; if a reservation uses it, it is
         // re-indexed below like any other.
         self.prepared = None;
-        for occupancy in &mut self.occupancy {
-            occupancy.clear();
-        }
-        let reserved: HashSet<IpAddr> = self.sets.iter().flat_map(RangeSet::reserved).collect();
-        for address in reserved {
-            self.mark_in_memory(address);
-        }
+        self.index.clear(store)?;
+        self.rebuilt = true;
+        self.trusted = false;
+        self.changed = true;
 
         let mut problems = Vec::new();
         let listing =
             fs::read_dir(&store.net_dir).map_err(|e| io_error("list", &store.net_dir, &e))?;
         for entry in listing {
             let entry = entry.map_err(|e| io_error("list", &store.net_dir, &e))?;
-            let is_file = entry.file_type().is_ok_and(|t| t.is_file());
             let name = entry.file_name();
             let Some(ip) = name
                 .to_str()
@@ -539,26 +767,31 @@ impl Session<'_> {
             else {
                 continue;
             };
-            if !is_file {
-                continue;
-            }
             if let Err(err) = self.index_file(ip, &entry.path(), &sweep) {
                 log::warn!("{}", err.msg());
                 problems.push(err);
             }
         }
-        for (i, occupancy) in self.occupancy.iter_mut().enumerate() {
+        for (i, occupancy) in self.index.occupancy.iter_mut().enumerate() {
             occupancy.save(&store.occupancy_path(i))?;
         }
-        self.rebuilt = true;
-        self.changed = true;
+        self.trusted = problems.is_empty();
         Ok(problems)
     }
 
-    /// Indexes (or, as the sweep says, removes) one reservation file during a rebuild.
+    /// Indexes (or, as the sweep says, removes) one reservation file during a rebuild. An
+    /// address whose file cannot be indexed stays marked taken.
     fn index_file(&mut self, ip: IpAddr, path: &Path, sweep: &Sweep<'_>) -> Result<(), Error> {
-        let bytes = fs::read(path).map_err(|e| io_error("read reservation", path, &e))?;
-        match parse_content(&bytes) {
+        let gc = matches!(sweep, Sweep::Retain(_));
+        let content = match self.holder(ip) {
+            Ok(Some(content)) => content,
+            Ok(None) => return Ok(()),
+            Err(err) => {
+                self.mark_in_memory(ip);
+                return Err(err);
+            }
+        };
+        match content {
             Content::Empty => {
                 log::warn!(
                     "reservation {} is empty (a writer crashed before writing it); reclaiming {ip}",
@@ -566,21 +799,27 @@ impl Session<'_> {
                 );
                 remove_optional(path)
             }
-            Content::Corrupt(why) => {
-                if matches!(sweep, Sweep::Retain(_)) {
-                    log::warn!(
-                        "reservation {} is corrupt ({why}); GC reclaims {ip}",
-                        path.display()
-                    );
-                    remove_optional(path)
-                } else {
-                    log::warn!(
-                        "reservation {} is corrupt ({why}); {ip} stays blocked until GC reclaims it",
-                        path.display()
-                    );
+            Content::Corrupt(why) if gc => {
+                log::warn!(
+                    "reservation {} is corrupt ({why}); GC reclaims {ip}",
+                    path.display()
+                );
+                // A link or special file is unlinked (never followed); a directory may be an
+                // operator's, so it only stays blocked.
+                if is_real_dir(path).unwrap_or(false) {
                     self.mark_in_memory(ip);
                     Ok(())
+                } else {
+                    remove_any(path)
                 }
+            }
+            Content::Corrupt(why) => {
+                log::warn!(
+                    "reservation {} is corrupt ({why}); {ip} stays blocked until GC reclaims it",
+                    path.display()
+                );
+                self.mark_in_memory(ip);
+                Ok(())
             }
             Content::Owned(owner) => {
                 if let Sweep::Retain(valid) = sweep
@@ -589,19 +828,15 @@ impl Session<'_> {
                     log::info!("GC releases {ip}, held by {owner}");
                     return remove_optional(path);
                 }
-                let bucket = self.store.bucket(&owner);
-                fs::create_dir_all(&bucket)
-                    .map_err(|e| io_error("create directory", &bucket, &e))?;
-                let entry = self.store.entry_path(&owner, ip);
-                fs::hard_link(path, &entry).map_err(|e| io_error("index", path, &e))?;
                 self.mark_in_memory(ip);
-                Ok(())
+                let entry = self.store.entry_path(&owner, ip);
+                hard_link(path, &entry).map_err(|e| io_error("index", path, &e))
             }
         }
     }
 
     fn mark_in_memory(&mut self, ip: IpAddr) {
-        for (set, occupancy) in self.sets.iter().zip(&mut self.occupancy) {
+        for (set, occupancy) in self.sets.iter().zip(&mut self.index.occupancy) {
             if let Some(position) = set.position_of(ip) {
                 occupancy.note_reserved(position);
             }
@@ -609,30 +844,70 @@ impl Session<'_> {
     }
 }
 
-/// Empties every bucket and makes sure all of them exist. The directories are kept, so an ADD
-/// never has to create one (creating an inode is the costliest step of an ADD on slow disks).
-fn clear_buckets(attachments: &Path) -> Result<(), Error> {
-    let listing = fs::read_dir(attachments).map_err(|e| io_error("list", attachments, &e))?;
-    for bucket in listing {
-        let bucket = bucket
-            .map_err(|e| io_error("list", attachments, &e))?
-            .path();
-        let cleared = if bucket.is_dir() {
-            fs::read_dir(&bucket).and_then(|mut entries| {
-                entries.try_for_each(|entry| fs::remove_file(entry?.path()))
-            })
-        } else {
-            fs::remove_file(&bucket)
-        };
-        cleared.map_err(|e| io_error("clear", &bucket, &e))?;
+#[cfg(test)]
+mod tests {
+    use crate::HostLocal;
+    use crate::fsutil::faults;
+    use cni::{CniArgs, NetConf};
+    use std::fs;
+    use std::path::PathBuf;
+
+    fn scratch(label: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ipam-store-{label}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
     }
-    for index in 0..BUCKETS {
-        let bucket = attachments.join(format!("{index:02x}"));
-        match fs::create_dir(&bucket) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_error("create directory", &bucket, &e)),
-        }
+
+    fn host_local(data_dir: &std::path::Path) -> HostLocal {
+        let conf = serde_json::json!({"cniVersion": "1.1.0", "name": "net", "type": "host-local",
+            "ipam": {"type": "host-local", "subnet": "10.0.0.0/24", "dataDir": data_dir}});
+        let conf = NetConf::parse(conf.to_string().as_bytes()).unwrap();
+        HostLocal::from_conf(&conf, &CniArgs::default()).unwrap()
     }
-    Ok(())
+
+    /// A store holding a's reservation (10.0.0.2), changed behind the index's back so that the
+    /// next operation rebuilds.
+    fn holding_a_and_stale(label: &str) -> (PathBuf, HostLocal, PathBuf) {
+        let dir = scratch(label);
+        let ipam = host_local(&dir);
+        ipam.allocate("a", "eth0").unwrap();
+        let net = ipam.network_dir().to_path_buf();
+        fs::write(net.join("other"), "").unwrap();
+        fs::remove_file(net.join("other")).unwrap();
+        (dir, ipam, net)
+    }
+
+    /// Class 1: a rebuild that could not index a reservation (ENOSPC on its link) never marks
+    /// the index valid, so a later DEL of that attachment still finds and frees it.
+    #[test]
+    fn an_incomplete_rebuild_never_makes_del_leak() {
+        let (dir, ipam, net) = holding_a_and_stale("incomplete-rebuild");
+        faults::fail_links(1);
+        ipam.allocate("b", "eth0").unwrap();
+        faults::fail_links(0);
+        ipam.release("a", "eth0").unwrap();
+        assert!(
+            !net.join("10.0.0.2").exists(),
+            "DEL returned success and left a's reservation"
+        );
+        ipam.release("a", "eth0").unwrap();
+        ipam.release("b", "eth0").unwrap();
+        assert!(!net.join("10.0.0.3").exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Class 1, the same with the index still incomplete when DEL runs: DEL reads the
+    /// reservation files themselves.
+    #[test]
+    fn del_reads_the_reservation_files_while_the_index_is_incomplete() {
+        let (dir, ipam, net) = holding_a_and_stale("untrusted-del");
+        // Every link of this DEL's rebuild fails: the index stays incomplete.
+        faults::fail_links(u32::MAX);
+        let released = ipam.release("a", "eth0");
+        faults::fail_links(0);
+        released.unwrap();
+        assert!(!net.join("10.0.0.2").exists());
+        let _ = fs::remove_dir_all(&dir);
+    }
 }

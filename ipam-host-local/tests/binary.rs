@@ -6,6 +6,7 @@ mod common;
 use common::{Scratch, net_conf, reservations};
 use serde_json::{Value, json};
 use std::collections::HashSet;
+use std::fs;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -13,20 +14,7 @@ use std::process::{Child, Command, Stdio};
 const BINARY: &str = env!("CARGO_BIN_EXE_host-local");
 
 fn spawn(command: &str, id: &str, conf: &Value) -> Child {
-    let mut child = Command::new(BINARY)
-        .env("CNI_COMMAND", command)
-        .env("CNI_CONTAINERID", id)
-        .env("CNI_IFNAME", "eth0")
-        .env("CNI_NETNS", "ns")
-        .env("CNI_PATH", "/opt/cni/bin")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(conf.to_string().as_bytes()).unwrap();
-    child
+    spawn_with(command, id, conf, &[])
 }
 
 /// Exit success and the stdout JSON (Null when stdout is empty).
@@ -155,4 +143,181 @@ fn thirty_two_processes_allocating_at_once_get_distinct_addresses() {
     assert_eq!(files.len(), 32);
     let owners: HashSet<&String> = files.values().collect();
     assert_eq!(owners.len(), 32);
+}
+
+fn spawn_with(command: &str, id: &str, conf: &Value, env: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(BINARY);
+    cmd.env("CNI_COMMAND", command)
+        .env("CNI_CONTAINERID", id)
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_NETNS", "ns")
+        .env("CNI_PATH", "/opt/cni/bin");
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(conf.to_string().as_bytes()).unwrap();
+    child
+}
+
+/// Waits at most `limit` for `child`; kills it and fails the test when it hangs.
+fn finish_within(mut child: Child, limit: std::time::Duration, what: &str) -> (bool, Value) {
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{what} still waits after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    finish(child)
+}
+
+/// Class 8: a lock held elsewhere makes ADD and DEL fail with 11 naming the lock (and its
+/// holder), STATUS with 50, once the configured deadline passes; never an endless wait.
+#[test]
+fn a_lock_held_elsewhere_has_a_deadline() {
+    let dir = Scratch::new("bin-lock");
+    let mut base = conf(dir.path(), "1.1.0", json!({"subnet": "10.0.0.0/24"}));
+    let (ok, added) = run("ADD", "a", &base);
+    assert!(ok, "{added}");
+    let lock_path = dir.path().join("net").join("lock");
+    // Another process (this test's) holds the lock, as the reference's go-filemutex would.
+    let holder = fs::File::open(&lock_path).unwrap();
+    holder.lock().unwrap();
+    let limit = std::time::Duration::from_secs(10);
+    base["ipam"]["lockTimeoutSeconds"] = json!(1);
+    for (command, code) in [("ADD", 11), ("DEL", 11), ("STATUS", 50)] {
+        let (ok, error) = finish_within(spawn(command, "b", &base), limit, command);
+        assert!(!ok, "{command}");
+        assert_eq!(error["code"], code, "{command}: {error}");
+        let msg = error["msg"].as_str().unwrap();
+        assert!(msg.contains(&lock_path.display().to_string()), "{msg}");
+        #[cfg(target_os = "linux")]
+        assert!(
+            msg.contains(&format!("process {}", std::process::id())),
+            "{msg}"
+        );
+    }
+    // The environment variable overrides the config.
+    base["ipam"]["lockTimeoutSeconds"] = json!(600);
+    let child = spawn_with(
+        "ADD",
+        "b",
+        &base,
+        &[("CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT", "1")],
+    );
+    let (ok, error) = finish_within(child, limit, "ADD with the environment's deadline");
+    assert!(!ok);
+    assert_eq!(error["code"], 11, "{error}");
+    holder.unlock().unwrap();
+    let (ok, error) = run("DEL", "a", &base);
+    assert!(ok, "{error}");
+}
+
+/// Class 8: `resolvConf` naming a FIFO or an endless device is refused at once, naming it.
+#[cfg(unix)]
+#[test]
+fn resolv_conf_must_be_a_small_regular_file() {
+    let dir = Scratch::new("bin-resolv");
+    let fifo = dir.path().join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let big = dir.path().join("big");
+    fs::write(&big, vec![b'#'; 4 << 20]).unwrap();
+    for path in [fifo.as_path(), Path::new("/dev/zero"), big.as_path()] {
+        let base = conf(
+            dir.path(),
+            "1.1.0",
+            json!({"subnet": "10.0.0.0/24", "resolvConf": path}),
+        );
+        let (ok, error) = finish_within(
+            spawn("ADD", "a", &base),
+            std::time::Duration::from_secs(10),
+            "ADD",
+        );
+        assert!(!ok);
+        let msg = error["msg"].as_str().unwrap();
+        assert!(msg.contains("resolvConf"), "{msg}");
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+    }
+    assert!(reservations(&dir.path().join("net")).is_empty());
+}
+
+/// Class 4: an ifname with control characters round-trips through the binary: a repeated
+/// ADD returns the same address, DEL frees it.
+#[test]
+fn control_characters_in_the_ifname_round_trip() {
+    let dir = Scratch::new("bin-ifname");
+    let base = conf(dir.path(), "1.1.0", json!({"subnet": "10.0.0.0/24"}));
+    for ifname in ["e\u{1}", "e\u{7f}", "e\u{1b}[31m", "e\u{81}"] {
+        let env = [("CNI_IFNAME", ifname)];
+        let (ok, first) = finish(spawn_with("ADD", "a", &base, &env));
+        assert!(ok, "{first}");
+        let (ok, again) = finish(spawn_with("ADD", "a", &base, &env));
+        assert!(ok, "{again}");
+        assert_eq!(first["ips"], again["ips"], "{ifname:?}");
+        let (ok, error) = finish(spawn_with("DEL", "a", &base, &env));
+        assert!(ok, "{error}");
+        assert!(
+            reservations(&dir.path().join("net")).is_empty(),
+            "{ifname:?}"
+        );
+    }
+}
+
+/// Class 3 (process level): GC with the index directory replaced by a link to a directory
+/// outside the store deletes nothing there.
+#[cfg(unix)]
+#[test]
+fn gc_never_empties_a_linked_directory() {
+    let dir = Scratch::new("bin-gc-link");
+    let base = conf(dir.path(), "1.1.0", json!({"subnet": "10.0.0.0/24"}));
+    let (ok, added) = run("ADD", "a", &base);
+    assert!(ok, "{added}");
+    let outside = dir.path().join("outside");
+    fs::create_dir_all(outside.join("00")).unwrap();
+    fs::write(outside.join("00").join("precious"), "keep me").unwrap();
+    let attachments = dir.path().join("net").join(".cni-win").join("attachments");
+    fs::remove_dir_all(&attachments).unwrap();
+    std::os::unix::fs::symlink(&outside, &attachments).unwrap();
+    let mut gc = base.clone();
+    gc["cni.dev/valid-attachments"] = json!([{"containerID": "a", "ifname": "eth0"}]);
+    let (ok, error) = run("GC", "", &gc);
+    assert!(ok, "{error}");
+    assert_eq!(
+        fs::read_to_string(outside.join("00").join("precious")).unwrap(),
+        "keep me"
+    );
+    assert_eq!(run("DEL", "a", &base), (true, Value::Null));
+    assert!(reservations(&dir.path().join("net")).is_empty());
+}
+
+/// Class 5 (process level): DEL with the same input as a refused ADD (a requested address in
+/// no range) succeeds and frees the attachment, as the runtime's teardown needs.
+#[test]
+fn del_succeeds_with_the_requests_add_refused() {
+    let dir = Scratch::new("bin-del-requested");
+    let base = conf(dir.path(), "1.1.0", json!({"subnet": "10.0.0.0/24"}));
+    let (ok, added) = run("ADD", "a", &base);
+    assert!(ok, "{added}");
+    let env = [("CNI_ARGS", "IgnoreUnknown=1;IP=10.9.9.9")];
+    let (ok, refused) = finish(spawn_with("ADD", "a", &base, &env));
+    assert!(!ok);
+    assert_eq!(refused["code"], 7, "{refused}");
+    let (ok, error) = finish(spawn_with("DEL", "a", &base, &env));
+    assert!(ok, "{error}");
+    assert!(reservations(&dir.path().join("net")).is_empty());
 }

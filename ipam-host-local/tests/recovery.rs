@@ -5,6 +5,7 @@ mod common;
 
 use cni::GcAttachment;
 use common::{Scratch, host_local, ip, reservations};
+use ipam_host_local::layout::Owner;
 use ipam_host_local::{HostLocal, INDEX_DIR, POOL_EXHAUSTED};
 use serde_json::json;
 use std::fs;
@@ -34,7 +35,7 @@ fn next_tick() {
 
 /// The index entry of `id`/eth0 for `address`, wherever its bucket is.
 fn entry_of(ipam: &HostLocal, id: &str, address: &str) -> PathBuf {
-    let name = format!("{id}@eth0@{address}");
+    let name = entry_name(id, address);
     for bucket in fs::read_dir(index(ipam).join("attachments")).unwrap() {
         let path = bucket.unwrap().path().join(&name);
         if path.exists() {
@@ -42,6 +43,11 @@ fn entry_of(ipam: &HostLocal, id: &str, address: &str) -> PathBuf {
         }
     }
     panic!("no index entry {name}");
+}
+
+/// The name of `id`/eth0's index entry for `address`.
+fn entry_name(id: &str, address: &str) -> String {
+    format!("{}@{address}", Owner::attachment(id, "eth0").key())
 }
 
 /// Every file under the index's attachments directory.
@@ -67,7 +73,7 @@ fn an_index_entry_without_reservation_is_dropped() {
         .parent()
         .unwrap()
         .to_path_buf();
-    fs::write(bucket.join("a@eth0@10.0.0.5"), "a\r\neth0").unwrap();
+    fs::write(bucket.join(entry_name("a", "10.0.0.5")), "a\r\neth0").unwrap();
 
     let again = ipam.allocate("a", "eth0").unwrap();
     assert!(again.already_held());
@@ -77,14 +83,15 @@ fn an_index_entry_without_reservation_is_dropped() {
         "the uncommitted entry is not a reservation"
     );
     ipam.check("a", "eth0", a.result()).unwrap();
-    assert_eq!(entries(&ipam), ["a@eth0@10.0.0.2"]);
+    assert_eq!(entries(&ipam), [entry_name("a", "10.0.0.2")]);
     // The address is still free for others.
     ipam.allocate("b", "eth0").unwrap();
     ipam.allocate("c", "eth0").unwrap();
     ipam.allocate("d", "eth0").unwrap();
     assert_eq!(address_of(&ipam, "e"), ip("10.0.0.6"));
     ipam.release("a", "eth0").unwrap();
-    assert!(!entries(&ipam).iter().any(|e| e.starts_with("a@")));
+    let a_key = Owner::attachment("a", "eth0").key();
+    assert!(!entries(&ipam).iter().any(|e| e.starts_with(&a_key)));
 }
 
 #[test]
@@ -177,14 +184,14 @@ fn gc_leaves_only_entries_of_live_reservations() {
         .unwrap()
         .to_path_buf();
     // Leftovers of crashed writers: an uncommitted reservation file, a stray entry.
-    fs::write(bucket.join("a@eth0@10.0.0.6"), "a\r\neth0").unwrap();
-    fs::write(bucket.join("zz@eth0@10.0.0.5"), "zz\r\neth0").unwrap();
+    fs::write(bucket.join(entry_name("a", "10.0.0.6")), "a\r\neth0").unwrap();
+    fs::write(bucket.join(entry_name("zz", "10.0.0.5")), "zz\r\neth0").unwrap();
     ipam.gc(&[GcAttachment {
         container_id: "a".into(),
         ifname: "eth0".into(),
     }])
     .unwrap();
-    assert_eq!(entries(&ipam), ["a@eth0@10.0.0.2"]);
+    assert_eq!(entries(&ipam), [entry_name("a", "10.0.0.2")]);
     assert!(ipam.allocate("a", "eth0").unwrap().already_held());
 }
 

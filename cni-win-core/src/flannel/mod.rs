@@ -160,13 +160,9 @@ pub fn teardown_ipam(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Err
         ipam.and_then(|ipam| case_insensitive::get(ipam, "dataDir")),
         DEFAULT_DATA_DIR,
     )?;
-    let config = IpamConfig {
-        range_sets: Vec::new(),
-        routes: Vec::new(),
-        data_dir,
-        resolv_conf: None,
-        requested: Vec::new(),
-    };
+    let lock_timeout_seconds =
+        ipam.and_then(|ipam| case_insensitive::get(ipam, "lockTimeoutSeconds")?.as_f64());
+    let config = IpamConfig::release_only(data_dir, lock_timeout_seconds)?;
     Ok(Some(Ipam::HostLocal(HostLocal::new(config, &conf.name)?)))
 }
 
