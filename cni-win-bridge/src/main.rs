@@ -6,5 +6,5 @@ use cni_win_bridge::Bridge;
 use cni_win_core::HnsPlugin;
 
 fn main() -> ExitCode {
-    HnsPlugin::new(Bridge).run(env!("CARGO_PKG_VERSION"))
+    HnsPlugin::new(Bridge).run(cni::build!())
 }

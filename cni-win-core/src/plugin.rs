@@ -21,15 +21,9 @@ impl<K: NetworkKind> HnsPlugin<K> {
     }
 
     /// Runs the plugin as a runtime executes it (environment, stdin, stdout) and returns the
-    /// exit status: a plugin's whole `main`.
-    pub fn run(self, version: &'static str) -> ExitCode {
-        cni::run(
-            &self,
-            About {
-                name: K::PLUGIN,
-                version,
-            },
-        )
+    /// exit status: a plugin's whole `main`. `build` is the binary's (`cni::build!()`).
+    pub fn run(self, build: cni::Build) -> ExitCode {
+        cni::run(&self, About::new(K::PLUGIN, build))
     }
 }
 

@@ -6,5 +6,5 @@ use cni_win_core::HnsPlugin;
 use cni_win_overlay::Overlay;
 
 fn main() -> ExitCode {
-    HnsPlugin::new(Overlay).run(env!("CARGO_PKG_VERSION"))
+    HnsPlugin::new(Overlay).run(cni::build!())
 }

@@ -21,5 +21,5 @@ pub use config::{GcAttachment, NetConf};
 pub use env::{CniArgs, Command};
 pub use error::{Error, ErrorCode};
 pub use result::{Dns, Interface, IpConfig, Route, Success};
-pub use skel::{About, NetworkRequest, Plugin, Request, execute, run};
+pub use skel::{About, Build, NetworkRequest, Plugin, Request, execute, run};
 pub use version::Version;
