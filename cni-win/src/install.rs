@@ -44,11 +44,24 @@ pub struct Args {
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = templates::parse_set)]
     sets: Vec<(String, String)>,
     /// The conflist's file name (containerd uses the first config file in name order)
-    #[arg(long, value_name = "FILE", default_value = "10-cni-win.conflist")]
+    #[arg(long, value_name = "FILE", default_value = "10-cni-win.conflist", value_parser = conflist_file_name)]
     conflist_name: String,
     /// Shows what install would do and changes nothing
     #[arg(long)]
     dry_run: bool,
+}
+
+/// A file name in the conf directory (never a path out of it) that containerd reads as a
+/// conflist.
+fn conflist_file_name(text: &str) -> Result<String, String> {
+    let plain = Path::new(text).file_name().is_some_and(|name| name == text)
+        && !text.contains(['/', '\\', ':'])
+        && !text.starts_with('.');
+    if plain && text.ends_with(".conflist") {
+        Ok(text.to_owned())
+    } else {
+        Err("expected a file name ending in .conflist, without a directory".to_owned())
+    }
 }
 
 /// One file to put in place.
@@ -334,5 +347,26 @@ fn warn_about_other_configs(conf_dir: &Path, ours: &str) {
             "warning: {} sorts {order} {ours}; containerd uses only the first config file: remove the one you are replacing",
             conf_dir.join(&other).display()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_conflist_name_cannot_leave_the_conf_dir() {
+        assert!(conflist_file_name("05-cni-win.conflist").is_ok());
+        for bad in [
+            "../x.conflist",
+            r"..\x.conflist",
+            "C:x.conflist",
+            "a/b.conflist",
+            "x.conf",
+            ".x.conflist",
+            "",
+        ] {
+            assert!(conflist_file_name(bad).is_err(), "{bad}");
+        }
     }
 }
