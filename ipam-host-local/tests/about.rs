@@ -30,8 +30,12 @@ fn version_flag_prints_the_about_text_on_stdout() {
         .output()
         .ok();
     if let Some(head) = head.filter(|h| h.status.success()) {
-        let commit = option_env!("CNI_WIN_COMMIT").expect("a git checkout records the commit");
-        assert!(String::from_utf8(head.stdout).unwrap().starts_with(commit));
+        let head = String::from_utf8(head.stdout).unwrap();
+        let commit = option_env!("CNI_WIN_COMMIT");
+        assert!(
+            commit.is_some_and(|commit| head.starts_with(commit)),
+            "a git checkout at {head} recorded commit {commit:?}"
+        );
     }
 }
 
