@@ -6,5 +6,5 @@ use std::process::ExitCode;
 use cni_win_bridge::Bridge;
 
 fn main() -> ExitCode {
-    cni_win_core::run::<Bridge>(env!("CARGO_PKG_VERSION"))
+    cni_win_core::run::<Bridge>(cni::build!())
 }

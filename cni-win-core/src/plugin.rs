@@ -13,15 +13,9 @@ use crate::{add, check, del, flannel, gc, status};
 
 /// Runs the plugin of kind `K` as a runtime executes it (environment, stdin, stdout) and
 /// returns the exit status: a plugin's whole `main`, so the two plugins share every line of
-/// the protocol and the HNS life cycle.
-pub fn run<K: NetworkKind>(version: &'static str) -> ExitCode {
-    cni::run(
-        &HnsPlugin::<K>(PhantomData),
-        About {
-            name: K::PLUGIN,
-            version,
-        },
-    )
+/// the protocol and the HNS life cycle. `build` is the binary's (`cni::build!()`).
+pub fn run<K: NetworkKind>(build: cni::Build) -> ExitCode {
+    cni::run(&HnsPlugin::<K>(PhantomData), About::new(K::PLUGIN, build))
 }
 
 /// A CNI plugin for HNS networks of one kind. The kind itself is built per command from the

@@ -6,5 +6,5 @@ use std::process::ExitCode;
 use cni_win_overlay::Overlay;
 
 fn main() -> ExitCode {
-    cni_win_core::run::<Overlay>(env!("CARGO_PKG_VERSION"))
+    cni_win_core::run::<Overlay>(cni::build!())
 }

@@ -26,5 +26,5 @@ pub use env::{CniArgs, Command};
 pub use error::{Error, ErrorCode};
 pub use quote::quoted;
 pub use result::{Dns, Interface, IpConfig, Route, Success};
-pub use skel::{About, DelRequest, NetworkRequest, Plugin, Request, execute, run};
+pub use skel::{About, Build, DelRequest, NetworkRequest, Plugin, Request, execute, run};
 pub use version::Version;

@@ -6,6 +6,7 @@
 //! prints the result or the error JSON on stdout.
 
 use std::ffi::OsString;
+use std::fmt;
 use std::io::{Read, Write};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
@@ -70,17 +71,73 @@ pub trait Plugin {
     fn status(&self, request: &NetworkRequest) -> Result<(), Error>;
 }
 
-/// What the plugin is, for the banner printed when it is run by hand.
+/// What the plugin is, for the about line printed when it is run by hand.
 #[derive(Debug, Clone, Copy)]
 pub struct About {
     /// The plugin's type, as configs name it.
     pub name: &'static str,
     /// The plugin's release, so an operator can tell which build a node runs.
     pub version: &'static str,
+    /// The commit the binary was built from, when its build recorded one (see [`build!`]).
+    pub commit: Option<&'static str>,
+}
+
+impl About {
+    /// The plugin's name with the version and commit [`build!`] recorded for the calling crate.
+    pub fn new(name: &'static str, build: Build) -> About {
+        About {
+            name,
+            version: build.version,
+            commit: build.commit,
+        }
+    }
+}
+
+/// The about text, worded as the Go plugins word theirs:
+/// `CNI win-bridge plugin 0.1.0 (commit 0123456789ab)` and the supported spec versions.
+impl fmt::Display for About {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "CNI {} plugin {} (commit {})\nCNI protocol versions supported: {}",
+            self.name,
+            self.version,
+            self.commit.unwrap_or("unknown"),
+            Version::supported_list()
+        )
+    }
+}
+
+/// A binary's version and commit, as [`build!`] reads them where it is expanded.
+#[derive(Debug, Clone, Copy)]
+pub struct Build {
+    /// The package version (`CARGO_PKG_VERSION`).
+    pub version: &'static str,
+    /// The commit the binary was built from, when the build script could tell.
+    pub commit: Option<&'static str>,
+}
+
+/// The calling crate's [`Build`]: its package version and the commit its build script
+/// (`build/commit.rs`, shared by the shipped binaries) recorded in `CNI_WIN_COMMIT`.
+#[macro_export]
+macro_rules! build {
+    () => {
+        $crate::Build {
+            version: env!("CARGO_PKG_VERSION"),
+            commit: option_env!("CNI_WIN_COMMIT"),
+        }
+    };
 }
 
 /// Runs the plugin against the real process environment, stdin and stdout.
+///
+/// Run by hand with `--version` (and no `CNI_COMMAND`, which a runtime always sets), it prints
+/// the about text on stdout and exits 0; the CNI `VERSION` command keeps its spec reply.
 pub fn run<P: Plugin>(plugin: &P, about: About) -> ExitCode {
+    if asks_for_version(std::env::var_os("CNI_COMMAND"), std::env::args_os().skip(1)) {
+        println!("{about}");
+        return ExitCode::SUCCESS;
+    }
     let lookup = |name: &str| std::env::var_os(name);
     let code = execute(
         plugin,
@@ -90,6 +147,11 @@ pub fn run<P: Plugin>(plugin: &P, about: About) -> ExitCode {
         &mut std::io::stdout().lock(),
     );
     ExitCode::from(code)
+}
+
+/// Whether the process is an operator's version query rather than a runtime's call.
+fn asks_for_version(command: Option<OsString>, mut args: impl Iterator<Item = OsString>) -> bool {
+    command.is_none() && args.any(|arg| arg == "--version" || arg == "-v")
 }
 
 /// Runs one command with the given environment, stdin and stdout; returns the exit status (0 or
@@ -131,12 +193,7 @@ fn dispatch<P: Plugin>(
         Ok(env) => env,
         Err(err) => {
             if env_lookup("CNI_COMMAND").is_none() {
-                eprintln!(
-                    "{} {}: a CNI plugin, run by a container runtime (CNI spec {})",
-                    about.name,
-                    about.version,
-                    Version::supported_list()
-                );
+                eprintln!("{about}");
             }
             return (Err(err), Version::LATEST);
         }
@@ -306,5 +363,42 @@ fn init_logging(lookup: &dyn Fn(&str) -> Option<OsString>, config: Option<&NetCo
     logging::init(tag, &settings);
     if let Some(note) = note {
         log::warn!("{note}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> impl Iterator<Item = OsString> {
+        list.iter()
+            .map(OsString::from)
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn version_flag_is_a_query_only_without_cni_command() {
+        assert!(asks_for_version(None, args(&["--version"])));
+        assert!(asks_for_version(None, args(&["-v"])));
+        assert!(!asks_for_version(None, args(&[])));
+        assert!(!asks_for_version(Some("ADD".into()), args(&["--version"])));
+    }
+
+    #[test]
+    fn about_names_plugin_version_commit_and_spec_versions() {
+        let about = About {
+            name: "win-bridge",
+            version: "0.1.0",
+            commit: Some("0123456789ab"),
+        };
+        let text = about.to_string();
+        assert!(text.starts_with("CNI win-bridge plugin 0.1.0 (commit 0123456789ab)\n"));
+        assert!(text.ends_with(&Version::supported_list()));
+        let unknown = About {
+            commit: None,
+            ..about
+        };
+        assert!(unknown.to_string().contains("(commit unknown)"));
     }
 }

@@ -49,6 +49,7 @@ fn add(config: &serde_json::Value, extra_env: &[(&str, &Path)]) -> String {
     let about = About {
         name: "logs",
         version: "test",
+        commit: None,
     };
     let status = cni::execute(
         &Logs,

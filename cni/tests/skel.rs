@@ -57,6 +57,7 @@ impl Plugin for Recorder {
 const ABOUT: About = About {
     name: "recorder",
     version: "test",
+    commit: None,
 };
 
 struct Outcome {

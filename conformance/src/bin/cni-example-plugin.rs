@@ -28,6 +28,7 @@ use std::process::ExitCode;
 const ABOUT: About = About {
     name: "cni-example-plugin",
     version: env!("CARGO_PKG_VERSION"),
+    commit: None,
 };
 
 /// CHECK found the attachment missing or different from `prevResult`.

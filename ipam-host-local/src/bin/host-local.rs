@@ -44,11 +44,5 @@ impl Plugin for HostLocalPlugin {
 }
 
 fn main() -> ExitCode {
-    cni::run(
-        &HostLocalPlugin,
-        About {
-            name: "host-local",
-            version: env!("CARGO_PKG_VERSION"),
-        },
-    )
+    cni::run(&HostLocalPlugin, About::new("host-local", cni::build!()))
 }

@@ -1,0 +1,63 @@
+# Shared by scripts/wine-lane and scripts/release-check (sourced, not run): the Wine tools, the
+# HCN emulator DLLs staged beside .exe files, and a private headless prefix.
+#
+#   wine_tools                 installs wine64 and mingw-w64 from Debian when missing
+#   wine_stage_dlls DIR        builds computenetwork.dll, vmcompute.dll (the HCN emulator) and the
+#                              test-only bcryptprimitives.dll shim (Wine 8 lacks ProcessPrng, which
+#                              every Rust .exe imports) and copies them into DIR
+#   wine_start PREFIX          exports WINE/WINEPREFIX/..., initialises PREFIX once and starts
+#                              one persistent wineserver, ended when the calling script exits
+
+WINE_TARGET=x86_64-pc-windows-gnu
+
+wine_as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Debian's wine64 package ships the loader outside PATH; the wine package adds /usr/bin/wine64.
+wine_find() {
+  command -v wine64 && return
+  if [ -x /usr/lib/wine/wine64 ]; then echo /usr/lib/wine/wine64; fi
+}
+
+wine_tools() {
+  local packages=()
+  [ -n "$(wine_find)" ] || packages+=(wine64)
+  command -v x86_64-w64-mingw32-gcc >/dev/null || packages+=(gcc-mingw-w64-x86-64)
+  if [ ${#packages[@]} -gt 0 ]; then
+    echo "wine: installing ${packages[*]}" >&2
+    wine_as_root apt-get update -q
+    wine_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}"
+  fi
+  if ! rustup target list --installed | grep -qx "$WINE_TARGET"; then
+    rustup target add "$WINE_TARGET"
+  fi
+}
+
+wine_stage_dlls() {
+  local dir=$1
+  cargo build --locked --target "$WINE_TARGET" -p hcn-emulator-computenetwork -p hcn-emulator-vmcompute
+  mkdir -p "$dir"
+  x86_64-w64-mingw32-gcc -O2 -Wall -Wextra -Werror -shared \
+    -o "$dir/bcryptprimitives.dll" wine/prng-shim/bcryptprimitives.c -ladvapi32
+  cp target/"$WINE_TARGET"/debug/computenetwork.dll target/"$WINE_TARGET"/debug/vmcompute.dll "$dir"/
+}
+
+# A private, headless prefix: no display, no Mono/Gecko installers, Wine's own logging off,
+# and our DLLs (found first in the application directory) preferred over Wine's builtins.
+wine_start() {
+  WINE=$(wine_find)
+  WINESERVER=$(command -v wineserver || echo "$(dirname "$WINE")/wineserver")
+  export WINE WINESERVER WINEPREFIX=$1 WINEDEBUG=-all
+  export WINEDLLOVERRIDES="mscoree,mshtml=;bcryptprimitives,computenetwork,vmcompute=n"
+  unset DISPLAY WAYLAND_DISPLAY
+  # A server left over from an interrupted run of this (private) prefix is ours to end.
+  "$WINESERVER" --kill 2>/dev/null || true
+  if [ ! -f "$WINEPREFIX/system.reg" ]; then
+    echo "wine: initialising the prefix $WINEPREFIX" >&2
+    timeout 300 "$WINE" wineboot --init >/dev/null 2>&1
+    # The registry is written when wineboot's server exits.
+    timeout 60 "$WINESERVER" --wait
+  fi
+  # One persistent wineserver for the whole run (each process then starts in ~0.1 s).
+  "$WINESERVER" --persistent
+  trap '"$WINESERVER" --kill || true' EXIT
+}
