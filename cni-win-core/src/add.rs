@@ -8,7 +8,7 @@
 
 use cni::{Error, Request, Success};
 use hns::schema::HostComputeEndpoint;
-use hns::{Client, ErrorKind, Feature, Function, Guid, HnsError, OpenNetwork, RawHcn};
+use hns::{Client, CreateEndpointError, ErrorKind, Feature, Guid, HnsError, OpenNetwork, RawHcn};
 use ipnetwork::IpNetwork;
 
 use crate::codes::ENDPOINT_CONFLICT;
@@ -134,7 +134,7 @@ fn place<K: NetworkKind>(
                 })
                 .map_err(Failure::after_create)
         }
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+        Err(CreateEndpointError::NotCreated(e)) if e.kind() == ErrorKind::AlreadyExists => {
             let existing = client.open_endpoint(attachment.guid).map_err(|e| {
                 Failure::before_create(to_cni(&e, &format!("open endpoint {}", attachment.name)))
             })?;
@@ -149,21 +149,17 @@ fn place<K: NetworkKind>(
             .map_err(Failure::before_create)
         }
         // HcnCreateEndpoint succeeded and only reading it back failed: the endpoint is ours.
-        Err(e) if failed_in(&e, Function::QueryEndpointProperties) => Err(Failure::after_create(
-            create_error(&e, attachment, &conf.policies),
-        )),
-        Err(e) => Err(Failure::before_create(create_error(
+        Err(CreateEndpointError::Unread(e)) => Err(Failure::after_create(create_error(
+            &e,
+            attachment,
+            &conf.policies,
+        ))),
+        Err(CreateEndpointError::NotCreated(e)) => Err(Failure::before_create(create_error(
             &e,
             attachment,
             &conf.policies,
         ))),
     }
-}
-
-fn failed_in(error: &HnsError, function: Function) -> bool {
-    error
-        .raw()
-        .is_some_and(|raw| raw.function == function.name())
 }
 
 /// The endpoint this attachment should have: addresses with their gateways, routes, DNS,

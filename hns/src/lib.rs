@@ -12,6 +12,10 @@
 //! The typed layer is shared, so what the tests prove on the emulator is the
 //! code that runs on Windows.
 
+// Every public item says why it is there: this crate is the HCN boundary, read by whoever
+// checks what a plugin sends to HNS.
+#![warn(missing_docs)]
+
 pub mod client;
 pub mod error;
 pub mod features;
@@ -22,7 +26,7 @@ pub mod native;
 pub mod raw;
 pub mod schema;
 
-pub use client::{Client, OpenEndpoint, OpenNamespace, OpenNetwork};
+pub use client::{Client, CreateEndpointError, OpenEndpoint, OpenNamespace, OpenNetwork};
 pub use error::{ErrorKind, ErrorRecord, HnsError, RawError};
 pub use features::{Feature, HnsVersion, SupportedFeatures};
 pub use guid::{Guid, GuidParseError};

@@ -11,8 +11,8 @@ mod open;
 use serde::de::DeserializeOwned;
 
 pub use open::{
-    EndpointKind, LoadBalancerKind, NamespaceKind, NetworkKind, ObjectKind, Open, OpenEndpoint,
-    OpenLoadBalancer, OpenNamespace, OpenNetwork,
+    CreateEndpointError, EndpointKind, LoadBalancerKind, NamespaceKind, NetworkKind, ObjectKind,
+    Open, OpenEndpoint, OpenLoadBalancer, OpenNamespace, OpenNetwork,
 };
 
 use crate::error::{ErrorKind, HnsError};
