@@ -7,7 +7,7 @@
 
 use cni::{Error, GcAttachment, NetworkRequest};
 use hns::Client;
-use hns::schema::endpoint_flags;
+use hns::schema::EndpointFlags;
 
 use crate::codes::GC_INCOMPLETE;
 use crate::hns_error::to_cni;
@@ -78,7 +78,7 @@ fn sweep(
         .list_endpoints(Some(id))
         .map_err(|e| to_cni(&e, &format!("list the endpoints of {network:?}")))?;
     for endpoint in endpoints {
-        let remote = endpoint.flags & endpoint_flags::REMOTE_ENDPOINT != 0;
+        let remote = endpoint.flags.contains(EndpointFlags::REMOTE_ENDPOINT);
         let Some((container_id, ifname)) = parse_endpoint_name(network, &endpoint.name) else {
             continue;
         };

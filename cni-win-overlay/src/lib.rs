@@ -280,7 +280,7 @@ impl NetworkKind for Overlay {
 mod tests {
     use super::*;
     use hns::schema::policy::{IsolationIdPolicy, VxlanPortPolicy};
-    use hns::schema::{Ipam, Route, Subnet};
+    use hns::schema::{Ipam, Route, Subnet, SubnetFlags};
 
     fn config(json: &str) -> OverlayConfig {
         serde_json::from_str(json).unwrap()
@@ -302,7 +302,7 @@ mod tests {
                         destination_prefix: "0.0.0.0/0".into(),
                         metric: None,
                     }],
-                    flags: 0,
+                    flags: SubnetFlags::NONE,
                 }],
             }],
             policies: port
