@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Call, NETWORK, config, network_settings};
-use hns::schema::endpoint_flags;
+use hns::schema::EndpointFlags;
 use hns::{Function, HResult};
 use serde_json::json;
 
@@ -81,15 +81,20 @@ fn gc_removes_only_our_stale_endpoints_on_this_network() {
     for pod in ["keep", "stale-a", "stale-b"] {
         node.add(pod, &node.namespace(), &config).result();
     }
-    node.foreign_endpoint(NETWORK, "cbr0_ep", "10.244.1.2", 0);
+    node.foreign_endpoint(NETWORK, "cbr0_ep", "10.244.1.2", EndpointFlags::NONE);
     node.foreign_endpoint(
         NETWORK,
         "remote_cbr0",
         "10.244.1.200",
-        endpoint_flags::REMOTE_ENDPOINT,
+        EndpointFlags::REMOTE_ENDPOINT,
     );
-    node.foreign_endpoint(NETWORK, "kube-proxy-sourcevip", "10.244.1.201", 0);
-    node.foreign_endpoint("other", "stale-c_cbr0", "10.245.1.9", 0);
+    node.foreign_endpoint(
+        NETWORK,
+        "kube-proxy-sourcevip",
+        "10.244.1.201",
+        EndpointFlags::NONE,
+    );
+    node.foreign_endpoint("other", "stale-c_cbr0", "10.245.1.9", EndpointFlags::NONE);
     let mut gc = config.clone();
     gc["cni.dev/valid-attachments"] = json!([{"containerID": "keep", "ifname": "eth0"}]);
     node.run(&Call::network("GC", &gc)).silent();

@@ -13,7 +13,7 @@ mod common;
 
 use cni_win_conformance::node::policy;
 use common::{Node, config};
-use hns::schema::HostComputeEndpoint;
+use hns::schema::{EndpointFlags, HostComputeEndpoint};
 use serde_json::{Value, json};
 
 const NETWORK: &str = common::NETWORK;
@@ -263,14 +263,14 @@ fn gc_keeps_valid_reference_pods_and_collects_stale_ones() {
     );
     // What GC must never take: an `@ifname` name under an ID cni-win did not derive, a remote
     // endpoint named like a pod, Flannel's endpoint.
-    node.foreign_endpoint(NETWORK, "x_cbr0@eth1", "10.244.1.200", 0);
+    node.foreign_endpoint(NETWORK, "x_cbr0@eth1", "10.244.1.200", EndpointFlags::NONE);
     node.foreign_endpoint(
         NETWORK,
         "remote_cbr0",
         "10.244.1.201",
-        hns::schema::endpoint_flags::REMOTE_ENDPOINT,
+        EndpointFlags::REMOTE_ENDPOINT,
     );
-    node.foreign_endpoint(NETWORK, "cbr0_ep", "10.244.1.202", 0);
+    node.foreign_endpoint(NETWORK, "cbr0_ep", "10.244.1.202", EndpointFlags::NONE);
 
     node.run(&common::Call::network("GC", &gc_config(&config, &["live"])))
         .silent();

@@ -167,7 +167,7 @@ impl Host<'_> {
 
     /// Raw HCN calls since the last reading: (without closes, with closes).
     fn calls(&self, ctx: &Context<'_>) -> Result<(u64, u64), Failure> {
-        let stats = self.0.hnsctl(ctx, &["--json", "stats", "--reset"])?;
+        let stats = self.0.control(ctx, &["--json", "stats", "--reset"])?;
         let stats: Value = serde_json::from_str(&stats)
             .map_err(|e| Failure::Fail(format!("hnsctl stats printed no JSON: {e}")))?;
         let counts = stats.as_object().into_iter().flatten();
@@ -716,12 +716,12 @@ fn parallel_pods(host: &Host, ctx: &Context<'_>) -> Outcome {
 fn rollback(host: &Host, ctx: &Context<'_>, call: &str) -> Outcome {
     let version = newest(ctx)?;
     let config = ctx.valid_config(&version)?;
-    host.0.hnsctl(
+    host.0.control(
         ctx,
         &["fault", "inject", "--function", call, "--hresult", E_FAIL],
     )?;
     let exec = ctx.call(&ctx.invocation("ADD").config(&config))?;
-    host.0.hnsctl(ctx, &["fault", "clear"])?;
+    host.0.control(ctx, &["fault", "clear"])?;
     if exec.exit.success() {
         return Err(format!("ADD succeeded although {call} failed").into());
     }
@@ -736,9 +736,9 @@ fn crash_then_del(host: &Host, ctx: &Context<'_>, call: &str) -> Outcome {
     let version = newest(ctx)?;
     let config = ctx.valid_config(&version)?;
     host.0
-        .hnsctl(ctx, &["fault", "crash", "--function", call])?;
+        .control(ctx, &["fault", "crash", "--function", call])?;
     let exec = ctx.call(&ctx.invocation("ADD").config(&config))?;
-    host.0.hnsctl(ctx, &["fault", "clear"])?;
+    host.0.control(ctx, &["fault", "clear"])?;
     if exec.exit.success() {
         return Err(format!("ADD succeeded although it crashed after {call}").into());
     }

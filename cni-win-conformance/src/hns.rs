@@ -32,10 +32,16 @@ pub const OVERLAY_NETWORK: &str = "--name flannel.4096 --type Overlay --subnet 1
 /// A type neither plugin attaches to, for the "wrong network type" cases.
 const FOREIGN_TYPE: &str = "NAT";
 
+/// The state directory inside each case's directory.
+const STATE_DIR: &str = "hcn";
+
 /// A fresh emulated HNS host per case.
 #[derive(Debug, Clone)]
 pub struct HnsFixture {
     hnsctl: PathBuf,
+    /// A native `hnsctl` for the emulator's test controls (`stats`, `fault`): a Windows
+    /// `hnsctl.exe` has no emulator in it, so under Wine the controls go through the Linux one.
+    controls: PathBuf,
     /// `hnsctl network create` arguments; empty for a host without the network.
     network_args: Vec<String>,
     network_name: String,
@@ -49,11 +55,22 @@ impl HnsFixture {
         let network_name = option_value(&network_args, "--name").ok_or_else(|| {
             format!("the HNS network arguments {network_args:?} need --name NAME")
         })?;
+        let hnsctl = hnsctl.into();
         Ok(HnsFixture {
-            hnsctl: hnsctl.into(),
+            controls: hnsctl.clone(),
+            hnsctl,
             network_args,
             network_name,
         })
+    }
+
+    /// Runs the emulator's test controls with `controls`, a native (Linux) `hnsctl`, when
+    /// the `hnsctl` the host is made with is a Windows one run under Wine.
+    pub fn with_controls(self, controls: impl Into<PathBuf>) -> HnsFixture {
+        HnsFixture {
+            controls: controls.into(),
+            ..self
+        }
     }
 
     /// The network's name (the config's `name`).
@@ -98,6 +115,22 @@ impl HnsFixture {
     }
 }
 
+impl HnsFixture {
+    /// Runs the native control `hnsctl` (`stats`, `fault ...`) on this case's host, between
+    /// the plugin's calls (a Linux process must not share the state with a running Wine one).
+    pub fn control(&self, ctx: &Context<'_>, args: &[&str]) -> Result<String, Failure> {
+        let state = ctx.case_dir().join(STATE_DIR);
+        run_hnsctl(
+            &conformance::Native,
+            &self.controls,
+            &state.to_string_lossy(),
+            args,
+            ctx.timeout(),
+        )
+        .map_err(Failure::Fail)
+    }
+}
+
 /// The value after `flag` in an argument list.
 fn option_value(args: &[String], flag: &str) -> Option<String> {
     let i = args.iter().position(|arg| arg == flag)?;
@@ -135,7 +168,7 @@ impl Fixture for HnsFixture {
     }
 
     fn set_up(&self, scope: &Scope<'_>) -> Result<Setting, String> {
-        let state = scope.dir.join("hcn");
+        let state = scope.dir.join(STATE_DIR);
         std::fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
         let state_path = scope.launcher.plugin_path(&state);
         let hnsctl = |args: &[&str]| {

@@ -13,8 +13,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
 use hns::schema::{
-    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, Ipam, NetworkType,
-    Route, Subnet,
+    EndpointFlags, HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, Ipam,
+    NetworkType, Route, Subnet,
 };
 use hns::{Client, Guid};
 use hns_emulator::{Emulator, Engine};
@@ -316,7 +316,13 @@ impl Node {
     }
 
     /// Creates an endpoint directly, as another component (flanneld, kube-proxy) would.
-    pub fn foreign_endpoint(&self, network: &str, name: &str, ip: &str, flags: u32) -> Guid {
+    pub fn foreign_endpoint(
+        &self,
+        network: &str,
+        name: &str,
+        ip: &str,
+        flags: EndpointFlags,
+    ) -> Guid {
         let client = self.client();
         let open = client.find_network_by_name(network).unwrap();
         let settings = HostComputeEndpoint {
@@ -382,7 +388,7 @@ impl Node {
                 network,
                 &format!("filler-{i}_{network}"),
                 &ip.to_string(),
-                0,
+                EndpointFlags::NONE,
             );
         }
         self.create_network(&network_settings(
@@ -392,7 +398,12 @@ impl Node {
         ));
         for i in 0..count - local {
             let ip = format!("10.250.{}.{}", 1 + i / 200, 2 + i % 200);
-            self.foreign_endpoint("filler", &format!("filler-{i}_filler"), &ip, 0);
+            self.foreign_endpoint(
+                "filler",
+                &format!("filler-{i}_filler"),
+                &ip,
+                EndpointFlags::NONE,
+            );
         }
     }
 

@@ -14,12 +14,13 @@ use crate::hns::{HnsFixture, L2BRIDGE_NETWORK};
 #[derive(Debug, Default)]
 pub struct HnsSuite {
     hnsctl: Option<PathBuf>,
+    controls: Option<PathBuf>,
     network: Option<String>,
 }
 
 impl Suite for HnsSuite {
     fn synopsis(&self) -> &'static str {
-        "\n                       [--hnsctl PATH [--hns-network ARGS]]"
+        "\n                       [--hnsctl PATH [--hns-network ARGS] [--hns-controls PATH]]"
     }
 
     fn options_help(&self) -> &'static str {
@@ -31,6 +32,8 @@ impl Suite for HnsSuite {
                        \"--name cbr0 --type L2Bridge --subnet 10.244.1.0/24 --gateway 10.244.1.1\";
                        win-overlay's: \"--name flannel.4096 --type Overlay --subnet 10.244.1.0/24
                        --gateway 10.244.1.1 --vni 4096 --vxlan-port 4789 --provider-address IP\")
+  --hns-controls PATH  a Linux hnsctl for the emulator's test controls (stats, fault), needed
+                       when --hnsctl is a Windows hnsctl.exe run under Wine (default: --hnsctl)
 "
     }
 
@@ -42,6 +45,7 @@ impl Suite for HnsSuite {
         match flag {
             "--hnsctl" => self.hnsctl = Some(value()?.into()),
             "--hns-network" => self.network = Some(value()?.to_string_lossy().into_owned()),
+            "--hns-controls" => self.controls = Some(value()?.into()),
             _ => return Ok(false),
         }
         Ok(true)
@@ -59,7 +63,14 @@ impl Suite for HnsSuite {
                     .map_err(|e| format!("--hns-network: {e}"))?
             }
             (None, Some(_)) => return Err("--hns-network needs --hnsctl".into()),
+            (None, None) if self.controls.is_some() => {
+                return Err("--hns-controls needs --hnsctl".into());
+            }
             (None, None) => return Ok(None),
+        };
+        let fixture = match &self.controls {
+            Some(controls) => fixture.with_controls(controls),
+            None => fixture,
         };
         Ok(Some(SuiteRun {
             cases: cases::hns(&fixture),

@@ -35,4 +35,11 @@ fn the_hns_options_are_in_the_help_and_checked() {
     let stderr = String::from_utf8_lossy(&lonely.stderr);
     assert_eq!(lonely.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--hns-network needs --hnsctl"), "{stderr}");
+    let controls = Command::new(CLI)
+        .args(["--plugin", "p", "--hns-controls", "hnsctl"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&controls.stderr);
+    assert_eq!(controls.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--hns-controls needs --hnsctl"), "{stderr}");
 }

@@ -11,7 +11,7 @@
 
 use cni::{Error, Request, Success};
 use hns::schema::HostComputeEndpoint;
-use hns::{Client, ErrorKind, Function, HnsError};
+use hns::{Client, CreateEndpointError, ErrorKind, HnsError};
 use ipnetwork::IpNetwork;
 
 use crate::codes::ENDPOINT_CONFLICT;
@@ -115,18 +115,20 @@ fn place<K: NetworkKind>(
         }
         // HNS names one conflict, whichever it checks first: the address or a host port. When
         // the holder is the reference plugin's endpoint of this attachment, it is adopted.
-        Err(e) if port_conflict::is_port_conflict(&e) => match adopt_reference(&e) {
-            Ok(None) => Err(Failure::before_create(port_conflict::error(
-                client,
-                &e,
-                &attachment.endpoint.name,
-                attachment.endpoint.guid,
-                &settings.policies,
-            ))),
-            Ok(Some(adopted)) => Ok(adopted),
-            Err(error) => Err(Failure::before_create(error)),
-        },
-        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+        Err(CreateEndpointError::NotCreated(e)) if port_conflict::is_port_conflict(&e) => {
+            match adopt_reference(&e) {
+                Ok(None) => Err(Failure::before_create(port_conflict::error(
+                    client,
+                    &e,
+                    &attachment.endpoint.name,
+                    attachment.endpoint.guid,
+                    &settings.policies,
+                ))),
+                Ok(Some(adopted)) => Ok(adopted),
+                Err(error) => Err(Failure::before_create(error)),
+            }
+        }
+        Err(CreateEndpointError::NotCreated(e)) if e.kind() == ErrorKind::AlreadyExists => {
             let existing = client
                 .open_endpoint(attachment.endpoint.guid)
                 .map_err(|e| {
@@ -146,10 +148,10 @@ fn place<K: NetworkKind>(
             .map_err(Failure::before_create)
         }
         // HcnCreateEndpoint succeeded and only reading it back failed: the endpoint is ours.
-        Err(e) if failed_in(&e, Function::QueryEndpointProperties) => Err(Failure::after_create(
-            create_error(&e, attachment, policies),
-        )),
-        Err(e) => match adopt_reference(&e) {
+        Err(CreateEndpointError::Unread(e)) => Err(Failure::after_create(create_error(
+            &e, attachment, policies,
+        ))),
+        Err(CreateEndpointError::NotCreated(e)) => match adopt_reference(&e) {
             Ok(None) => Err(Failure::before_create(create_error(
                 &e, attachment, policies,
             ))),
@@ -169,12 +171,6 @@ fn claim<'a>(attachment: &'a Attachment<'_>, blueprint: &'a Blueprint) -> refere
         ours: attachment.endpoint.guid,
         addresses: &blueprint.addresses,
     }
-}
-
-fn failed_in(error: &HnsError, function: Function) -> bool {
-    error
-        .raw()
-        .is_some_and(|raw| raw.function == function.name())
 }
 
 /// The endpoint this attachment should have: addresses with their gateways, routes, DNS,

@@ -46,11 +46,14 @@ pub fn details(error: &HnsError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hns::{ErrorRecord, HResult, RawError};
+    use hns::{ErrorRecord, Function, HResult, RawError};
 
     fn raw(code: HResult) -> HnsError {
         let record = ErrorRecord::failure(code, "boom").to_json();
-        HnsError::from_raw(RawError::new("HcnCreateEndpoint", code, record), "create")
+        HnsError::from_raw(
+            RawError::new(Function::CreateEndpoint, code, record),
+            "create",
+        )
     }
 
     #[test]

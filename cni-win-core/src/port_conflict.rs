@@ -166,7 +166,7 @@ mod tests {
         );
         let refused = HnsError::from_raw(
             RawError::new(
-                "HcnCreateEndpoint",
+                hns::Function::CreateEndpoint,
                 HResult::HCN_E_PORT_ALREADY_EXISTS,
                 plain.to_json(),
             ),

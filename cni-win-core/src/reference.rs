@@ -28,7 +28,7 @@
 //! create fails because something holds its address: then the lookup adds 1 before the error.
 
 use cni::{Error, GcAttachment, Success};
-use hns::schema::{EndpointPolicy, HostComputeEndpoint, endpoint_flags};
+use hns::schema::{EndpointFlags, EndpointPolicy, HostComputeEndpoint};
 use hns::{Client, Guid, HResult, HnsError, OpenEndpoint, OpenNetwork, RawHcn};
 use ipnetwork::IpNetwork;
 
@@ -64,7 +64,7 @@ pub fn find<'c>(
         .map_err(|e| to_cni(&e, &format!("find endpoint {name}")))?;
     Ok(found.filter(|open| {
         let endpoint = open.properties();
-        let local = endpoint.flags & endpoint_flags::REMOTE_ENDPOINT == 0;
+        let local = !endpoint.flags.contains(EndpointFlags::REMOTE_ENDPOINT);
         let mine = local && endpoint.host_compute_network == network.id() && endpoint.id != ours;
         if !mine {
             log::info!(
@@ -72,7 +72,7 @@ pub fn find<'c>(
                  (network {}, flags {})",
                 endpoint.id,
                 endpoint.host_compute_network,
-                endpoint.flags
+                endpoint.flags.bits()
             );
         }
         mine
@@ -167,7 +167,7 @@ pub fn owner<'e>(
     network_id: Guid,
     endpoint: &'e HostComputeEndpoint,
 ) -> Option<Owner<'e>> {
-    let local = endpoint.flags & endpoint_flags::REMOTE_ENDPOINT == 0;
+    let local = !endpoint.flags.contains(EndpointFlags::REMOTE_ENDPOINT);
     if !local || endpoint.host_compute_network != network_id {
         return None;
     }
@@ -319,7 +319,7 @@ mod tests {
         })
     }
 
-    fn endpoint(name: &str, id: Guid, network: Guid, flags: u32) -> HostComputeEndpoint {
+    fn endpoint(name: &str, id: Guid, network: Guid, flags: EndpointFlags) -> HostComputeEndpoint {
         HostComputeEndpoint {
             id,
             name: name.to_owned(),
@@ -374,27 +374,38 @@ mod tests {
             ifname: ifname.to_owned(),
         };
         assert_eq!(
-            owner("pod_cbr0@eth1", ours, network, 0),
+            owner("pod_cbr0@eth1", ours, network, EndpointFlags::NONE),
             Some(attachment("pod", "eth1"))
         );
         assert_eq!(
-            owner("pod_cbr0", random, network, 0),
+            owner("pod_cbr0", random, network, EndpointFlags::NONE),
             Some(attachment("pod", "eth0"))
         );
         // An @ifname name under an ID we did not derive, a remote endpoint, another network,
         // foreign names: nobody's.
-        assert_eq!(owner("pod_cbr0@eth1", random, network, 0), None);
         assert_eq!(
-            owner("pod_cbr0", random, network, endpoint_flags::REMOTE_ENDPOINT),
+            owner("pod_cbr0@eth1", random, network, EndpointFlags::NONE),
             None
         );
-        assert_eq!(owner("pod_cbr0", random, Guid::from_u128(8), 0), None);
-        assert_eq!(owner("cbr0_ep", random, network, 0), None);
+        assert_eq!(
+            owner("pod_cbr0", random, network, EndpointFlags::REMOTE_ENDPOINT),
+            None
+        );
+        assert_eq!(
+            owner("pod_cbr0", random, Guid::from_u128(8), EndpointFlags::NONE),
+            None
+        );
+        assert_eq!(owner("cbr0_ep", random, network, EndpointFlags::NONE), None);
     }
 
     #[test]
     fn a_reference_endpoint_is_valid_whatever_ifname_its_attachment_has() {
-        let e = endpoint("pod_cbr0", Guid::from_u128(42), Guid::from_u128(7), 0);
+        let e = endpoint(
+            "pod_cbr0",
+            Guid::from_u128(42),
+            Guid::from_u128(7),
+            EndpointFlags::NONE,
+        );
         let owner = owner("cbr0", Guid::from_u128(7), &e).unwrap();
         let valid = |ifname: &str| {
             vec![GcAttachment {
@@ -409,7 +420,7 @@ mod tests {
             "pod_cbr0",
             endpoint_guid("cbr0", "pod", "eth0"),
             Guid::from_u128(7),
-            0,
+            EndpointFlags::NONE,
         );
         let ours = super::owner("cbr0", Guid::from_u128(7), &ours).unwrap();
         assert!(ours.is_valid(&valid("eth0")));

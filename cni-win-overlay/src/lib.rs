@@ -262,7 +262,7 @@ impl NetworkKind for Overlay {
 mod tests {
     use super::*;
     use hns::schema::policy::{IsolationIdPolicy, VxlanPortPolicy};
-    use hns::schema::{Ipam, Route, Subnet};
+    use hns::schema::{Ipam, Route, Subnet, SubnetFlags};
 
     fn overlay(json: &str) -> Result<Overlay, Error> {
         Overlay::from_keys(serde_json::from_str(json).unwrap())
@@ -288,7 +288,7 @@ mod tests {
                         destination_prefix: "0.0.0.0/0".into(),
                         metric: None,
                     }],
-                    flags: 0,
+                    flags: SubnetFlags::NONE,
                 }],
             }],
             policies: port

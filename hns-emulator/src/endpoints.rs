@@ -15,7 +15,7 @@ use super::state::{
 use super::store::{self, ObjectDir};
 use crate::guid::Guid;
 use crate::hresult::HResult;
-use crate::schema::{HostComputeEndpoint, HostComputeNetwork, SchemaVersion, subnet_flags};
+use crate::schema::{HostComputeEndpoint, HostComputeNetwork, SchemaVersion, SubnetFlags};
 
 /// Endpoints are filtered by network with `VirtualNetwork` (what hcsshim sends) or `HostComputeNetwork`.
 const NETWORK_FILTER_KEYS: [&str; 2] = ["VirtualNetwork", "HostComputeNetwork"];
@@ -327,7 +327,9 @@ fn subnet_for(network: &HostComputeNetwork, ip: IpAddr) -> Result<IpNetwork, Hcn
         if !prefix.contains(ip) {
             continue;
         }
-        let gateway_reserved = subnet.flags & subnet_flags::DO_NOT_RESERVE_GATEWAY_ADDRESS == 0;
+        let gateway_reserved = !subnet
+            .flags
+            .contains(SubnetFlags::DO_NOT_RESERVE_GATEWAY_ADDRESS);
         if gateway_reserved && subnet.gateway().and_then(|gateway| gateway.parse().ok()) == Some(ip)
         {
             return Err(reserved(ip, &format!("is the gateway of subnet {prefix}")));

@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::error::{ErrorRecord, RawError};
 use crate::hresult::HResult;
+use crate::raw::Function;
 
 /// A failed emulated HCN call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +34,7 @@ impl HcnFailure {
     }
 
     /// Converts to the raw-layer error of `function`.
-    pub fn into_raw(self, function: &'static str) -> RawError {
+    pub fn into_raw(self, function: Function) -> RawError {
         RawError::new(function, self.code, self.record().to_json())
     }
 

@@ -19,7 +19,7 @@ use super::failure::HcnFailure;
 use super::host::first_namespace_id;
 use super::state::NAMESPACE_ENDPOINTS;
 use super::store::{self, ObjectDir};
-use crate::schema::{HostComputeEndpoint, HostComputeNetwork, network_flags};
+use crate::schema::{HostComputeEndpoint, HostComputeNetwork, NetworkFlags};
 
 /// Which outage to simulate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +58,7 @@ impl State<'_> {
             for id in self.all_ids(ObjectDir::Networks)? {
                 let network: Option<HostComputeNetwork> = self.load_network(id)?;
                 if network.is_some_and(|network| {
-                    network.flags & network_flags::ENABLE_NON_PERSISTENT != 0
+                    network.flags.contains(NetworkFlags::ENABLE_NON_PERSISTENT)
                 }) {
                     self.delete_network(id)?;
                     dropped.networks += 1;

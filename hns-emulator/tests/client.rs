@@ -166,7 +166,7 @@ fn handles_close_on_failure_paths() {
         .unwrap()
         .create_endpoint(Guid::ZERO, &endpoint_settings("e", "10.244.1.5"))
         .unwrap_err();
-    assert_eq!(error.hresult(), Some(HResult::E_FAIL));
+    assert_eq!(error.error().hresult(), Some(HResult::E_FAIL));
     engine
         .inject_fault(Function::ModifyNamespace, 1, HResult::E_FAIL)
         .unwrap();
@@ -183,4 +183,37 @@ fn handles_close_on_failure_paths() {
         counters["HcnCloseNamespace"] - 1,
         "{counters:?}"
     ); // create_namespace closes too
+}
+
+#[test]
+fn a_failed_create_says_whether_the_endpoint_exists() {
+    let dir = TempDir::new("created");
+    let client = client(&dir);
+    let network = client.open_network(bridge(&client)).unwrap();
+    let engine = client.raw().engine();
+    engine
+        .inject_fault(Function::CreateEndpoint, 1, HResult::E_FAIL)
+        .unwrap();
+    let refused = network
+        .create_endpoint(Guid::ZERO, &endpoint_settings("refused", "10.244.1.5"))
+        .unwrap_err();
+    assert!(!refused.created(), "{refused}");
+    assert!(client.find_endpoint_by_name("refused").unwrap().is_none());
+    engine
+        .inject_fault(Function::QueryEndpointProperties, 1, HResult::E_FAIL)
+        .unwrap();
+    let unread = network
+        .create_endpoint(Guid::ZERO, &endpoint_settings("unread", "10.244.1.6"))
+        .unwrap_err();
+    assert!(unread.created(), "{unread}");
+    assert_eq!(
+        unread.error().raw().map(|raw| raw.function),
+        Some(Function::QueryEndpointProperties)
+    );
+    assert!(client.find_endpoint_by_name("unread").unwrap().is_some());
+    assert_eq!(
+        client.raw().open_handles(),
+        1,
+        "only the network stays open"
+    );
 }

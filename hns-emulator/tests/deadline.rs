@@ -83,7 +83,7 @@ fn hns_that_does_not_answer_fails_the_call_at_the_deadline() {
 
     assert!(waited < Duration::from_secs(2), "waited {waited:?} for HNS");
     let raw = error.raw().expect("a raw call failed");
-    assert_eq!(raw.function, "HcnEnumerateNetworks");
+    assert_eq!(raw.function, hns::Function::EnumerateNetworks);
     assert_eq!(raw.hresult, HResult::ERROR_TIMEOUT);
     let text = error.to_string();
     assert!(text.contains("HNS did not answer in "), "{text}");
@@ -109,7 +109,7 @@ fn a_handle_with_an_abandoned_call_refuses_new_calls_and_closes_once_after_it() 
     assert_eq!(error.hresult, HResult::ERROR_TIMEOUT);
 
     let refused = layer.modify_namespace(&handle, "{}").unwrap_err();
-    assert_eq!(refused.function, "HcnModifyNamespace");
+    assert_eq!(refused.function, hns::Function::ModifyNamespace);
     assert_eq!(refused.hresult, HResult::ERROR_TIMEOUT);
     assert!(refused.record.starts_with("not sent"), "{refused}");
 
@@ -135,7 +135,7 @@ fn a_handle_a_late_open_returns_is_closed_not_leaked() {
     emulator.engine().set_latency(500_000).unwrap();
 
     let error = layer.open_namespace(&id).unwrap_err();
-    assert_eq!(error.function, "HcnOpenNamespace");
+    assert_eq!(error.function, hns::Function::OpenNamespace);
 
     eventually("the late handle is closed", || {
         calls(&emulator, "HcnCloseNamespace") == 1

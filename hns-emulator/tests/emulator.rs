@@ -35,6 +35,7 @@ fn create(
     network
         .create_endpoint(Guid::ZERO, &endpoint_settings(name, ip))
         .map(|endpoint| endpoint.id())
+        .map_err(HnsError::from)
 }
 
 #[test]
@@ -57,8 +58,9 @@ fn caller_chosen_guids_are_honoured_and_zero_gets_a_random_one() {
         .unwrap()
         .create_endpoint(chosen, &endpoint_settings("c", "10.244.1.7"))
         .unwrap_err();
+    assert!(!again.created());
     assert_eq!(
-        (again.kind(), code(&again)),
+        (again.error().kind(), code(again.error())),
         (
             ErrorKind::AlreadyExists,
             HResult::ERROR_OBJECT_ALREADY_EXISTS
@@ -180,7 +182,12 @@ fn hns_fills_in_mac_and_prefix_length() {
     given.mac_address = "not-a-mac".into();
     given.ip_configurations[0].ip_address = "10.244.1.8".into();
     assert_eq!(
-        code(&network.create_endpoint(Guid::ZERO, &given).unwrap_err()),
+        code(
+            network
+                .create_endpoint(Guid::ZERO, &given)
+                .unwrap_err()
+                .error()
+        ),
         HResult::E_INVALIDARG
     );
 }
@@ -196,7 +203,7 @@ fn a_mac_is_held_by_one_endpoint_per_network() {
     let taken = first.properties().mac_address.clone();
     let mut copy = endpoint_settings("b", "10.244.1.6");
     copy.mac_address = taken.to_lowercase().replace('-', ":");
-    let error = network.create_endpoint(Guid::ZERO, &copy).unwrap_err();
+    let error = HnsError::from(network.create_endpoint(Guid::ZERO, &copy).unwrap_err());
     assert_eq!(
         (code(&error), error.kind()),
         (
@@ -462,7 +469,7 @@ fn client_rejects_read_only_namespace_before_calling() {
     let mut settings = endpoint_settings("a", "10.244.1.5");
     settings.host_compute_namespace = guid("3fbeee42-4716-4d15-bcb6-19a846a7d111");
     let before = client.raw().engine().stats().unwrap();
-    let error = network.create_endpoint(Guid::ZERO, &settings).unwrap_err();
+    let error = HnsError::from(network.create_endpoint(Guid::ZERO, &settings).unwrap_err());
     assert_eq!(error.kind(), ErrorKind::InvalidInput);
     assert_eq!(client.raw().engine().stats().unwrap(), before);
 }

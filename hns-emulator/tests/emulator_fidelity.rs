@@ -51,6 +51,7 @@ fn create_on(
         .open_network(network)?
         .create_endpoint(Guid::ZERO, settings)
         .map(|endpoint| endpoint.id())
+        .map_err(HnsError::from)
 }
 
 #[test]
@@ -201,7 +202,7 @@ struct Populated {
 /// A network as flanneld makes one: gone after a reboot.
 fn non_persistent_network() -> hns::schema::HostComputeNetwork {
     hns::schema::HostComputeNetwork {
-        flags: hns::schema::network_flags::ENABLE_NON_PERSISTENT,
+        flags: hns::schema::NetworkFlags::ENABLE_NON_PERSISTENT,
         ..network_settings(
             "vxlan0",
             NetworkType::L2Bridge,

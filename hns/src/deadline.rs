@@ -161,7 +161,7 @@ impl Deadlined {
             let entry = busy.entry(raw).or_default();
             if entry.abandoned {
                 return Err(RawError::new(
-                    function.name(),
+                    function,
                     HResult::ERROR_TIMEOUT,
                     format!(
                         "not sent: HNS did not answer an earlier call on handle {raw:#x}, which is still running"
@@ -190,7 +190,7 @@ impl Deadlined {
             if let Some(entry) = busy.get_mut(&handle.as_raw()) {
                 log::warn!(
                     "{}: handle {:#x} still has a call running; it is closed when that call returns",
-                    function.name(),
+                    function,
                     handle.as_raw()
                 );
                 entry.close = Some(Box::new(move |backend| {
@@ -235,7 +235,7 @@ impl Deadlined {
                             shared.abandoned.fetch_sub(1, Ordering::SeqCst);
                             log::warn!(
                                 "{} answered after {:?}, too late",
-                                function.name(),
+                                function,
                                 started.elapsed()
                             );
                             result.discard(backend.as_ref());
@@ -250,7 +250,7 @@ impl Deadlined {
         if let Err(error) = spawned {
             self.shared.returned(self.backend.as_ref(), handle);
             return Err(RawError::new(
-                function.name(),
+                function,
                 HResult::E_FAIL,
                 format!("not sent: cannot start a thread to wait on it: {error}"),
             ));
@@ -277,7 +277,7 @@ impl Deadlined {
                     function.name()
                 );
                 Err(RawError::new(
-                    function.name(),
+                    function,
                     HResult::ERROR_TIMEOUT,
                     format!(
                         "HNS did not answer in {:?} (deadline {wait:?}); the call was abandoned and may still complete",

@@ -7,6 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::hresult::HResult;
+use crate::raw::Function;
 
 /// The JSON error record HNS fills on failure:
 /// `{"Success":false,"Error":"The parameter is incorrect. ","ErrorCode":2147942487}`.
@@ -47,8 +48,8 @@ impl ErrorRecord {
 /// `S_OK` and the code is taken from the record when it carries one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawError {
-    /// The computenetwork.dll function, e.g. `HcnCreateEndpoint`.
-    pub function: &'static str,
+    /// The computenetwork.dll function that failed, e.g. [`Function::CreateEndpoint`].
+    pub function: Function,
     /// The HRESULT the call returned (or the record's `ErrorCode` when the call returned success).
     pub hresult: HResult,
     /// The error record exactly as returned (empty when there was none).
@@ -57,7 +58,7 @@ pub struct RawError {
 
 impl RawError {
     /// Builds an error from a call's HRESULT and error-record text.
-    pub fn new(function: &'static str, hresult: HResult, record: String) -> RawError {
+    pub fn new(function: Function, hresult: HResult, record: String) -> RawError {
         let hresult = if hresult.is_failure() {
             hresult
         } else {
@@ -297,7 +298,7 @@ mod tests {
     fn record_alone_makes_a_failure() {
         let record =
             r#"{"Success":false,"Error":"The parameter is incorrect. ","ErrorCode":2147942487}"#;
-        let raw = RawError::new("HcnCreateEndpoint", HResult::S_OK, record.to_owned());
+        let raw = RawError::new(Function::CreateEndpoint, HResult::S_OK, record.to_owned());
         assert_eq!(raw.hresult, HResult::E_INVALIDARG);
         assert_eq!(raw.message(), "The parameter is incorrect.");
     }
@@ -305,7 +306,7 @@ mod tests {
     #[test]
     fn display_names_function_hresult_and_text() {
         let raw = RawError::new(
-            "HcnOpenEndpoint",
+            Function::OpenEndpoint,
             HResult::HCN_E_ENDPOINT_NOT_FOUND,
             ErrorRecord::failure(
                 HResult::HCN_E_ENDPOINT_NOT_FOUND,
@@ -325,7 +326,7 @@ mod tests {
     fn holder_clause_parses_and_plain_records_have_none() {
         let record = |text: &str| {
             RawError::new(
-                "HcnCreateEndpoint",
+                Function::CreateEndpoint,
                 HResult::HCN_E_PORT_ALREADY_EXISTS,
                 ErrorRecord::failure(HResult::HCN_E_PORT_ALREADY_EXISTS, text).to_json(),
             )

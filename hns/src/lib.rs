@@ -15,6 +15,10 @@
 //! The typed layer is shared, so what the tests prove on the emulator is the
 //! code that runs on Windows.
 
+// Every public item says why it is there: this crate is the HCN boundary, read by whoever
+// checks what a plugin sends to HNS.
+#![warn(missing_docs)]
+
 pub mod client;
 pub mod deadline;
 pub mod error;
@@ -26,7 +30,7 @@ pub mod native;
 pub mod raw;
 pub mod schema;
 
-pub use client::{Client, OpenEndpoint, OpenNamespace, OpenNetwork};
+pub use client::{Client, CreateEndpointError, OpenEndpoint, OpenNamespace, OpenNetwork};
 pub use deadline::Deadlined;
 pub use error::{ErrorKind, ErrorRecord, HnsError, Holder, RawError};
 pub use features::{Feature, HnsVersion, SupportedFeatures};

@@ -88,13 +88,11 @@ fn checked(
     let record = record.text();
     match result {
         Err(error) => Err(RawError::new(
-            function.name(),
+            function,
             HResult::from_i32(error.code().0),
             record,
         )),
-        Ok(()) if !record.trim().is_empty() => {
-            Err(RawError::new(function.name(), HResult::S_OK, record))
-        }
+        Ok(()) if !record.trim().is_empty() => Err(RawError::new(function, HResult::S_OK, record)),
         Ok(()) => Ok(()),
     }
 }
@@ -122,13 +120,8 @@ fn checked_handle<H: Handle>(
 }
 
 fn closed(function: Function, result: windows::core::Result<()>) -> Result<(), RawError> {
-    result.map_err(|error| {
-        RawError::new(
-            function.name(),
-            HResult::from_i32(error.code().0),
-            String::new(),
-        )
-    })
+    result
+        .map_err(|error| RawError::new(function, HResult::from_i32(error.code().0), String::new()))
 }
 
 fn handle_ptr(handle: &impl Handle) -> *const c_void {
@@ -396,7 +389,7 @@ impl RawHcn for ComputeNetwork {
         let text = response.text();
         if code.is_err() {
             return Err(RawError::new(
-                Function::HnsCall.name(),
+                Function::HnsCall,
                 HResult::from_i32(code.0),
                 text,
             ));

@@ -309,3 +309,10 @@ impl Function {
         )
     }
 }
+
+impl std::fmt::Display for Function {
+    /// The DLL's name for the function, e.g. `HcnCreateEndpoint`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

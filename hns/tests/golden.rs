@@ -9,8 +9,8 @@ use hns::schema::policy::{
 use hns::schema::v1::{endpoint_policy_from_conf, subnet_policy_from_conf};
 use hns::schema::{
     EndpointPolicy, HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNamespace,
-    HostComputeNetwork, HostComputeQuery, ModifyRequest, NetworkPolicy, NetworkType, RequestType,
-    SubnetPolicy,
+    HostComputeNetwork, HostComputeQuery, ModifyRequest, NetworkFlags, NetworkPolicy, NetworkType,
+    RequestType, SubnetPolicy,
 };
 use hns::{ErrorRecord, Guid};
 use serde_json::Value;
@@ -35,7 +35,7 @@ fn flannel_overlay_network_round_trips() {
       "SchemaVersion":{"Major":2,"Minor":0}}"#;
     let network: HostComputeNetwork = serde_json::from_str(doc).unwrap();
     assert_eq!(network.network_type, NetworkType::Overlay);
-    assert_eq!(network.flags, 8);
+    assert_eq!(network.flags, NetworkFlags::ENABLE_NON_PERSISTENT);
     let subnet = network.subnets().next().unwrap();
     assert_eq!(subnet.gateway(), Some("10.244.1.1"));
     assert_eq!(

@@ -6,7 +6,7 @@ use hns::schema::policy::{
 };
 use hns::schema::{
     HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, Ipam, NetworkPolicy, Route,
-    Subnet, SubnetPolicy,
+    Subnet, SubnetFlags, SubnetPolicy,
 };
 use hns::{Guid, HnsError};
 
@@ -220,7 +220,7 @@ fn network_settings(create: NetworkCreate) -> Result<HostComputeNetwork, String>
                     destination_prefix: default_route.to_owned(),
                     metric: None,
                 }],
-                flags: 0,
+                flags: SubnetFlags::NONE,
             }],
         }],
         ..HostComputeNetwork::default()

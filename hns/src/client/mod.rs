@@ -14,8 +14,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 pub use open::{
-    EndpointKind, LoadBalancerKind, NamespaceKind, NetworkKind, ObjectKind, Open, OpenEndpoint,
-    OpenLoadBalancer, OpenNamespace, OpenNetwork,
+    CreateEndpointError, EndpointKind, LoadBalancerKind, NamespaceKind, NetworkKind, ObjectKind,
+    Open, OpenEndpoint, OpenLoadBalancer, OpenNamespace, OpenNetwork,
 };
 
 use crate::deadline::Deadlined;

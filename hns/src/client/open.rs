@@ -20,6 +20,40 @@ use crate::schema::{
     HostComputeQuery, ModifyRequest,
 };
 
+/// Why [`OpenNetwork::create_endpoint`] failed, and so whether the endpoint exists.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateEndpointError {
+    /// HNS made no endpoint (`HcnCreateEndpoint` failed, or the request never left).
+    #[error(transparent)]
+    NotCreated(HnsError),
+    /// `HcnCreateEndpoint` succeeded and reading the endpoint back failed: it exists, and it
+    /// is the caller's to remove.
+    #[error(transparent)]
+    Unread(HnsError),
+}
+
+impl CreateEndpointError {
+    /// Whether HNS made the endpoint.
+    pub fn created(&self) -> bool {
+        matches!(self, CreateEndpointError::Unread(_))
+    }
+
+    /// What failed.
+    pub fn error(&self) -> &HnsError {
+        match self {
+            CreateEndpointError::NotCreated(error) | CreateEndpointError::Unread(error) => error,
+        }
+    }
+}
+
+impl From<CreateEndpointError> for HnsError {
+    fn from(error: CreateEndpointError) -> HnsError {
+        match error {
+            CreateEndpointError::NotCreated(error) | CreateEndpointError::Unread(error) => error,
+        }
+    }
+}
+
 /// The per-object-type calls an [`Open`] object needs.
 pub trait ObjectKind {
     /// The raw handle type.
@@ -162,36 +196,38 @@ impl<R: RawHcn + ?Sized> OpenNetwork<'_, R> {
     /// choose) and reads back what HNS filled in (MAC, prefix length).
     ///
     /// Raw calls: `HcnCreateEndpoint` + `HcnQueryEndpointProperties` = 2
-    /// (+1 `HcnCloseEndpoint` when the returned object drops).
+    /// (+1 `HcnCloseEndpoint` when the returned object drops). A failure says
+    /// whether the endpoint was made, so a caller rolls back only what exists.
     pub fn create_endpoint(
         &self,
         id: Guid,
         settings: &HostComputeEndpoint,
-    ) -> Result<OpenEndpoint<'_, R>, HnsError> {
+    ) -> Result<OpenEndpoint<'_, R>, CreateEndpointError> {
         if !settings.host_compute_namespace.is_zero() {
-            return Err(HnsError::new(
+            return Err(CreateEndpointError::NotCreated(HnsError::new(
                 ErrorKind::InvalidInput,
                 "endpoint HostComputeNamespace is read-only: create the endpoint without it, then attach it to the namespace",
-            ));
+            )));
         }
         let mut settings = settings.clone();
         settings.host_compute_network = self.id();
         let json = serde_json::to_string(&settings).map_err(|e| {
-            HnsError::new(
+            CreateEndpointError::NotCreated(HnsError::new(
                 ErrorKind::InvalidInput,
                 format!("endpoint settings do not serialise: {e}"),
-            )
+            ))
         })?;
         let context = format!(
             "create endpoint {:?} on network {}",
             settings.name, self.properties.name
         );
+        let network = self.raw_handle().map_err(CreateEndpointError::NotCreated)?;
         let handle = self
             .client
             .raw()
-            .create_endpoint(self.raw_handle()?, &id, &json)
-            .map_err(|e| HnsError::from_raw(e, context.clone()))?;
-        Open::query_new(self.client, handle, &context)
+            .create_endpoint(network, &id, &json)
+            .map_err(|e| CreateEndpointError::NotCreated(HnsError::from_raw(e, context.clone())))?;
+        Open::query_new(self.client, handle, &context).map_err(CreateEndpointError::Unread)
     }
 
     /// Sends a modify request (1 call: `HcnModifyNetwork`), e.g. add a `RemoteSubnetRoute`.

@@ -2,18 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::SchemaVersion;
+use super::flags::EndpointFlags;
 use super::network::{Dns, Route};
 use super::policy::EndpointPolicy;
-use super::{SchemaVersion, is_zero};
 use crate::guid::Guid;
-
-/// `HostComputeEndpoint.Flags` bits.
-pub mod endpoint_flags {
-    /// No flags.
-    pub const NONE: u32 = 0;
-    /// `RemoteEndpoint`: an endpoint standing for a container on another host.
-    pub const REMOTE_ENDPOINT: u32 = 1;
-}
 
 /// An HCN endpoint: one container network interface on a network.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -47,9 +40,9 @@ pub struct HostComputeEndpoint {
     /// Dash-separated MAC; HNS assigns one from the network's MacPool when empty.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub mac_address: String,
-    /// [`endpoint_flags`] bits.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub flags: u32,
+    /// Endpoint flags ([`EndpointFlags::REMOTE_ENDPOINT`] for another host's container).
+    #[serde(default, skip_serializing_if = "EndpointFlags::is_empty")]
+    pub flags: EndpointFlags,
     /// Health data HNS reports on detailed queries (opaque).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<serde_json::Value>,

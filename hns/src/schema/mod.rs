@@ -6,6 +6,7 @@
 //! sends) are accepted.
 
 mod endpoint;
+mod flags;
 mod load_balancer;
 mod modify;
 mod namespace;
@@ -16,14 +17,12 @@ pub mod v1;
 
 use serde::{Deserialize, Serialize};
 
-pub use endpoint::{HostComputeEndpoint, IpConfig, endpoint_flags};
+pub use endpoint::{HostComputeEndpoint, IpConfig};
+pub use flags::{EndpointFlags, NetworkFlags, SubnetFlags};
 pub use load_balancer::{HostComputeLoadBalancer, LoadBalancerPortMapping, load_balancer_flags};
 pub use modify::{ModifyRequest, NamespaceEndpointSettings, PolicyList, RequestType, ResourceType};
 pub use namespace::{HostComputeNamespace, NamespaceResource, NamespaceType};
-pub use network::{
-    Dns, HostComputeNetwork, Ipam, MacPool, MacRange, NetworkType, Route, Subnet, network_flags,
-    subnet_flags,
-};
+pub use network::{Dns, HostComputeNetwork, Ipam, MacPool, MacRange, NetworkType, Route, Subnet};
 pub use policy::{EndpointPolicy, NetworkPolicy, RawPolicy, SubnetPolicy};
 pub use query::{HostComputeQuery, query_flags};
 

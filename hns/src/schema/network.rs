@@ -4,29 +4,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::SchemaVersion;
+use super::flags::{NetworkFlags, SubnetFlags};
 use super::policy::{NetworkPolicy, SubnetPolicy};
-use super::{SchemaVersion, is_zero};
 use crate::guid::Guid;
-
-/// `HostComputeNetwork.Flags` bits (hcsshim's `NetworkFlags`).
-pub mod network_flags {
-    /// No flags.
-    pub const NONE: u32 = 0;
-    /// `EnableNonPersistent`: the network does not survive an HNS restart (flannel sets it).
-    pub const ENABLE_NON_PERSISTENT: u32 = 8;
-    /// `DisableHostPort`.
-    pub const DISABLE_HOST_PORT: u32 = 1024;
-    /// `EnableIov`.
-    pub const ENABLE_IOV: u32 = 8192;
-}
-
-/// Subnet `Flags` bits.
-pub mod subnet_flags {
-    /// No flags.
-    pub const NONE: u32 = 0;
-    /// `DoNotReserveGatewayAddress`: the gateway IP may be given to an endpoint.
-    pub const DO_NOT_RESERVE_GATEWAY_ADDRESS: u32 = 1;
-}
 
 /// An HCN network.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -53,9 +34,9 @@ pub struct HostComputeNetwork {
     /// Address management: the network's subnets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ipams: Vec<Ipam>,
-    /// [`network_flags`] bits.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub flags: u32,
+    /// Network flags.
+    #[serde(default, skip_serializing_if = "NetworkFlags::is_empty")]
+    pub flags: NetworkFlags,
     /// Health data HNS reports on detailed queries (opaque).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub health: Option<serde_json::Value>,
@@ -230,9 +211,9 @@ pub struct Subnet {
     /// Routes; the default route's next hop is the subnet gateway.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Route>,
-    /// [`subnet_flags`] bits.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub flags: u32,
+    /// Subnet flags.
+    #[serde(default, skip_serializing_if = "SubnetFlags::is_empty")]
+    pub flags: SubnetFlags,
 }
 
 impl Subnet {

@@ -59,7 +59,7 @@ pub unsafe fn call_returning_string(
         clear(out);
         run(function, error_record, || {
             let text = required(function, out).and_then(|_| body())?;
-            write_string(out, &text).map_err(|failure| failure.into_raw(function.name()))
+            write_string(out, &text).map_err(|failure| failure.into_raw(function))
         })
     }
 }
@@ -123,7 +123,7 @@ pub unsafe fn call_with_response(
     unsafe {
         run(function, response, || {
             let text = required(function, response).and_then(|_| body())?;
-            write_string(response, &text).map_err(|failure| failure.into_raw(function.name()))
+            write_string(response, &text).map_err(|failure| failure.into_raw(function))
         })
     }
 }
@@ -224,7 +224,7 @@ fn returned_code(error: &RawError) -> HResult {
 
 /// A failure detected by the DLL itself, recorded as the emulator records its own.
 fn fail(function: Function, code: HResult, detail: &str) -> RawError {
-    HcnFailure::new(code, format!("(HCN emulator DLL: {detail})")).into_raw(function.name())
+    HcnFailure::new(code, format!("(HCN emulator DLL: {detail})")).into_raw(function)
 }
 
 /// `E_POINTER` when a required out pointer is null, checked before HCN does anything.

@@ -164,7 +164,10 @@ impl Plugin {
                 .arg("--hnsctl")
                 .arg(lane.program(side, "hnsctl"))
                 .arg("--hns-network")
-                .arg(network);
+                .arg(network)
+                // A Windows hnsctl.exe has no emulator: the test controls use the Linux one.
+                .arg("--hns-controls")
+                .arg(lane.program(Side::Native, "hnsctl"));
         }
         let ran = process::run(command, process::CATALOGUE_DEADLINE)?;
         // Exit 1 means a case failed, which the report says; anything else is a broken run.

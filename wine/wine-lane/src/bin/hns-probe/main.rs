@@ -119,7 +119,7 @@ fn attach(client: &Client) -> Result<Value, String> {
         .map_err(fail)?;
     let endpoint = network
         .create_endpoint(ENDPOINT, &endpoint_settings())
-        .map_err(fail)?;
+        .map_err(|error| fail(error.into()))?;
     client
         .create_namespace(NAMESPACE, &HostComputeNamespace::default())
         .map_err(fail)?;
@@ -190,6 +190,7 @@ fn errors(client: &Client) -> Value {
                 network
                     .create_endpoint(ENDPOINT, &endpoint_settings())
                     .map(drop)
+                    .map_err(HnsError::from)
             })
             .and_then(|()| client.create_namespace(NAMESPACE, &HostComputeNamespace::default()))
             .and_then(|_| client.attach_endpoint(NAMESPACE, ENDPOINT))
