@@ -11,8 +11,9 @@ mod controls;
 mod objects;
 
 use std::process::ExitCode;
+use std::sync::LazyLock;
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command};
 use hns::Client;
 #[cfg(not(windows))]
@@ -30,8 +31,22 @@ pub struct Context {
     pub json: bool,
 }
 
+/// `0.1.0 (commit 0123456789ab)`: what `--version` prints after the name, so an operator can
+/// tell which source a binary on a node was built from (`build/commit.rs` records the commit).
+static VERSION_LINE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} (commit {})",
+        env!("CARGO_PKG_VERSION"),
+        option_env!("CNI_WIN_COMMIT").unwrap_or("unknown")
+    )
+});
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().version(VERSION_LINE.as_str()).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(err) => err.exit(),
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {

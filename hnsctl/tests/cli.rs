@@ -135,3 +135,15 @@ fn help_usage_errors_and_completions_are_the_parsers() {
         "{script}"
     );
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let output = Command::new(HNSCTL).arg("--version").output().unwrap();
+    assert!(output.status.success());
+    let commit = option_env!("CNI_WIN_COMMIT").unwrap_or("unknown");
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        format!("hnsctl {} (commit {commit})\n", env!("CARGO_PKG_VERSION"))
+    );
+    assert_ne!(commit, "unknown", "a git checkout names its commit");
+}
