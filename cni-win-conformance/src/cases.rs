@@ -613,7 +613,7 @@ fn after_hns_restart(host: &Host, ctx: &Context<'_>) -> Outcome {
         .unwrap_or_default();
     let config = ctx.valid_config(&version)?;
     let result = host.add(ctx, ctx.container_id(), ctx.netns(), &config, &version)?;
-    host.0.hnsctl(ctx, &["host", "restart"])?;
+    host.0.control(ctx, &["host", "restart"])?;
     let config = with_prev_result(config, &result, &version);
     check_mismatch(ctx, &config, "does not exist")?;
     silently(ctx, "DEL", &config, "DEL after an HNS restart")?;
@@ -626,7 +626,7 @@ fn after_hns_restart(host: &Host, ctx: &Context<'_>) -> Outcome {
 /// pods it knew, succeeds and gives the addresses back.
 fn after_reboot(host: &Host, ctx: &Context<'_>) -> Outcome {
     let (config, result, version) = host.add_own(ctx)?;
-    host.0.hnsctl(ctx, &["host", "reboot"])?;
+    host.0.control(ctx, &["host", "reboot"])?;
     let config = with_prev_result(config, &result, &version);
     silently(ctx, "DEL", &config, "DEL after a reboot")?;
     host.expect_clean(ctx, "DEL after a reboot")?;
