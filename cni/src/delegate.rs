@@ -11,7 +11,8 @@
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command as Process, Stdio};
+use std::process::{Child, Command as Process, Stdio};
+use std::time::Duration;
 
 use crate::config::NetConf;
 use crate::env::Command;
@@ -183,6 +184,31 @@ fn find_with_suffixes(
         })
 }
 
+/// How often a plugin binary that is still open for writing somewhere ("text file busy": an
+/// installer is writing it, or another thread of this process holds a descriptor a concurrent
+/// fork inherited) is started again, with [`TEXT_FILE_BUSY_PAUSE`] between tries: libcni retries
+/// the same condition. Bounded, so a binary that stays busy fails within a second.
+const TEXT_FILE_BUSY_TRIES: u32 = 5;
+/// The pause between two starts of a busy plugin binary.
+const TEXT_FILE_BUSY_PAUSE: Duration = Duration::from_millis(200);
+
+/// Starts `process`, trying a binary that is busy being written again a bounded number of times.
+fn start(process: &mut Process) -> std::io::Result<Child> {
+    let mut tries = 1;
+    loop {
+        match process.spawn() {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::ExecutableFileBusy
+                    && tries < TEXT_FILE_BUSY_TRIES =>
+            {
+                tries += 1;
+                std::thread::sleep(TEXT_FILE_BUSY_PAUSE);
+            }
+            started => return started,
+        }
+    }
+}
+
 /// How much of a failed plugin's non-error stdout is kept in the error's details.
 const MAX_STDOUT_IN_DETAILS: usize = 1000;
 
@@ -200,13 +226,14 @@ pub fn exec(
     // This process was admitted with the same variable (the skeleton reads it before any
     // command runs), so a malformed one never gets here; an unreadable one starts afresh.
     let chain = DelegationChain::from_lookup(&|name| std::env::var_os(name)).unwrap_or_default();
-    let mut child = Process::new(binary)
+    let mut process = Process::new(binary);
+    process
         .env("CNI_COMMAND", command.as_str())
         .env(CHAIN_VAR, chain.extended(plugin_type))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
+        .stderr(Stdio::inherit());
+    let mut child = start(&mut process)
         .map_err(|e| Error::new(ErrorCode::Io, format!("cannot run plugin {name}: {e}")))?;
     // stdin is fed from its own thread while stdout is drained: a plugin may write its reply
     // before it has read the whole config, and with both larger than a pipe buffer a write
@@ -441,6 +468,25 @@ echo '{"cniVersion":"0.3.1","ips":[{"version":"4","address":"10.0.0.9/24"}]}'"#,
         let outcome = finished
             .recv_timeout(std::time::Duration::from_secs(20))
             .expect("the delegation deadlocked");
+        assert_eq!(outcome, Ok(()));
+    }
+
+    /// A plugin binary still open for writing ("text file busy": being installed, or a
+    /// descriptor a concurrent fork inherited) is started once the writer lets go.
+    #[test]
+    fn a_plugin_busy_being_written_is_started_once_it_is_free() {
+        let (_guard, dir) = scratch();
+        script(&dir, "ipam", "cat >/dev/null");
+        let writer = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("ipam"))
+            .unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(TEXT_FILE_BUSY_PAUSE);
+            drop(writer);
+        });
+        let outcome = run("ipam", Command::Del, b"{}", &[dir]);
+        release.join().unwrap();
         assert_eq!(outcome, Ok(()));
     }
 
