@@ -12,6 +12,7 @@
 //!
 //! Test-only, never shipped. Windows only; on other targets the crate is empty.
 #![cfg(windows)]
+#![warn(missing_docs)]
 
 use std::ffi::c_void;
 

@@ -16,6 +16,7 @@
 //!
 //! Windows only; on other targets the crate is empty.
 #![cfg(windows)]
+#![warn(missing_docs)]
 
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
