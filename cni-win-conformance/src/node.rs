@@ -83,7 +83,7 @@ impl Reply {
 /// One plugin invocation: the attachment and the config.
 #[derive(Debug, Clone)]
 pub struct Call<'a> {
-    /// `CNI_COMMAND`.
+    /// `CNI_COMMAND`: ADD, DEL, CHECK, GC, STATUS or VERSION.
     pub command: &'a str,
     /// `CNI_CONTAINERID`; empty for network-wide calls, which have no attachment.
     pub container_id: &'a str,
