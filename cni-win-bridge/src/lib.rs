@@ -13,6 +13,7 @@
 //! An IPv6 address needs an HNS with dual-stack support (11.10 and later), as on every kind of
 //! network: the core checks that.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::net::IpAddr;
 

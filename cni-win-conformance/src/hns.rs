@@ -73,7 +73,7 @@ impl HnsFixture {
         }
     }
 
-    /// The network's name (the config's `name`).
+    /// The network's name, which plugin configs refer to in `name`.
     pub fn network_name(&self) -> &str {
         &self.network_name
     }

@@ -8,6 +8,7 @@
 //! - [`suite::HnsSuite`]: the `cni-win-conformance` command line (`cni-conformance` plus
 //!   `--hnsctl`/`--hns-network`), which `scripts/test` and the Wine lane run.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod cases;
 pub mod hns;

@@ -37,12 +37,16 @@ pub struct Node {
 /// What one plugin call returned.
 #[derive(Debug)]
 pub struct Reply {
+    /// The exit status; `None` when a signal ended the plugin, which no CNI caller accepts.
     pub status: Option<i32>,
+    /// Everything the plugin printed on stdout: the protocol's result or error JSON, nothing else.
     pub stdout: String,
+    /// The plugin's logs, kept apart so a test can show them when an assertion fails.
     pub stderr: String,
 }
 
 impl Reply {
+    /// Whether the plugin exited 0, the only status a runtime treats as success.
     pub fn ok(&self) -> bool {
         self.status == Some(0)
     }
@@ -79,10 +83,15 @@ impl Reply {
 /// One plugin invocation: the attachment and the config.
 #[derive(Debug, Clone)]
 pub struct Call<'a> {
+    /// `CNI_COMMAND`: ADD, DEL, CHECK, GC, STATUS or VERSION.
     pub command: &'a str,
+    /// `CNI_CONTAINERID`; empty for network-wide calls, which have no attachment.
     pub container_id: &'a str,
+    /// `CNI_IFNAME`; the second half of the attachment key the plugins lock and record.
     pub ifname: &'a str,
+    /// `CNI_NETNS`: the HCN namespace GUID; `None` leaves it unset, as DEL and GC may.
     pub netns: Option<&'a str>,
+    /// The network config, sent on stdin.
     pub config: &'a Value,
 }
 
@@ -105,8 +114,11 @@ pub type Calls = (u64, u64);
 /// The raw calls of a new pod's ADD, a repeated ADD and a DEL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
+    /// A new pod's ADD: the figure the README's call-count budget promises.
     pub add: Calls,
+    /// An ADD for an attachment that already exists, which runtimes repeat after a timeout.
     pub repeated_add: Calls,
+    /// A DEL of an attached pod.
     pub del: Calls,
 }
 
@@ -157,10 +169,12 @@ impl Node {
         Node { dir, plugin }
     }
 
+    /// The node's scratch root; tests put extra configs and CNI_PATH binaries under it.
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
 
+    /// The emulator's state directory, what `HCN_EMULATOR_STATE` points the plugin at.
     pub fn state(&self) -> PathBuf {
         self.dir.path().join("hcn")
     }
@@ -170,6 +184,7 @@ impl Node {
         self.dir.path().join("ipam")
     }
 
+    /// A typed client on the node's emulator, to set up or inspect HNS objects as an operator would.
     pub fn client(&self) -> Client {
         Client::from_box(Box::new(Emulator::open(&self.state()).unwrap()))
     }
@@ -179,6 +194,7 @@ impl Node {
         Emulator::open(&self.state()).unwrap().engine().clone()
     }
 
+    /// Creates an HNS network, as Flannel or an operator does before the first pod starts.
     pub fn create_network(&self, settings: &HostComputeNetwork) -> Guid {
         self.client()
             .create_network(Guid::ZERO, settings)
@@ -186,6 +202,7 @@ impl Node {
             .id()
     }
 
+    /// The GUID of the network named `name`, which plugins find by name from the config.
     pub fn network_id(&self, name: &str) -> Guid {
         self.client().find_network_by_name(name).unwrap().id()
     }
@@ -204,6 +221,7 @@ impl Node {
         self.run_with(call, &BTreeMap::new())
     }
 
+    /// Like [`Node::run`], with extra environment variables (e.g. a shorter HNS deadline).
     pub fn run_with(&self, call: &Call<'_>, extra_env: &BTreeMap<&str, String>) -> Reply {
         let mut command = Command::new(&self.plugin);
         command
@@ -256,14 +274,17 @@ impl Node {
         }
     }
 
+    /// ADD of `container_id`'s `eth0` in the namespace `netns`.
     pub fn add(&self, container_id: &str, netns: &str, config: &Value) -> Reply {
         self.run(&Node::attachment("ADD", container_id, Some(netns), config))
     }
 
+    /// DEL of `container_id`'s `eth0`; `netns` may be absent, as kubelet sends it after a reboot.
     pub fn del(&self, container_id: &str, netns: Option<&str>, config: &Value) -> Reply {
         self.run(&Node::attachment("DEL", container_id, netns, config))
     }
 
+    /// CHECK of `container_id`'s `eth0`, which must find what ADD created.
     pub fn check(&self, container_id: &str, netns: &str, config: &Value) -> Reply {
         self.run(&Node::attachment(
             "CHECK",

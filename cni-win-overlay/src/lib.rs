@@ -22,6 +22,7 @@
 //! Port mappings, loopback DSR, DNS and user policies are the core's, so they work here too
 //! (the reference win-overlay ignores port mappings).
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::net::IpAddr;
 

@@ -110,7 +110,7 @@ pub struct Dns {
     /// Servers the container's resolver asks, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nameservers: Vec<String>,
-    /// The local domain.
+    /// Search domain for unqualified names (`resolv.conf`'s `domain`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
     /// Domains tried for short names, in order.

@@ -78,12 +78,12 @@ pub struct About {
     pub name: &'static str,
     /// The plugin's release, so an operator can tell which build a node runs.
     pub version: &'static str,
-    /// The commit the binary was built from, when its build recorded one (see [`build!`]).
+    /// The commit the binary was built from, when its build recorded one (see [`build!`](crate::build!)).
     pub commit: Option<&'static str>,
 }
 
 impl About {
-    /// The plugin's name with the version and commit [`build!`] recorded for the calling crate.
+    /// The plugin's name with the version and commit [`build!`](crate::build!) recorded for the calling crate.
     pub fn new(name: &'static str, build: Build) -> About {
         About {
             name,
@@ -108,7 +108,7 @@ impl fmt::Display for About {
     }
 }
 
-/// A binary's version and commit, as [`build!`] reads them where it is expanded.
+/// A binary's version and commit, as [`build!`](crate::build!) reads them where it is expanded.
 #[derive(Debug, Clone, Copy)]
 pub struct Build {
     /// The package version (`CARGO_PKG_VERSION`).

@@ -61,6 +61,7 @@ impl Case {
         self
     }
 
+    /// The unique id that reports print and `--case` prefixes select on.
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -70,6 +71,7 @@ impl Case {
         &self.section
     }
 
+    /// The fixture this case needs instead of the run's, if it needs one.
     pub fn fixture(&self) -> Option<&Arc<dyn Fixture>> {
         self.fixture.as_ref()
     }
@@ -138,6 +140,7 @@ impl Context<'_> {
         self.setting.env.get(name).map(String::as_str)
     }
 
+    /// The `CNI_NETNS` the fixture prepared for this case.
     pub fn netns(&self) -> &str {
         &self.setting.netns
     }

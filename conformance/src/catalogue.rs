@@ -9,6 +9,7 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
+    /// An empty catalogue; suites fill it with [`Catalogue::push`].
     pub fn new() -> Catalogue {
         Catalogue::default()
     }
@@ -30,6 +31,7 @@ impl Catalogue {
         }
     }
 
+    /// The cases in the order they run, for listing and selection.
     pub fn cases(&self) -> &[Case] {
         &self.cases
     }

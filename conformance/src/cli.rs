@@ -31,7 +31,9 @@ usage: {program} --plugin PATH [--config FILE] [--cni-path DIR]... [--filter PRE
 /// A suite's contribution to one run: its cases and the fixture every case runs on.
 #[derive(Debug)]
 pub struct SuiteRun {
+    /// The cases the suite adds to the generic protocol catalogue.
     pub cases: Catalogue,
+    /// What every case of the run stands on unless it brings its own.
     pub fixture: Arc<dyn Fixture>,
 }
 

@@ -27,11 +27,14 @@ const PIPE_GRACE: Duration = Duration::from_millis(500);
 /// are removed from the inherited environment, so a case that leaves one out really leaves it out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Invocation {
+    /// The whole environment of the call, not added to the harness's.
     pub env: BTreeMap<String, String>,
+    /// The bytes the plugin reads on stdin, normally the network config.
     pub stdin: Vec<u8>,
 }
 
 impl Invocation {
+    /// An invocation with no variables and empty stdin, for a case to build up.
     pub fn new() -> Invocation {
         Invocation::default()
     }
@@ -72,6 +75,7 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// Whether the plugin exited 0, the only status the spec counts as success.
     pub fn success(self) -> bool {
         self == Exit::Status(0)
     }
@@ -92,9 +96,13 @@ impl std::fmt::Display for Exit {
 /// One finished plugin call.
 #[derive(Debug, Clone)]
 pub struct Exec {
+    /// How the process ended, so a hang or a crash is reported as such.
     pub exit: Exit,
+    /// Everything on stdout, which the protocol checks parse as a result or an error.
     pub stdout: Vec<u8>,
+    /// Everything on stderr, shown in a failing case's message.
     pub stderr: Vec<u8>,
+    /// Wall-clock time of the call, printed per case in reports.
     pub elapsed: Duration,
 }
 

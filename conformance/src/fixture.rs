@@ -36,6 +36,7 @@ pub trait Fixture: fmt::Debug + Send + Sync {
 /// Where and how a fixture works for one case.
 #[derive(Debug, Clone, Copy)]
 pub struct Scope<'a> {
+    /// The case being run, so a fixture can name what it creates after it.
     pub case_id: &'a str,
     /// An empty directory of this case's own (e.g. for an emulator state file).
     pub dir: &'a Path,

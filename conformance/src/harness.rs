@@ -43,6 +43,7 @@ impl Harness {
         }
     }
 
+    /// Runs plugins through `launcher` (e.g. under Wine) instead of as native processes.
     pub fn with_launcher(mut self, launcher: Arc<dyn Launcher>) -> Harness {
         self.launcher = launcher;
         self
@@ -74,6 +75,7 @@ impl Harness {
         }
     }
 
+    /// How long one plugin call may run before it is killed and the case fails.
     pub fn with_timeout(mut self, timeout: Duration) -> Harness {
         self.timeout = timeout;
         self

@@ -14,6 +14,7 @@
 //! This crate knows nothing of any network back end: [`cases::protocol`] holds for every plugin.
 //! cni-win's HCN emulator host and HNS cases live in the `cni-win-conformance` crate.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod case;
 pub mod cases;

@@ -13,9 +13,13 @@ use crate::schema;
 /// A well-formed CNI error object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorReply {
+    /// `cniVersion`; optional because a plugin may fail before it has read the config.
     pub cni_version: Option<String>,
+    /// `code`: what the runtime acts on (spec codes below 100, plugin codes above).
     pub code: u64,
+    /// `msg`: the one-line reason an operator sees in kubelet's events.
     pub msg: String,
+    /// `details`: the longer explanation, when the plugin gives one.
     pub details: Option<String>,
 }
 

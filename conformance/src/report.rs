@@ -9,8 +9,11 @@ use std::path::Path;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
+    /// Every check of the case held.
     Pass,
+    /// A check failed; the message says which.
     Fail,
+    /// The case does not apply to this plugin or fixture; the message says why.
     Skip,
 }
 
@@ -27,19 +30,28 @@ impl Verdict {
 /// One case's line in the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CaseReport {
+    /// The case id, stable across runs so reports can be compared.
     pub id: String,
+    /// The spec section the case proves.
     pub section: String,
+    /// What the case concluded.
     pub verdict: Verdict,
+    /// Why it failed or was skipped; empty when it passed.
     pub message: String,
+    /// How long the case took, so slow plugins show up in the report.
     pub duration_ms: u64,
 }
 
 /// Every selected case's result, with what was run and how.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
+    /// The plugin binary that was tested.
     pub plugin: String,
+    /// How it was run (natively or under Wine).
     pub launcher: String,
+    /// What the cases stood on (e.g. the HCN emulator).
     pub fixture: String,
+    /// Every selected case, in run order.
     pub cases: Vec<CaseReport>,
 }
 
@@ -91,6 +103,7 @@ impl Report {
         out
     }
 
+    /// The report as JSON (`--json`), for CI to archive and compare.
     pub fn to_json(&self) -> String {
         // A struct of strings, numbers and a unit enum always serialises.
         serde_json::to_string_pretty(self).unwrap_or_default()

@@ -38,7 +38,7 @@ impl Engine {
         })
     }
 
-    /// The state root.
+    /// The state root: every process pointed at it sees the same HNS.
     pub fn root(&self) -> &Path {
         self.store.root()
     }

@@ -67,7 +67,7 @@ pub struct Fault {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct CrashPoint {
-    /// Function name.
+    /// The raw function whose call aborts the process, to test crash recovery mid-operation.
     pub function: String,
     /// The counter value of the call after which the process aborts.
     pub call: u64,

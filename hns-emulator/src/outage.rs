@@ -33,11 +33,11 @@ pub enum Outage {
 /// What an outage dropped, for the caller's log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Dropped {
-    /// Endpoints removed.
+    /// Endpoints removed, which HNS loses on restart and reboot.
     pub endpoints: usize,
-    /// Namespaces removed.
+    /// Namespaces removed, which HNS loses on reboot only.
     pub namespaces: usize,
-    /// Networks removed.
+    /// Networks removed: `EnableNonPersistent` ones, lost on reboot.
     pub networks: usize,
 }
 

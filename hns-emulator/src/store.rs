@@ -90,7 +90,7 @@ impl Store {
         })
     }
 
-    /// The state root.
+    /// The state root: every process pointed at it sees the same HNS.
     pub fn root(&self) -> &Path {
         &self.root
     }

@@ -119,7 +119,7 @@ impl V1Reply {
 
 impl State<'_> {
     /// `HNSCall`: answers `GET /globals/version`, `GET /networks/`, `GET /networks/<id>` and
-    /// the endpoint resource (see [`super::v1_endpoints`]) with the V1 envelope; other
+    /// the endpoint resource (the `v1_endpoints` module) with the V1 envelope; other
     /// requests get the V1 failure envelope, as HNS answers requests it cannot serve.
     pub fn hns_call(&self, method: &str, path: &str, request: &str) -> Result<String, HcnFailure> {
         let route = path.trim_end_matches('/').to_ascii_lowercase();

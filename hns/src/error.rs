@@ -247,7 +247,7 @@ impl HnsError {
         }
     }
 
-    /// The classification.
+    /// What callers branch on (not found, already exists, ...) instead of matching HRESULTs.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }

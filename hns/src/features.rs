@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct HnsVersion {
-    /// Major version.
+    /// HNS major version; feature support is read from (major, minor) as hcsshim does.
     pub major: u32,
-    /// Minor version.
+    /// HNS minor version; features arrived in minor releases within a major.
     pub minor: u32,
 }
 
@@ -56,7 +56,7 @@ impl std::str::FromStr for HnsVersion {
 pub enum Feature {
     /// ACL address lists, host rule priority, port ranges, rule IDs.
     Acl,
-    /// The V2 (HCN) API.
+    /// The V2 (HCN) API, the only one cni-win's plugins use.
     ApiV2,
     /// `RemoteSubnetRoute` network policies (flannel vxlan needs it).
     RemoteSubnet,
@@ -68,7 +68,7 @@ pub enum Feature {
     Slash32EndpointPrefixes,
     /// `VxlanPort` network policy.
     VxlanPort,
-    /// `L4Proxy` policy.
+    /// `L4Proxy` policy, used by kube-proxy's proxy rules; reported, not used by the plugins.
     L4Proxy,
     /// ACL protocol 252.
     AclSupportForProtocol252,
@@ -82,9 +82,9 @@ pub enum Feature {
     L4WfpProxy,
     /// Tiered ACLs.
     TierAcl,
-    /// `NetworkACL` policy.
+    /// `NetworkACL` policy; reported for operators, not used by the plugins.
     NetworkAcl,
-    /// Nested IP sets.
+    /// Nested IP sets (`SetPolicy` of sets); reported for operators.
     NestedIpSet,
     /// `DisableHostPort` network flag.
     DisableHostPort,

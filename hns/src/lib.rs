@@ -3,7 +3,7 @@
 //! Two layers:
 //! - [`RawHcn`]: computenetwork.dll function for function (JSON strings, opaque
 //!   handles, GUIDs, errors with HRESULT and error record). Implemented on
-//!   Windows by [`native::ComputeNetwork`]; the `hns-emulator` crate implements
+//!   Windows by `native::ComputeNetwork`; the `hns-emulator` crate implements
 //!   it too, as a file-backed HNS for Linux builds and tests. This crate holds
 //!   no test double: it is what ships.
 //! - [`Client`]: one typed client, generic over the raw layer, that composes

@@ -23,6 +23,7 @@ pub struct IpamConfig {
     pub range_sets: Vec<RangeSet>,
     /// Copied verbatim into every result.
     pub routes: Vec<Route>,
+    /// `dataDir`: the only directory the plugin writes, with one subdirectory per network.
     pub data_dir: PathBuf,
     /// `resolvConf`: read at ADD time and returned as the result's `dns`.
     pub resolv_conf: Option<PathBuf>,
@@ -76,6 +77,7 @@ const MAX_LOCK_TIMEOUT_SECONDS: f64 = 3600.0;
 pub struct RequestedIp {
     /// Index of the range set holding the address.
     pub set: usize,
+    /// The address itself, already checked to lie in that set.
     pub ip: IpAddr,
 }
 

@@ -35,6 +35,7 @@ impl Allocation {
         &self.result
     }
 
+    /// The IPAM result, for a plugin that delegates nothing and prints it as is.
     pub fn into_result(self) -> Success {
         self.result
     }
@@ -80,6 +81,7 @@ impl HostLocal {
         Ok(HostLocal { config, store })
     }
 
+    /// The parsed `ipam` section, for callers that need its ranges or routes.
     pub fn config(&self) -> &IpamConfig {
         &self.config
     }

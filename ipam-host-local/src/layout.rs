@@ -42,14 +42,20 @@ pub fn parse_ip_file_name(name: &str, escape_colons: bool) -> Option<IpAddr> {
 pub enum Owner {
     /// `containerID\r\nifname`, written since 2018.
     Attachment {
+        /// `CNI_CONTAINERID` of the attachment.
         container_id: String,
+        /// `CNI_IFNAME`: one container may hold one address per interface.
         ifname: String,
     },
     /// A bare container ID, written by host-local before 2018 (commit 1e8f9525).
-    Legacy { container_id: String },
+    Legacy {
+        /// `CNI_CONTAINERID`: such a file cannot tell which interface it was for.
+        container_id: String,
+    },
 }
 
 impl Owner {
+    /// The owner a new reservation is written with: always the two-line form.
     pub fn attachment(container_id: &str, ifname: &str) -> Owner {
         Owner::Attachment {
             container_id: container_id.to_owned(),
@@ -57,6 +63,7 @@ impl Owner {
         }
     }
 
+    /// The container in both forms, so DEL and GC can match old files too.
     pub fn container_id(&self) -> &str {
         match self {
             Owner::Attachment { container_id, .. } | Owner::Legacy { container_id } => container_id,
@@ -109,6 +116,7 @@ impl std::fmt::Display for Owner {
 /// What a reservation file holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Content {
+    /// A reservation with its owner.
     Owned(Owner),
     /// Zero bytes (or only whitespace): a writer crashed between create and write.
     Empty,

@@ -137,6 +137,7 @@
 //! | 101 | [`ADDRESS_UNAVAILABLE`] | a requested address is reserved by someone else, or the attachment already holds another one in that set |
 //! | 102 | [`RESERVATION_MISMATCH`] | CHECK: the reservations differ from prevResult; the message lists each difference |
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod config;
 mod fsutil;

@@ -31,7 +31,9 @@ pub(crate) fn from_number(n: u128, like: IpAddr) -> IpAddr {
 pub struct Range {
     /// The subnet in canonical form (network address, no host bits).
     pub subnet: IpNetwork,
+    /// The first address handed out (`rangeStart`, by default the subnet's first host).
     pub start: IpAddr,
+    /// The last address handed out (`rangeEnd`, by default the last host before broadcast).
     pub end: IpAddr,
     /// Never handed out, even when it lies between `start` and `end`.
     pub gateway: IpAddr,
@@ -127,6 +129,7 @@ impl RangeSet {
             .chain(self.excluded.iter().copied())
     }
 
+    /// The set's ranges in config order, the order allocation walks them.
     pub fn ranges(&self) -> &[Range] {
         &self.ranges
     }
@@ -141,6 +144,7 @@ impl RangeSet {
         self.ranges.iter().map(Range::usable).sum::<u128>() - self.excluded.len() as u128
     }
 
+    /// Whether the set is IPv4; a set never mixes families, the config parser refuses that.
     pub fn is_ipv4(&self) -> bool {
         self.ranges.first().is_some_and(|r| r.start.is_ipv4())
     }
@@ -150,6 +154,7 @@ impl RangeSet {
         self.ranges.iter().find(|r| r.contains(ip))
     }
 
+    /// Whether `ip` lies in one of the set's ranges, as a requested address must.
     pub fn contains(&self, ip: IpAddr) -> bool {
         self.range_for(ip).is_some()
     }

@@ -65,7 +65,7 @@ impl<R: RawHcn + ?Sized> Client<R> {
         Client { raw }
     }
 
-    /// The raw backend.
+    /// The raw backend, for callers that need a call the client does not compose.
     pub fn raw(&self) -> &R {
         &self.raw
     }

@@ -98,19 +98,19 @@ macro_rules! object_kind {
 }
 
 object_kind!(
-    /// Networks.
+    /// Networks: what plugins find by name and create endpoints on.
     NetworkKind, NetworkHandle, HostComputeNetwork, "network", query_network_properties, close_network
 );
 object_kind!(
-    /// Endpoints.
+    /// Endpoints: the pod's attachment to a network.
     EndpointKind, EndpointHandle, HostComputeEndpoint, "endpoint", query_endpoint_properties, close_endpoint
 );
 object_kind!(
-    /// Namespaces.
+    /// Namespaces: the pod's network compartment, attached to by ID.
     NamespaceKind, NamespaceHandle, HostComputeNamespace, "namespace", query_namespace_properties, close_namespace
 );
 object_kind!(
-    /// Load balancers.
+    /// Load balancers: read-only here, for operators' listings.
     LoadBalancerKind, LoadBalancerHandle, HostComputeLoadBalancer, "load balancer", query_load_balancer_properties, close_load_balancer
 );
 
@@ -121,13 +121,13 @@ pub struct Open<'c, R: RawHcn + ?Sized, K: ObjectKind> {
     properties: K::Properties,
 }
 
-/// An open network.
+/// An open network: create endpoints on it without opening it again.
 pub type OpenNetwork<'c, R> = Open<'c, R, NetworkKind>;
-/// An open endpoint.
+/// An open endpoint: its properties, read once when it was opened.
 pub type OpenEndpoint<'c, R> = Open<'c, R, EndpointKind>;
-/// An open namespace.
+/// An open namespace: its properties, read once when it was opened.
 pub type OpenNamespace<'c, R> = Open<'c, R, NamespaceKind>;
-/// An open load balancer.
+/// An open load balancer: its properties, read once when it was opened.
 pub type OpenLoadBalancer<'c, R> = Open<'c, R, LoadBalancerKind>;
 
 impl<'c, R: RawHcn + ?Sized, K: ObjectKind> Open<'c, R, K> {
@@ -154,7 +154,7 @@ impl<'c, R: RawHcn + ?Sized, K: ObjectKind> Open<'c, R, K> {
         })
     }
 
-    /// The object's ID.
+    /// The object's ID, from the properties read when it was opened.
     pub fn id(&self) -> Guid {
         K::id(&self.properties)
     }

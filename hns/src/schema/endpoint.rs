@@ -25,13 +25,13 @@ pub struct HostComputeEndpoint {
     /// attach, and must not be set on create.
     #[serde(default, skip_serializing_if = "Guid::is_zero")]
     pub host_compute_namespace: Guid,
-    /// Endpoint policies.
+    /// Endpoint policies (OutBoundNAT, port mappings, ACLs, ...): the pod's dataplane rules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<EndpointPolicy>,
-    /// Addresses.
+    /// The pod's addresses; HNS refuses one held by another endpoint, naming it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ip_configurations: Vec<IpConfig>,
-    /// DNS settings.
+    /// DNS the pod's resolver is given.
     #[serde(default, skip_serializing_if = "Dns::is_empty")]
     pub dns: Dns,
     /// Routes (the default route's next hop is the pod's gateway).
@@ -55,7 +55,7 @@ pub struct HostComputeEndpoint {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct IpConfig {
-    /// The IP.
+    /// The address itself; must lie in one of the network's subnets.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub ip_address: String,
     /// Prefix length; HNS fills it in from the subnet when omitted.

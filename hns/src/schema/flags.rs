@@ -62,7 +62,7 @@ flag_set! {
 }
 
 flag_set! {
-    /// `Subnet.Flags`.
+    /// `Subnet.Flags`: how HNS treats a subnet's addresses.
     SubnetFlags {
         /// `DoNotReserveGatewayAddress`: the gateway IP may be given to an endpoint.
         DO_NOT_RESERVE_GATEWAY_ADDRESS = 1;

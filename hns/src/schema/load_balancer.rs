@@ -11,7 +11,7 @@ pub mod load_balancer_flags {
     pub const NONE: u32 = 0;
     /// Direct server return.
     pub const DSR: u32 = 1;
-    /// IPv6.
+    /// The load balancer serves IPv6 (flag bit; IPv4 when unset).
     pub const IPV6: u32 = 2;
 }
 
@@ -22,7 +22,7 @@ pub struct HostComputeLoadBalancer {
     /// Load balancer GUID.
     #[serde(rename = "ID", default, skip_serializing_if = "Guid::is_zero")]
     pub id: Guid,
-    /// Backend endpoints.
+    /// The backends; the VIP's traffic is spread over these endpoints.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_compute_endpoints: Vec<Guid>,
     /// Source VIP.
@@ -39,7 +39,7 @@ pub struct HostComputeLoadBalancer {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub frontend_vips: Vec<String>,
-    /// Port mappings.
+    /// Which frontend ports map to which backend ports, per protocol.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub port_mappings: Vec<LoadBalancerPortMapping>,
     /// Always `{"Major":2,"Minor":0}`.
@@ -57,10 +57,10 @@ pub struct LoadBalancerPortMapping {
     /// IP protocol number.
     #[serde(default)]
     pub protocol: u32,
-    /// Backend port.
+    /// The port the backends listen on.
     #[serde(default)]
     pub internal_port: u16,
-    /// Frontend port.
+    /// The port clients connect to on the VIP.
     #[serde(default)]
     pub external_port: u16,
     /// 0 none, 1 SourceIPProtocol, 2 SourceIP.

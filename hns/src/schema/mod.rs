@@ -32,7 +32,7 @@ pub use query::{HostComputeQuery, query_flags};
 pub struct SchemaVersion {
     /// Major version (2 for HCN V2).
     pub major: u32,
-    /// Minor version.
+    /// Minor version (0: cni-win writes schema 2.0 documents).
     pub minor: u32,
 }
 

@@ -26,13 +26,13 @@ pub enum ResourceType {
 /// How it changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RequestType {
-    /// Add.
+    /// Attach or add (e.g. an endpoint to a namespace, a policy to an endpoint).
     Add,
-    /// Remove.
+    /// Detach or remove (e.g. an endpoint from a namespace on DEL).
     Remove,
-    /// Update.
+    /// Replace settings in place (e.g. an endpoint's policies).
     Update,
-    /// Refresh.
+    /// Defined by HCN and not sent by cni-win; listed so any request decodes.
     Refresh,
 }
 
@@ -42,7 +42,7 @@ pub enum RequestType {
 pub struct ModifyRequest<S = Box<RawValue>> {
     /// What to change.
     pub resource_type: ResourceType,
-    /// How.
+    /// Whether the resource is added, removed, updated or refreshed.
     pub request_type: RequestType,
     /// Request-specific settings.
     pub settings: S,
@@ -60,7 +60,7 @@ pub struct NamespaceEndpointSettings {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct PolicyList<P> {
-    /// The policies.
+    /// Every policy of the request: HNS applies them as one change.
     pub policies: Vec<P>,
 }
 

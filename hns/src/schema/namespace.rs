@@ -15,7 +15,7 @@ pub struct HostComputeNamespace {
     /// Compartment number assigned by HNS.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub namespace_id: u32,
-    /// Namespace type.
+    /// Host or guest: whether the pod is process-isolated or runs in a utility VM.
     #[serde(rename = "Type", default)]
     pub namespace_type: NamespaceType,
     /// Endpoints and containers in the namespace.
@@ -35,17 +35,17 @@ impl HostComputeNamespace {
     }
 }
 
-/// Namespace types.
+/// Where a namespace lives: process-isolated pods get `Host`, Hyper-V ones a guest's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum NamespaceType {
     /// A host namespace (what containerd creates for a process-isolated pod).
     #[default]
     Host,
-    /// The host's default namespace.
+    /// The host's own compartment; plugins never attach pod endpoints to it.
     HostDefault,
     /// A guest (Hyper-V isolated) namespace.
     Guest,
-    /// A guest's default namespace.
+    /// A utility VM's own compartment; listed so such namespaces decode.
     GuestDefault,
 }
 
@@ -70,7 +70,7 @@ impl NamespaceResource {
         }
     }
 
-    /// The endpoint ID, for an endpoint resource.
+    /// The endpoint a resource entry names, so attach checks can see what a namespace holds.
     pub fn endpoint_id(&self) -> Option<Guid> {
         if !self.resource_type.eq_ignore_ascii_case("Endpoint") {
             return None;

@@ -22,19 +22,19 @@ pub struct HostComputeNetwork {
     /// Network type; a document without `Type` is a NAT network.
     #[serde(rename = "Type", default)]
     pub network_type: NetworkType,
-    /// Network policies.
+    /// Network-wide policies (`ProviderAddress`, `VxlanPort`, ...) that the plugins check.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<NetworkPolicy>,
     /// MAC ranges HNS assigns endpoint MACs from.
     #[serde(default, skip_serializing_if = "MacPool::is_empty")]
     pub mac_pool: MacPool,
-    /// DNS settings.
+    /// DNS HNS gives endpoints that set none of their own.
     #[serde(default, skip_serializing_if = "Dns::is_empty")]
     pub dns: Dns,
     /// Address management: the network's subnets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ipams: Vec<Ipam>,
-    /// Network flags.
+    /// Network flags (e.g. `EnableNonPersistent`: dropped on reboot).
     #[serde(default, skip_serializing_if = "NetworkFlags::is_empty")]
     pub flags: NetworkFlags,
     /// Health data HNS reports on detailed queries (opaque).
@@ -64,15 +64,15 @@ pub enum NetworkType {
     /// `NAT` (also what a document without `Type` means).
     #[default]
     Nat,
-    /// `Transparent`.
+    /// `Transparent`: endpoints bridged to the physical network; refused by both plugins.
     Transparent,
     /// `L2Bridge` (win-bridge, flannel host-gw).
     L2Bridge,
-    /// `L2Tunnel`.
+    /// `L2Tunnel`: `L2Bridge` with all traffic sent via the virtualization host; win-bridge takes it.
     L2Tunnel,
-    /// `ICS`.
+    /// `ICS`: Internet Connection Sharing (Docker Desktop); refused by both plugins.
     Ics,
-    /// `Private`.
+    /// `Private`: host-only, no external traffic; refused by both plugins.
     Private,
     /// `Overlay` (win-overlay, flannel vxlan).
     Overlay,
@@ -136,7 +136,7 @@ impl fmt::Display for NetworkType {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct MacPool {
-    /// The ranges.
+    /// The ranges HNS draws MACs from for endpoints created without one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranges: Vec<MacRange>,
 }
@@ -152,9 +152,9 @@ impl MacPool {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct MacRange {
-    /// First MAC.
+    /// First MAC of the range (dash-separated, as HNS writes it).
     pub start_mac_address: String,
-    /// Last MAC.
+    /// Last MAC of the range, inclusive.
     pub end_mac_address: String,
 }
 
@@ -162,16 +162,16 @@ pub struct MacRange {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Dns {
-    /// DNS domain.
+    /// Search domain for unqualified names.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub domain: String,
-    /// Search list.
+    /// Suffixes tried in order when a short name does not resolve.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub search: Vec<String>,
     /// Name servers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_list: Vec<String>,
-    /// Resolver options.
+    /// Resolver options (e.g. `ndots:5`), passed through from the CNI config.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<String>,
 }
@@ -193,7 +193,7 @@ pub struct Ipam {
     /// `Static` or `DHCP`.
     #[serde(rename = "Type", default, skip_serializing_if = "String::is_empty")]
     pub ipam_type: String,
-    /// Subnets.
+    /// The subnets; endpoint addresses must lie in one of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subnets: Vec<Subnet>,
 }
@@ -211,7 +211,7 @@ pub struct Subnet {
     /// Routes; the default route's next hop is the subnet gateway.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Route>,
-    /// Subnet flags.
+    /// Subnet flags (e.g. whether the gateway address is reserved).
     #[serde(default, skip_serializing_if = "SubnetFlags::is_empty")]
     pub flags: SubnetFlags,
 }
@@ -233,13 +233,13 @@ impl Subnet {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Route {
-    /// Next hop.
+    /// Where packets for the destination go; for the default route, the pod gateway.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub next_hop: String,
-    /// Destination CIDR.
+    /// The destination this route covers, as a CIDR.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub destination_prefix: String,
-    /// Metric.
+    /// Route preference; lower wins, absent lets HNS choose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<u16>,
 }

@@ -182,7 +182,7 @@ macro_rules! policy_enum {
         pub const $documented: &[&str] = &[$($doc_type),*];
 
         impl $name {
-            /// The `Type` string.
+            /// The `Type` string HNS expects for this policy, for messages and matching.
             pub fn type_name(&self) -> &str {
                 match self {
                     $($name::$variant(_) => $type_name,)*
@@ -287,9 +287,9 @@ policy_enum! {
         RemoteSubnetRoute(RemoteSubnetRoutePolicy) = "RemoteSubnetRoute",
         /// `VxlanPort`: the UDP port for VXLAN.
         VxlanPort(VxlanPortPolicy) = "VxlanPort",
-        /// `SourceMacAddress`.
+        /// `SourceMacAddress` network policy; decoded so networks that carry it round-trip.
         SourceMacAddress(SourceMacAddressPolicy) = "SourceMacAddress",
-        /// `AutomaticDNS`.
+        /// `AutomaticDNS` network policy; decoded so networks that carry it round-trip.
         AutomaticDns(AutomaticDnsPolicy) = "AutomaticDNS",
     }
     without settings {
@@ -341,7 +341,7 @@ pub struct OutboundNatPolicy {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct SdnRoutePolicy {
-    /// Destination CIDR.
+    /// The destination this route covers, as a CIDR.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub destination_prefix: String,
     /// Next hop, if any.
@@ -362,15 +362,15 @@ pub struct ProviderAddressPolicy {
 
 /// IP protocol numbers as HCN expects them in `PortMapping.Protocol` and friends.
 pub mod protocol {
-    /// ICMPv4.
+    /// ICMPv4, for ACLs and probes.
     pub const ICMPV4: u32 = 1;
-    /// IGMP.
+    /// IGMP, for multicast ACLs.
     pub const IGMP: u32 = 2;
-    /// TCP.
+    /// TCP, the default of a port mapping.
     pub const TCP: u32 = 6;
-    /// UDP.
+    /// UDP, e.g. DNS and VXLAN.
     pub const UDP: u32 = 17;
-    /// ICMPv6.
+    /// ICMPv6, for ACLs on IPv6 networks.
     pub const ICMPV6: u32 = 58;
 
     /// The number for a protocol name as plugins accept it (`tcp`, `UDP`, `icmpv4`, ...).
@@ -396,11 +396,11 @@ pub mod nat_flags {
     pub const NONE: u32 = 0;
     /// `LocalRoutedVip`: also answer NodeIP:HostPort from the node itself.
     pub const LOCAL_ROUTED_VIP: u32 = 1;
-    /// IPv6 mapping.
+    /// The mapping is for the pod's IPv6 address (flag bit).
     pub const IPV6: u32 = 2;
 }
 
-/// `PortMapping` settings.
+/// `PortMapping` settings: a host port forwarded to a pod port (`hostPort` in a pod spec).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct PortMappingPolicy {
@@ -418,23 +418,23 @@ pub struct PortMappingPolicy {
     pub flags: Option<u32>,
 }
 
-/// ACL action.
+/// What an ACL rule does to matching traffic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AclAction {
-    /// Allow.
+    /// Let matching traffic through.
     Allow,
-    /// Block.
+    /// Drop matching traffic.
     Block,
     /// Pass to the next layer.
     Pass,
 }
 
-/// ACL direction.
+/// Which traffic an ACL rule applies to, seen from the endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AclDirection {
-    /// Inbound.
+    /// Traffic entering the endpoint.
     In,
-    /// Outbound.
+    /// Traffic leaving the endpoint.
     Out,
 }
 
@@ -447,11 +447,11 @@ pub enum AclRuleType {
     Switch,
 }
 
-/// `ACL` settings.
+/// `ACL` settings: one rule of an endpoint's firewall.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct AclPolicy {
-    /// Rule ID.
+    /// Rule ID, so a rule can be found and replaced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// Protocol numbers as a string, e.g. `"6"`.
@@ -470,26 +470,26 @@ pub struct AclPolicy {
     /// Local ports (comma-separated or ranges).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_ports: Option<String>,
-    /// Remote ports.
+    /// Remote ports the rule matches, as HNS's comma/range string.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_ports: Option<String>,
     /// Enforcement point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_type: Option<AclRuleType>,
-    /// Priority.
+    /// Rule priority; lower numbers are evaluated first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u16>,
 }
 
-/// `EncapOverhead` settings.
+/// `EncapOverhead` settings: room left for encapsulation headers in the MTU.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct EncapOverheadPolicy {
-    /// Bytes of overhead.
+    /// Bytes the encapsulation adds, which the endpoint's MTU leaves room for.
     pub overhead: u16,
 }
 
-/// `QOS` settings.
+/// `QOS` settings: the endpoint's outgoing bandwidth cap.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct QosPolicy {
@@ -527,11 +527,11 @@ pub struct RemoteSubnetRoutePolicy {
     pub distributed_router_mac_address: String,
 }
 
-/// `VxlanPort` settings.
+/// `VxlanPort` settings: the UDP port VXLAN traffic uses on this network.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct VxlanPortPolicy {
-    /// UDP port.
+    /// UDP port; Flannel's vxlan backend on Windows needs it set (4789).
     pub port: u16,
 }
 
@@ -539,7 +539,7 @@ pub struct VxlanPortPolicy {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct SourceMacAddressPolicy {
-    /// The MAC.
+    /// The MAC, dash-separated as HNS writes it.
     pub source_mac_address: String,
 }
 
@@ -547,7 +547,7 @@ pub struct SourceMacAddressPolicy {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct AutomaticDnsPolicy {
-    /// Enabled.
+    /// The policy's one setting, kept as HNS wrote it.
     pub enable: bool,
 }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::SchemaVersion;
 use crate::guid::Guid;
 
-/// Query `Flags`.
+/// Query `Flags`: how much detail a properties call returns.
 pub mod query_flags {
     /// Plain properties.
     pub const NONE: u32 = 0;
@@ -39,7 +39,7 @@ impl HostComputeQuery {
         HostComputeQuery::filtered(serde_json::json!({ "ID": id.to_string() }))
     }
 
-    /// Filter `{"Name":"<name>"}`.
+    /// Filter `{"Name":"<name>"}`: one enumeration finds an object by name, no per-object queries.
     pub fn by_name(name: &str) -> HostComputeQuery {
         HostComputeQuery::filtered(serde_json::json!({ "Name": name }))
     }

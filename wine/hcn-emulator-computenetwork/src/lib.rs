@@ -8,10 +8,11 @@
 //! holds all semantics; the state lives under `HCN_EMULATOR_STATE`, so
 //! `hnsctl` on Linux sees what a Windows binary did under Wine. The C-ABI
 //! conventions (UTF-16, CoTaskMem out strings, error records, no unwinding)
-//! are [`hcn_emulator_ffi`]'s.
+//! are `hcn_emulator_ffi`'s.
 //!
 //! Test-only, never shipped. Windows only; on other targets the crate is empty.
 #![cfg(windows)]
+#![warn(missing_docs)]
 
 use std::ffi::c_void;
 

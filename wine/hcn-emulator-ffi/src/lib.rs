@@ -2,7 +2,7 @@
 //! in place of Windows' `computenetwork.dll` and `vmcompute.dll`.
 //!
 //! The DLLs are thin: every export decodes its arguments with this crate, calls
-//! the same in-process [`Emulator`] the Linux tests use (state root from
+//! the same in-process `hns_emulator::Emulator` the Linux tests use (state root from
 //! `HCN_EMULATOR_STATE`, a Windows path under Wine), and encodes the outcome
 //! with one of the `call_*` runners. What callers of the real DLLs rely on is kept:
 //!
@@ -11,11 +11,12 @@
 //!   `CoTaskMemFree`, and an out pointer stays null unless the call produced a string;
 //! - handles are opaque pointers (the emulator's handle numbers, never null);
 //! - a failure is an HRESULT plus the emulator's JSON error record, unchanged
-//!   (a record whose `ErrorCode` is a success comes with `S_OK`, see [`returned_code`]);
+//!   (a record whose `ErrorCode` is a success comes with `S_OK`, see `returned_code`);
 //! - no panic crosses the boundary: it becomes `E_FAIL` with a record naming it.
 //!
 //! Windows only; on other targets the crate is empty.
 #![cfg(windows)]
+#![warn(missing_docs)]
 
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};

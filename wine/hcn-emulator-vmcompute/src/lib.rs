@@ -10,6 +10,7 @@
 //!
 //! Test-only, never shipped. Windows only; on other targets the crate is empty.
 #![cfg(windows)]
+#![warn(missing_docs)]
 
 use hcn_emulator_ffi::{call_with_response, emulator, read_string};
 use hns::{Function, RawHcn};
