@@ -417,6 +417,34 @@ impl Session<'_> {
         self.store.read_reservation(ip)
     }
 
+    /// Every reservation file of the network and what it holds, read from the files
+    /// themselves (not the index), for tools that compare the store with HNS. A store that
+    /// does not exist yet holds nothing.
+    pub fn reservations(&self) -> Result<Vec<(IpAddr, Content)>, Error> {
+        let net_dir = &self.store.net_dir;
+        let listing = match fs::read_dir(net_dir) {
+            Ok(listing) => listing,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error("list", net_dir, &e)),
+        };
+        let mut reservations = Vec::new();
+        for entry in listing {
+            let entry = entry.map_err(|e| io_error("list", net_dir, &e))?;
+            let Some(ip) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| parse_ip_file_name(n, ESCAPES_COLONS))
+            else {
+                continue;
+            };
+            if let Some(content) = self.holder(ip)? {
+                reservations.push((ip, content));
+            }
+        }
+        reservations.sort_by_key(|(ip, _)| *ip);
+        Ok(reservations)
+    }
+
     /// The addresses `owner` holds, verified against the reservation files. With a trusted
     /// index this is one bucket listing; a damaged bucket costs a rebuild; an index that is
     /// not complete is bypassed for the reservation files themselves.
