@@ -67,6 +67,9 @@ impl Network {
 pub struct ConfDir {
     pub networks: Vec<Network>,
     pub problems: Vec<String>,
+    /// Every plugin type the loaded files name, each once, in order: the runtime executes
+    /// each from its `bin_dir`.
+    pub plugin_types: Vec<String>,
 }
 
 /// Reads `dir` as libcni does; `cni_path` is the `CNI_PATH` a delegated IPAM runs from.
@@ -89,7 +92,7 @@ pub fn read(dir: &Path, cni_path: &[PathBuf]) -> Result<ConfDir, Error> {
     files.sort();
     let mut found = ConfDir::default();
     for file in files {
-        match networks_of(&file, cni_path) {
+        match networks_of(&file, cni_path, &mut found.plugin_types) {
             Ok(networks) => {
                 for network in networks {
                     if found.networks.iter().any(|n| n.name() == network.name()) {
@@ -105,7 +108,11 @@ pub fn read(dir: &Path, cni_path: &[PathBuf]) -> Result<ConfDir, Error> {
 }
 
 /// cni-win's networks in one file.
-fn networks_of(file: &Path, cni_path: &[PathBuf]) -> Result<Vec<Network>, String> {
+fn networks_of(
+    file: &Path,
+    cni_path: &[PathBuf],
+    plugin_types: &mut Vec<String>,
+) -> Result<Vec<Network>, String> {
     let at = |message: String| format!("{}: {message}", file.display());
     let mut bytes = Vec::new();
     fs::File::open(file)
@@ -139,6 +146,9 @@ fn networks_of(file: &Path, cni_path: &[PathBuf]) -> Result<Vec<Network>, String
             continue;
         };
         let plugin_type = entry.get("type").and_then(Value::as_str).unwrap_or("");
+        if !plugin_type.is_empty() && !plugin_types.iter().any(|t| t == plugin_type) {
+            plugin_types.push(plugin_type.to_owned());
+        }
         let (plugin, via_flannel, conf) = if plugin_type == "flannel" {
             match flannel_delegate(entry) {
                 Some((plugin, conf)) => (plugin, true, conf),
@@ -245,6 +255,10 @@ mod tests {
         let delegate = found.networks[0].request.config.raw();
         assert_eq!(delegate["subnetFile"], json!(""));
         assert_eq!(delegate["hairpinMode"], json!(true));
+        assert_eq!(
+            found.plugin_types,
+            ["flannel", "portmap", "win-bridge", "win-overlay", "bridge"]
+        );
         assert_eq!(found.problems.len(), 1, "{:?}", found.problems);
         assert!(found.problems[0].contains("60-broken.conf"));
     }

@@ -154,7 +154,7 @@ pub fn diagnose(client: Result<&Client, String>, args: &Args) -> Report {
                     "run `cni-win install`, or pass the runtime's conf_dir with --conf-dir",
                 );
             }
-            check_binaries(&found.networks, args, &mut report);
+            check_binaries(&found.plugin_types, args, &mut report);
             for network in &found.networks {
                 check_network(client, network, &mut report);
             }
@@ -203,20 +203,11 @@ fn check_hns<'c>(client: Result<&'c Client, String>, report: &mut Report) -> Opt
     }
 }
 
-/// The plugin binaries the networks need are in `--bin-dir`.
-fn check_binaries(networks: &[Network], args: &Args, report: &mut Report) {
-    let mut needed: Vec<&str> = Vec::new();
-    for network in networks {
-        let name = match network.plugin {
-            Plugin::Bridge => "win-bridge",
-            Plugin::Overlay => "win-overlay",
-        };
-        if !needed.contains(&name) {
-            needed.push(name);
-        }
-    }
-    for name in needed {
-        let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+/// Every plugin type the configs name has its binary in `--bin-dir` (a type without one,
+/// such as a misspelt `win-overlay`, fails every ADD of its network).
+fn check_binaries(plugin_types: &[String], args: &Args, report: &mut Report) {
+    for plugin_type in plugin_types {
+        let file = format!("{plugin_type}{}", std::env::consts::EXE_SUFFIX);
         let path = args.bin_dir.join(&file);
         if path.is_file() {
             report.pass(
@@ -227,8 +218,12 @@ fn check_binaries(networks: &[Network], args: &Args, report: &mut Report) {
             report.add(
                 format!("binary {file}"),
                 Verdict::Fail,
-                format!("{} does not exist", path.display()),
-                "run `cni-win install`, or pass the runtime's bin_dir with --bin-dir",
+                format!(
+                    "the configs name plugin type {plugin_type:?}, but {} does not exist",
+                    path.display()
+                ),
+                "correct the type in the conflist, or run `cni-win install` (or pass the \
+                 runtime's bin_dir with --bin-dir)",
             );
         }
     }
@@ -550,6 +545,23 @@ mod on_the_emulator {
             [("binary win-bridge".to_owned(), Verdict::Fail)],
             "{report}"
         );
+    }
+
+    #[test]
+    fn an_unknown_plugin_type_is_named() {
+        let doctor = Doctor::new();
+        fs::write(
+            doctor.node.conf_dir().join("20-typo.conflist"),
+            br#"{"cniVersion": "1.1.0", "name": "vxlan0", "plugins": [{"type": "win-overlya"}]}"#,
+        )
+        .unwrap();
+        let report = doctor.report();
+        assert_eq!(
+            problems(&report),
+            [("binary win-overlya".to_owned(), Verdict::Fail)],
+            "{report}"
+        );
+        assert!(evidence(&report, "win-overlya").contains("plugin type \"win-overlya\""));
     }
 
     #[test]

@@ -83,6 +83,25 @@ impl Store {
         &self.net_dir
     }
 
+    /// The addresses the network directory has reservation files for (other entries, the
+    /// lock and the index among them, are not reservations).
+    fn reservation_ips(&self) -> Result<Vec<IpAddr>, Error> {
+        let dir = &self.net_dir;
+        let listing = fs::read_dir(dir).map_err(|e| io_error("list", dir, &e))?;
+        let mut ips = Vec::new();
+        for entry in listing {
+            let entry = entry.map_err(|e| io_error("list", dir, &e))?;
+            if let Some(ip) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| parse_ip_file_name(n, ESCAPES_COLONS))
+            {
+                ips.push(ip);
+            }
+        }
+        Ok(ips)
+    }
+
     pub fn reservation_path(&self, ip: IpAddr) -> PathBuf {
         self.net_dir.join(ip_file_name(ip, ESCAPES_COLONS))
     }
@@ -418,25 +437,10 @@ impl Session<'_> {
     }
 
     /// Every reservation file of the network and what it holds, read from the files
-    /// themselves (not the index), for tools that compare the store with HNS. A store that
-    /// does not exist yet holds nothing.
+    /// themselves (not the index), for tools that compare the store with HNS.
     pub fn reservations(&self) -> Result<Vec<(IpAddr, Content)>, Error> {
-        let net_dir = &self.store.net_dir;
-        let listing = match fs::read_dir(net_dir) {
-            Ok(listing) => listing,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_error("list", net_dir, &e)),
-        };
         let mut reservations = Vec::new();
-        for entry in listing {
-            let entry = entry.map_err(|e| io_error("list", net_dir, &e))?;
-            let Some(ip) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| parse_ip_file_name(n, ESCAPES_COLONS))
-            else {
-                continue;
-            };
+        for ip in self.store.reservation_ips()? {
             if let Some(content) = self.holder(ip)? {
                 reservations.push((ip, content));
             }
@@ -511,18 +515,8 @@ impl Session<'_> {
     /// The reference's way: every reservation file whose content is `owner`'s. Files that
     /// cannot be read are remembered (see [`Session::release_attachment`]).
     fn held_by_reservations(&mut self, owner: &Owner) -> Result<Vec<IpAddr>, Error> {
-        let dir = &self.store.net_dir;
-        let listing = fs::read_dir(dir).map_err(|e| io_error("list", dir, &e))?;
         let mut held = Vec::new();
-        for entry in listing {
-            let entry = entry.map_err(|e| io_error("list", dir, &e))?;
-            let Some(ip) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| parse_ip_file_name(n, ESCAPES_COLONS))
-            else {
-                continue;
-            };
+        for ip in self.store.reservation_ips()? {
             match self.holder(ip) {
                 Ok(Some(Content::Owned(holder))) if holder == *owner => held.push(ip),
                 Ok(_) => {}
