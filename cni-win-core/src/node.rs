@@ -6,6 +6,7 @@
 //!   `reference::owner`: cni-win's deterministic GUID, or the reference plugin's
 //!   `<containerID>_<network>`);
 //! - [`endpoint_identity`]: the deterministic ID and name of an attachment's endpoint;
+//! - [`ipam_subnets`]: the subnets of the config's host-local ranges;
 //! - [`reservations`]: what the network's IPAM store holds, by attachment;
 //! - [`status`]: STATUS of a network, what `doctor` reports as the node's readiness;
 //! - [`del_attachment`]: DEL of one attachment, exactly as the runtime's DEL runs it (detach,
@@ -18,6 +19,7 @@ use cni::{CniArgs, DelRequest, Error, GcAttachment, NetworkRequest};
 use hns::schema::HostComputeEndpoint;
 use hns::{Client, Guid, HnsError};
 use ipam_host_local::layout::{Content, Owner};
+use ipnetwork::IpNetwork;
 
 use crate::ipam::Ipam;
 use crate::kind::NetworkKind;
@@ -128,4 +130,13 @@ pub fn status<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> Resu
     crate::flannel::status(request, client, |request| {
         crate::status::status::<K>(client, request)
     })
+}
+
+/// The subnets of the host-local ranges the config names (empty for a delegated IPAM, or in
+/// Flannel-native mode without ranges, where they come from subnet.env): each must lie inside
+/// a subnet of the HNS network, or HNS refuses the pods' endpoints.
+pub fn ipam_subnets(request: &NetworkRequest) -> Result<Vec<IpNetwork>, Error> {
+    Ok(Ipam::from_conf(&request.config, &CniArgs::default())?
+        .map(|ipam| ipam.ranges().map(|range| range.subnet).collect())
+        .unwrap_or_default())
 }

@@ -21,6 +21,7 @@ use cni_win_core::node;
 use cni_win_overlay::Overlay;
 use hns::Client;
 use hns::schema::{EndpointFlags, HostComputeEndpoint};
+use ipnetwork::IpNetwork;
 use serde::Serialize;
 
 use crate::confdir::{self, DEFAULT_CONF_DIR, Network, Plugin};
@@ -259,6 +260,7 @@ fn check_network(client: Option<&Client>, network: &Network, report: &mut Report
         Plugin::Bridge => node::status::<Bridge>(client, &network.request),
         Plugin::Overlay => node::status::<Overlay>(client, &network.request),
     };
+    check_subnets(client, network, report);
     let via = if network.via_flannel {
         " (Flannel's delegate)"
     } else {
@@ -278,6 +280,54 @@ fn check_network(client: Option<&Client>, network: &Network, report: &mut Report
         ),
     }
     check_store(client, network, report);
+}
+
+/// Each host-local range lies inside a subnet of the HNS network (HNS refuses an endpoint
+/// outside its network's subnets).
+fn check_subnets(client: &Client, network: &Network, report: &mut Report) {
+    let name = network.name();
+    let check = format!("network {name:?}: subnets");
+    let Ok(ranges) = node::ipam_subnets(&network.request) else {
+        return;
+    };
+    let Ok(open) = client.find_network_by_name(name) else {
+        return;
+    };
+    let hns_subnets: Vec<IpNetwork> = open
+        .properties()
+        .subnets()
+        .filter_map(|subnet| subnet.ip_address_prefix.parse().ok())
+        .collect();
+    if ranges.is_empty() {
+        return;
+    }
+    let outside: Vec<String> = ranges
+        .iter()
+        .filter(|range| {
+            !hns_subnets
+                .iter()
+                .any(|hns| hns.prefix() <= range.prefix() && hns.contains(range.network()))
+        })
+        .map(ToString::to_string)
+        .collect();
+    let listed = hns_subnets
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if outside.is_empty() {
+        report.pass(check, format!("the IPAM ranges lie inside {listed}"));
+    } else {
+        report.add(
+            check,
+            Verdict::Fail,
+            format!(
+                "IPAM range {} is outside the HNS network's subnets ({listed}): HNS refuses the pods' endpoints",
+                outside.join(", ")
+            ),
+            "make the conflist's ipam subnet this node's pod CIDR, the subnet the HNS network was created with",
+        );
+    }
 }
 
 /// The store against HNS.
@@ -533,6 +583,23 @@ mod on_the_emulator {
         );
         assert!(evidence(&report, ": config").contains("subnet"), "{report}");
         assert!(!report.healthy);
+    }
+
+    #[test]
+    fn a_range_outside_the_hns_subnet_fails() {
+        let doctor = Doctor::new();
+        fs::write(
+            doctor.node.conf_dir().join("10-cbr0.conf"),
+            br#"{"cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+                 "ipam": {"type": "host-local", "subnet": "10.244.9.0/24"}}"#,
+        )
+        .unwrap();
+        let report = doctor.report();
+        assert!(
+            problems(&report).contains(&("network \"cbr0\": subnets".to_owned(), Verdict::Fail)),
+            "{report}"
+        );
+        assert!(evidence(&report, "subnets").contains("10.244.9.0/24"));
     }
 
     #[test]
