@@ -36,6 +36,14 @@ pub enum Plugin {
 }
 
 impl Plugin {
+    /// The plugin's `type` in a config.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            Plugin::Bridge => "win-bridge",
+            Plugin::Overlay => "win-overlay",
+        }
+    }
+
     fn of(plugin_type: &str) -> Option<Plugin> {
         match plugin_type {
             "win-bridge" => Some(Plugin::Bridge),
@@ -151,7 +159,13 @@ fn networks_of(
         }
         let (plugin, via_flannel, conf) = if plugin_type == "flannel" {
             match flannel_delegate(entry) {
-                Some((plugin, conf)) => (plugin, true, conf),
+                Some((plugin, conf)) => {
+                    // Flannel executes its delegate from the same bin_dir.
+                    if !plugin_types.iter().any(|t| t == plugin.type_name()) {
+                        plugin_types.push(plugin.type_name().to_owned());
+                    }
+                    (plugin, true, conf)
+                }
                 None => continue,
             }
         } else {
@@ -257,7 +271,7 @@ mod tests {
         assert_eq!(delegate["hairpinMode"], json!(true));
         assert_eq!(
             found.plugin_types,
-            ["flannel", "portmap", "win-bridge", "win-overlay", "bridge"]
+            ["flannel", "win-overlay", "portmap", "win-bridge", "bridge"]
         );
         assert_eq!(found.problems.len(), 1, "{:?}", found.problems);
         assert!(found.problems[0].contains("60-broken.conf"));
