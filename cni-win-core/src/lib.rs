@@ -18,6 +18,7 @@
 //!   into the effective config, Flannel's record kept for DEL);
 //! - `hns_deadline`: how long one HCN call may take (config key, environment variable);
 //! - `endpoint`: the endpoint document and the result read back from it;
+//! - [`node`]: what the node tools (`cni-win sweep`, `doctor`) share with the plugins;
 //! - `codes` and `hns_error`: the plugin error codes (110-114) and how HNS errors map to
 //!   CNI codes.
 //!
@@ -40,6 +41,7 @@ mod identity;
 mod ipam;
 mod kind;
 mod network;
+pub mod node;
 mod plugin;
 mod policy;
 mod port_conflict;

@@ -27,13 +27,7 @@ struct HnsPlugin<K>(PhantomData<K>);
 /// Unreachable is code 11 (HNS may be restarting).
 fn connect(conf: &NetConf) -> Result<Client, Error> {
     let deadline = hns_deadline(conf)?;
-    #[cfg(windows)]
-    let client = Ok(Client::native());
-    #[cfg(not(windows))]
-    let client = hns_emulator::Emulator::client_from_env();
-    client
-        .map(|client| client.with_deadline(deadline))
-        .map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
+    crate::node::hns_client(deadline).map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
 }
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {

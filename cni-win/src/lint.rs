@@ -43,7 +43,7 @@ pub fn check(conflist: &Value) -> Result<(), Error> {
 }
 
 /// The config libcni hands plugin `entry` of `list`.
-fn plugin_conf(list: &Map<String, Value>, entry: &Map<String, Value>) -> Value {
+pub(crate) fn plugin_conf(list: &Map<String, Value>, entry: &Map<String, Value>) -> Value {
     let mut conf = entry.clone();
     for key in ["cniVersion", "name"] {
         if let Some(value) = list.get(key) {

@@ -2,7 +2,8 @@
 //!
 //! One module per subcommand, each with its clap arguments and its `run`: `install` puts the
 //! plugins and a conflist in place (what a HostProcess init container runs), `uninstall` takes
-//! back exactly what install wrote. The shared pieces are modules of their own: the binary swap
+//! back exactly what install wrote, `sweep` removes the endpoints and reservations of dead
+//! attachments, `doctor` checks the node and says what to fix. The shared pieces are modules of their own: the binary swap
 //! ([`binaries`]), `SHA256SUMS` ([`checksums`]), the conflist templates ([`templates`]) and
 //! their validation by the plugins' own config code ([`lint`]), what install recorded
 //! ([`record`]), atomic writes ([`fsutil`]) and containerd's config ([`containerd`]).
@@ -14,13 +15,18 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod binaries;
 mod checksums;
+mod confdir;
 mod containerd;
+mod doctor;
 mod error;
 mod fsutil;
 mod install;
 mod lint;
 mod record;
+mod sweep;
 mod templates;
+#[cfg(all(test, not(windows)))]
+mod testnode;
 mod uninstall;
 
 /// `cni-win 0.1.0 (commit 0123456789ab)`: clap prints it for `--version`.
@@ -45,6 +51,8 @@ struct Cli {
 enum Commands {
     Install(install::Args),
     Uninstall(uninstall::Args),
+    Sweep(sweep::Args),
+    Doctor(doctor::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +64,8 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Commands::Install(args) => install::run(&args),
         Commands::Uninstall(args) => uninstall::run(&args),
+        Commands::Sweep(args) => sweep::run(&args),
+        Commands::Doctor(args) => doctor::run(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

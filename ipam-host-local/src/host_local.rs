@@ -320,6 +320,15 @@ impl HostLocal {
         }
     }
 
+    /// Every reservation of the network with who holds it (see `Session::reservations`):
+    /// what `cni-win sweep` and `doctor` compare with the endpoints HNS has.
+    pub fn reservations(&self) -> Result<Vec<(IpAddr, Content)>, Error> {
+        let session = self.store.lock(&self.config.range_sets)?;
+        let reservations = session.reservations()?;
+        session.finish()?;
+        Ok(reservations)
+    }
+
     /// STATUS: the store is usable and every range set has a free address; otherwise code 50
     /// naming the range set.
     pub fn status(&self) -> Result<(), Error> {

@@ -83,6 +83,25 @@ impl Store {
         &self.net_dir
     }
 
+    /// The addresses the network directory has reservation files for (other entries, the
+    /// lock and the index among them, are not reservations).
+    fn reservation_ips(&self) -> Result<Vec<IpAddr>, Error> {
+        let dir = &self.net_dir;
+        let listing = fs::read_dir(dir).map_err(|e| io_error("list", dir, &e))?;
+        let mut ips = Vec::new();
+        for entry in listing {
+            let entry = entry.map_err(|e| io_error("list", dir, &e))?;
+            if let Some(ip) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| parse_ip_file_name(n, ESCAPES_COLONS))
+            {
+                ips.push(ip);
+            }
+        }
+        Ok(ips)
+    }
+
     pub fn reservation_path(&self, ip: IpAddr) -> PathBuf {
         self.net_dir.join(ip_file_name(ip, ESCAPES_COLONS))
     }
@@ -417,6 +436,19 @@ impl Session<'_> {
         self.store.read_reservation(ip)
     }
 
+    /// Every reservation file of the network and what it holds, read from the files
+    /// themselves (not the index), for tools that compare the store with HNS.
+    pub fn reservations(&self) -> Result<Vec<(IpAddr, Content)>, Error> {
+        let mut reservations = Vec::new();
+        for ip in self.store.reservation_ips()? {
+            if let Some(content) = self.holder(ip)? {
+                reservations.push((ip, content));
+            }
+        }
+        reservations.sort_by_key(|(ip, _)| *ip);
+        Ok(reservations)
+    }
+
     /// The addresses `owner` holds, verified against the reservation files. With a trusted
     /// index this is one bucket listing; a damaged bucket costs a rebuild; an index that is
     /// not complete is bypassed for the reservation files themselves.
@@ -483,18 +515,8 @@ impl Session<'_> {
     /// The reference's way: every reservation file whose content is `owner`'s. Files that
     /// cannot be read are remembered (see [`Session::release_attachment`]).
     fn held_by_reservations(&mut self, owner: &Owner) -> Result<Vec<IpAddr>, Error> {
-        let dir = &self.store.net_dir;
-        let listing = fs::read_dir(dir).map_err(|e| io_error("list", dir, &e))?;
         let mut held = Vec::new();
-        for entry in listing {
-            let entry = entry.map_err(|e| io_error("list", dir, &e))?;
-            let Some(ip) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| parse_ip_file_name(n, ESCAPES_COLONS))
-            else {
-                continue;
-            };
+        for ip in self.store.reservation_ips()? {
             match self.holder(ip) {
                 Ok(Some(Content::Owned(holder))) if holder == *owner => held.push(ip),
                 Ok(_) => {}

@@ -59,6 +59,8 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("probe.load-balancers", load_balancers),
         HnsCase::new("win-bridge.netns-path", netns_path),
         HnsCase::new("win-bridge.hung-hns", hung_hns),
+        HnsCase::new("cni-win.sweep", sweep),
+        HnsCase::new("cni-win.doctor", doctor),
         HnsCase {
             windows_only: Some("the C ABI exists only in the Windows build"),
             ..HnsCase::new("probe.dll-edge-arguments", dll_edge_arguments)
@@ -679,4 +681,130 @@ fn hung_hns(bench: &Bench<'_>) -> Result<String, String> {
         "code 110 after {:.1} s with HNS answering after 30 s per call; nothing left",
         took.as_secs_f64()
     ))
+}
+
+/// A node with `cbr0`, its conflist in a config directory and one pod; returns the config
+/// directory as the side sees it, the config and the pod's namespace.
+fn node_with_a_pod(bench: &Bench<'_>) -> Result<(String, Value, String), String> {
+    let mut create = vec!["network", "create"];
+    create.extend(L2BRIDGE_NETWORK.split_whitespace());
+    bench.hnsctl(&create)?.ok()?;
+    let config = json!({
+        "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
+            "dataDir": bench.side_path(&bench.state().join("ipam"))}
+    });
+    let conf_dir = bench.state().join("net.d");
+    std::fs::create_dir_all(&conf_dir).map_err(|e| format!("create {conf_dir:?}: {e}"))?;
+    std::fs::write(conf_dir.join("10-cbr0.conf"), config.to_string())
+        .map_err(|e| format!("write the conflist: {e}"))?;
+    let namespace = add_pod(bench, &config, "live")?;
+    Ok((bench.side_path(&conf_dir), config, namespace))
+}
+
+/// ADD of pod `container` in a new namespace; returns the namespace.
+fn add_pod(bench: &Bench<'_>, config: &Value, container: &str) -> Result<String, String> {
+    let namespace = bench
+        .hnsctl(&["namespace", "create"])?
+        .ok()?
+        .trim()
+        .to_owned();
+    bench
+        .plugin(
+            "win-bridge",
+            &[
+                ("CNI_COMMAND", "ADD"),
+                ("CNI_CONTAINERID", container),
+                ("CNI_IFNAME", "eth0"),
+                ("CNI_NETNS", &namespace),
+            ],
+            config,
+        )?
+        .ok()?;
+    Ok(namespace)
+}
+
+/// `cni-win sweep` on the side: a killed pod's endpoint (its namespace deleted) is reported
+/// by the dry run and removed by --apply; the live pod stays.
+fn sweep(bench: &Bench<'_>) -> Result<String, String> {
+    let (conf_dir, config, _) = node_with_a_pod(bench)?;
+    let killed = add_pod(bench, &config, "killed")?;
+    bench
+        .linux_hnsctl(&["namespace", "delete", &killed])?
+        .ok()?;
+    let dry = parse(
+        "sweep --json",
+        &bench
+            .cni_win(&["sweep", "--conf-dir", &conf_dir, "--json"])?
+            .ok()?,
+    )?;
+    ensure(
+        dry["stale"].as_array().map(Vec::len) == Some(1)
+            && dry["stale"][0]["containerId"] == "killed"
+            && dry["stale"][0]["outcome"].is_null(),
+        || format!("the dry run reported {dry}"),
+    )?;
+    let applied = parse(
+        "sweep --apply --json",
+        &bench
+            .cni_win(&["sweep", "--conf-dir", &conf_dir, "--apply", "--json"])?
+            .ok()?,
+    )?;
+    ensure(
+        applied["stale"][0]["outcome"]["result"] == "removed",
+        || format!("--apply reported {applied}"),
+    )?;
+    let endpoints = parse(
+        "Linux endpoint list",
+        &bench.linux_hnsctl(&["--json", "endpoint", "list"])?.ok()?,
+    )?;
+    ensure(
+        endpoints.as_array().map(Vec::len) == Some(1) && endpoints[0]["Name"] == "live_cbr0",
+        || format!("after --apply the endpoints are {endpoints}"),
+    )?;
+    Ok(
+        "dry run listed the killed pod's endpoint; --apply removed it, kept the live one"
+            .to_owned(),
+    )
+}
+
+/// `cni-win doctor` on the side: healthy (exit 0) on a working node; with the HNS network
+/// gone, exit non-zero and a failed readiness check naming it.
+fn doctor(bench: &Bench<'_>) -> Result<String, String> {
+    let (conf_dir, _, _) = node_with_a_pod(bench)?;
+    let bin_dir = bench.side_path(&bench.bin_dir());
+    let args = [
+        "doctor",
+        "--conf-dir",
+        &conf_dir,
+        "--bin-dir",
+        &bin_dir,
+        "--json",
+    ];
+    let healthy = parse("doctor --json", &bench.cni_win(&args)?.ok()?)?;
+    ensure(healthy["healthy"] == true, || {
+        format!("doctor on a working node said {healthy}")
+    })?;
+    bench.linux_hnsctl(&["network", "delete", "cbr0"])?.ok()?;
+    let ran = bench.cni_win(&args)?;
+    let broken = parse("doctor --json", &ran.stdout)?;
+    let failed = broken["findings"].as_array().is_some_and(|findings| {
+        findings.iter().any(|f| {
+            f["check"] == "network \"cbr0\": ready"
+                && f["verdict"] == "fail"
+                && f["evidence"]
+                    .as_str()
+                    .is_some_and(|e| e.contains("does not exist"))
+        })
+    });
+    ensure(
+        !ran.succeeded() && broken["healthy"] == false && failed,
+        || {
+            format!(
+                "doctor without the network exited {:?} with {broken}",
+                ran.status
+            )
+        },
+    )?;
+    Ok("healthy node exits 0; without the HNS network readiness fails, exit non-zero".to_owned())
 }

@@ -128,6 +128,17 @@ impl Bench<'_> {
         self.run(Side::Native, "hnsctl", args)
     }
 
+    /// `cni-win` of the side under test.
+    pub fn cni_win(&self, args: &[&str]) -> Result<Ran, String> {
+        self.run(self.side, "cni-win", args)
+    }
+
+    /// The directory of the side's binaries (the plugins' `CNI_PATH`), on the host.
+    pub fn bin_dir(&self) -> PathBuf {
+        let program = self.lane.program(self.side, "win-bridge");
+        program.parent().unwrap_or(Path::new(".")).to_owned()
+    }
+
     /// `path` on the host as the side's programs see it (`Z:\...` under Wine).
     pub fn side_path(&self, path: &Path) -> String {
         self.lane.launcher(self.side).plugin_path(path)

@@ -1,0 +1,142 @@
+//! What the node tools (`cni-win sweep`, `cni-win doctor`) share with the plugins, so they
+//! decide what is whose, and remove it, with the plugins' own rules rather than a copy:
+//!
+//! - [`hns_client`]: the platform's HNS, as the plugins connect to it;
+//! - [`endpoint_owner`]: the attachment an endpoint provably belongs to (the GC rule of
+//!   `reference::owner`: cni-win's deterministic GUID, or the reference plugin's
+//!   `<containerID>_<network>`);
+//! - [`endpoint_identity`]: the deterministic ID and name of an attachment's endpoint;
+//! - [`ipam_subnets`]: the subnets of the config's host-local ranges;
+//! - [`reservations`]: what the network's IPAM store holds, by attachment;
+//! - [`status`]: STATUS of a network, what `doctor` reports as the node's readiness;
+//! - [`del_attachment`]: DEL of one attachment, exactly as the runtime's DEL runs it (detach,
+//!   delete, release, Flannel's record).
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use cni::{CniArgs, DelRequest, Error, GcAttachment, NetworkRequest};
+use hns::schema::HostComputeEndpoint;
+use hns::{Client, Guid, HnsError};
+use ipam_host_local::layout::{Content, Owner};
+use ipnetwork::IpNetwork;
+
+use crate::ipam::Ipam;
+use crate::kind::NetworkKind;
+use crate::reference;
+
+/// How long one HCN call of a node tool may take: the plugins' default.
+pub const HNS_DEADLINE: Duration = crate::hns_deadline::DEFAULT;
+
+/// The platform's HNS, every raw call bounded by `deadline`: computenetwork.dll on Windows,
+/// the emulator named by `HCN_EMULATOR_STATE` elsewhere (a Windows build contains no
+/// emulator).
+pub fn hns_client(deadline: Duration) -> Result<Client, HnsError> {
+    #[cfg(windows)]
+    let client = Ok(Client::native());
+    #[cfg(not(windows))]
+    let client = hns_emulator::Emulator::client_from_env();
+    client.map(|client| client.with_deadline(deadline))
+}
+
+/// The attachment endpoint `endpoint` of network `network` (whose HNS ID is `network_id`) is
+/// provably the endpoint of, or `None` when it is not provably ours (remote, another network,
+/// a name our rule did not make, an `…@ifname` name under a foreign ID): GC's rule, so a sweep
+/// never touches what GC would not.
+pub fn endpoint_owner(
+    network: &str,
+    network_id: Guid,
+    endpoint: &HostComputeEndpoint,
+) -> Option<GcAttachment> {
+    reference::owner(network, network_id, endpoint).map(|owner| owner.attachment())
+}
+
+/// The endpoint ID and name cni-win gives the endpoint of an attachment (see `identity`):
+/// for tools that look an attachment's endpoint up, and for tests that build a node.
+pub fn endpoint_identity(network: &str, container_id: &str, ifname: &str) -> (Guid, String) {
+    let identity = crate::prepare::Identity::of(network, container_id, ifname);
+    (identity.guid, identity.name)
+}
+
+/// A reservation of the network's host-local store: the address and the attachment holding
+/// it. Legacy ID-only reservations and unreadable files name no attachment and are left out:
+/// they are not provably any attachment's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    /// The reserved address.
+    pub ip: IpAddr,
+    /// Who holds it.
+    pub attachment: GcAttachment,
+}
+
+/// The reservations of the network `request` configures, read with the IPAM DEL would use
+/// (in Flannel-native mode host-local's store without subnet.env). `None` when the IPAM is
+/// not host-local (a delegated plugin's store is its own) or the config has none.
+pub fn reservations(request: &NetworkRequest) -> Result<Option<Vec<Reservation>>, Error> {
+    let Some(Ipam::HostLocal(host_local)) =
+        crate::flannel::teardown_ipam(&request.config, &CniArgs::default())?
+    else {
+        return Ok(None);
+    };
+    let reservations = host_local
+        .reservations()?
+        .into_iter()
+        .filter_map(|(ip, content)| match content {
+            Content::Owned(Owner::Attachment {
+                container_id,
+                ifname,
+            }) => Some(Reservation {
+                ip,
+                attachment: GcAttachment {
+                    container_id,
+                    ifname,
+                },
+            }),
+            _ => None,
+        })
+        .collect();
+    Ok(Some(reservations))
+}
+
+/// DEL of `attachment` on the network `request` configures, as the runtime would run it with
+/// `CNI_NETNS` = `namespace` (none once the namespace is gone): detach, delete the endpoint
+/// (by its GUID, else the reference plugin's by name), release its addresses, drop Flannel's
+/// record. Succeeds only when nothing of the attachment is left.
+pub fn del_attachment(
+    client: &Client,
+    request: &NetworkRequest,
+    attachment: &GcAttachment,
+    namespace: Option<Guid>,
+) -> Result<(), Error> {
+    let del = DelRequest {
+        container_id: attachment.container_id.clone(),
+        ifname: attachment.ifname.clone(),
+        netns: namespace.map(|guid| guid.to_string()),
+        args: CniArgs::default(),
+        config: request.config.clone(),
+        stdin: request.stdin.clone(),
+        cni_path: request.cni_path.clone(),
+    };
+    crate::flannel::del(&del.config, &del.container_id, || {
+        crate::del::del(client, &del)
+    })
+}
+
+/// STATUS of the network `request` configures, as the runtime's STATUS runs it (in
+/// Flannel-native mode subnet.env first): `Ok` only when a pod ADD would succeed, otherwise
+/// code 50 naming what is missing (the network, its type or settings, the overlay's
+/// ProviderAddress, subnet.env or a key of it, a free address).
+pub fn status<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> Result<(), Error> {
+    crate::flannel::status(request, client, |request| {
+        crate::status::status::<K>(client, request)
+    })
+}
+
+/// The subnets of the host-local ranges the config names (empty for a delegated IPAM, or in
+/// Flannel-native mode without ranges, where they come from subnet.env): each must lie inside
+/// a subnet of the HNS network, or HNS refuses the pods' endpoints.
+pub fn ipam_subnets(request: &NetworkRequest) -> Result<Vec<IpNetwork>, Error> {
+    Ok(Ipam::from_conf(&request.config, &CniArgs::default())?
+        .map(|ipam| ipam.ranges().map(|range| range.subnet).collect())
+        .unwrap_or_default())
+}
