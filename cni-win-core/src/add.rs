@@ -111,173 +111,173 @@ fn place<K: NetworkKind>(
 ) -> Result<Success, Failure> {
     let blueprint =
         blueprint(client, prepared, network, attachment, lease).map_err(Failure::before_create)?;
-    create(
+    Placement {
         client,
         prepared,
         network,
         attachment,
         lease,
-        &blueprint,
-        Retry::Allowed,
-    )
+        blueprint: &blueprint,
+    }
+    .create(Retry::Allowed)
 }
 
-/// Creates the endpoint and attaches it, or adopts the attachment's endpoint.
-fn create<K: NetworkKind>(
-    client: &Client,
-    prepared: &Prepared<K>,
-    network: &Network<'_>,
-    attachment: &Attachment<'_>,
-    lease: &Lease<'_>,
-    blueprint: &Blueprint,
-    retry: Retry,
-) -> Result<Success, Failure> {
-    let settings = blueprint.settings();
-    let adopt_reference = |e: &hns::HnsError| {
-        reference::adopt_holder(client, &network.open, &claim(attachment, blueprint), e)
-    };
-    match network
-        .open
-        .create_endpoint(attachment.endpoint.guid, &settings)
-    {
-        Ok(created) => {
-            let properties = created.properties().clone();
-            drop(created);
-            attach(client, attachment)
-                .and_then(|()| {
-                    endpoint::result(
-                        &properties,
-                        &attachment.request.ifname,
-                        &attachment.request.netns,
-                    )
-                })
-                .map_err(Failure::after_create)
-        }
-        // HNS names one conflict, whichever it checks first: the address or a host port. When
-        // the holder is the reference plugin's endpoint of this attachment, it is adopted.
-        Err(CreateEndpointError::NotCreated(e)) if port_conflict::is_port_conflict(&e) => {
-            match adopt_reference(&e) {
-                Ok(None) => Err(Failure::before_create(port_conflict::error(
+/// What creating the endpoint needs: the command's context and the endpoint it should be.
+struct Placement<'p, 'c, 'r, 'l, K> {
+    client: &'p Client,
+    prepared: &'p Prepared<K>,
+    network: &'p Network<'c>,
+    attachment: &'p Attachment<'r>,
+    lease: &'p Lease<'l>,
+    blueprint: &'p Blueprint,
+}
+
+impl<K: NetworkKind> Placement<'_, '_, '_, '_, K> {
+    /// Creates the endpoint and attaches it, or adopts the attachment's endpoint.
+    fn create(&self, retry: Retry) -> Result<Success, Failure> {
+        let Placement {
+            client,
+            prepared,
+            network,
+            attachment,
+            blueprint,
+            ..
+        } = *self;
+        let settings = blueprint.settings();
+        let adopt_reference = |e: &hns::HnsError| {
+            reference::adopt_holder(client, &network.open, &claim(attachment, blueprint), e)
+        };
+        match network
+            .open
+            .create_endpoint(attachment.endpoint.guid, &settings)
+        {
+            Ok(created) => {
+                let properties = created.properties().clone();
+                drop(created);
+                attach(client, attachment)
+                    .and_then(|()| {
+                        endpoint::result(
+                            &properties,
+                            &attachment.request.ifname,
+                            &attachment.request.netns,
+                        )
+                    })
+                    .map_err(Failure::after_create)
+            }
+            // HNS names one conflict, whichever it checks first: the address or a host port. When
+            // the holder is the reference plugin's endpoint of this attachment, it is adopted.
+            Err(CreateEndpointError::NotCreated(e)) if port_conflict::is_port_conflict(&e) => {
+                match adopt_reference(&e) {
+                    Ok(None) => Err(Failure::before_create(port_conflict::error(
+                        client,
+                        &e,
+                        &attachment.endpoint.name,
+                        attachment.endpoint.guid,
+                        &settings.policies,
+                    ))),
+                    Ok(Some(adopted)) => Ok(adopted),
+                    Err(error) => Err(Failure::before_create(error)),
+                }
+            }
+            Err(CreateEndpointError::NotCreated(e)) if e.kind() == ErrorKind::AlreadyExists => {
+                let existing = client
+                    .open_endpoint(attachment.endpoint.guid)
+                    .map_err(|e| {
+                        Failure::before_create(to_cni(
+                            &e,
+                            &format!("open endpoint {}", attachment.endpoint.name),
+                        ))
+                    })?;
+                adopt(
                     client,
-                    &e,
-                    &attachment.endpoint.name,
-                    attachment.endpoint.guid,
-                    &settings.policies,
-                ))),
+                    network,
+                    attachment,
+                    existing.properties(),
+                    Some(&blueprint.ips()),
+                )
+                .map_err(Failure::before_create)
+            }
+            // HcnCreateEndpoint succeeded and only reading it back failed: the endpoint is ours.
+            Err(CreateEndpointError::Unread(e)) => Err(Failure::after_create(create_error(
+                &e,
+                attachment,
+                &prepared.conf.policies,
+            ))),
+            Err(CreateEndpointError::NotCreated(e)) => match adopt_reference(&e) {
                 Ok(Some(adopted)) => Ok(adopted),
                 Err(error) => Err(Failure::before_create(error)),
-            }
+                Ok(None) => self.refused(&e, retry),
+            },
         }
-        Err(CreateEndpointError::NotCreated(e)) if e.kind() == ErrorKind::AlreadyExists => {
-            let existing = client
-                .open_endpoint(attachment.endpoint.guid)
-                .map_err(|e| {
-                    Failure::before_create(to_cni(
-                        &e,
-                        &format!("open endpoint {}", attachment.endpoint.name),
-                    ))
-                })?;
-            adopt(
-                client,
-                network,
-                attachment,
-                existing.properties(),
-                Some(&blueprint.ips()),
-            )
-            .map_err(Failure::before_create)
-        }
-        // HcnCreateEndpoint succeeded and only reading it back failed: the endpoint is ours.
-        Err(CreateEndpointError::Unread(e)) => Err(Failure::after_create(create_error(
-            &e,
-            attachment,
-            &prepared.conf.policies,
-        ))),
-        Err(CreateEndpointError::NotCreated(e)) => match adopt_reference(&e) {
-            Ok(Some(adopted)) => Ok(adopted),
-            Err(error) => Err(Failure::before_create(error)),
-            Ok(None) => refused(
-                client, prepared, network, attachment, lease, blueprint, &e, retry,
-            ),
-        },
     }
-}
 
-/// HNS refused the create with `error`. It may have made the endpoint all the same (HNS can
-/// commit and still report a failure, and a create that did not answer may yet complete), so
-/// the endpoint is looked up by its ID before anything is given back: under the attachment
-/// lock, an endpoint with this ID holding the addresses IPAM just gave is this ADD's. Then a
-/// stale endpoint holding the address is removed and the create retried once (see `stale`).
-#[allow(clippy::too_many_arguments)]
-fn refused<K: NetworkKind>(
-    client: &Client,
-    prepared: &Prepared<K>,
-    network: &Network<'_>,
-    attachment: &Attachment<'_>,
-    lease: &Lease<'_>,
-    blueprint: &Blueprint,
-    error: &HnsError,
-    retry: Retry,
-) -> Result<Success, Failure> {
-    let failed = || create_error(error, attachment, &prepared.conf.policies);
-    if error.hresult() == Some(HResult::ERROR_TIMEOUT) {
-        return Err(Failure {
-            error: failed(),
-            endpoint: Created::Unknown,
-        });
-    }
-    match client.open_endpoint(attachment.endpoint.guid) {
-        Ok(existing) => {
-            log::warn!(
-                "HNS refused to create endpoint {} ({error}) but it exists: adopting it",
-                attachment.endpoint.name
-            );
-            return adopt(
-                client,
-                network,
-                attachment,
-                existing.properties(),
-                Some(&blueprint.ips()),
-            )
-            .map_err(|error| Failure {
-                error,
-                endpoint: if lease.is_new() {
-                    Created::Yes
-                } else {
-                    Created::No
-                },
-            });
-        }
-        Err(e) if e.is_not_found() => {}
-        Err(e) => {
-            log::error!(
-                "cannot tell whether endpoint {} exists after a failed create: {e}",
-                attachment.endpoint.name
-            );
-            return Err(Failure {
-                error: failed(),
-                endpoint: Created::Unknown,
-            });
-        }
-    }
-    if retry == Retry::Allowed && stale::is_address_held(error) {
-        let ipam = prepared.required_ipam().map_err(Failure::before_create)?;
-        let removed =
-            stale::remove_holder(client, &network.open, ipam, &blueprint.addresses, error)
-                .map_err(Failure::before_create)?;
-        if !removed {
-            return Err(Failure::before_create(failed()));
-        }
-        return create(
+    /// HNS refused the create with `error`. It may have made the endpoint all the same (HNS can
+    /// commit and still report a failure, and a create that did not answer may yet complete), so
+    /// the endpoint is looked up by its ID before anything is given back: under the attachment
+    /// lock, an endpoint with this ID holding the addresses IPAM just gave is this ADD's. Then a
+    /// stale endpoint holding the address is removed and the create retried once (see `stale`).
+    fn refused(&self, error: &HnsError, retry: Retry) -> Result<Success, Failure> {
+        let Placement {
             client,
             prepared,
             network,
             attachment,
             lease,
             blueprint,
-            Retry::Spent,
-        );
+        } = *self;
+        let failed = || create_error(error, attachment, &prepared.conf.policies);
+        if error.hresult() == Some(HResult::ERROR_TIMEOUT) {
+            return Err(Failure {
+                error: failed(),
+                endpoint: Created::Unknown,
+            });
+        }
+        match client.open_endpoint(attachment.endpoint.guid) {
+            Ok(existing) => {
+                log::warn!(
+                    "HNS refused to create endpoint {} ({error}) but it exists: adopting it",
+                    attachment.endpoint.name
+                );
+                return adopt(
+                    client,
+                    network,
+                    attachment,
+                    existing.properties(),
+                    Some(&blueprint.ips()),
+                )
+                .map_err(|error| Failure {
+                    error,
+                    endpoint: if lease.is_new() {
+                        Created::Yes
+                    } else {
+                        Created::No
+                    },
+                });
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => {
+                log::error!(
+                    "cannot tell whether endpoint {} exists after a failed create: {e}",
+                    attachment.endpoint.name
+                );
+                return Err(Failure {
+                    error: failed(),
+                    endpoint: Created::Unknown,
+                });
+            }
+        }
+        if retry == Retry::Allowed && stale::is_address_held(error) {
+            let ipam = prepared.required_ipam().map_err(Failure::before_create)?;
+            let removed =
+                stale::remove_holder(client, &network.open, ipam, &blueprint.addresses, error)
+                    .map_err(Failure::before_create)?;
+            if !removed {
+                return Err(Failure::before_create(failed()));
+            }
+            return self.create(Retry::Spent);
+        }
+        Err(Failure::before_create(failed()))
     }
-    Err(Failure::before_create(failed()))
 }
 
 /// What this ADD claims, for recognising the reference plugin's endpoint of the attachment.
