@@ -194,3 +194,29 @@ fn a_refused_create_looks_for_the_endpoint_before_giving_the_address_back() {
     assert_eq!(endpoint.as_deref(), Some(address(&first).as_str()));
     assert_eq!(reservations, vec![address(&first)]);
 }
+
+#[test]
+fn gc_leaves_an_attachment_with_a_command_in_flight() {
+    // An ADD that has not returned is not in the runtime's list yet: GC must not remove its
+    // endpoint or its address under it.
+    let node = common::node("gc-in-flight");
+    let netns = node.namespace();
+    let pod = format!("gc-in-flight-{}", std::process::id());
+    let mut gc = config(&node, "1.1.0");
+    node.add(&pod, &netns, &gc).result();
+    gc["cni.dev/valid-attachments"] = serde_json::json!([]);
+    let in_flight = cni_win_core::attachment_lock::try_lock(NETWORK, &pod, "eth0")
+        .unwrap()
+        .expect("free");
+    node.run(&cni_win_conformance::node::Call::network("GC", &gc))
+        .silent();
+    let (endpoint, reservations) = state(&node, &pod);
+    assert!(
+        endpoint.is_some() && reservations.len() == 1,
+        "{reservations:?}"
+    );
+    drop(in_flight);
+    node.run(&cni_win_conformance::node::Call::network("GC", &gc))
+        .silent();
+    assert_eq!(state(&node, &pod), (None, Vec::new()));
+}
