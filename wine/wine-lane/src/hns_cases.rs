@@ -59,6 +59,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("probe.load-balancers", load_balancers),
         HnsCase::new("win-bridge.netns-path", netns_path),
         HnsCase::new("win-bridge.hung-hns", hung_hns),
+        HnsCase::new("win-bridge.attachment-lock", attachment_lock),
         HnsCase {
             windows_only: Some("the C ABI exists only in the Windows build"),
             ..HnsCase::new("probe.dll-edge-arguments", dll_edge_arguments)
@@ -678,5 +679,75 @@ fn hung_hns(bench: &Bench<'_>) -> Result<String, String> {
     Ok(format!(
         "code 110 after {:.1} s with HNS answering after 30 s per call; nothing left",
         took.as_secs_f64()
+    ))
+}
+
+/// Per-call latency while the first ADD of the lock case holds the attachment's lock.
+const SLOW_LATENCY_MICROS: &str = "1500000";
+/// How long the second ADD waits for the lock.
+const LOCK_DEADLINE_SECONDS: f64 = 1.0;
+/// When the second ADD starts: the first has started (a Wine start takes a few seconds) and
+/// holds the lock, which it takes before its first HCN call.
+const SECOND_ADD_AFTER: Duration = Duration::from_secs(5);
+
+/// Two ADDs of one attachment at once: the side's second win-bridge waits for the attachment
+/// lock the first holds (a named mutex under Wine, an abstract socket natively), gives up with
+/// code 11 naming the lock, and the first completes; one endpoint, one reservation.
+fn attachment_lock(bench: &Bench<'_>) -> Result<String, String> {
+    let mut create = vec!["network", "create"];
+    create.extend(L2BRIDGE_NETWORK.split_whitespace());
+    bench.linux_hnsctl(&create)?.ok()?;
+    let netns = bench.linux_hnsctl(&["namespace", "create"])?.ok()?;
+    let ipam = bench.state().join("ipam");
+    let config = json!({
+        "cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
+        "attachmentLockTimeoutSeconds": LOCK_DEADLINE_SECONDS,
+        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24", "dataDir": bench.side_path(&ipam)}
+    });
+    let env = [
+        ("CNI_COMMAND", "ADD"),
+        ("CNI_CONTAINERID", "locked-pod"),
+        ("CNI_NETNS", netns.trim()),
+        ("CNI_IFNAME", "eth0"),
+    ];
+    bench
+        .linux_hnsctl(&["fault", "latency", "--micros", SLOW_LATENCY_MICROS])?
+        .ok()?;
+    let (first, second) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| bench.plugin("win-bridge", &env, &config));
+        std::thread::sleep(SECOND_ADD_AFTER);
+        let second = bench.plugin("win-bridge", &env, &config);
+        (first.join(), second)
+    });
+    bench.linux_hnsctl(&["fault", "clear"])?.ok()?;
+    let first = first.map_err(|_| "the first ADD's thread panicked".to_owned())??;
+    let second = second?;
+    ensure(first.status == Some(0), || {
+        format!("the first ADD did not succeed: {first:?}")
+    })?;
+    ensure(second.status == Some(1), || {
+        format!("the second ADD did not fail while the first held the lock: {second:?}")
+    })?;
+    let error = parse("the second ADD's error", &second.stdout)?;
+    let msg = error["msg"].as_str().unwrap_or_default();
+    ensure(
+        error["code"] == 11
+            && msg.contains("cni-win-attachment-")
+            && msg.contains("locked-pod/eth0"),
+        || format!("expected code 11 naming the attachment and its lock: {error}"),
+    )?;
+    let endpoints = parse(
+        "Linux endpoint list",
+        &bench.linux_hnsctl(&["--json", "endpoint", "list"])?.ok()?,
+    )?;
+    ensure(endpoints.as_array().map_or(0, Vec::len) == 1, || {
+        format!("expected the first ADD's endpoint alone: {endpoints}")
+    })?;
+    let lock = msg
+        .split_whitespace()
+        .find(|word| word.contains("cni-win-attachment-"))
+        .unwrap_or_default();
+    Ok(format!(
+        "second ADD refused with 11 on {lock}; first ADD done"
     ))
 }
