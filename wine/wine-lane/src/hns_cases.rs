@@ -610,6 +610,27 @@ fn netns_path(bench: &Bench<'_>) -> Result<String, String> {
     ))
 }
 
+/// What the win-bridge cases on a slow or hung host share: the network `cbr0` and a namespace
+/// made by Linux hnsctl, and the side's win-bridge config for `cbr0` (host-local under the
+/// bench's state) with `key` set to `value`. Returns the namespace, the IPAM dir and the config.
+fn cbr0_pod_setup(
+    bench: &Bench<'_>,
+    key: &str,
+    value: Value,
+) -> Result<(String, std::path::PathBuf, Value), String> {
+    let mut create = vec!["network", "create"];
+    create.extend(L2BRIDGE_NETWORK.split_whitespace());
+    bench.linux_hnsctl(&create)?.ok()?;
+    let netns = bench.linux_hnsctl(&["namespace", "create"])?.ok()?;
+    let ipam = bench.state().join("ipam");
+    let mut config = json!({
+        "cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24", "dataDir": bench.side_path(&ipam)}
+    });
+    config[key] = value;
+    Ok((netns.trim().to_owned(), ipam, config))
+}
+
 /// Per-call latency of the hung host: far beyond what the case allows the whole ADD.
 const HUNG_LATENCY_MICROS: &str = "30000000";
 /// The ADD's HNS deadline in the case's config.
@@ -623,20 +644,12 @@ const HUNG_ADD_LIMIT: Duration = Duration::from_secs(15);
 /// leaves no endpoint and no address behind. Under Wine the abandoned call
 /// sleeps inside the emulated computenetwork.dll while the plugin exits.
 fn hung_hns(bench: &Bench<'_>) -> Result<String, String> {
-    let mut create = vec!["network", "create"];
-    create.extend(L2BRIDGE_NETWORK.split_whitespace());
-    bench.linux_hnsctl(&create)?.ok()?;
-    let netns = bench.linux_hnsctl(&["namespace", "create"])?.ok()?;
-    let ipam = bench.state().join("ipam");
-    let config = json!({
-        "cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
-        "hnsTimeoutSeconds": HUNG_DEADLINE_SECONDS,
-        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24", "dataDir": bench.side_path(&ipam)}
-    });
+    let (netns, ipam, config) =
+        cbr0_pod_setup(bench, "hnsTimeoutSeconds", json!(HUNG_DEADLINE_SECONDS))?;
     let env = [
         ("CNI_COMMAND", "ADD"),
         ("CNI_CONTAINERID", "hung-pod"),
-        ("CNI_NETNS", netns.trim()),
+        ("CNI_NETNS", &netns),
         ("CNI_IFNAME", "eth0"),
     ];
     bench
@@ -694,20 +707,15 @@ const SECOND_ADD_AFTER: Duration = Duration::from_secs(5);
 /// lock the first holds (a named mutex under Wine, an abstract socket natively), gives up with
 /// code 11 naming the lock, and the first completes; one endpoint, one reservation.
 fn attachment_lock(bench: &Bench<'_>) -> Result<String, String> {
-    let mut create = vec!["network", "create"];
-    create.extend(L2BRIDGE_NETWORK.split_whitespace());
-    bench.linux_hnsctl(&create)?.ok()?;
-    let netns = bench.linux_hnsctl(&["namespace", "create"])?.ok()?;
-    let ipam = bench.state().join("ipam");
-    let config = json!({
-        "cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
-        "attachmentLockTimeoutSeconds": LOCK_DEADLINE_SECONDS,
-        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24", "dataDir": bench.side_path(&ipam)}
-    });
+    let (netns, ipam, config) = cbr0_pod_setup(
+        bench,
+        "attachmentLockTimeoutSeconds",
+        json!(LOCK_DEADLINE_SECONDS),
+    )?;
     let env = [
         ("CNI_COMMAND", "ADD"),
         ("CNI_CONTAINERID", "locked-pod"),
-        ("CNI_NETNS", netns.trim()),
+        ("CNI_NETNS", &netns),
         ("CNI_IFNAME", "eth0"),
     ];
     bench
@@ -742,6 +750,14 @@ fn attachment_lock(bench: &Bench<'_>) -> Result<String, String> {
     )?;
     ensure(endpoints.as_array().map_or(0, Vec::len) == 1, || {
         format!("expected the first ADD's endpoint alone: {endpoints}")
+    })?;
+    let reserved = std::fs::read_dir(ipam.join("cbr0")).map_or(0, |dir| {
+        dir.filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name.parse::<std::net::IpAddr>().is_ok())
+            .count()
+    });
+    ensure(reserved == 1, || {
+        format!("expected the first ADD's reservation alone, found {reserved}")
     })?;
     let lock = msg
         .split_whitespace()
