@@ -11,7 +11,7 @@
 
 use cni::{Error, Request, Success};
 use hns::schema::HostComputeEndpoint;
-use hns::{Client, CreateEndpointError, ErrorKind, HnsError};
+use hns::{Client, CreateEndpointError, ErrorKind, HResult, HnsError};
 use ipnetwork::IpNetwork;
 
 use crate::codes::ENDPOINT_CONFLICT;
@@ -25,6 +25,7 @@ use crate::policy;
 use crate::port_conflict;
 use crate::prepare::{Attachment, Network, Prepared, PreparedAttachment};
 use crate::reference;
+use crate::stale;
 
 pub(crate) fn add<K: NetworkKind>(client: &Client, request: &Request) -> Result<Success, Error> {
     let PreparedAttachment {
@@ -53,32 +54,51 @@ pub(crate) fn add<K: NetworkKind>(client: &Client, request: &Request) -> Result<
     match place(client, &prepared, &network, &attachment, &lease) {
         Ok(result) => Ok(result),
         Err(failure) => {
-            roll_back(client, &attachment, &lease, failure.created_endpoint);
+            roll_back(client, &attachment, &lease, failure.endpoint);
             Err(failure.error)
         }
     }
 }
 
-/// A failed ADD and whether it left an endpoint of its own behind.
+/// A failed ADD and what it knows of the endpoint it tried to create.
 struct Failure {
     error: Error,
-    created_endpoint: bool,
+    endpoint: Created,
+}
+
+/// Whether a failed ADD made the endpoint, which decides what its rollback removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Created {
+    /// It did not (or it was the attachment's before): give back only the new addresses.
+    No,
+    /// It did: delete it, then give back the new addresses.
+    Yes,
+    /// HNS cannot tell (a create that did not answer may still complete): remove nothing, so
+    /// no address is released while an endpoint may hold it; DEL cleans up.
+    Unknown,
 }
 
 impl Failure {
     fn before_create(error: Error) -> Failure {
         Failure {
             error,
-            created_endpoint: false,
+            endpoint: Created::No,
         }
     }
 
     fn after_create(error: Error) -> Failure {
         Failure {
             error,
-            created_endpoint: true,
+            endpoint: Created::Yes,
         }
     }
+}
+
+/// Whether a refused create may still remove a stale endpoint holding the address and retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    Allowed,
+    Spent,
 }
 
 /// Everything after IPAM: features, settings, create (or adopt) and attach.
@@ -91,73 +111,172 @@ fn place<K: NetworkKind>(
 ) -> Result<Success, Failure> {
     let blueprint =
         blueprint(client, prepared, network, attachment, lease).map_err(Failure::before_create)?;
-    let settings = blueprint.settings();
-    let policies = &prepared.conf.policies;
-    let adopt_reference = |e: &hns::HnsError| {
-        reference::adopt_holder(client, &network.open, &claim(attachment, &blueprint), e)
-    };
-    match network
-        .open
-        .create_endpoint(attachment.endpoint.guid, &settings)
-    {
-        Ok(created) => {
-            let properties = created.properties().clone();
-            drop(created);
-            attach(client, attachment)
-                .and_then(|()| {
-                    endpoint::result(
-                        &properties,
-                        &attachment.request.ifname,
-                        &attachment.request.netns,
-                    )
-                })
-                .map_err(Failure::after_create)
-        }
-        // HNS names one conflict, whichever it checks first: the address or a host port. When
-        // the holder is the reference plugin's endpoint of this attachment, it is adopted.
-        Err(CreateEndpointError::NotCreated(e)) if port_conflict::is_port_conflict(&e) => {
-            match adopt_reference(&e) {
-                Ok(None) => Err(Failure::before_create(port_conflict::error(
+    Placement {
+        client,
+        prepared,
+        network,
+        attachment,
+        lease,
+        blueprint: &blueprint,
+    }
+    .create(Retry::Allowed)
+}
+
+/// What creating the endpoint needs: the command's context and the endpoint it should be.
+struct Placement<'p, 'c, 'r, 'l, K> {
+    client: &'p Client,
+    prepared: &'p Prepared<K>,
+    network: &'p Network<'c>,
+    attachment: &'p Attachment<'r>,
+    lease: &'p Lease<'l>,
+    blueprint: &'p Blueprint,
+}
+
+impl<K: NetworkKind> Placement<'_, '_, '_, '_, K> {
+    /// Creates the endpoint and attaches it, or adopts the attachment's endpoint.
+    fn create(&self, retry: Retry) -> Result<Success, Failure> {
+        let Placement {
+            client,
+            prepared,
+            network,
+            attachment,
+            blueprint,
+            ..
+        } = *self;
+        let settings = blueprint.settings();
+        let adopt_reference = |e: &hns::HnsError| {
+            reference::adopt_holder(client, &network.open, &claim(attachment, blueprint), e)
+        };
+        match network
+            .open
+            .create_endpoint(attachment.endpoint.guid, &settings)
+        {
+            Ok(created) => {
+                let properties = created.properties().clone();
+                drop(created);
+                attach(client, attachment)
+                    .and_then(|()| {
+                        endpoint::result(
+                            &properties,
+                            &attachment.request.ifname,
+                            &attachment.request.netns,
+                        )
+                    })
+                    .map_err(Failure::after_create)
+            }
+            // HNS names one conflict, whichever it checks first: the address or a host port. When
+            // the holder is the reference plugin's endpoint of this attachment, it is adopted.
+            Err(CreateEndpointError::NotCreated(e)) if port_conflict::is_port_conflict(&e) => {
+                match adopt_reference(&e) {
+                    Ok(None) => Err(Failure::before_create(port_conflict::error(
+                        client,
+                        &e,
+                        &attachment.endpoint.name,
+                        attachment.endpoint.guid,
+                        &settings.policies,
+                    ))),
+                    Ok(Some(adopted)) => Ok(adopted),
+                    Err(error) => Err(Failure::before_create(error)),
+                }
+            }
+            Err(CreateEndpointError::NotCreated(e)) if e.kind() == ErrorKind::AlreadyExists => {
+                let existing = client
+                    .open_endpoint(attachment.endpoint.guid)
+                    .map_err(|e| {
+                        Failure::before_create(to_cni(
+                            &e,
+                            &format!("open endpoint {}", attachment.endpoint.name),
+                        ))
+                    })?;
+                adopt(
                     client,
-                    &e,
-                    &attachment.endpoint.name,
-                    attachment.endpoint.guid,
-                    &settings.policies,
-                ))),
+                    network,
+                    attachment,
+                    existing.properties(),
+                    Some(&blueprint.ips()),
+                )
+                .map_err(Failure::before_create)
+            }
+            // HcnCreateEndpoint succeeded and only reading it back failed: the endpoint is ours.
+            Err(CreateEndpointError::Unread(e)) => Err(Failure::after_create(create_error(
+                &e,
+                attachment,
+                &prepared.conf.policies,
+            ))),
+            Err(CreateEndpointError::NotCreated(e)) => match adopt_reference(&e) {
                 Ok(Some(adopted)) => Ok(adopted),
                 Err(error) => Err(Failure::before_create(error)),
+                Ok(None) => self.refused(&e, retry),
+            },
+        }
+    }
+
+    /// HNS refused the create with `error`. It may have made the endpoint all the same (HNS can
+    /// commit and still report a failure, and a create that did not answer may yet complete), so
+    /// the endpoint is looked up by its ID before anything is given back: under the attachment
+    /// lock, an endpoint with this ID holding the addresses IPAM just gave is this ADD's. Then a
+    /// stale endpoint holding the address is removed and the create retried once (see `stale`).
+    fn refused(&self, error: &HnsError, retry: Retry) -> Result<Success, Failure> {
+        let Placement {
+            client,
+            prepared,
+            network,
+            attachment,
+            lease,
+            blueprint,
+        } = *self;
+        let failed = || create_error(error, attachment, &prepared.conf.policies);
+        if error.hresult() == Some(HResult::ERROR_TIMEOUT) {
+            return Err(Failure {
+                error: failed(),
+                endpoint: Created::Unknown,
+            });
+        }
+        match client.open_endpoint(attachment.endpoint.guid) {
+            Ok(existing) => {
+                log::warn!(
+                    "HNS refused to create endpoint {} ({error}) but it exists: adopting it",
+                    attachment.endpoint.name
+                );
+                return adopt(
+                    client,
+                    network,
+                    attachment,
+                    existing.properties(),
+                    Some(&blueprint.ips()),
+                )
+                .map_err(|error| Failure {
+                    error,
+                    endpoint: if lease.is_new() {
+                        Created::Yes
+                    } else {
+                        Created::No
+                    },
+                });
+            }
+            Err(e) if e.is_not_found() => {}
+            Err(e) => {
+                log::error!(
+                    "cannot tell whether endpoint {} exists after a failed create: {e}",
+                    attachment.endpoint.name
+                );
+                return Err(Failure {
+                    error: failed(),
+                    endpoint: Created::Unknown,
+                });
             }
         }
-        Err(CreateEndpointError::NotCreated(e)) if e.kind() == ErrorKind::AlreadyExists => {
-            let existing = client
-                .open_endpoint(attachment.endpoint.guid)
-                .map_err(|e| {
-                    Failure::before_create(to_cni(
-                        &e,
-                        &format!("open endpoint {}", attachment.endpoint.name),
-                    ))
-                })?;
-            let ips: Vec<IpNetwork> = blueprint.addresses.iter().map(|a| a.ip).collect();
-            adopt(
-                client,
-                network,
-                attachment,
-                existing.properties(),
-                Some(&ips),
-            )
-            .map_err(Failure::before_create)
+        if retry == Retry::Allowed && stale::is_address_held(error) {
+            let ipam = prepared.required_ipam().map_err(Failure::before_create)?;
+            let removed =
+                stale::remove_holder(client, &network.open, ipam, &blueprint.addresses, error)
+                    .map_err(Failure::before_create)?;
+            if !removed {
+                return Err(Failure::before_create(failed()));
+            }
+            return self.create(Retry::Spent);
         }
-        // HcnCreateEndpoint succeeded and only reading it back failed: the endpoint is ours.
-        Err(CreateEndpointError::Unread(e)) => Err(Failure::after_create(create_error(
-            &e, attachment, policies,
-        ))),
-        Err(CreateEndpointError::NotCreated(e)) => match adopt_reference(&e) {
-            Ok(None) => Err(Failure::before_create(create_error(
-                &e, attachment, policies,
-            ))),
-            Ok(Some(adopted)) => Ok(adopted),
-            Err(error) => Err(Failure::before_create(error)),
-        },
+        Err(Failure::before_create(failed()))
     }
 }
 
@@ -314,12 +433,19 @@ fn create_error(error: &HnsError, attachment: &Attachment<'_>, policies: &[UserP
 }
 
 /// Undoes what this ADD created. Failures are logged: the ADD's own error is what the runtime
-/// must see, and a later DEL removes whatever is left. An endpoint that cannot be deleted keeps
-/// its addresses reserved, so no other pod is given an address it still holds.
-fn roll_back(client: &Client, attachment: &Attachment<'_>, lease: &Lease<'_>, endpoint: bool) {
+/// must see, and a later DEL removes whatever is left. An endpoint that cannot be deleted, or
+/// may exist, keeps its addresses reserved, so no other pod is given an address it holds.
+fn roll_back(client: &Client, attachment: &Attachment<'_>, lease: &Lease<'_>, endpoint: Created) {
     let name = &attachment.endpoint.name;
-    if endpoint {
-        match client.delete_endpoint(attachment.endpoint.guid) {
+    match endpoint {
+        Created::No => {}
+        Created::Unknown => {
+            log::error!(
+                "endpoint {name} may exist: its addresses stay reserved until DEL removes both"
+            );
+            return;
+        }
+        Created::Yes => match client.delete_endpoint(attachment.endpoint.guid) {
             Ok(()) => log::info!("rolled back endpoint {name}"),
             Err(e) if e.is_not_found() => {}
             Err(e) => {
@@ -328,7 +454,7 @@ fn roll_back(client: &Client, attachment: &Attachment<'_>, lease: &Lease<'_>, en
                 );
                 return;
             }
-        }
+        },
     }
     if let Err(e) = lease.undo(attachment.request) {
         log::error!("cannot give back the addresses of {name}: {e}");

@@ -34,6 +34,11 @@ fn default_destination(ip: IpAddr) -> &'static str {
 }
 
 impl Blueprint {
+    /// The addresses alone, as IPAM gave them.
+    pub fn ips(&self) -> Vec<IpNetwork> {
+        self.addresses.iter().map(|a| a.ip).collect()
+    }
+
     /// The `HcnCreateEndpoint` settings: addresses with prefix length, a default route per
     /// family via its gateway, IPAM's routes, DNS, policies and (when chosen) the MAC.
     pub fn settings(&self) -> HostComputeEndpoint {

@@ -5,12 +5,15 @@
 //! means it); remote endpoints, endpoints named otherwise
 //! (Flannel's `cbr0_ep`, kube-proxy's) and other networks are never touched. Then IPAM's GC,
 //! which keeps the addresses of the valid attachments and of every endpoint the sweep could
-//! not delete (an address is never freed while its endpoint exists). Errors do not stop the
-//! sweep; all are reported (code 114).
+//! not delete (an address is never freed while its endpoint exists). An endpoint whose
+//! attachment has a command in flight (its attachment lock is held: an ADD that has not
+//! returned yet is not in the runtime's list) is left, with its addresses, for the next GC.
+//! Errors do not stop the sweep; all are reported (code 114).
 
 use cni::{Error, GcAttachment, NetworkRequest};
 use hns::Client;
 
+use crate::attachment_lock;
 use crate::codes::GC_INCOMPLETE;
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
@@ -79,6 +82,30 @@ fn sweep(
         if owner.is_valid(keep) {
             continue;
         }
+        let attachment = owner.attachment();
+        let _lock = match attachment_lock::try_lock(
+            network,
+            &attachment.container_id,
+            &attachment.ifname,
+        ) {
+            Ok(Some(lock)) => lock,
+            Ok(None) => {
+                log::info!(
+                    "GC: {} has a command in flight: left for the next GC",
+                    endpoint.name
+                );
+                keep.push(attachment);
+                continue;
+            }
+            Err(e) => {
+                problems.push(format!(
+                    "endpoint {}: its attachment lock: {e}",
+                    endpoint.name
+                ));
+                keep.push(attachment);
+                continue;
+            }
+        };
         if !endpoint.host_compute_namespace.is_zero()
             && let Err(e) = client.detach_endpoint(endpoint.host_compute_namespace, endpoint.id)
             && !e.is_not_found()

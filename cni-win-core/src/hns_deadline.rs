@@ -26,8 +26,11 @@
 
 use std::time::Duration;
 
-use cni::{Error, ErrorCode, NetConf, case_insensitive};
+use cni::{Error, NetConf};
+#[cfg(test)]
 use serde_json::Value;
+
+use crate::seconds::Seconds;
 
 /// The config key.
 pub const CONFIG_KEY: &str = "hnsTimeoutSeconds";
@@ -35,61 +38,32 @@ pub const CONFIG_KEY: &str = "hnsTimeoutSeconds";
 pub const ENV_VAR: &str = "CNI_WIN_HNS_TIMEOUT_SECONDS";
 /// The deadline when neither is set.
 pub const DEFAULT: Duration = Duration::from_secs(30);
-/// The longest deadline accepted: beyond the runtime's own limits it only
-/// means the runtime kills the plugin first.
-const MAX_SECONDS: f64 = 600.0;
+
+/// The setting. The longest deadline accepted, 600 s: beyond the runtime's own limits it
+/// only means the runtime kills the plugin first.
+const SETTING: Seconds = Seconds {
+    config_key: CONFIG_KEY,
+    env_var: ENV_VAR,
+    default: DEFAULT,
+    max: 600.0,
+    what: "the HNS call deadline",
+};
 
 /// The deadline for this command's HCN calls: the config key, else the
 /// environment variable, else [`DEFAULT`].
 pub fn hns_deadline(conf: &NetConf) -> Result<Duration, Error> {
-    let env = std::env::var(ENV_VAR).ok();
-    deadline_from(
-        case_insensitive::get(conf.raw(), CONFIG_KEY),
-        env.as_deref(),
-    )
+    SETTING.read(conf)
 }
 
+#[cfg(test)]
 fn deadline_from(config: Option<&Value>, env: Option<&str>) -> Result<Duration, Error> {
-    let seconds = match (config, env) {
-        (Some(value), _) => value.as_f64().ok_or_else(|| {
-            Error::invalid_config(format!(
-                "{CONFIG_KEY}: {value} is not a number: give the HNS call deadline in seconds, e.g. 30"
-            ))
-        })?,
-        (None, Some(text)) => text.trim().parse::<f64>().map_err(|_| {
-            Error::new(
-                ErrorCode::InvalidEnvironment,
-                format!(
-                    "{ENV_VAR}: {text:?} is not a number: give the HNS call deadline in seconds, e.g. 30"
-                ),
-            )
-        })?,
-        (None, None) => return Ok(DEFAULT),
-    };
-    if !(seconds > 0.0 && seconds <= MAX_SECONDS) {
-        let source = if config.is_some() {
-            CONFIG_KEY
-        } else {
-            ENV_VAR
-        };
-        let code = if config.is_some() {
-            ErrorCode::InvalidConfig
-        } else {
-            ErrorCode::InvalidEnvironment
-        };
-        return Err(Error::new(
-            code,
-            format!(
-                "{source}: {seconds} is out of range: the HNS call deadline must be more than 0 and at most {MAX_SECONDS} seconds"
-            ),
-        ));
-    }
-    Ok(Duration::from_secs_f64(seconds))
+    SETTING.from(config, env)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cni::ErrorCode;
     use serde_json::json;
 
     #[test]

@@ -38,6 +38,16 @@ impl Lease<'_> {
         }
     }
 
+    /// Whether this ADD reserved the addresses (rather than finding them the attachment's).
+    /// A delegated plugin's always are: ADD asks it only after finding no endpoint, under the
+    /// attachment lock.
+    pub fn is_new(&self) -> bool {
+        match self {
+            Lease::HostLocal(_, allocation) => !allocation.already_held(),
+            Lease::Delegated(..) => true,
+        }
+    }
+
     /// Rollback of a failed ADD: gives back what this ADD reserved, and nothing else (a
     /// repeated ADD's addresses were the attachment's before it and stay).
     pub fn undo(&self, request: &Request) -> Result<(), Error> {
@@ -115,6 +125,22 @@ impl Ipam {
             }
             Ipam::Delegated(plugin) => {
                 delegate::run(plugin, Command::Del, &request.stdin, &request.cni_path)
+            }
+        }
+    }
+
+    /// Releases the addresses of another attachment whose endpoint was found stale (see
+    /// `stale`). A delegated IPAM is left alone: it just gave one of that attachment's
+    /// addresses to the new pod, so it no longer counts it as held, and it is run only for
+    /// the attachment of this command.
+    pub fn release_other(&self, container_id: &str, ifname: &str) -> Result<(), Error> {
+        match self {
+            Ipam::HostLocal(host_local) => host_local.release(container_id, ifname),
+            Ipam::Delegated(plugin) => {
+                log::info!(
+                    "not asking {plugin} to release {container_id}/{ifname}: it runs only for this attachment"
+                );
+                Ok(())
             }
         }
     }

@@ -24,10 +24,12 @@
 //!
 //! HCN V2 only: `CNI_NETNS` must be an HCN namespace GUID (containerd) or a path ending in one
 //! (libcni's cnitool); `apiVersion` is accepted whatever its value.
-#![forbid(unsafe_code)]
+// Unsafe only where Windows has no safe API: the attachment lock's named mutex.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod add;
+pub mod attachment_lock;
 mod check;
 mod codes;
 mod config;
@@ -47,6 +49,8 @@ mod policy;
 mod port_conflict;
 mod prepare;
 mod reference;
+mod seconds;
+mod stale;
 mod status;
 
 pub use kind::{NatException, NetworkKind};

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use cni::{About, DelRequest, Error, ErrorCode, NetConf, NetworkRequest, Request, Success};
 use hns::Client;
 
+use crate::attachment_lock;
 use crate::hns_deadline::hns_deadline;
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
@@ -31,18 +32,22 @@ fn connect(conf: &NetConf) -> Result<Client, Error> {
 }
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
+    // ADD, DEL and CHECK hold their attachment's lock throughout (see `attachment_lock`).
     fn add(&self, request: &Request) -> Result<Success, Error> {
+        let _lock = attachment_lock::lock(&request.config, &request.container_id, &request.ifname)?;
         let client = connect(&request.config)?;
         flannel::add(request, &client, |request| add::add::<K>(&client, request))
     }
 
     fn del(&self, request: &DelRequest) -> Result<(), Error> {
+        let _lock = attachment_lock::lock(&request.config, &request.container_id, &request.ifname)?;
         flannel::del(&request.config, &request.container_id, || {
             del::del(&connect(&request.config)?, request)
         })
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {
+        let _lock = attachment_lock::lock(&request.config, &request.container_id, &request.ifname)?;
         let client = connect(&request.config)?;
         flannel::check(request, &client, |request| {
             check::check::<K>(&client, request)

@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::confdir::{self, DEFAULT_CONF_DIR, Network, Plugin};
 use crate::error::Error;
 use crate::install::DEFAULT_BIN_DIR;
-use crate::sweep::{self, NoLock};
+use crate::sweep::{self, AttachmentLocks};
 
 /// Checks the node's HNS, configs, binaries and store, and says what to fix.
 #[derive(Debug, clap::Args)]
@@ -433,7 +433,12 @@ fn check_store(client: &Client, network: &Network, report: &mut Report) {
             );
         }
     }
-    let stale = sweep::sweep(client, std::slice::from_ref(network), &NoLock, false);
+    let stale = sweep::sweep(
+        client,
+        std::slice::from_ref(network),
+        &AttachmentLocks,
+        false,
+    );
     for finding in stale.stale {
         healthy = false;
         report.add(

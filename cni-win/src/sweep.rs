@@ -57,15 +57,23 @@ pub trait Commands {
     fn try_claim(&self, network: &str, attachment: &GcAttachment) -> Option<Self::Claim>;
 }
 
-/// No command is ever in flight: what the sweep assumes until the plugins' per-attachment lock
-/// can be tried from here.
+/// The plugins' own per-attachment lock (`cni_win_core::attachment_lock`), tried without
+/// waiting: ADD, DEL and CHECK hold it for their whole run, so a lock someone holds is a command
+/// in flight. A lock that cannot even be tried counts as held: sweep removes only what it can
+/// prove idle.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoLock;
+pub struct AttachmentLocks;
 
-impl Commands for NoLock {
-    type Claim = ();
-    fn try_claim(&self, _: &str, _: &GcAttachment) -> Option<()> {
-        Some(())
+impl Commands for AttachmentLocks {
+    type Claim = cni_win_core::attachment_lock::Guard;
+    fn try_claim(&self, network: &str, attachment: &GcAttachment) -> Option<Self::Claim> {
+        cni_win_core::attachment_lock::try_lock(
+            network,
+            &attachment.container_id,
+            &attachment.ifname,
+        )
+        .ok()
+        .flatten()
     }
 }
 
@@ -141,7 +149,7 @@ fn pass(args: &Args) -> Result<Pass, Error> {
     let found = confdir::read(&args.conf_dir, &args.bin_dir)?;
     let client = node::hns_client(node::HNS_DEADLINE)
         .map_err(|e| Error::new(format!("cannot reach HNS: {e}")))?;
-    let mut pass = sweep(&client, &found.networks, &NoLock, args.apply);
+    let mut pass = sweep(&client, &found.networks, &AttachmentLocks, args.apply);
     pass.errors.extend(found.problems);
     Ok(pass)
 }
@@ -483,7 +491,7 @@ mod on_the_emulator {
         let before_endpoints = node.endpoints();
         let before_reserved = node.reserved();
 
-        let dry = node.sweep(&NoLock, false);
+        let dry = node.sweep(&AttachmentLocks, false);
         assert!(dry.errors.is_empty(), "{:?}", dry.errors);
         assert_eq!(
             objects(&dry),
@@ -523,7 +531,7 @@ mod on_the_emulator {
         );
         assert!(why("lost").contains("no endpoint"), "{}", why("lost"));
 
-        let applied = node.sweep(&NoLock, true);
+        let applied = node.sweep(&AttachmentLocks, true);
         assert!(!applied.failed(), "{applied:?}");
         assert!(
             applied
@@ -547,7 +555,7 @@ mod on_the_emulator {
             "only the live pod keeps its address"
         );
         assert!(
-            node.sweep(&NoLock, true).stale.is_empty(),
+            node.sweep(&AttachmentLocks, true).stale.is_empty(),
             "a second pass finds nothing"
         );
     }
@@ -561,7 +569,7 @@ mod on_the_emulator {
         let id = node.endpoint(Guid::from_u128(9), "old_cbr0", &ip, EndpointFlags::NONE);
         node.client.attach_endpoint(ns, id).unwrap();
         node.client.delete_namespace(ns).unwrap();
-        let pass = node.sweep(&NoLock, true);
+        let pass = node.sweep(&AttachmentLocks, true);
         assert_eq!(objects(&pass), pairs(&[("old", "endpoint")]));
         assert!(node.endpoints().is_empty());
         assert!(node.reserved().is_empty());
@@ -584,6 +592,27 @@ mod on_the_emulator {
         );
         assert_eq!(node.endpoints().len(), 1);
         assert_eq!(node.reserved().len(), 2);
+    }
+
+    /// The plugins' own lock, held as a running ADD, DEL or CHECK holds it: sweep leaves that
+    /// attachment alone and takes the others.
+    #[test]
+    fn an_attachment_whose_lock_a_command_holds_is_left_alone() {
+        let node = Node::new();
+        for pod in ["running", "dead"] {
+            let ip = node.reserve(pod);
+            node.ours(pod, &ip);
+        }
+        let held = cni_win_core::attachment_lock::try_lock("cbr0", "running", "eth0")
+            .unwrap()
+            .expect("nobody else holds it");
+        let pass = node.sweep(&AttachmentLocks, true);
+        drop(held);
+        assert!(!pass.failed(), "{pass:?}");
+        // The dead pod's endpoint goes as DEL removes it, reservation included.
+        assert_eq!(objects(&pass), pairs(&[("dead", "endpoint")]));
+        assert_eq!(node.endpoints().len(), 1);
+        assert_eq!(node.reserved().len(), 1);
     }
 
     #[test]
@@ -612,7 +641,7 @@ mod on_the_emulator {
         node.engine
             .inject_fault(hns::Function::DeleteEndpoint, 1, hns::HResult::E_FAIL)
             .unwrap();
-        let pass = node.sweep(&NoLock, true);
+        let pass = node.sweep(&AttachmentLocks, true);
         assert!(
             matches!(pass.stale[0].outcome, Some(Outcome::Failed(_))),
             "{pass:?}"

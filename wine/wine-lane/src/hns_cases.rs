@@ -61,6 +61,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("win-bridge.hung-hns", hung_hns),
         HnsCase::new("cni-win.sweep", sweep),
         HnsCase::new("cni-win.doctor", doctor),
+        HnsCase::new("win-bridge.attachment-lock", attachment_lock),
         HnsCase {
             windows_only: Some("the C ABI exists only in the Windows build"),
             ..HnsCase::new("probe.dll-edge-arguments", dll_edge_arguments)
@@ -611,6 +612,27 @@ fn netns_path(bench: &Bench<'_>) -> Result<String, String> {
     ))
 }
 
+/// What the win-bridge cases on a slow or hung host share: the network `cbr0` and a namespace
+/// made by Linux hnsctl, and the side's win-bridge config for `cbr0` (host-local under the
+/// bench's state) with `key` set to `value`. Returns the namespace, the IPAM dir and the config.
+fn cbr0_pod_setup(
+    bench: &Bench<'_>,
+    key: &str,
+    value: Value,
+) -> Result<(String, std::path::PathBuf, Value), String> {
+    let mut create = vec!["network", "create"];
+    create.extend(L2BRIDGE_NETWORK.split_whitespace());
+    bench.linux_hnsctl(&create)?.ok()?;
+    let netns = bench.linux_hnsctl(&["namespace", "create"])?.ok()?;
+    let ipam = bench.state().join("ipam");
+    let mut config = json!({
+        "cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24", "dataDir": bench.side_path(&ipam)}
+    });
+    config[key] = value;
+    Ok((netns.trim().to_owned(), ipam, config))
+}
+
 /// Per-call latency of the hung host: far beyond what the case allows the whole ADD.
 const HUNG_LATENCY_MICROS: &str = "30000000";
 /// The ADD's HNS deadline in the case's config.
@@ -624,20 +646,12 @@ const HUNG_ADD_LIMIT: Duration = Duration::from_secs(15);
 /// leaves no endpoint and no address behind. Under Wine the abandoned call
 /// sleeps inside the emulated computenetwork.dll while the plugin exits.
 fn hung_hns(bench: &Bench<'_>) -> Result<String, String> {
-    let mut create = vec!["network", "create"];
-    create.extend(L2BRIDGE_NETWORK.split_whitespace());
-    bench.linux_hnsctl(&create)?.ok()?;
-    let netns = bench.linux_hnsctl(&["namespace", "create"])?.ok()?;
-    let ipam = bench.state().join("ipam");
-    let config = json!({
-        "cniVersion": "1.0.0", "name": "cbr0", "type": "win-bridge",
-        "hnsTimeoutSeconds": HUNG_DEADLINE_SECONDS,
-        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24", "dataDir": bench.side_path(&ipam)}
-    });
+    let (netns, ipam, config) =
+        cbr0_pod_setup(bench, "hnsTimeoutSeconds", json!(HUNG_DEADLINE_SECONDS))?;
     let env = [
         ("CNI_COMMAND", "ADD"),
         ("CNI_CONTAINERID", "hung-pod"),
-        ("CNI_NETNS", netns.trim()),
+        ("CNI_NETNS", &netns),
         ("CNI_IFNAME", "eth0"),
     ];
     bench
@@ -807,4 +821,77 @@ fn doctor(bench: &Bench<'_>) -> Result<String, String> {
         },
     )?;
     Ok("healthy node exits 0; without the HNS network readiness fails, exit non-zero".to_owned())
+}
+
+/// Per-call latency while the first ADD of the lock case holds the attachment's lock.
+const SLOW_LATENCY_MICROS: &str = "1500000";
+/// How long the second ADD waits for the lock.
+const LOCK_DEADLINE_SECONDS: f64 = 1.0;
+/// When the second ADD starts: the first has started (a Wine start takes a few seconds) and
+/// holds the lock, which it takes before its first HCN call.
+const SECOND_ADD_AFTER: Duration = Duration::from_secs(5);
+
+/// Two ADDs of one attachment at once: the side's second win-bridge waits for the attachment
+/// lock the first holds (a named mutex under Wine, an abstract socket natively), gives up with
+/// code 11 naming the lock, and the first completes; one endpoint, one reservation.
+fn attachment_lock(bench: &Bench<'_>) -> Result<String, String> {
+    let (netns, ipam, config) = cbr0_pod_setup(
+        bench,
+        "attachmentLockTimeoutSeconds",
+        json!(LOCK_DEADLINE_SECONDS),
+    )?;
+    let env = [
+        ("CNI_COMMAND", "ADD"),
+        ("CNI_CONTAINERID", "locked-pod"),
+        ("CNI_NETNS", &netns),
+        ("CNI_IFNAME", "eth0"),
+    ];
+    bench
+        .linux_hnsctl(&["fault", "latency", "--micros", SLOW_LATENCY_MICROS])?
+        .ok()?;
+    let (first, second) = std::thread::scope(|scope| {
+        let first = scope.spawn(|| bench.plugin("win-bridge", &env, &config));
+        std::thread::sleep(SECOND_ADD_AFTER);
+        let second = bench.plugin("win-bridge", &env, &config);
+        (first.join(), second)
+    });
+    bench.linux_hnsctl(&["fault", "clear"])?.ok()?;
+    let first = first.map_err(|_| "the first ADD's thread panicked".to_owned())??;
+    let second = second?;
+    ensure(first.status == Some(0), || {
+        format!("the first ADD did not succeed: {first:?}")
+    })?;
+    ensure(second.status == Some(1), || {
+        format!("the second ADD did not fail while the first held the lock: {second:?}")
+    })?;
+    let error = parse("the second ADD's error", &second.stdout)?;
+    let msg = error["msg"].as_str().unwrap_or_default();
+    ensure(
+        error["code"] == 11
+            && msg.contains("cni-win-attachment-")
+            && msg.contains("locked-pod/eth0"),
+        || format!("expected code 11 naming the attachment and its lock: {error}"),
+    )?;
+    let endpoints = parse(
+        "Linux endpoint list",
+        &bench.linux_hnsctl(&["--json", "endpoint", "list"])?.ok()?,
+    )?;
+    ensure(endpoints.as_array().map_or(0, Vec::len) == 1, || {
+        format!("expected the first ADD's endpoint alone: {endpoints}")
+    })?;
+    let reserved = std::fs::read_dir(ipam.join("cbr0")).map_or(0, |dir| {
+        dir.filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name.parse::<std::net::IpAddr>().is_ok())
+            .count()
+    });
+    ensure(reserved == 1, || {
+        format!("expected the first ADD's reservation alone, found {reserved}")
+    })?;
+    let lock = msg
+        .split_whitespace()
+        .find(|word| word.contains("cni-win-attachment-"))
+        .unwrap_or_default();
+    Ok(format!(
+        "second ADD refused with 11 on {lock}; first ADD done"
+    ))
 }
