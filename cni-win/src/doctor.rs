@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use cni::GcAttachment;
 use cni_win_bridge::Bridge;
@@ -156,6 +157,7 @@ pub fn diagnose(client: Result<&Client, String>, args: &Args) -> Report {
                 );
             }
             check_binaries(&found.plugin_types, args, &mut report);
+            check_one_release(args, &mut report);
             for network in &found.networks {
                 check_network(client, network, &mut report);
             }
@@ -228,6 +230,86 @@ fn check_binaries(plugin_types: &[String], args: &Args, report: &mut Report) {
             );
         }
     }
+}
+
+/// The plugins cni-win ships, by their reference names: a node mixing two releases (a
+/// half-finished upgrade, or the reference's `host-local.exe` left beside ours) runs ADD and DEL
+/// with different rules.
+const SHIPPED_PLUGINS: [&str; 3] = ["win-bridge", "win-overlay", "host-local"];
+
+/// How long one `--version` of a plugin in `--bin-dir` may take: doctor never waits without end.
+const VERSION_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The shipped plugins present in `--bin-dir` are one release: each answers `--version` with
+/// the same version and commit.
+fn check_one_release(args: &Args, report: &mut Report) {
+    let mut releases: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for plugin in SHIPPED_PLUGINS {
+        let file = format!("{plugin}{}", std::env::consts::EXE_SUFFIX);
+        let path = args.bin_dir.join(&file);
+        if !path.is_file() {
+            continue;
+        }
+        let release = match about_line(&path) {
+            Ok(line) => release_of(&line).unwrap_or_else(|| format!("not cni-win ({line})")),
+            Err(why) => format!("no answer to --version ({why})"),
+        };
+        releases.entry(release).or_default().push(file);
+    }
+    let evidence = releases
+        .iter()
+        .map(|(release, files)| format!("{}: {release}", files.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
+    match releases.len() {
+        0 => {}
+        1 if releases
+            .keys()
+            .all(|release| release.starts_with("cni-win ")) =>
+        {
+            report.pass("binaries are one release", evidence);
+        }
+        _ => report.add(
+            "binaries are one release",
+            Verdict::Fail,
+            evidence,
+            "install every binary from one release: `cni-win install --source <unzipped release>`",
+        ),
+    }
+}
+
+/// The first line `binary --version` prints, within [`VERSION_DEADLINE`].
+fn about_line(binary: &std::path::Path) -> Result<String, String> {
+    let mut child = std::process::Command::new(binary)
+        .arg("--version")
+        .env_remove("CNI_COMMAND")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let started = std::time::Instant::now();
+    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+        if started.elapsed() > VERSION_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("still running after {VERSION_DEADLINE:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    Ok(stdout.lines().next().unwrap_or_default().trim().to_owned())
+}
+
+/// `cni-win 0.1.0 (commit 0123456789ab)` from a cni-win plugin's about line
+/// (`CNI win-bridge plugin 0.1.0 (commit 0123456789ab)`); `None` for anything else, such as the
+/// reference plugins' `CNI win-bridge plugin v1.6.2`.
+fn release_of(about: &str) -> Option<String> {
+    let (_, release) = about.split_once(" plugin ")?;
+    release
+        .contains(" (commit ")
+        .then(|| format!("cni-win {release}"))
 }
 
 fn check_network(client: Option<&Client>, network: &Network, report: &mut Report) {
@@ -488,7 +570,11 @@ mod on_the_emulator {
     impl Doctor {
         fn new() -> Doctor {
             let bin = tempfile::tempdir().unwrap();
-            fs::write(bin.path().join("win-bridge"), b"").unwrap();
+            plugin(
+                bin.path(),
+                "win-bridge",
+                "CNI win-bridge plugin 0.1.0 (commit aaaaaaaaaaaa)",
+            );
             Doctor {
                 node: Node::new(),
                 bin,
@@ -605,6 +691,48 @@ mod on_the_emulator {
             "{report}"
         );
         assert!(evidence(&report, "subnets").contains("10.244.9.0/24"));
+    }
+
+    /// A plugin that prints `about` for `--version`.
+    fn plugin(bin: &std::path::Path, name: &str, about: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = bin.join(name);
+        fs::write(&path, format!("#!/bin/sh\necho '{about}'\n")).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn plugins_of_one_release_pass_and_a_mixed_bin_dir_fails_naming_each() {
+        let doctor = Doctor::new();
+        let bin = doctor.bin.path();
+        plugin(
+            bin,
+            "win-bridge",
+            "CNI win-bridge plugin 0.1.0 (commit aaaaaaaaaaaa)",
+        );
+        plugin(
+            bin,
+            "host-local",
+            "CNI host-local plugin 0.1.0 (commit aaaaaaaaaaaa)",
+        );
+        let report = doctor.report();
+        assert_eq!(problems(&report), [], "{report}");
+        assert!(evidence(&report, "one release").contains("cni-win 0.1.0 (commit aaaaaaaaaaaa)"));
+
+        // The reference's host-local left beside ours.
+        plugin(bin, "host-local", "CNI host-local plugin v1.6.2");
+        let report = doctor.report();
+        assert_eq!(
+            problems(&report),
+            [("binaries are one release".to_owned(), Verdict::Fail)],
+            "{report}"
+        );
+        let evidence = evidence(&report, "one release");
+        assert!(
+            evidence.contains("host-local: not cni-win (CNI host-local plugin v1.6.2)")
+                && evidence.contains("win-bridge: cni-win 0.1.0"),
+            "{evidence}"
+        );
     }
 
     #[test]
