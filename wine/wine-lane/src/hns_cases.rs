@@ -62,6 +62,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("cni-win.sweep", sweep),
         HnsCase::new("cni-win.doctor", doctor),
         HnsCase::new("win-bridge.attachment-lock", attachment_lock),
+        HnsCase::new("win-bridge.flannel-native", flannel_native),
         HnsCase {
             windows_only: Some("the C ABI exists only in the Windows build"),
             ..HnsCase::new("probe.dll-edge-arguments", dll_edge_arguments)
@@ -893,5 +894,57 @@ fn attachment_lock(bench: &Bench<'_>) -> Result<String, String> {
         .unwrap_or_default();
     Ok(format!(
         "second ADD refused with 11 on {lock}; first ADD done"
+    ))
+}
+
+/// What flanneld writes for this node (`FLANNEL_SUBNET` is the first usable address).
+const SUBNET_ENV: &str = "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n";
+
+/// Flannel-native mode as the side reads paths: win-bridge listed directly with `subnetFile`
+/// and no `ipam` takes its range from subnet.env (ADD gets an address of FLANNEL_SUBNET), STATUS
+/// is ready, then not ready (50 naming subnet.env) once flanneld's file is gone, and DEL still
+/// releases the pod without it.
+fn flannel_native(bench: &Bench<'_>) -> Result<String, String> {
+    let (netns, ipam, _) = cbr0_pod_setup(bench, "cniVersion", json!("1.1.0"))?;
+    let subnet_env = bench.state().join("subnet.env");
+    std::fs::write(&subnet_env, SUBNET_ENV).map_err(|e| format!("write subnet.env: {e}"))?;
+    let config = json!({
+        "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+        "subnetFile": bench.side_path(&subnet_env),
+        "dataDir": bench.side_path(&bench.state().join("flannel")),
+        "ipam": {"type": "host-local", "dataDir": bench.side_path(&ipam)}
+    });
+    let call = |command: &str| {
+        let mut env = vec![("CNI_COMMAND", command)];
+        if !matches!(command, "STATUS") {
+            env.extend([
+                ("CNI_CONTAINERID", "flannel-pod"),
+                ("CNI_IFNAME", "eth0"),
+                ("CNI_NETNS", netns.as_str()),
+            ]);
+        }
+        bench.plugin("win-bridge", &env, &config)
+    };
+    let result = parse("ADD result", &call("ADD")?.ok()?)?;
+    let address = result["ips"][0]["address"].as_str().unwrap_or_default();
+    ensure(address.starts_with("10.244.1."), || {
+        format!("ADD took {address:?} from outside FLANNEL_SUBNET: {result}")
+    })?;
+    call("STATUS")?.ok()?;
+    std::fs::remove_file(&subnet_env).map_err(|e| format!("remove subnet.env: {e}"))?;
+    let ran = call("STATUS")?;
+    let error = parse("STATUS error", &ran.stdout)?;
+    ensure(
+        !ran.succeeded()
+            && error["code"] == 50
+            && error["msg"]
+                .as_str()
+                .is_some_and(|msg| msg.contains("subnet.env")),
+        || format!("STATUS without subnet.env answered {error}"),
+    )?;
+    call("DEL")?.ok()?;
+    empty_for_linux(bench, "endpoint")?;
+    Ok(format!(
+        "ADD took {address} from subnet.env; STATUS ready, then 50 without it; DEL released"
     ))
 }
