@@ -814,7 +814,11 @@ mod on_the_emulator {
             .client
             .create_network(
                 Guid::ZERO,
-                &crate::testnode::network("other", "10.244.1.0/24", "10.244.1.1"),
+                &cni_win_conformance::node::network_settings(
+                    "other",
+                    "L2Bridge",
+                    &[("10.244.1.0/24", "10.244.1.1")],
+                ),
             )
             .unwrap();
         let other = doctor.node.client.find_network_by_name("other").unwrap();

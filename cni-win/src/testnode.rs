@@ -7,11 +7,9 @@ use std::fs;
 use std::path::Path;
 
 use cni::NetConf;
+use cni_win_conformance::node::network_settings;
 use cni_win_core::node;
-use hns::schema::{
-    EndpointFlags, HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, Ipam,
-    NetworkType, Route, Subnet,
-};
+use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeNamespace, IpConfig, Route};
 use hns::{Client, Guid};
 use ipam_host_local::HostLocal;
 
@@ -35,7 +33,10 @@ impl Node {
         let engine = emulator.engine().clone();
         let client: Client = Client::from_box(Box::new(emulator));
         client
-            .create_network(Guid::ZERO, &network("cbr0", "10.244.1.0/24", "10.244.1.1"))
+            .create_network(
+                Guid::ZERO,
+                &network_settings("cbr0", "L2Bridge", &[("10.244.1.0/24", "10.244.1.1")]),
+            )
             .unwrap();
         let config = serde_json::json!({
             "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
@@ -126,25 +127,5 @@ impl Node {
 
     pub fn sweep(&self, commands: &impl Commands, apply: bool) -> Pass {
         crate::sweep::sweep(&self.client, &self.networks, commands, apply)
-    }
-}
-
-pub fn network(name: &str, prefix: &str, gateway: &str) -> HostComputeNetwork {
-    HostComputeNetwork {
-        name: name.to_owned(),
-        network_type: NetworkType::L2Bridge,
-        ipams: vec![Ipam {
-            ipam_type: "Static".to_owned(),
-            subnets: vec![Subnet {
-                ip_address_prefix: prefix.to_owned(),
-                routes: vec![Route {
-                    next_hop: gateway.to_owned(),
-                    destination_prefix: "0.0.0.0/0".to_owned(),
-                    metric: None,
-                }],
-                ..Subnet::default()
-            }],
-        }],
-        ..HostComputeNetwork::default()
     }
 }
