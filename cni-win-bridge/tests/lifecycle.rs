@@ -74,7 +74,7 @@ fn the_endpoint_is_what_the_config_says() {
     assert_eq!(endpoint.host_compute_namespace.to_string(), netns);
     assert_eq!(
         result["interfaces"][0]["mac"],
-        endpoint.mac_address.as_str()
+        endpoint.mac_address.unwrap().to_string()
     );
     assert_eq!(result["dns"]["options"], json!(["ndots:5"]));
 }
@@ -113,7 +113,7 @@ fn del_removes_an_endpoint_the_reference_plugin_made() {
     let settings = hns::schema::HostComputeEndpoint {
         name: "legacy_cbr0".into(),
         ip_configurations: vec![hns::schema::IpConfig {
-            ip_address: "10.244.1.77".into(),
+            ip_address: "10.244.1.77".parse().unwrap(),
             prefix_length: None,
         }],
         ..Default::default()

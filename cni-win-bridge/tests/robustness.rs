@@ -158,7 +158,7 @@ fn a_rollback_that_cannot_delete_the_endpoint_keeps_its_address() {
         .unwrap();
     node.add("pod", &netns, &config).error(110);
     let endpoint = node.endpoint("pod_cbr0");
-    let address = endpoint.ip_configurations[0].ip_address.clone();
+    let address = endpoint.ip_configurations[0].ip_address.to_string();
     assert_eq!(node.reservations(NETWORK), [address]);
     // The runtime's DEL after the failed ADD removes both.
     node.del("pod", Some(&netns), &config).silent();

@@ -18,7 +18,7 @@ fn state(node: &Node, container_id: &str) -> (Option<String>, Vec<String>) {
         .endpoints(NETWORK)
         .into_iter()
         .find(|e| e.name == format!("{container_id}_{NETWORK}"))
-        .map(|e| e.ip_configurations[0].ip_address.clone());
+        .map(|e| e.ip_configurations[0].ip_address.to_string());
     (endpoint, node.reservations(NETWORK))
 }
 

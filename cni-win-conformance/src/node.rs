@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use hns::schema::{
     EndpointFlags, HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, Ipam,
-    NetworkType, Route, Subnet,
+    NetworkType, Subnet,
 };
 use hns::{Client, Guid};
 use hns_emulator::{Emulator, Engine};
@@ -135,19 +135,13 @@ pub fn network_settings(
             ipam_type: "Static".to_owned(),
             subnets: subnets
                 .iter()
-                .map(|(prefix, gateway)| Subnet {
-                    ip_address_prefix: (*prefix).to_owned(),
-                    routes: vec![Route {
-                        next_hop: (*gateway).to_owned(),
-                        destination_prefix: if prefix.contains(':') {
-                            "::/0"
-                        } else {
-                            "0.0.0.0/0"
-                        }
-                        .to_owned(),
-                        metric: None,
-                    }],
-                    ..Subnet::default()
+                .map(|(prefix, gateway)| {
+                    Subnet::with_gateway(
+                        prefix.parse().expect("the fixture's subnet is a CIDR"),
+                        gateway
+                            .parse()
+                            .expect("the fixture's gateway is an address"),
+                    )
                 })
                 .collect(),
         }],
@@ -349,7 +343,7 @@ impl Node {
         let settings = HostComputeEndpoint {
             name: name.to_owned(),
             ip_configurations: vec![IpConfig {
-                ip_address: ip.to_owned(),
+                ip_address: ip.parse().expect("the fixture's address is an IP"),
                 prefix_length: None,
             }],
             flags,
@@ -396,8 +390,7 @@ impl Node {
             .next()
             .expect("the network has a subnet")
             .ip_address_prefix
-            .parse()
-            .unwrap();
+            .network();
         let IpNetwork::V4(subnet) = subnet else {
             panic!("fill needs an IPv4 subnet, {network} has {subnet}");
         };

@@ -7,6 +7,7 @@ use std::net::IpAddr;
 
 use cni::{Error, Request, Success};
 use hns::Client;
+use hns::schema::MacAddress;
 
 use crate::codes::CHECK_MISMATCH;
 use crate::endpoint::addresses_of;
@@ -71,12 +72,12 @@ pub(crate) fn check<K: NetworkKind>(client: &Client, request: &Request) -> Resul
         problems.push(format!("it holds {have:?} but prevResult lists {want:?}"));
     }
     if let Some(mac) = expected_mac(&prev, &request.ifname)
-        && !same_mac(mac, &endpoint.mac_address)
+        && mac.parse::<MacAddress>().ok() != endpoint.mac_address
     {
-        problems.push(format!(
-            "its MAC is {} but prevResult says {mac}",
-            endpoint.mac_address
-        ));
+        let actual = endpoint
+            .mac_address
+            .map_or_else(|| "unset".to_owned(), |mac| mac.to_string());
+        problems.push(format!("its MAC is {actual} but prevResult says {mac}"));
     }
     let expected = policy::compose(conf, open.properties(), &addresses)?;
     for missing in reference::missing_policies(&endpoint.policies, &expected) {
@@ -97,15 +98,4 @@ fn expected_mac<'a>(prev: &'a Success, ifname: &str) -> Option<&'a str> {
     let by_name = prev.interfaces.iter().find(|i| i.name == ifname);
     let only = (prev.interfaces.len() == 1).then(|| &prev.interfaces[0]);
     by_name.or(only)?.mac.as_deref()
-}
-
-/// MACs compare by their hex digits, whatever the separator or case.
-fn same_mac(a: &str, b: &str) -> bool {
-    let digits = |s: &str| -> String {
-        s.chars()
-            .filter(char::is_ascii_hexdigit)
-            .map(|c| c.to_ascii_lowercase())
-            .collect()
-    };
-    digits(a) == digits(b)
 }

@@ -14,15 +14,15 @@
 //! | `capabilities` | accepted (read by the runtime, which fills `runtimeConfig`) |
 //! | `runtimeConfig.portMappings` | one PortMapping policy each |
 //! | `runtimeConfig.dns` | overrides `dns` field by field (servers, searches, options) |
-//! | `dns` | the endpoint's DNS |
+//! | `dns` | the endpoint's DNS (each name server must be an IP address) |
 //! | `ipam` | `host-local` runs in-process; any other type is executed from `CNI_PATH` |
 
 use std::net::IpAddr;
 
-use cni::{Dns, Error, ErrorCode, NetConf};
+use cni::{Error, ErrorCode, NetConf};
 use hns::Guid;
-use hns::schema::EndpointPolicy;
 use hns::schema::policy::protocol;
+use hns::schema::{Dns, EndpointPolicy};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -150,10 +150,13 @@ fn collect_policies(
         let source = format!("{key}[{index}]");
         let policy = hns::schema::v1::endpoint_policy_from_conf(&entry.value.to_string())
             .map_err(|e| Error::invalid_config(format!("{source}.value: {e}")))?;
-        if policy_settings_misfit(&policy) {
+        // A type we model whose settings did not decode: HNS would refuse it, so it is
+        // refused here, with the entry's name and the setting that does not fit.
+        if let Some(misfit) = policy.misfit() {
             return Err(Error::invalid_config(format!(
-                "{source}.value: {} {} does not have the V2 settings HNS accepts for its type \
-                 (check the key names under \"Settings\", e.g. Exceptions rather than ExceptionList)",
+                "{source}.value: {} {} does not have the V2 settings HNS accepts for its type: \
+                 {misfit} (check the values and the key names under \"Settings\", e.g. \
+                 Exceptions rather than ExceptionList)",
                 policy.type_name(),
                 entry.value
             )));
@@ -161,13 +164,6 @@ fn collect_policies(
         into.push(UserPolicy { source, policy });
     }
     Ok(())
-}
-
-/// A policy of a type HNS documents and we model whose settings did not decode: HNS would
-/// refuse it, so it is refused here with the entry's name.
-fn policy_settings_misfit(policy: &EndpointPolicy) -> bool {
-    use hns::schema::policy::Policy;
-    policy.is_raw() && EndpointPolicy::is_modelled_type(policy.type_name())
 }
 
 fn port_mappings(conf: &NetConf) -> Result<Vec<PortMapping>, Error> {
@@ -208,20 +204,42 @@ fn parse_protocol(text: &str) -> Option<u32> {
     protocol::number(text).or_else(|| text.trim().parse::<u8>().ok().map(u32::from))
 }
 
+/// The endpoint's DNS: `dns`, overridden field by field by `runtimeConfig.dns`. Name servers
+/// are parsed here, so a typo is code 7 naming the key rather than an HNS refusal.
 fn dns(conf: &NetConf) -> Result<Dns, Error> {
-    let mut dns = conf.dns.clone();
+    let mut servers = ("dns.nameservers", conf.dns.nameservers.clone());
+    let mut search = conf.dns.search.clone();
+    let mut options = conf.dns.options.clone();
     if let Some(runtime) = conf.runtime_config::<RuntimeDns>("dns")? {
         if !runtime.servers.is_empty() {
-            dns.nameservers = runtime.servers;
+            servers = ("runtimeConfig.dns.servers", runtime.servers);
         }
         if !runtime.searches.is_empty() {
-            dns.search = runtime.searches;
+            search = runtime.searches;
         }
         if !runtime.options.is_empty() {
-            dns.options = runtime.options;
+            options = runtime.options;
         }
     }
-    Ok(dns)
+    let (key, servers) = servers;
+    let server_list = servers
+        .iter()
+        .enumerate()
+        .map(|(index, server)| {
+            server.trim().parse::<IpAddr>().map_err(|_| {
+                Error::invalid_config(format!(
+                    "{key}[{index}]: {} is not an IP address (expected e.g. 10.96.0.10)",
+                    cni::quoted(server)
+                ))
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Dns {
+        domain: conf.dns.domain.clone().unwrap_or_default(),
+        search,
+        server_list,
+        options,
+    })
 }
 
 /// The HCN namespace `CNI_NETNS` names: a namespace GUID (containerd), braced or not, or a path

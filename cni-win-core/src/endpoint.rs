@@ -7,7 +7,7 @@
 use std::net::IpAddr;
 
 use cni::{Dns, Error, Interface, IpConfig, Route, Success};
-use hns::schema::{self, EndpointPolicy, HostComputeEndpoint};
+use hns::schema::{self, EndpointPolicy, HostComputeEndpoint, IpPrefix, MacAddress};
 use ipnetwork::IpNetwork;
 
 /// One address of the pod and the gateway its default route uses.
@@ -24,13 +24,9 @@ pub struct Blueprint {
     pub addresses: Vec<Address>,
     /// IPAM's routes (a route without `gw` goes via its family's gateway).
     pub routes: Vec<Route>,
-    pub dns: Dns,
+    pub dns: schema::Dns,
     pub policies: Vec<EndpointPolicy>,
-    pub mac: Option<String>,
-}
-
-fn default_destination(ip: IpAddr) -> &'static str {
-    if ip.is_ipv4() { "0.0.0.0/0" } else { "::/0" }
+    pub mac: Option<MacAddress>,
 }
 
 impl Blueprint {
@@ -45,11 +41,7 @@ impl Blueprint {
         let mut routes: Vec<schema::Route> = self
             .addresses
             .iter()
-            .map(|address| schema::Route {
-                next_hop: address.gateway.to_string(),
-                destination_prefix: default_destination(address.gateway).to_owned(),
-                metric: None,
-            })
+            .map(|address| schema::Route::default_via(address.gateway))
             .collect();
         for route in &self.routes {
             let gateway = route.gw.or_else(|| {
@@ -59,8 +51,8 @@ impl Blueprint {
                     .map(|a| a.gateway)
             });
             let candidate = schema::Route {
-                next_hop: gateway.map(|g| g.to_string()).unwrap_or_default(),
-                destination_prefix: route.dst.to_string(),
+                next_hop: gateway,
+                destination_prefix: IpPrefix::from(route.dst),
                 metric: None,
             };
             if !routes
@@ -76,19 +68,14 @@ impl Blueprint {
                 .addresses
                 .iter()
                 .map(|address| schema::IpConfig {
-                    ip_address: address.ip.ip().to_string(),
+                    ip_address: address.ip.ip(),
                     prefix_length: Some(address.ip.prefix()),
                 })
                 .collect(),
             routes,
-            dns: schema::Dns {
-                domain: self.dns.domain.clone().unwrap_or_default(),
-                search: self.dns.search.clone(),
-                server_list: self.dns.nameservers.clone(),
-                options: self.dns.options.clone(),
-            },
+            dns: self.dns.clone(),
             policies: self.policies.clone(),
-            mac_address: self.mac.clone().unwrap_or_default(),
+            mac_address: self.mac,
             ..HostComputeEndpoint::default()
         }
     }
@@ -100,12 +87,7 @@ pub fn addresses_of(endpoint: &HostComputeEndpoint) -> Result<Vec<IpNetwork>, Er
         .ip_configurations
         .iter()
         .map(|config| {
-            let ip: IpAddr = config.ip_address.parse().map_err(|_| {
-                Error::internal(format!(
-                    "HNS reports endpoint {} with IpAddress {:?}, which is not an address",
-                    endpoint.id, config.ip_address
-                ))
-            })?;
+            let ip = config.ip_address;
             let prefix = config
                 .prefix_length
                 .unwrap_or(if ip.is_ipv4() { 32 } else { 128 });
@@ -126,10 +108,7 @@ pub fn result(endpoint: &HostComputeEndpoint, ifname: &str, netns: &str) -> Resu
     let routes: Vec<Route> = endpoint
         .routes
         .iter()
-        .filter_map(|route| {
-            let dst = route.destination_prefix.parse().ok()?;
-            Some(Route::new(dst, route.next_hop.parse().ok()))
-        })
+        .map(|route| Route::new(route.destination_prefix.network(), route.next_hop))
         .collect();
     let gateway_for = |ip: IpAddr| {
         routes
@@ -149,14 +128,19 @@ pub fn result(endpoint: &HostComputeEndpoint, ifname: &str, netns: &str) -> Resu
     Ok(Success {
         interfaces: vec![Interface {
             name: ifname.to_owned(),
-            mac: non_empty(&endpoint.mac_address),
+            mac: endpoint.mac_address.map(|mac| mac.to_string()),
             sandbox: non_empty(netns),
             ..Interface::default()
         }],
         ips,
         routes,
         dns: Dns {
-            nameservers: endpoint.dns.server_list.clone(),
+            nameservers: endpoint
+                .dns
+                .server_list
+                .iter()
+                .map(IpAddr::to_string)
+                .collect(),
             domain: non_empty(&endpoint.dns.domain),
             search: endpoint.dns.search.clone(),
             options: endpoint.dns.options.clone(),
@@ -185,10 +169,10 @@ mod tests {
                 Route::new("0.0.0.0/0".parse().unwrap(), None),
                 Route::new("10.96.0.0/12".parse().unwrap(), None),
             ],
-            dns: Dns {
-                nameservers: vec!["10.96.0.10".into()],
+            dns: schema::Dns {
+                server_list: vec!["10.96.0.10".parse().unwrap()],
                 search: vec!["svc.cluster.local".into()],
-                ..Dns::default()
+                ..schema::Dns::default()
             },
             policies: Vec::new(),
             mac: None,
@@ -223,7 +207,7 @@ mod tests {
     #[test]
     fn the_result_comes_from_the_endpoint() {
         let mut endpoint = blueprint().settings();
-        endpoint.mac_address = "00-15-5D-00-00-07".into();
+        endpoint.mac_address = "00-15-5D-00-00-07".parse().ok();
         let result = result(&endpoint, "eth0", "5f3f8c1e-0b49-4b36-9a0e-6f1c2b3d4e5f").unwrap();
         assert_eq!(result.interfaces[0].name, "eth0");
         assert_eq!(

@@ -9,7 +9,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use cni::Error;
-use hns::schema::{EndpointPolicy, HostComputeNetwork};
+use hns::schema::{EndpointPolicy, HostComputeNetwork, IpPrefix, MacAddress};
 use ipnetwork::IpNetwork;
 use serde::de::DeserializeOwned;
 
@@ -28,10 +28,12 @@ impl NatException {
     /// almost always a forgotten `/prefix`, and HNS would except a single host silently.
     pub fn parse(source: impl Into<String>, text: &str) -> Result<NatException, Error> {
         let source = source.into();
-        let trimmed = text.trim();
-        match trimmed.contains('/').then(|| trimmed.parse()) {
-            Some(Ok(network)) => Ok(NatException { source, network }),
-            _ => Err(Error::invalid_config(format!(
+        match text.trim().parse::<IpPrefix>() {
+            Ok(prefix) => Ok(NatException {
+                source,
+                network: prefix.network(),
+            }),
+            Err(_) => Err(Error::invalid_config(format!(
                 "{source}: {text:?} is not a CIDR (expected e.g. 10.244.0.0/16)"
             ))),
         }
@@ -75,9 +77,8 @@ pub trait NetworkKind: fmt::Debug + Sized {
         ipam_gateway: Option<IpAddr>,
     ) -> Result<IpAddr, Error>;
 
-    /// The endpoint's MAC (dash-separated), or `None` to let HNS assign one from the network's
-    /// pool.
-    fn mac_address(&self, ips: &[IpNetwork]) -> Result<Option<String>, Error> {
+    /// The endpoint's MAC, or `None` to let HNS assign one from the network's pool.
+    fn mac_address(&self, ips: &[IpNetwork]) -> Result<Option<MacAddress>, Error> {
         let _ = ips;
         Ok(None)
     }

@@ -6,22 +6,18 @@
 //! The reference appends a second OutBoundNAT for `ipMasqNetwork` next to the user's; here
 //! every OutBoundNAT that only lists exceptions is merged into one, with the plugin's
 //! exceptions (`ipMasqNetwork`, the overlay subnet) appended, duplicates dropped and the order
-//! kept. Every exception must be a CIDR (`address/prefix`); the user's are written back as
-//! they were written, the plugin's in canonical form.
-
-use std::net::IpAddr;
+//! kept. Every exception is a CIDR (`address/prefix`), parsed where the policy is read.
 
 use cni::Error;
-use hns::schema::EndpointPolicy;
-use hns::schema::HostComputeNetwork;
 use hns::schema::policy::{
     AclAction, AclDirection, AclPolicy, AclRuleType, OutboundNatPolicy, PortMappingPolicy,
     nat_flags,
 };
+use hns::schema::{EndpointPolicy, HostComputeNetwork, IpPrefix};
 use ipnetwork::IpNetwork;
 
 use crate::config::{Conf, PortMapping};
-use crate::kind::{NatException, NetworkKind};
+use crate::kind::NetworkKind;
 
 /// Every policy the endpoint of this attachment must carry, in order.
 pub(crate) fn compose<K: NetworkKind>(
@@ -41,7 +37,7 @@ pub(crate) fn compose<K: NetworkKind>(
         }
     }
     for exception in kind.nat_exceptions(network)? {
-        nat.add_exception(&exception.source, exception.network, None);
+        nat.add_exception(&exception.source, IpPrefix::from(exception.network));
     }
     if let Some(merged) = nat.finish() {
         policies.push(EndpointPolicy::OutboundNat(merged));
@@ -54,7 +50,7 @@ pub(crate) fn compose<K: NetworkKind>(
     }
     if conf.loopback_dsr {
         policies.push(EndpointPolicy::OutboundNat(OutboundNatPolicy {
-            destinations: ips.iter().map(|ip| ip.ip().to_string()).collect(),
+            destinations: ips.iter().map(IpNetwork::ip).collect(),
             ..OutboundNatPolicy::default()
         }));
     }
@@ -72,7 +68,7 @@ pub(crate) fn compose<K: NetworkKind>(
 #[derive(Default)]
 struct NatMerge {
     merged: Option<(String, OutboundNatPolicy)>,
-    seen: Vec<IpNetwork>,
+    seen: Vec<IpPrefix>,
 }
 
 impl NatMerge {
@@ -95,26 +91,22 @@ impl NatMerge {
                  an endpoint gets one OutBoundNAT, so list all exceptions in one policy"
             )));
         }
-        for text in &settings.exceptions {
-            let exception = NatException::parse(format!("{source} OutBoundNAT exception"), text)?;
-            self.add_exception(source, exception.network, Some(text.trim()));
+        for exception in &settings.exceptions {
+            self.add_exception(source, *exception);
         }
         Ok(())
     }
 
-    /// Adds `network` unless already listed, written as the user wrote it (`text`) or in
-    /// canonical form.
-    fn add_exception(&mut self, source: &str, network: IpNetwork, text: Option<&str>) {
-        if self.seen.contains(&network) {
+    /// Adds `exception` unless already listed.
+    fn add_exception(&mut self, source: &str, exception: IpPrefix) {
+        if self.seen.contains(&exception) {
             return;
         }
-        self.seen.push(network);
+        self.seen.push(exception);
         let (_, merged) = self
             .merged
             .get_or_insert_with(|| (source.to_owned(), OutboundNatPolicy::default()));
-        merged
-            .exceptions
-            .push(text.map_or_else(|| network.to_string(), str::to_owned));
+        merged.exceptions.push(exception);
     }
 
     fn finish(self) -> Option<OutboundNatPolicy> {
@@ -134,7 +126,7 @@ fn port_mapping(mapping: &PortMapping, local_routed: bool) -> EndpointPolicy {
         protocol: mapping.protocol,
         internal_port: mapping.container_port,
         external_port: mapping.host_port,
-        vip: mapping.host_ip.as_ref().map(IpAddr::to_string),
+        vip: mapping.host_ip,
         flags: (flags != nat_flags::NONE).then_some(flags),
     })
 }

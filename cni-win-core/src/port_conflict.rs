@@ -108,7 +108,7 @@ fn describe(mapping: &PortMappingPolicy) -> String {
         protocol::UDP => "UDP".to_owned(),
         other => format!("protocol {other}"),
     };
-    match mapping.vip.as_deref().filter(|vip| !vip.is_empty()) {
+    match mapping.vip {
         Some(vip) => format!("{name} {vip}:{}", mapping.external_port),
         None => format!("{name} {}", mapping.external_port),
     }
@@ -126,7 +126,7 @@ mod tests {
             protocol: protocol::TCP,
             internal_port: 80,
             external_port: port,
-            vip: Some(String::new()),
+            vip: None,
             flags: None,
         })
     }

@@ -13,6 +13,7 @@
 use std::net::IpAddr;
 
 use cni::{CniArgs, Error, NetConf, Request};
+use hns::schema::Subnet;
 use hns::{Client, Guid, HnsError, OpenNetwork, RawHcn};
 use ipnetwork::IpNetwork;
 
@@ -180,11 +181,7 @@ impl<K: NetworkKind> Prepared<K> {
             }
         }
         let mut excluded: Vec<IpAddr> = gateways.iter().map(|(_, gateway)| *gateway).collect();
-        excluded.extend(
-            properties
-                .subnets()
-                .filter_map(|subnet| subnet.gateway()?.parse::<IpAddr>().ok()),
-        );
+        excluded.extend(properties.subnets().filter_map(Subnet::gateway));
         if let Some(ipam) = &mut self.ipam {
             ipam.exclude(&excluded);
         }

@@ -269,7 +269,6 @@ fn canonical(policies: &[EndpointPolicy]) -> Vec<EndpointPolicy> {
             }
             EndpointPolicy::PortMapping(mapping) => {
                 let mut mapping = mapping.clone();
-                mapping.vip = mapping.vip.filter(|vip| !vip.trim().is_empty());
                 mapping.flags = mapping.flags.filter(|flags| *flags != 0);
                 out.push(EndpointPolicy::PortMapping(mapping));
             }
@@ -279,18 +278,9 @@ fn canonical(policies: &[EndpointPolicy]) -> Vec<EndpointPolicy> {
     for policy in &mut out {
         if let EndpointPolicy::OutboundNat(nat) = policy {
             nat.flags = nat.flags.filter(|flags| *flags != 0);
-            let mut exceptions: Vec<String> = nat
-                .exceptions
-                .iter()
-                .map(|cidr| {
-                    cidr.trim()
-                        .parse::<IpNetwork>()
-                        .map_or_else(|_| cidr.trim().to_owned(), |net| net.to_string())
-                })
-                .collect();
-            exceptions.sort_unstable();
-            exceptions.dedup();
-            nat.exceptions = exceptions;
+            nat.exceptions
+                .sort_unstable_by_key(|prefix| (prefix.ip(), prefix.length()));
+            nat.exceptions.dedup();
         }
     }
     out
@@ -304,17 +294,20 @@ mod tests {
 
     fn nat(exceptions: &[&str]) -> EndpointPolicy {
         EndpointPolicy::OutboundNat(OutboundNatPolicy {
-            exceptions: exceptions.iter().map(|e| (*e).to_owned()).collect(),
+            exceptions: exceptions.iter().map(|e| e.parse().unwrap()).collect(),
             ..OutboundNatPolicy::default()
         })
     }
 
+    /// A port mapping as decoded; the reference's `"VIP":""` (`Some("")`) reads as no VIP.
     fn port(vip: Option<&str>) -> EndpointPolicy {
         EndpointPolicy::PortMapping(PortMappingPolicy {
             protocol: 6,
             internal_port: 80,
             external_port: 8080,
-            vip: vip.map(str::to_owned),
+            vip: vip
+                .filter(|vip| !vip.is_empty())
+                .map(|vip| vip.parse().unwrap()),
             flags: None,
         })
     }

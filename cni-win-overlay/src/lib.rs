@@ -29,7 +29,7 @@ use std::net::IpAddr;
 use cni::Error;
 use cni_win_core::{NatException, NetworkKind};
 use hns::schema::policy::ProviderAddressPolicy;
-use hns::schema::{EndpointPolicy, HostComputeNetwork, NetworkPolicy, SubnetPolicy};
+use hns::schema::{EndpointPolicy, HostComputeNetwork, MacAddress, NetworkPolicy, SubnetPolicy};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 
@@ -171,17 +171,13 @@ impl NetworkKind for Overlay {
         _ipam_gateway: Option<IpAddr>,
     ) -> Result<IpAddr, Error> {
         let holding = network.subnets().find(|candidate| {
-            candidate
-                .ip_address_prefix
-                .parse::<IpNetwork>()
-                .is_ok_and(|prefix| {
-                    prefix.prefix() <= subnet.prefix() && prefix.contains(subnet.network())
-                })
+            let prefix = candidate.ip_address_prefix.network();
+            prefix.prefix() <= subnet.prefix() && prefix.contains(subnet.network())
         });
         let Some(holding) = holding else {
-            let prefixes: Vec<&str> = network
+            let prefixes: Vec<String> = network
                 .subnets()
-                .map(|s| s.ip_address_prefix.as_str())
+                .map(|s| s.ip_address_prefix.to_string())
                 .collect();
             return Err(Error::invalid_config(format!(
                 "ipam subnet {subnet} is not inside HNS network {:?} (subnets {prefixes:?}); the \
@@ -189,18 +185,15 @@ impl NetworkKind for Overlay {
                 network.name
             )));
         };
-        holding
-            .gateway()
-            .and_then(|gateway| gateway.parse().ok())
-            .ok_or_else(|| {
-                Error::invalid_config(format!(
-                    "HNS network {:?} subnet {} has no default route, so there is no gateway for pods",
-                    network.name, holding.ip_address_prefix
-                ))
-            })
+        holding.gateway().ok_or_else(|| {
+            Error::invalid_config(format!(
+                "HNS network {:?} subnet {} has no default route, so there is no gateway for pods",
+                network.name, holding.ip_address_prefix
+            ))
+        })
     }
 
-    fn mac_address(&self, ips: &[IpNetwork]) -> Result<Option<String>, Error> {
+    fn mac_address(&self, ips: &[IpNetwork]) -> Result<Option<MacAddress>, Error> {
         let [high, low] = self.mac_prefix;
         let Some(IpAddr::V4(ipv4)) = ips.iter().map(IpNetwork::ip).find(IpAddr::is_ipv4) else {
             return Err(Error::invalid_config(
@@ -208,11 +201,8 @@ impl NetworkKind for Overlay {
                  has no IPv6-only overlay; add an IPv4 range to ipam",
             ));
         };
-        let bytes = [high, low]
-            .into_iter()
-            .chain(ipv4.octets())
-            .map(|byte| format!("{byte:02X}"));
-        Ok(Some(bytes.collect::<Vec<_>>().join("-")))
+        let [a, b, c, d] = ipv4.octets();
+        Ok(Some(MacAddress::new([high, low, a, b, c, d])))
     }
 
     fn nat_exceptions(&self, network: &HostComputeNetwork) -> Result<Vec<NatException>, Error> {
@@ -222,10 +212,10 @@ impl NetworkKind for Overlay {
         network
             .subnets()
             .map(|subnet| {
-                NatException::parse(
-                    format!("ipMasq (HNS network {:?} subnet)", network.name),
-                    &subnet.ip_address_prefix,
-                )
+                Ok(NatException {
+                    source: format!("ipMasq (HNS network {:?} subnet)", network.name),
+                    network: subnet.ip_address_prefix.network(),
+                })
             })
             .collect()
     }
@@ -237,9 +227,7 @@ impl NetworkKind for Overlay {
     ) -> Result<Vec<EndpointPolicy>, Error> {
         let provider_address = network
             .find_policy(|policy| match policy {
-                NetworkPolicy::ProviderAddress(pa) if !pa.provider_address.is_empty() => {
-                    Some(pa.provider_address.clone())
-                }
+                NetworkPolicy::ProviderAddress(pa) => Some(pa.provider_address),
                 _ => None,
             })
             .ok_or_else(|| {
@@ -263,7 +251,7 @@ impl NetworkKind for Overlay {
 mod tests {
     use super::*;
     use hns::schema::policy::{IsolationIdPolicy, VxlanPortPolicy};
-    use hns::schema::{Ipam, Route, Subnet, SubnetFlags};
+    use hns::schema::{Ipam, Subnet};
 
     fn overlay(json: &str) -> Result<Overlay, Error> {
         Overlay::from_keys(serde_json::from_str(json).unwrap())
@@ -279,17 +267,14 @@ mod tests {
             ipams: vec![Ipam {
                 ipam_type: "Static".into(),
                 subnets: vec![Subnet {
-                    ip_address_prefix: "10.244.1.0/24".into(),
                     policies: vsid
                         .map(|isolation_id| SubnetPolicy::Vsid(IsolationIdPolicy { isolation_id }))
                         .into_iter()
                         .collect(),
-                    routes: vec![Route {
-                        next_hop: "10.244.1.1".into(),
-                        destination_prefix: "0.0.0.0/0".into(),
-                        metric: None,
-                    }],
-                    flags: SubnetFlags::NONE,
+                    ..Subnet::with_gateway(
+                        "10.244.1.0/24".parse().unwrap(),
+                        "10.244.1.1".parse().unwrap(),
+                    )
                 }],
             }],
             policies: port
@@ -334,7 +319,10 @@ mod tests {
             "10.244.1.5/24".parse().unwrap(),
         ];
         assert_eq!(
-            c.mac_address(&ips).unwrap().as_deref(),
+            c.mac_address(&ips)
+                .unwrap()
+                .map(|mac| mac.to_string())
+                .as_deref(),
             Some("0E-2B-0A-F4-01-05")
         );
         let v6_only = c.mac_address(&ips[..1]).unwrap_err();

@@ -378,7 +378,7 @@ fn check_subnets(client: &Client, network: &Network, report: &mut Report) {
     let hns_subnets: Vec<IpNetwork> = open
         .properties()
         .subnets()
-        .filter_map(|subnet| subnet.ip_address_prefix.parse().ok())
+        .map(|subnet| subnet.ip_address_prefix.network())
         .collect();
     if ranges.is_empty() {
         return;
@@ -450,11 +450,7 @@ fn check_store(client: &Client, network: &Network, report: &mut Report) {
     // Two endpoints holding one IP; a remote endpoint holding a local pod's IP.
     let mut holders: BTreeMap<IpAddr, Vec<&HostComputeEndpoint>> = BTreeMap::new();
     for endpoint in &endpoints {
-        for ip in endpoint
-            .ip_configurations
-            .iter()
-            .filter_map(|c| c.ip_address.parse::<IpAddr>().ok())
-        {
+        for ip in endpoint.ip_configurations.iter().map(|c| c.ip_address) {
             holders.entry(ip).or_default().push(endpoint);
         }
     }
@@ -546,7 +542,7 @@ fn endpoint_ips(endpoint: &HostComputeEndpoint) -> String {
     endpoint
         .ip_configurations
         .iter()
-        .map(|c| c.ip_address.as_str())
+        .map(|c| c.ip_address.to_string())
         .collect::<Vec<_>>()
         .join(", ")
 }

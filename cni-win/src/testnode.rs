@@ -94,14 +94,10 @@ impl Node {
             name: name.to_owned(),
             flags,
             ip_configurations: vec![IpConfig {
-                ip_address: ip.to_owned(),
+                ip_address: ip.parse().unwrap(),
                 prefix_length: None,
             }],
-            routes: vec![Route {
-                next_hop: "10.244.1.1".to_owned(),
-                destination_prefix: "0.0.0.0/0".to_owned(),
-                metric: None,
-            }],
+            routes: vec![Route::default_via("10.244.1.1".parse().unwrap())],
             ..HostComputeEndpoint::default()
         };
         network.create_endpoint(id, &settings).unwrap().id()

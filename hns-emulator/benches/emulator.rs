@@ -5,9 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use hns::schema::{
-    HostComputeEndpoint, HostComputeNetwork, IpConfig, Ipam, NetworkType, Route, Subnet,
-};
+use hns::schema::{HostComputeEndpoint, HostComputeNetwork, IpConfig, Ipam, NetworkType, Subnet};
 use hns::{Client, Guid};
 use hns_emulator::Emulator;
 
@@ -109,15 +107,10 @@ fn network() -> HostComputeNetwork {
         network_type: NetworkType::L2Bridge,
         ipams: vec![Ipam {
             ipam_type: "Static".into(),
-            subnets: vec![Subnet {
-                ip_address_prefix: "10.0.0.0/8".into(),
-                routes: vec![Route {
-                    next_hop: "10.0.0.1".into(),
-                    destination_prefix: "0.0.0.0/0".into(),
-                    metric: None,
-                }],
-                ..Subnet::default()
-            }],
+            subnets: vec![Subnet::with_gateway(
+                "10.0.0.0/8".parse().unwrap(),
+                "10.0.0.1".parse().unwrap(),
+            )],
         }],
         ..HostComputeNetwork::default()
     }
@@ -127,7 +120,7 @@ fn endpoint(n: usize) -> HostComputeEndpoint {
     HostComputeEndpoint {
         name: format!("pod-{n}"),
         ip_configurations: vec![IpConfig {
-            ip_address: std::net::Ipv4Addr::from(0x0A00_0002 + n as u32).to_string(),
+            ip_address: std::net::Ipv4Addr::from(0x0A00_0002 + n as u32).into(),
             prefix_length: None,
         }],
         ..HostComputeEndpoint::default()

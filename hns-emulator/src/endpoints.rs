@@ -4,9 +4,10 @@ use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
 
+use super::document;
 use super::engine::State;
 use super::failure::HcnFailure;
-use super::mac::{Mac, Pool};
+use super::mac::Pool;
 use super::policies::{apply_policy_modify, check_policies};
 use super::query::{Query, detailed_health, id_list};
 use super::state::{
@@ -15,7 +16,9 @@ use super::state::{
 use super::store::{self, ObjectDir};
 use crate::guid::Guid;
 use crate::hresult::HResult;
-use crate::schema::{HostComputeEndpoint, HostComputeNetwork, SchemaVersion, SubnetFlags};
+use crate::schema::{
+    HostComputeEndpoint, HostComputeNetwork, MacAddress, SchemaVersion, SubnetFlags,
+};
 
 /// Endpoints are filtered by network with `VirtualNetwork` (what hcsshim sends) or `HostComputeNetwork`.
 const NETWORK_FILTER_KEYS: [&str; 2] = ["VirtualNetwork", "HostComputeNetwork"];
@@ -67,8 +70,8 @@ impl State<'_> {
         settings: &str,
     ) -> Result<Guid, HcnFailure> {
         let network = self.require_network(network_id)?;
-        let mut endpoint: HostComputeEndpoint = serde_json::from_str(settings)
-            .map_err(|e| HcnFailure::invalid_json("endpoint settings", e))?;
+        let mut endpoint: HostComputeEndpoint =
+            document::read("endpoint settings", settings, document::ENDPOINT_RULES)?;
         if !endpoint.host_compute_namespace.is_zero() {
             return Err(HcnFailure::new(
                 HResult::E_INVALIDARG,
@@ -95,22 +98,14 @@ impl State<'_> {
         self.check_host_ports(id, &endpoint.policies)?;
         let mut ips = Vec::new();
         for config in &mut endpoint.ip_configurations {
-            let ip: IpAddr = config.ip_address.parse().map_err(|_| {
-                HcnFailure::new(
-                    HResult::HCN_E_INVALID_IP,
-                    format!("(IpAddress {:?})", config.ip_address),
-                )
-            })?;
+            let ip = config.ip_address;
             let subnet = subnet_for(&network, ip)?;
             config.prefix_length.get_or_insert(subnet.prefix());
             if ips.contains(&ip) {
                 return Err(reserved(ip, "is listed twice"));
             }
             if let Some(holder) = self.live_holder(IPS, network_id, &ip_key(ip), |other| {
-                other
-                    .ip_configurations
-                    .iter()
-                    .any(|c| c.ip_address.parse::<IpAddr>() == Ok(ip))
+                other.ip_configurations.iter().any(|c| c.ip_address == ip)
             })? {
                 return Err(reserved(
                     ip,
@@ -119,12 +114,11 @@ impl State<'_> {
             }
             ips.push(ip);
         }
-        let mac = if endpoint.mac_address.is_empty() {
-            self.allocate_mac(&network)?
-        } else {
-            self.claim_mac(network_id, &endpoint.mac_address)?
+        let mac = match endpoint.mac_address {
+            None => self.allocate_mac(&network)?,
+            Some(mac) => self.claim_mac(network_id, mac)?,
         };
-        endpoint.mac_address = mac.to_hns_string();
+        endpoint.mac_address = Some(mac);
         endpoint.id = id;
         endpoint.host_compute_network = network_id;
         endpoint.health = None;
@@ -134,7 +128,7 @@ impl State<'_> {
         for ip in &ips {
             self.set_holder(IPS, network_id, &ip_key(*ip), id)?;
         }
-        self.set_holder(MACS, network_id, &endpoint.mac_address, id)?;
+        self.set_holder(MACS, network_id, &mac.to_string(), id)?;
         self.claim_host_ports(&endpoint)?;
         self.forget_v1_attachments(id)?;
         self.add_marker(NETWORK_ENDPOINTS, network_id, id)?;
@@ -200,11 +194,11 @@ impl State<'_> {
         let (id, network) = (endpoint.id, endpoint.host_compute_network);
         self.remove_object(ObjectDir::Endpoints, id)?;
         for config in &endpoint.ip_configurations {
-            if let Ok(ip) = config.ip_address.parse::<IpAddr>() {
-                self.release_holder(IPS, network, &ip_key(ip), id)?;
-            }
+            self.release_holder(IPS, network, &ip_key(config.ip_address), id)?;
         }
-        self.release_holder(MACS, network, &endpoint.mac_address, id)?;
+        if let Some(mac) = endpoint.mac_address {
+            self.release_holder(MACS, network, &mac.to_string(), id)?;
+        }
         self.release_host_ports(endpoint)?;
         self.forget_v1_attachments(id)?;
         self.remove_marker(NETWORK_ENDPOINTS, network, id)?;
@@ -236,16 +230,10 @@ impl State<'_> {
     /// A caller-given MAC: it must parse and not be held by another endpoint of
     /// the network (else the pool could hand it out a third time after one of
     /// the two holders is deleted).
-    fn claim_mac(&self, network: Guid, text: &str) -> Result<Mac, HcnFailure> {
-        let mac = Mac::parse(text).ok_or_else(|| {
-            HcnFailure::new(
-                HResult::E_INVALIDARG,
-                format!("(MacAddress {text:?} is not a MAC)"),
-            )
-        })?;
-        let key = mac.to_hns_string();
+    fn claim_mac(&self, network: Guid, mac: MacAddress) -> Result<MacAddress, HcnFailure> {
+        let key = mac.to_string();
         if let Some(holder) =
-            self.live_holder(MACS, network, &key, |other| other.mac_address == key)?
+            self.live_holder(MACS, network, &key, |other| other.mac_address == Some(mac))?
         {
             return Err(HcnFailure::new(
                 HResult::HCN_E_ADDR_INVALID_OR_RESERVED,
@@ -256,7 +244,7 @@ impl State<'_> {
     }
 
     /// Next free MAC of the network's pool, starting at the network's cursor.
-    fn allocate_mac(&self, network: &HostComputeNetwork) -> Result<Mac, HcnFailure> {
+    fn allocate_mac(&self, network: &HostComputeNetwork) -> Result<MacAddress, HcnFailure> {
         let pool = Pool::new(&network.mac_pool)
             .map_err(|e| HcnFailure::new(HResult::HCN_E_INVALID_NETWORK, format!("({e})")))?;
         let cursor_path = self.index_path(&[MAC_CURSOR, &network.id.to_upper_string()]);
@@ -267,9 +255,11 @@ impl State<'_> {
             let Some(mac) = pool.nth(start + step) else {
                 break;
             };
-            let key = mac.to_hns_string();
+            let key = mac.to_string();
             if self
-                .live_holder(MACS, network.id, &key, |other| other.mac_address == key)?
+                .live_holder(MACS, network.id, &key, |other| {
+                    other.mac_address == Some(mac)
+                })?
                 .is_none()
             {
                 store::write_atomic(&cursor_path, (start + step + 1).to_string().as_bytes())?;
@@ -321,17 +311,14 @@ impl State<'_> {
 /// The subnet of `network` that contains `ip`, after the reserved-address checks.
 fn subnet_for(network: &HostComputeNetwork, ip: IpAddr) -> Result<IpNetwork, HcnFailure> {
     for subnet in network.subnets() {
-        let Ok(prefix) = subnet.ip_address_prefix.parse::<IpNetwork>() else {
-            continue;
-        };
+        let prefix = subnet.ip_address_prefix.network();
         if !prefix.contains(ip) {
             continue;
         }
         let gateway_reserved = !subnet
             .flags
             .contains(SubnetFlags::DO_NOT_RESERVE_GATEWAY_ADDRESS);
-        if gateway_reserved && subnet.gateway().and_then(|gateway| gateway.parse().ok()) == Some(ip)
-        {
+        if gateway_reserved && subnet.gateway() == Some(ip) {
             return Err(reserved(ip, &format!("is the gateway of subnet {prefix}")));
         }
         if let IpNetwork::V4(v4) = prefix

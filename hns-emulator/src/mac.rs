@@ -1,119 +1,79 @@
-//! MAC addresses as HNS writes them (`00-15-5D-52-C0-00`) and pool arithmetic.
+//! MAC pool arithmetic: HNS gives an endpoint created without a MAC the next free
+//! address of its network's `MacPool`.
 
 use crate::guid::Guid;
-use crate::schema::{MacPool, MacRange};
+use crate::schema::{MacAddress, MacPool, MacRange};
 
-/// A 48-bit MAC.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Mac(u64);
-
-impl Mac {
-    /// Parses `aa-bb-cc-dd-ee-ff` or `aa:bb:cc:dd:ee:ff`, any case.
-    pub fn parse(text: &str) -> Option<Mac> {
-        let parts: Vec<&str> = text.split(['-', ':']).collect();
-        if parts.len() != 6 || parts.iter().any(|part| part.len() != 2) {
-            return None;
-        }
-        parts
-            .iter()
-            .try_fold(0u64, |acc, part| {
-                u8::from_str_radix(part, 16)
-                    .ok()
-                    .map(|byte| acc << 8 | u64::from(byte))
-            })
-            .map(Mac)
-    }
-
-    /// Upper-case, dash-separated.
-    pub fn to_hns_string(self) -> String {
-        let bytes = self.0.to_be_bytes();
-        bytes[2..]
-            .iter()
-            .map(|byte| format!("{byte:02X}"))
-            .collect::<Vec<_>>()
-            .join("-")
-    }
-
-    fn offset(self, by: u64) -> Mac {
-        Mac(self.0 + by)
-    }
+fn offset(mac: MacAddress, by: u64) -> MacAddress {
+    MacAddress::from_u64(mac.to_u64() + by)
 }
 
 /// The pool HNS-like default: `00-15-5D-XX-00-00` to `00-15-5D-XX-FF-FF`, with
 /// `XX` taken from the network GUID so networks get distinct ranges.
 pub fn default_pool(network: Guid) -> MacPool {
     let selector = (network.as_u128() & 0xFF) as u8;
-    let start = Mac(0x0015_5D00_0000 | u64::from(selector) << 16);
+    let start = MacAddress::new([0x00, 0x15, 0x5D, selector, 0x00, 0x00]);
     MacPool {
         ranges: vec![MacRange {
-            start_mac_address: start.to_hns_string(),
-            end_mac_address: start.offset(0xFFFF).to_hns_string(),
+            start_mac_address: start,
+            end_mac_address: offset(start, 0xFFFF),
         }],
     }
 }
 
 /// The distributed-router MAC given to an overlay network that has none:
 /// locally administered (`02-...`), so it never collides with pool addresses.
-pub fn default_dr_mac(network: Guid) -> String {
-    Mac(0x0215_5D00_0000 | (network.as_u128() & 0xFF_FFFF) as u64).to_hns_string()
+pub fn default_dr_mac(network: Guid) -> MacAddress {
+    MacAddress::from_u64(0x0215_5D00_0000 | (network.as_u128() & 0xFF_FFFF) as u64)
 }
 
-/// Validated pool: inclusive ranges.
+/// A `MacPool` range whose start lies after its end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("MacPool range {} > {}", .0.start_mac_address, .0.end_mac_address)]
+pub struct ReversedRange(MacRange);
+
+/// Validated pool: inclusive, ordered ranges.
 #[derive(Debug, Clone)]
 pub struct Pool {
-    ranges: Vec<(Mac, Mac)>,
+    ranges: Vec<(u64, u64)>,
 }
 
 impl Pool {
-    /// Checks every range parses and is ordered; the error names the bad value.
-    pub fn new(pool: &MacPool) -> Result<Pool, String> {
+    /// Checks every range is ordered; the error names the bad range.
+    pub fn new(pool: &MacPool) -> Result<Pool, ReversedRange> {
         let ranges = pool
             .ranges
             .iter()
             .map(|range| {
-                let start = Mac::parse(&range.start_mac_address).ok_or_else(|| {
-                    format!(
-                        "MacPool StartMacAddress {:?} is not a MAC",
-                        range.start_mac_address
-                    )
-                })?;
-                let end = Mac::parse(&range.end_mac_address).ok_or_else(|| {
-                    format!(
-                        "MacPool EndMacAddress {:?} is not a MAC",
-                        range.end_mac_address
-                    )
-                })?;
+                let (start, end) = (
+                    range.start_mac_address.to_u64(),
+                    range.end_mac_address.to_u64(),
+                );
                 if start > end {
-                    return Err(format!(
-                        "MacPool range {} > {}",
-                        range.start_mac_address, range.end_mac_address
-                    ));
+                    return Err(ReversedRange(*range));
                 }
                 Ok((start, end))
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, ReversedRange>>()?;
         Ok(Pool { ranges })
     }
 
     /// Number of addresses.
     pub fn len(&self) -> u64 {
-        self.ranges
-            .iter()
-            .map(|(start, end)| end.0 - start.0 + 1)
-            .sum()
+        self.ranges.iter().map(|(start, end)| end - start + 1).sum()
     }
 
     /// The `index`-th address (wrapping).
-    pub fn nth(&self, index: u64) -> Option<Mac> {
+    pub fn nth(&self, index: u64) -> Option<MacAddress> {
         let total = self.len();
         if total == 0 {
             return None;
         }
         let mut index = index % total;
         for (start, end) in &self.ranges {
-            let size = end.0 - start.0 + 1;
+            let size = end - start + 1;
             if index < size {
-                return Some(start.offset(index));
+                return Some(MacAddress::from_u64(start + index));
             }
             index -= size;
         }
@@ -125,20 +85,8 @@ impl Pool {
 mod tests {
     use super::*;
 
-    #[test]
-    fn parses_both_separators() {
-        assert_eq!(
-            Mac::parse("0e-2a-0a-f4-01-05"),
-            Mac::parse("0E:2A:0A:F4:01:05")
-        );
-        assert_eq!(
-            Mac::parse("0e-2a-0a-f4-01-05")
-                .map(Mac::to_hns_string)
-                .as_deref(),
-            Some("0E-2A-0A-F4-01-05")
-        );
-        assert!(Mac::parse("0e-2a-0a-f4-01").is_none());
-        assert!(Mac::parse("0e-2a-0a-f4-01-zz").is_none());
+    fn mac(text: &str) -> MacAddress {
+        text.parse().unwrap()
     }
 
     #[test]
@@ -146,20 +94,18 @@ mod tests {
         let pool = Pool::new(&MacPool {
             ranges: vec![
                 MacRange {
-                    start_mac_address: "00-15-5D-00-00-FE".into(),
-                    end_mac_address: "00-15-5D-00-00-FF".into(),
+                    start_mac_address: mac("00-15-5D-00-00-FE"),
+                    end_mac_address: mac("00-15-5D-00-00-FF"),
                 },
                 MacRange {
-                    start_mac_address: "00-15-5D-00-10-00".into(),
-                    end_mac_address: "00-15-5D-00-10-00".into(),
+                    start_mac_address: mac("00-15-5D-00-10-00"),
+                    end_mac_address: mac("00-15-5D-00-10-00"),
                 },
             ],
         })
         .unwrap();
         assert_eq!(pool.len(), 3);
-        let macs: Vec<String> = (0..4)
-            .map(|i| pool.nth(i).unwrap().to_hns_string())
-            .collect();
+        let macs: Vec<String> = (0..4).map(|i| pool.nth(i).unwrap().to_string()).collect();
         assert_eq!(
             macs,
             [
@@ -172,9 +118,25 @@ mod tests {
     }
 
     #[test]
+    fn reversed_ranges_are_refused() {
+        let reversed = MacRange {
+            start_mac_address: mac("00-15-5D-00-00-FF"),
+            end_mac_address: mac("00-15-5D-00-00-FE"),
+        };
+        let error = Pool::new(&MacPool {
+            ranges: vec![reversed],
+        })
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "MacPool range 00-15-5D-00-00-FF > 00-15-5D-00-00-FE"
+        );
+    }
+
+    #[test]
     fn default_pool_is_in_hyper_v_range() {
         let pool = default_pool(Guid::from_u128(0xAB));
-        assert_eq!(pool.ranges[0].start_mac_address, "00-15-5D-AB-00-00");
-        assert_eq!(pool.ranges[0].end_mac_address, "00-15-5D-AB-FF-FF");
+        assert_eq!(pool.ranges[0].start_mac_address, mac("00-15-5D-AB-00-00"));
+        assert_eq!(pool.ranges[0].end_mac_address, mac("00-15-5D-AB-FF-FF"));
     }
 }

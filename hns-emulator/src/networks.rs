@@ -1,12 +1,9 @@
 //! Network operations.
 
-use std::net::IpAddr;
-
-use ipnetwork::IpNetwork;
-
+use super::document;
 use super::engine::State;
 use super::failure::HcnFailure;
-use super::mac::{self, Mac, Pool};
+use super::mac::{self, Pool};
 use super::policies::{apply_policy_modify, check_policies};
 use super::query::{Query, detailed_health, id_list};
 use super::state::{IPS, MAC_CURSOR, MACS, NETWORK_ENDPOINTS};
@@ -38,13 +35,12 @@ impl State<'_> {
     }
 
     /// `HcnCreateNetwork`. Validates the document like HNS: known type, unique ID
-    /// and name, parseable subnets and next hops, documented policy types, a
-    /// `DrMacAddress` that is a MAC, a
-    /// valid MacPool (a default one is assigned when none is given). Overlay
+    /// and name, parseable subnets and next hops, documented policy types whose
+    /// settings fit (a `DrMacAddress` that is a MAC), a valid MacPool (a default one is assigned when none is given). Overlay
     /// networks get a `DrMacAddress` policy if the document has none, as HNS adds one.
     pub fn create_network(&mut self, requested: Guid, settings: &str) -> Result<Guid, HcnFailure> {
-        let mut network: HostComputeNetwork = serde_json::from_str(settings)
-            .map_err(|e| HcnFailure::invalid_json("network settings", e))?;
+        let mut network: HostComputeNetwork =
+            document::read("network settings", settings, document::NETWORK_RULES)?;
         let id = State::choose_id(requested, network.id)?;
         if self.object_exists(ObjectDir::Networks, id) {
             return Err(HcnFailure::new(
@@ -79,7 +75,6 @@ impl State<'_> {
         }
         validate_subnets(&network)?;
         check_policies(&network.policies)?;
-        check_dr_mac_addresses(&network.policies)?;
         if network.mac_pool.is_empty() {
             network.mac_pool = mac::default_pool(id);
         }
@@ -159,46 +154,9 @@ impl State<'_> {
     }
 }
 
+/// Addresses are parsed by the decode (see [`document`]); what is left is each subnet's policies.
 fn validate_subnets(network: &HostComputeNetwork) -> Result<(), HcnFailure> {
-    let invalid =
-        |detail: String| HcnFailure::new(HResult::HCN_E_INVALID_NETWORK, format!("({detail})"));
-    for subnet in network.subnets() {
-        subnet.ip_address_prefix.parse::<IpNetwork>().map_err(|_| {
-            invalid(format!(
-                "subnet IpAddressPrefix {:?} is not a CIDR",
-                subnet.ip_address_prefix
-            ))
-        })?;
-        for route in &subnet.routes {
-            if !route.next_hop.is_empty() && route.next_hop.parse::<IpAddr>().is_err() {
-                return Err(invalid(format!(
-                    "route NextHop {:?} is not an IP address",
-                    route.next_hop
-                )));
-            }
-            if route.destination_prefix.parse::<IpNetwork>().is_err() {
-                return Err(invalid(format!(
-                    "route DestinationPrefix {:?} is not a CIDR",
-                    route.destination_prefix
-                )));
-            }
-        }
-        check_policies(&subnet.policies)?;
-    }
-    Ok(())
-}
-
-/// HNS parses a `DrMacAddress` policy's `Address` as a MAC; anything else is an invalid policy.
-fn check_dr_mac_addresses(policies: &[NetworkPolicy]) -> Result<(), HcnFailure> {
-    for policy in policies {
-        if let NetworkPolicy::DrMacAddress(DrMacAddressPolicy { address }) = policy
-            && Mac::parse(address).is_none()
-        {
-            return Err(HcnFailure::new(
-                HResult::HCN_E_INVALID_POLICY,
-                format!("(DrMacAddress Address {address:?} is not a MAC)"),
-            ));
-        }
-    }
-    Ok(())
+    network
+        .subnets()
+        .try_for_each(|subnet| check_policies(&subnet.policies))
 }

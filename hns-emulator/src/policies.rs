@@ -18,11 +18,13 @@ pub fn check_policies<P: Policy>(policies: &[P]) -> Result<(), HcnFailure> {
                 format!("(policy Type {type_name:?})"),
             ));
         }
-        if P::is_modelled_type(type_name) {
+        if let Some(misfit) = policy.misfit() {
             let json = serde_json::to_string(policy).unwrap_or_default();
             return Err(HcnFailure::new(
                 HResult::HCN_E_INVALID_POLICY,
-                format!("({type_name} policy does not have the V2 Settings shape: {json})"),
+                format!(
+                    "({type_name} policy does not have the V2 Settings shape: {misfit}: {json})"
+                ),
             ));
         }
     }

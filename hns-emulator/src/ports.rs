@@ -10,6 +10,8 @@
 //! The index `index/host-ports/<protocol>-<port>.json` lists the endpoints that may hold the
 //! port; like every index it is only a hint: the holder's own policies decide.
 
+use std::net::IpAddr;
+
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::store;
@@ -26,7 +28,7 @@ struct HostPort {
     protocol: u32,
     port: u16,
     /// `None` for every host address.
-    vip: Option<String>,
+    vip: Option<IpAddr>,
     ipv6: bool,
 }
 
@@ -35,7 +37,7 @@ impl HostPort {
         (mapping.external_port != 0).then(|| HostPort {
             protocol: mapping.protocol,
             port: mapping.external_port,
-            vip: mapping.vip.clone().filter(|vip| !vip.trim().is_empty()),
+            vip: mapping.vip,
             ipv6: mapping.flags.unwrap_or(nat_flags::NONE) & nat_flags::IPV6 != 0,
         })
     }
@@ -44,8 +46,8 @@ impl HostPort {
         self.protocol == other.protocol
             && self.port == other.port
             && self.ipv6 == other.ipv6
-            && match (&self.vip, &other.vip) {
-                (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+            && match (self.vip, other.vip) {
+                (Some(a), Some(b)) => a == b,
                 _ => true,
             }
     }
@@ -176,7 +178,7 @@ mod tests {
             protocol: protocol::TCP,
             internal_port: 80,
             external_port: port,
-            vip: vip.map(str::to_owned),
+            vip: vip.map(|vip| vip.parse().unwrap()),
             flags,
         })
         .unwrap()
@@ -184,7 +186,7 @@ mod tests {
 
     #[test]
     fn any_address_overlaps_a_specific_one_but_families_and_ports_do_not() {
-        let any = mapping(8080, Some(""), None);
+        let any = mapping(8080, None, None);
         let specific = mapping(8080, Some("192.168.1.10"), None);
         let other_vip = mapping(8080, Some("192.168.1.11"), None);
         assert!(any.overlaps(&specific) && specific.overlaps(&any));

@@ -58,42 +58,44 @@ struct V1MacPool {
 
 impl From<&HostComputeNetwork> for V1Network {
     fn from(network: &HostComputeNetwork) -> V1Network {
-        let policy = |pick: fn(&NetworkPolicy) -> Option<&str>| {
-            network
-                .policies
-                .iter()
-                .find_map(pick)
-                .unwrap_or_default()
-                .to_owned()
+        let policy = |pick: fn(&NetworkPolicy) -> Option<String>| {
+            network.policies.iter().find_map(pick).unwrap_or_default()
         };
         V1Network {
             id: network.id,
             name: network.name.clone(),
             network_type: network.network_type.to_string(),
             network_adapter_name: policy(|p| match p {
-                NetworkPolicy::NetAdapterName(adapter) => Some(&adapter.network_adapter_name),
+                NetworkPolicy::NetAdapterName(adapter) => {
+                    Some(adapter.network_adapter_name.clone())
+                }
                 _ => None,
             }),
             subnets: network
                 .subnets()
                 .map(|subnet| V1Subnet {
-                    address_prefix: subnet.ip_address_prefix.clone(),
-                    gateway_address: subnet.gateway().unwrap_or_default().to_owned(),
+                    address_prefix: subnet.ip_address_prefix.to_string(),
+                    gateway_address: subnet
+                        .gateway()
+                        .map(|gateway| gateway.to_string())
+                        .unwrap_or_default(),
                 })
                 .collect(),
             management_ip: policy(|p| match p {
-                NetworkPolicy::ProviderAddress(address) => Some(&address.provider_address),
+                NetworkPolicy::ProviderAddress(address) => {
+                    Some(address.provider_address.to_string())
+                }
                 _ => None,
             }),
             dns_suffix: network.dns.domain.clone(),
-            dns_server_list: network.dns.server_list.join(","),
+            dns_server_list: comma_joined(&network.dns.server_list),
             mac_pools: network
                 .mac_pool
                 .ranges
                 .iter()
                 .map(|range| V1MacPool {
-                    start_mac_address: range.start_mac_address.clone(),
-                    end_mac_address: range.end_mac_address.clone(),
+                    start_mac_address: range.start_mac_address.to_string(),
+                    end_mac_address: range.end_mac_address.to_string(),
                 })
                 .collect(),
         }
@@ -178,4 +180,13 @@ fn success(output: Value) -> String {
 
 fn failure(error: &str) -> String {
     json!({ "Success": false, "Error": error }).to_string()
+}
+
+/// A list as V1 writes it: comma-joined, no spaces.
+pub(super) fn comma_joined<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }

@@ -23,20 +23,18 @@
 //! The V1 attachments (`attach`/`detach`) live in `index/v1-attachments/<endpoint>.json`:
 //! they are HCS-side state HNS keeps per endpoint, with no V2 field to hold them.
 
-use std::net::IpAddr;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::store::{self, ObjectDir};
-use super::v1::V1Reply;
+use super::v1::{V1Reply, comma_joined};
 use crate::guid::Guid;
 use crate::hresult::HResult;
 use crate::schema::policy::protocol;
 use crate::schema::v1::endpoint_policy_from_conf;
-use crate::schema::{Dns, EndpointPolicy, HostComputeEndpoint, IpConfig, Route};
+use crate::schema::{EndpointPolicy, HostComputeEndpoint};
 
 const V1_ATTACHMENTS: &str = "v1-attachments";
 const NOT_FOUND: &str = "Element not found.";
@@ -220,11 +218,9 @@ impl State<'_> {
             }
         };
         let settings = match v2_document(&v1) {
-            Ok(settings) => settings,
+            Ok(settings) => settings.to_string(),
             Err(refusal) => return Ok(V1Reply::Failure(refusal.record().error)),
         };
-        let settings =
-            serde_json::to_string(&settings).map_err(|e| HcnFailure::io("V1 endpoint", e))?;
         match self.create_endpoint(network, requested, &settings) {
             Ok(id) => {
                 let endpoint = self.require_endpoint(id)?;
@@ -309,22 +305,23 @@ impl State<'_> {
             .load_network(endpoint.host_compute_network)?
             .map(|network| network.name)
             .unwrap_or_default();
-        let (mut v4, mut v6) = (None, None);
-        for config in &endpoint.ip_configurations {
-            match config.ip_address.parse::<IpAddr>() {
-                Ok(IpAddr::V4(_)) if v4.is_none() => v4 = Some(config),
-                Ok(IpAddr::V6(_)) if v6.is_none() => v6 = Some(config),
-                _ => {}
-            }
-        }
+        let first_of = |v6_family: bool| {
+            endpoint
+                .ip_configurations
+                .iter()
+                .find(|config| config.ip_address.is_ipv6() == v6_family)
+        };
+        let (v4, v6) = (first_of(false), first_of(true));
         let gateway = |v6_family: bool| {
             endpoint
                 .routes
                 .iter()
                 .find(|route| {
-                    route.destination_prefix == if v6_family { "::/0" } else { "0.0.0.0/0" }
+                    route.destination_prefix.is_default_route()
+                        && route.destination_prefix.ip().is_ipv6() == v6_family
                 })
-                .map(|route| route.next_hop.clone())
+                .and_then(|route| route.next_hop)
+                .map(|hop| hop.to_string())
                 .unwrap_or_default()
         };
         let namespace = match endpoint.host_compute_namespace {
@@ -346,11 +343,14 @@ impl State<'_> {
             virtual_network: endpoint.host_compute_network,
             virtual_network_name: network_name,
             policies: endpoint.policies.iter().map(v1_policy).collect(),
-            mac_address: endpoint.mac_address.clone(),
-            ip_address: v4.map(|c| c.ip_address.clone()).unwrap_or_default(),
-            ipv6_address: v6.map(|c| c.ip_address.clone()).unwrap_or_default(),
+            mac_address: endpoint
+                .mac_address
+                .map(|mac| mac.to_string())
+                .unwrap_or_default(),
+            ip_address: v4.map(|c| c.ip_address.to_string()).unwrap_or_default(),
+            ipv6_address: v6.map(|c| c.ip_address.to_string()).unwrap_or_default(),
             dns_suffix: endpoint.dns.search.join(","),
-            dns_server_list: endpoint.dns.server_list.join(","),
+            dns_server_list: comma_joined(&endpoint.dns.server_list),
             dns_domain: endpoint.dns.domain.clone(),
             gateway_address: gateway(false),
             gateway_address_v6: gateway(true),
@@ -369,20 +369,14 @@ impl State<'_> {
 
 /// The V2 document of a V1 create: addresses with their prefix lengths, a default route
 /// per gateway, DNS from the comma-joined lists, V1 policies translated (a policy V2
-/// cannot express is refused as `HCN_E_INVALID_POLICY`).
-fn v2_document(v1: &V1EndpointRequest) -> Result<HostComputeEndpoint, HcnFailure> {
+/// cannot express is refused as `HCN_E_INVALID_POLICY`). Values stay text: the V2 create
+/// parses them and refuses a malformed one as it would in a V2 document.
+fn v2_document(v1: &V1EndpointRequest) -> Result<Value, HcnFailure> {
     let address = |ip: &str, prefix: Option<u8>| {
-        (!ip.is_empty()).then(|| IpConfig {
-            ip_address: ip.to_owned(),
-            prefix_length: prefix,
-        })
+        (!ip.is_empty()).then(|| json!({ "IpAddress": ip, "PrefixLength": prefix }))
     };
     let route = |gateway: &str, default: &str| {
-        (!gateway.is_empty()).then(|| Route {
-            next_hop: gateway.to_owned(),
-            destination_prefix: default.to_owned(),
-            metric: None,
-        })
+        (!gateway.is_empty()).then(|| json!({ "NextHop": gateway, "DestinationPrefix": default }))
     };
     let list = |text: &str| -> Vec<String> {
         text.split(',')
@@ -398,33 +392,33 @@ fn v2_document(v1: &V1EndpointRequest) -> Result<HostComputeEndpoint, HcnFailure
             endpoint_policy_from_conf(&policy.to_string())
                 .map_err(|e| HcnFailure::new(HResult::HCN_E_INVALID_POLICY, format!("({e})")))
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(HostComputeEndpoint {
-        name: v1.name.clone(),
-        ip_configurations: [
-            address(&v1.ip_address, v1.prefix_length),
-            address(&v1.ipv6_address, v1.ipv6_prefix_length),
-        ]
-        .into_iter()
-        .flatten()
-        .collect(),
-        routes: [
-            route(&v1.gateway_address, "0.0.0.0/0"),
-            route(&v1.gateway_address_v6, "::/0"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect(),
-        dns: Dns {
-            domain: v1.dns_domain.clone(),
-            search: list(&v1.dns_suffix),
-            server_list: list(&v1.dns_server_list),
-            options: Vec::new(),
+        .collect::<Result<Vec<EndpointPolicy>, _>>()?;
+    let addresses: Vec<Value> = [
+        address(&v1.ip_address, v1.prefix_length),
+        address(&v1.ipv6_address, v1.ipv6_prefix_length),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let routes: Vec<Value> = [
+        route(&v1.gateway_address, "0.0.0.0/0"),
+        route(&v1.gateway_address_v6, "::/0"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    Ok(json!({
+        "Name": v1.name,
+        "IpConfigurations": addresses,
+        "Routes": routes,
+        "Dns": {
+            "Domain": v1.dns_domain,
+            "Search": list(&v1.dns_suffix),
+            "ServerList": list(&v1.dns_server_list),
         },
-        mac_address: v1.mac_address.clone(),
-        policies,
-        ..HostComputeEndpoint::default()
-    })
+        "MacAddress": v1.mac_address,
+        "Policies": policies,
+    }))
 }
 
 /// A stored (V2) policy in the V1 shape of its type; types without one are shown as stored.

@@ -43,7 +43,7 @@ fn pod_add_fits_the_budget() {
         let endpoint = network
             .create_endpoint(endpoint_id, &endpoint_settings("pod_cbr0", "10.244.1.5"))
             .unwrap();
-        assert!(!endpoint.properties().mac_address.is_empty());
+        assert!(endpoint.properties().mac_address.is_some());
         client.attach_endpoint(namespace, endpoint.id()).unwrap();
     }
 

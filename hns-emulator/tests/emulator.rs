@@ -5,7 +5,7 @@ mod common;
 
 use common::{TempDir, bridge, client, endpoint_settings, network_settings};
 use hns::raw::{Handle, NetworkHandle};
-use hns::schema::policy::{DrMacAddressPolicy, ProviderAddressPolicy, RemoteSubnetRoutePolicy};
+use hns::schema::policy::{ProviderAddressPolicy, RemoteSubnetRoutePolicy};
 use hns::schema::{
     EndpointPolicy, HostComputeNamespace, HostComputeNetwork, HostComputeQuery, ModifyRequest,
     NetworkPolicy, NetworkType, RequestType,
@@ -133,7 +133,6 @@ fn addresses_are_validated_against_the_network() {
         ("10.244.1.1", HResult::HCN_E_ADDR_INVALID_OR_RESERVED), // the gateway
         ("10.244.1.0", HResult::HCN_E_ADDR_INVALID_OR_RESERVED), // network address
         ("10.244.1.255", HResult::HCN_E_ADDR_INVALID_OR_RESERVED), // broadcast
-        ("10.244.1.300", HResult::HCN_E_INVALID_IP),
     ];
     for (ip, expected) in cases {
         let error = create(&client, network, "x", ip).unwrap_err();
@@ -153,14 +152,17 @@ fn hns_fills_in_mac_and_prefix_length() {
     let client = client(&dir);
     let network = client.open_network(bridge(&client)).unwrap();
     let pool = &network.properties().mac_pool.ranges[0];
-    assert!(pool.start_mac_address.starts_with("00-15-5D-"), "{pool:?}");
+    assert!(
+        pool.start_mac_address.to_string().starts_with("00-15-5D-"),
+        "{pool:?}"
+    );
     let first = network
         .create_endpoint(Guid::ZERO, &endpoint_settings("a", "10.244.1.5"))
         .unwrap();
     let second = network
         .create_endpoint(Guid::ZERO, &endpoint_settings("b", "10.244.1.6"))
         .unwrap();
-    assert_eq!(first.properties().mac_address, pool.start_mac_address);
+    assert_eq!(first.properties().mac_address, Some(pool.start_mac_address));
     assert_ne!(
         first.properties().mac_address,
         second.properties().mac_address
@@ -170,25 +172,16 @@ fn hns_fills_in_mac_and_prefix_length() {
         Some(24)
     );
     let mut given = endpoint_settings("c", "10.244.1.7");
-    given.mac_address = "0e-2a-0a-f4-01-07".into();
+    given.mac_address = Some("0e-2a-0a-f4-01-07".parse().unwrap());
     assert_eq!(
         network
             .create_endpoint(Guid::ZERO, &given)
             .unwrap()
             .properties()
-            .mac_address,
-        "0E-2A-0A-F4-01-07"
-    );
-    given.mac_address = "not-a-mac".into();
-    given.ip_configurations[0].ip_address = "10.244.1.8".into();
-    assert_eq!(
-        code(
-            network
-                .create_endpoint(Guid::ZERO, &given)
-                .unwrap_err()
-                .error()
-        ),
-        HResult::E_INVALIDARG
+            .mac_address
+            .map(|mac| mac.to_string())
+            .as_deref(),
+        Some("0E-2A-0A-F4-01-07")
     );
 }
 
@@ -200,9 +193,8 @@ fn a_mac_is_held_by_one_endpoint_per_network() {
     let first = network
         .create_endpoint(Guid::ZERO, &endpoint_settings("a", "10.244.1.5"))
         .unwrap();
-    let taken = first.properties().mac_address.clone();
     let mut copy = endpoint_settings("b", "10.244.1.6");
-    copy.mac_address = taken.to_lowercase().replace('-', ":");
+    copy.mac_address = first.properties().mac_address;
     let error = HnsError::from(network.create_endpoint(Guid::ZERO, &copy).unwrap_err());
     assert_eq!(
         (code(&error), error.kind()),
@@ -450,6 +442,59 @@ fn malformed_documents_get_the_right_hresult() {
         endpoint(r#"{"HostComputeNamespace":"3fbeee42-4716-4d15-bcb6-19a846a7d111"}"#),
         HResult::E_INVALIDARG
     );
+    // A malformed value gets the HRESULT HNS gives its field, and the record names it.
+    let refused = |result: Result<_, hns::RawError>| {
+        let error = result.unwrap_err();
+        (error.hresult, error.record)
+    };
+    let cases = [
+        (
+            emulator.create_endpoint(
+                &network,
+                &Guid::ZERO,
+                r#"{"IpConfigurations":[{"IpAddress":"10.244.1.300"}]}"#,
+            ),
+            HResult::HCN_E_INVALID_IP,
+            r#"IpConfigurations[0].IpAddress \"10.244.1.300\""#,
+        ),
+        (
+            emulator.create_endpoint(&network, &Guid::ZERO, r#"{"MacAddress":"not-a-mac"}"#),
+            HResult::E_INVALIDARG,
+            r#"MacAddress \"not-a-mac\""#,
+        ),
+        (
+            emulator.create_endpoint(
+                &network,
+                &Guid::ZERO,
+                r#"{"Routes":[{"NextHop":"10.0.0.1","DestinationPrefix":"0.0.0.0"}]}"#,
+            ),
+            HResult::E_INVALIDARG,
+            r#"Routes[0].DestinationPrefix \"0.0.0.0\""#,
+        ),
+    ];
+    for (result, expected, named) in cases {
+        let (code, record) = refused(result.map(drop));
+        assert_eq!(code, expected, "{record}");
+        assert!(record.contains(named), "{record} does not name {named}");
+    }
+    for (settings, named) in [
+        (
+            r#"{"Name":"r","Type":"L2Bridge","Ipams":[{"Subnets":[{"IpAddressPrefix":"10.0.0.0/24","Routes":[{"NextHop":"10.0.0.x","DestinationPrefix":"0.0.0.0/0"}]}]}]}"#,
+            "NextHop",
+        ),
+        (
+            r#"{"Name":"m","Type":"L2Bridge","MacPool":{"Ranges":[{"StartMacAddress":"00-15-5D","EndMacAddress":"00-15-5D-00-00-FF"}]}}"#,
+            "StartMacAddress",
+        ),
+        (
+            r#"{"Name":"d","Type":"L2Bridge","Dns":{"ServerList":["dns.example"]}}"#,
+            "ServerList",
+        ),
+    ] {
+        let (code, record) = refused(emulator.create_network(&Guid::ZERO, settings).map(drop));
+        assert_eq!(code, HResult::HCN_E_INVALID_NETWORK, "{record}");
+        assert!(record.contains(named), "{record} does not name {named}");
+    }
     // A C caller of the emulated DLL can close a handle twice; HNS answers E_HANDLE.
     // SAFETY: deliberately a second owner of a handle about to be closed: the emulator's
     // handle table must refuse it, which is what this checks (no native code is involved).
@@ -480,10 +525,10 @@ fn network_policies_can_be_added_and_removed() {
     let client = client(&dir);
     let mut network = client.open_network(bridge(&client)).unwrap();
     let route = NetworkPolicy::RemoteSubnetRoute(RemoteSubnetRoutePolicy {
-        destination_prefix: "10.244.2.0/24".into(),
+        destination_prefix: "10.244.2.0/24".parse().unwrap(),
         isolation_id: 4096,
-        provider_address: "192.168.1.11".into(),
-        distributed_router_mac_address: "0E-2A-C0-A8-01-0B".into(),
+        provider_address: "192.168.1.11".parse().unwrap(),
+        distributed_router_mac_address: "0E-2A-C0-A8-01-0B".parse().unwrap(),
     });
     network
         .modify(&ModifyRequest::policies(
@@ -532,7 +577,7 @@ fn flannel_overlay_settings() -> HostComputeNetwork {
     settings
         .policies
         .push(NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
-            provider_address: "192.168.1.10".into(),
+            provider_address: "192.168.1.10".parse().unwrap(),
         }));
     settings
 }
@@ -556,20 +601,21 @@ fn overlay_networks_get_a_dr_mac_and_keep_given_policies() {
 #[test]
 fn a_dr_mac_address_that_is_not_a_mac_is_an_invalid_policy() {
     let dir = TempDir::new("dr-mac");
-    let client = client(&dir);
-    let mut settings = flannel_overlay_settings();
-    settings
-        .policies
-        .push(NetworkPolicy::DrMacAddress(DrMacAddressPolicy {
-            address: "zz".into(),
-        }));
-    let error = client.create_network(Guid::ZERO, &settings).unwrap_err();
-    assert_eq!(
-        (code(&error), error.kind()),
-        (HResult::HCN_E_INVALID_POLICY, ErrorKind::InvalidInput),
-        "{error}"
+    let emulator = Emulator::open(&dir.0).unwrap();
+    let mut settings = serde_json::to_value(flannel_overlay_settings()).unwrap();
+    settings["Policies"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"Type": "DrMacAddress", "Settings": {"Address": "zz"}}));
+    let error = emulator
+        .create_network(&Guid::ZERO, &settings.to_string())
+        .unwrap_err();
+    let record = error.record;
+    assert_eq!(error.hresult, HResult::HCN_E_INVALID_POLICY, "{record}");
+    assert!(
+        record.contains(r#"Address: \"zz\" is not a MAC address"#),
+        "{record}"
     );
-    assert!(error.to_string().contains("\"zz\""), "{error}");
 }
 
 #[test]

@@ -30,7 +30,7 @@ fn mapping(port: u16, vip: &str) -> EndpointPolicy {
         protocol: protocol::TCP,
         internal_port: 80,
         external_port: port,
-        vip: Some(vip.to_owned()),
+        vip: (!vip.is_empty()).then(|| vip.parse().unwrap()),
         flags: None,
     })
 }
@@ -74,7 +74,7 @@ fn a_host_port_is_held_by_one_endpoint_across_networks() {
     .unwrap();
 
     let mut second = with_policies("b", "172.20.0.5", vec![mapping(8080, "")]);
-    second.routes[0].next_hop = "172.20.0.1".to_owned();
+    second.routes[0].next_hop = Some("172.20.0.1".parse().unwrap());
     let refused = create_on(&client, other, &second).unwrap_err();
     assert_eq!(code(&refused), HResult::HCN_E_PORT_ALREADY_EXISTS);
     assert_eq!(refused.hresult().map(|h| h.0), Some(0x803B_0013));
@@ -173,9 +173,9 @@ fn address_conflicts_name_the_endpoint_holding_the_ip_or_the_mac() {
         .unwrap()
         .properties()
         .mac_address
-        .clone();
+        .unwrap();
     let same_mac = HostComputeEndpoint {
-        mac_address: mac.to_lowercase(),
+        mac_address: Some(mac),
         ..endpoint_settings("c", "10.244.1.6")
     };
     let refused = create_on(&client, cbr0, &same_mac).unwrap_err();
@@ -227,7 +227,7 @@ fn populated(tag: &str) -> Populated {
     )
     .unwrap();
     let mut other = endpoint_settings("b", "10.245.0.5");
-    other.routes[0].next_hop = "10.245.0.1".to_owned();
+    other.routes[0].next_hop = Some("10.245.0.1".parse().unwrap());
     let other = create_on(&client, flannel, &other).unwrap();
     let namespace = client
         .create_namespace(Guid::ZERO, &Default::default())
@@ -406,10 +406,19 @@ fn a_v1_endpoint_is_the_same_object_as_a_v2_one() {
 
     let v2 = client.open_endpoint(id).unwrap().properties().clone();
     assert_eq!(v2.name, "abc_cbr0");
-    assert_eq!(v2.ip_configurations[0].ip_address, "10.244.1.5");
-    assert_eq!(v2.routes[0].next_hop, "10.244.1.2");
-    assert_eq!(v2.dns.server_list, ["10.96.0.10", "10.96.0.11"]);
-    assert_eq!(v2.mac_address, v1["MacAddress"].as_str().unwrap());
+    assert_eq!(v2.ip_configurations[0].ip_address.to_string(), "10.244.1.5");
+    assert_eq!(v2.routes[0].next_hop, Some("10.244.1.2".parse().unwrap()));
+    assert_eq!(
+        v2.dns.server_list,
+        [
+            "10.96.0.10".parse::<std::net::IpAddr>().unwrap(),
+            "10.96.0.11".parse().unwrap()
+        ]
+    );
+    assert_eq!(
+        v2.mac_address,
+        v1["MacAddress"].as_str().unwrap().parse().ok()
+    );
     assert!(matches!(&v2.policies[1], EndpointPolicy::PortMapping(m) if m.external_port == 8080));
 
     // A V2 endpoint shows in the V1 list, and the V1 list agrees with GET by ID.

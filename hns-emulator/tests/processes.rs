@@ -116,11 +116,11 @@ fn assert_consistent(
     let mut ips = HashSet::new();
     for endpoint in &endpoints {
         let ip = &endpoint.ip_configurations[0].ip_address;
-        assert!(ips.insert(ip.clone()), "duplicate IP {ip}");
+        assert!(ips.insert(*ip), "duplicate IP {ip}");
         let entry = state
             .join("index/ips")
             .join(network.to_upper_string())
-            .join(ip);
+            .join(ip.to_string());
         assert_eq!(
             std::fs::read_to_string(entry).unwrap(),
             endpoint.id.to_upper_string()
@@ -148,14 +148,14 @@ fn thirty_two_processes_leave_a_consistent_state() {
     let endpoints = assert_consistent(&dir.0, &client, network);
     let shared = endpoints
         .iter()
-        .filter(|e| e.ip_configurations[0].ip_address == "10.244.1.250")
+        .filter(|e| e.ip_configurations[0].ip_address.to_string() == "10.244.1.250")
         .count();
     assert_eq!(shared, 1, "exactly one process may win the shared IP");
     assert_eq!(endpoints.len(), 32 * 5 + 1);
     let stats = client.raw().engine().stats().unwrap();
     assert_eq!(stats["HcnCreateEndpoint"], 32 * 11);
     assert_eq!(stats["HcnDeleteEndpoint"], 32 * 5);
-    let macs: HashSet<_> = endpoints.iter().map(|e| e.mac_address.clone()).collect();
+    let macs: HashSet<_> = endpoints.iter().map(|e| e.mac_address).collect();
     assert_eq!(macs.len(), endpoints.len(), "MACs must be unique");
 }
 
@@ -176,7 +176,9 @@ fn crash_right_after_a_call_leaves_the_completed_call() {
         .unwrap()
         .expect("the completed create survives the crash");
     assert_eq!(
-        endpoint.properties().ip_configurations[0].ip_address,
+        endpoint.properties().ip_configurations[0]
+            .ip_address
+            .to_string(),
         "10.244.1.9"
     );
     // The crash point was one-shot: the host works normally afterwards.
@@ -204,7 +206,7 @@ fn processes_killed_mid_call_leave_a_loadable_state() {
         .list_endpoints(Some(network))
         .unwrap()
         .into_iter()
-        .map(|e| e.ip_configurations[0].ip_address.clone())
+        .map(|e| e.ip_configurations[0].ip_address.to_string())
         .collect();
     let open = client.open_network(network).unwrap();
     for n in 0..50 {

@@ -9,11 +9,23 @@ use hns::schema::policy::{
 use hns::schema::v1::{endpoint_policy_from_conf, subnet_policy_from_conf};
 use hns::schema::{
     EndpointPolicy, HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNamespace,
-    HostComputeNetwork, HostComputeQuery, ModifyRequest, NetworkFlags, NetworkPolicy, NetworkType,
-    RequestType, SubnetPolicy,
+    HostComputeNetwork, HostComputeQuery, IpPrefix, MacAddress, ModifyRequest, NetworkFlags,
+    NetworkPolicy, NetworkType, RequestType, SubnetPolicy,
 };
 use hns::{ErrorRecord, Guid};
 use serde_json::Value;
+
+fn ip(text: &str) -> std::net::IpAddr {
+    text.parse().unwrap()
+}
+
+fn prefix(text: &str) -> IpPrefix {
+    text.parse().unwrap()
+}
+
+fn mac(text: &str) -> MacAddress {
+    text.parse().unwrap()
+}
 
 fn same_json(actual: &str, expected: &str) {
     let actual: Value = serde_json::from_str(actual).unwrap();
@@ -37,7 +49,7 @@ fn flannel_overlay_network_round_trips() {
     assert_eq!(network.network_type, NetworkType::Overlay);
     assert_eq!(network.flags, NetworkFlags::ENABLE_NON_PERSISTENT);
     let subnet = network.subnets().next().unwrap();
-    assert_eq!(subnet.gateway(), Some("10.244.1.1"));
+    assert_eq!(subnet.gateway(), Some(ip("10.244.1.1")));
     assert_eq!(
         subnet.policies,
         [SubnetPolicy::Vsid(IsolationIdPolicy { isolation_id: 4096 })]
@@ -76,7 +88,7 @@ fn reference_endpoint_round_trips() {
     assert_eq!(
         endpoint.policies,
         [EndpointPolicy::OutboundNat(OutboundNatPolicy {
-            exceptions: vec!["10.244.0.0/16".into()],
+            exceptions: vec![prefix("10.244.0.0/16")],
             ..Default::default()
         })]
     );
@@ -109,10 +121,10 @@ fn namespace_modify_requests_match_hcsshim() {
         r#"{"ResourceType":"Endpoint","RequestType":"Remove","Settings":{"EndpointId":"9a8f2b1c-0d3e-4f50-8a6b-7c8d9e0f1a2b"}}"#
     );
     let remote = NetworkPolicy::RemoteSubnetRoute(RemoteSubnetRoutePolicy {
-        destination_prefix: "10.244.2.0/24".into(),
+        destination_prefix: prefix("10.244.2.0/24"),
         isolation_id: 4096,
-        provider_address: "192.168.1.11".into(),
-        distributed_router_mac_address: "0E-2A-00-00-00-01".into(),
+        provider_address: ip("192.168.1.11"),
+        distributed_router_mac_address: mac("0E-2A-00-00-00-01"),
     });
     assert_eq!(
         ModifyRequest::policies(RequestType::Add, vec![remote]).to_json(),
@@ -157,21 +169,21 @@ fn generated_endpoint_policies_are_byte_exact() {
     let cases: Vec<(EndpointPolicy, &str)> = vec![
         (
             EndpointPolicy::OutboundNat(OutboundNatPolicy {
-                exceptions: vec!["10.244.0.0/16".into()],
+                exceptions: vec![prefix("10.244.0.0/16")],
                 ..Default::default()
             }),
             r#"{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.244.0.0/16"]}}"#,
         ),
         (
             EndpointPolicy::OutboundNat(OutboundNatPolicy {
-                destinations: vec!["10.244.1.5".into()],
+                destinations: vec![ip("10.244.1.5")],
                 ..Default::default()
             }),
             r#"{"Type":"OutBoundNAT","Settings":{"Destinations":["10.244.1.5"]}}"#,
         ),
         (
             EndpointPolicy::ProviderAddress(ProviderAddressPolicy {
-                provider_address: "192.168.1.10".into(),
+                provider_address: ip("192.168.1.10"),
             }),
             r#"{"Type":"ProviderAddress","Settings":{"ProviderAddress":"192.168.1.10"}}"#,
         ),
@@ -180,15 +192,15 @@ fn generated_endpoint_policies_are_byte_exact() {
                 protocol: protocol::TCP,
                 internal_port: 80,
                 external_port: 8080,
-                vip: Some(String::new()),
+                vip: Some(ip("10.0.0.4")),
                 flags: None,
             }),
-            r#"{"Type":"PortMapping","Settings":{"Protocol":6,"InternalPort":80,"ExternalPort":8080,"VIP":""}}"#,
+            r#"{"Type":"PortMapping","Settings":{"Protocol":6,"InternalPort":80,"ExternalPort":8080,"VIP":"10.0.0.4"}}"#,
         ),
         (
             EndpointPolicy::SdnRoute(SdnRoutePolicy {
-                destination_prefix: "11.0.0.0/8".into(),
-                next_hop: String::new(),
+                destination_prefix: Some(prefix("11.0.0.0/8")),
+                next_hop: None,
                 need_encap: true,
             }),
             r#"{"Type":"SDNRoute","Settings":{"DestinationPrefix":"11.0.0.0/8","NeedEncap":true}}"#,
@@ -213,6 +225,21 @@ fn generated_endpoint_policies_are_byte_exact() {
         assert_eq!(serde_json::to_string(&policy).unwrap(), json);
         assert_eq!(endpoint_policy(json), policy, "{json}");
     }
+    // The reference writes `"VIP":""` for "any host address": it reads as no VIP, which is
+    // what HNS makes of it, and is written back without the key.
+    let any_host = endpoint_policy(
+        r#"{"Type":"PortMapping","Settings":{"Protocol":6,"InternalPort":80,"ExternalPort":8080,"VIP":""}}"#,
+    );
+    assert!(matches!(any_host, EndpointPolicy::PortMapping(ref m) if m.vip.is_none()));
+    assert_eq!(
+        serde_json::to_string(&any_host).unwrap(),
+        r#"{"Type":"PortMapping","Settings":{"Protocol":6,"InternalPort":80,"ExternalPort":8080}}"#
+    );
+    // A value that is not an address keeps the policy as written, for HNS to judge.
+    let bad = r#"{"Type":"ProviderAddress","Settings":{"ProviderAddress":"10.0.0"}}"#;
+    let kept = endpoint_policy(bad);
+    assert!(matches!(kept, EndpointPolicy::Other(_)));
+    assert_eq!(serde_json::to_string(&kept).unwrap(), bad);
     let overhead = endpoint_policy(r#"{"Type":"EncapOverhead","Settings":{"Overhead":50}}"#);
     assert!(matches!(overhead, EndpointPolicy::EncapOverhead(ref o) if o.overhead == 50));
 }
@@ -222,17 +249,17 @@ fn network_and_subnet_policies_are_byte_exact() {
     let cases: Vec<(NetworkPolicy, &str)> = vec![
         (
             NetworkPolicy::RemoteSubnetRoute(RemoteSubnetRoutePolicy {
-                destination_prefix: "10.244.2.0/24".into(),
+                destination_prefix: prefix("10.244.2.0/24"),
                 isolation_id: 4096,
-                provider_address: "192.168.1.11".into(),
-                distributed_router_mac_address: "0E-2A-C0-A8-01-0B".into(),
+                provider_address: ip("192.168.1.11"),
+                distributed_router_mac_address: mac("0E-2A-C0-A8-01-0B"),
             }),
             r#"{"Type":"RemoteSubnetRoute","Settings":{"DestinationPrefix":"10.244.2.0/24","IsolationId":4096,"ProviderAddress":"192.168.1.11","DistributedRouterMacAddress":"0E-2A-C0-A8-01-0B"}}"#,
         ),
         (NetworkPolicy::HostRoute, r#"{"Type":"HostRoute"}"#),
         (
             NetworkPolicy::DrMacAddress(DrMacAddressPolicy {
-                address: "00-15-5D-01-02-03".into(),
+                address: mac("00-15-5D-01-02-03"),
             }),
             r#"{"Type":"DrMacAddress","Settings":{"Address":"00-15-5D-01-02-03"}}"#,
         ),
@@ -242,7 +269,7 @@ fn network_and_subnet_policies_are_byte_exact() {
         ),
         (
             NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
-                provider_address: "192.168.1.10".into(),
+                provider_address: ip("192.168.1.10"),
             }),
             r#"{"Type":"ProviderAddress","Settings":{"ProviderAddress":"192.168.1.10"}}"#,
         ),

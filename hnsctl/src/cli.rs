@@ -8,8 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use hns::Guid;
-use hns::schema::NetworkType;
-use ipnetwork::IpNetwork;
+use hns::schema::{IpPrefix, MacAddress, NetworkType};
 
 /// Inspect and drive HNS from the command line: the same typed client the plugins use.
 ///
@@ -95,7 +94,7 @@ pub struct NetworkCreate {
     pub network_type: TypeArg,
     /// The subnet (e.g. 10.244.1.0/24).
     #[arg(long, value_name = "CIDR")]
-    pub subnet: IpNetwork,
+    pub subnet: IpPrefix,
     /// The subnet's gateway, inside --subnet (e.g. 10.244.1.1).
     #[arg(long, value_name = "IP")]
     pub gateway: IpAddr,
@@ -113,7 +112,7 @@ pub struct NetworkCreate {
     pub provider_address: Option<IpAddr>,
     /// The distributed router's MAC (DrMacAddress policy).
     #[arg(long, value_name = "MAC")]
-    pub dr_mac: Option<String>,
+    pub dr_mac: Option<MacAddress>,
     /// The GUID to create the network with (default: HNS chooses).
     #[arg(long, value_name = "GUID")]
     pub id: Option<Guid>,

@@ -5,8 +5,8 @@ use hns::schema::policy::{
     VxlanPortPolicy,
 };
 use hns::schema::{
-    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, Ipam, NetworkPolicy, Route,
-    Subnet, SubnetFlags, SubnetPolicy,
+    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, Ipam, NetworkPolicy, Subnet,
+    SubnetPolicy,
 };
 use hns::{Guid, HnsError};
 
@@ -33,9 +33,9 @@ pub fn network(context: &Context, command: NetworkCommand) -> Result<(), String>
             }
             println!("{:<36}  {:<20}  {:<10}  SUBNETS", "ID", "NAME", "TYPE");
             for network in &networks {
-                let subnets: Vec<&str> = network
+                let subnets: Vec<String> = network
                     .subnets()
-                    .map(|subnet| subnet.ip_address_prefix.as_str())
+                    .map(|subnet| subnet.ip_address_prefix.to_string())
                     .collect();
                 println!(
                     "{:<36}  {:<20}  {:<10}  {}",
@@ -75,7 +75,10 @@ pub fn endpoint(context: &Context, command: EndpointCommand) -> Result<(), Strin
                 let ip = endpoint
                     .ip_configurations
                     .first()
-                    .map_or("", |config| config.ip_address.as_str());
+                    .map_or_else(String::new, |config| config.ip_address.to_string());
+                let mac = endpoint
+                    .mac_address
+                    .map_or_else(String::new, |mac| mac.to_string());
                 let namespace = if endpoint.host_compute_namespace.is_zero() {
                     String::from("-")
                 } else {
@@ -83,7 +86,7 @@ pub fn endpoint(context: &Context, command: EndpointCommand) -> Result<(), Strin
                 };
                 println!(
                     "{:<36}  {:<40}  {:<15}  {:<17}  {namespace}",
-                    endpoint.id, endpoint.name, ip, endpoint.mac_address
+                    endpoint.id, endpoint.name, ip, mac
                 );
             }
             Ok(())
@@ -174,7 +177,7 @@ fn network_settings(create: NetworkCreate) -> Result<HostComputeNetwork, String>
         dr_mac,
         id: _,
     } = create;
-    if !subnet.contains(gateway) {
+    if !subnet.network().contains(gateway) {
         return Err(format!(
             "--gateway {gateway} is not inside --subnet {subnet}"
         ));
@@ -190,7 +193,7 @@ fn network_settings(create: NetworkCreate) -> Result<HostComputeNetwork, String>
     }
     if let Some(address) = provider_address {
         policies.push(NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
-            provider_address: address.to_string(),
+            provider_address: address,
         }));
     }
     if let Some(mac) = dr_mac {
@@ -198,11 +201,6 @@ fn network_settings(create: NetworkCreate) -> Result<HostComputeNetwork, String>
             address: mac,
         }));
     }
-    let default_route = if subnet.is_ipv4() {
-        "0.0.0.0/0"
-    } else {
-        "::/0"
-    };
     Ok(HostComputeNetwork {
         name,
         network_type: network_type.into(),
@@ -210,17 +208,11 @@ fn network_settings(create: NetworkCreate) -> Result<HostComputeNetwork, String>
         ipams: vec![Ipam {
             ipam_type: "Static".to_owned(),
             subnets: vec![Subnet {
-                ip_address_prefix: subnet.to_string(),
                 policies: vni
                     .map(|isolation_id| SubnetPolicy::Vsid(IsolationIdPolicy { isolation_id }))
                     .into_iter()
                     .collect(),
-                routes: vec![Route {
-                    next_hop: gateway.to_string(),
-                    destination_prefix: default_route.to_owned(),
-                    metric: None,
-                }],
-                flags: SubnetFlags::NONE,
+                ..Subnet::with_gateway(subnet, gateway)
             }],
         }],
         ..HostComputeNetwork::default()

@@ -25,7 +25,7 @@ pub fn overlay_network(name: &str, subnets: &[(&str, &str)], vni: u32) -> HostCo
     network.policies = vec![
         NetworkPolicy::VxlanPort(VxlanPortPolicy { port: 4789 }),
         NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
-            provider_address: PROVIDER_ADDRESS.to_owned(),
+            provider_address: PROVIDER_ADDRESS.parse().unwrap(),
         }),
     ];
     network

@@ -40,15 +40,10 @@ pub fn network_settings(
         network_type,
         ipams: vec![Ipam {
             ipam_type: "Static".to_owned(),
-            subnets: vec![Subnet {
-                ip_address_prefix: prefix.to_owned(),
-                routes: vec![Route {
-                    next_hop: gateway.to_owned(),
-                    destination_prefix: "0.0.0.0/0".to_owned(),
-                    metric: None,
-                }],
-                ..Subnet::default()
-            }],
+            subnets: vec![Subnet::with_gateway(
+                prefix.parse().unwrap(),
+                gateway.parse().unwrap(),
+            )],
         }],
         ..HostComputeNetwork::default()
     }
@@ -70,14 +65,10 @@ pub fn endpoint_settings(name: &str, ip: &str) -> HostComputeEndpoint {
     HostComputeEndpoint {
         name: name.to_owned(),
         ip_configurations: vec![IpConfig {
-            ip_address: ip.to_owned(),
+            ip_address: ip.parse().unwrap(),
             prefix_length: None,
         }],
-        routes: vec![Route {
-            next_hop: "10.244.1.2".to_owned(),
-            destination_prefix: "0.0.0.0/0".to_owned(),
-            metric: None,
-        }],
+        routes: vec![Route::default_via("10.244.1.2".parse().unwrap())],
         ..HostComputeEndpoint::default()
     }
 }

@@ -124,10 +124,7 @@ impl<R: RawHcn + ?Sized> Client<R> {
         id: Guid,
         settings: &HostComputeNetwork,
     ) -> Result<OpenNetwork<'_, R>, HnsError> {
-        if let Some(subnet) = settings
-            .subnets()
-            .find(|subnet| !subnet.ip_address_prefix.is_empty() && subnet.gateway().is_none())
-        {
+        if let Some(subnet) = settings.subnets().find(|subnet| subnet.gateway().is_none()) {
             return Err(HnsError::new(
                 ErrorKind::InvalidInput,
                 format!(
@@ -390,9 +387,10 @@ impl<R: RawHcn + ?Sized> Client<R> {
     }
 }
 
-/// Decodes an HNS reply, with an error naming what was being decoded.
+/// Decodes an HNS reply, with an error naming what was being decoded and the field that did
+/// not fit (e.g. `IpConfigurations[0].IpAddress`), so a surprising reply can be reported.
 pub(crate) fn decode<T: DeserializeOwned>(json: &str, what: &str) -> Result<T, HnsError> {
-    serde_json::from_str(json).map_err(|e| {
+    crate::schema::decode(json).map_err(|e| {
         HnsError::new(
             ErrorKind::Other,
             format!("cannot decode {what} returned by HNS: {e}: {json}"),

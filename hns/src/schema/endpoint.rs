@@ -1,8 +1,11 @@
 //! `HostComputeEndpoint`.
 
+use std::net::IpAddr;
+
 use serde::{Deserialize, Serialize};
 
 use super::SchemaVersion;
+use super::address::{MacAddress, empty_as_none};
 use super::flags::EndpointFlags;
 use super::network::{Dns, Route};
 use super::policy::EndpointPolicy;
@@ -37,9 +40,13 @@ pub struct HostComputeEndpoint {
     /// Routes (the default route's next hop is the pod's gateway).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<Route>,
-    /// Dash-separated MAC; HNS assigns one from the network's MacPool when empty.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub mac_address: String,
+    /// The MAC; HNS assigns one from the network's MacPool when absent.
+    #[serde(
+        default,
+        with = "empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub mac_address: Option<MacAddress>,
     /// Endpoint flags ([`EndpointFlags::REMOTE_ENDPOINT`] for another host's container).
     #[serde(default, skip_serializing_if = "EndpointFlags::is_empty")]
     pub flags: EndpointFlags,
@@ -52,12 +59,11 @@ pub struct HostComputeEndpoint {
 }
 
 /// One address of an endpoint.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct IpConfig {
     /// The address itself; must lie in one of the network's subnets.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub ip_address: String,
+    pub ip_address: IpAddr,
     /// Prefix length; HNS fills it in from the subnet when omitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_length: Option<u8>,

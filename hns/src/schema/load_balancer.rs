@@ -1,5 +1,7 @@
 //! `HostComputeLoadBalancer` (read side: kube-proxy creates these; we only list them).
 
+use std::net::IpAddr;
+
 use serde::{Deserialize, Serialize};
 
 use super::{SchemaVersion, is_zero};
@@ -25,20 +27,21 @@ pub struct HostComputeLoadBalancer {
     /// The backends; the VIP's traffic is spread over these endpoints.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_compute_endpoints: Vec<Guid>,
-    /// Source VIP.
+    /// Source VIP: the address backends see traffic come from.
     #[serde(
         rename = "SourceVIP",
         default,
-        skip_serializing_if = "String::is_empty"
+        with = "super::address::empty_as_none",
+        skip_serializing_if = "Option::is_none"
     )]
-    pub source_vip: String,
-    /// Frontend VIPs.
+    pub source_vip: Option<IpAddr>,
+    /// Frontend VIPs: the addresses clients connect to.
     #[serde(
         rename = "FrontendVIPs",
         default,
         skip_serializing_if = "Vec::is_empty"
     )]
-    pub frontend_vips: Vec<String>,
+    pub frontend_vips: Vec<IpAddr>,
     /// Which frontend ports map to which backend ports, per protocol.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub port_mappings: Vec<LoadBalancerPortMapping>,

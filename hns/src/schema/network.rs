@@ -1,10 +1,12 @@
 //! `HostComputeNetwork` and its parts.
 
 use std::fmt;
+use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
 use super::SchemaVersion;
+use super::address::{IpPrefix, MacAddress, empty_as_none};
 use super::flags::{NetworkFlags, SubnetFlags};
 use super::policy::{NetworkPolicy, SubnetPolicy};
 use crate::guid::Guid;
@@ -148,14 +150,14 @@ impl MacPool {
     }
 }
 
-/// One MAC range, inclusive, dash-separated (`00-15-5D-52-C0-00`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// One MAC range, inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct MacRange {
-    /// First MAC of the range (dash-separated, as HNS writes it).
-    pub start_mac_address: String,
+    /// First MAC of the range.
+    pub start_mac_address: MacAddress,
     /// Last MAC of the range, inclusive.
-    pub end_mac_address: String,
+    pub end_mac_address: MacAddress,
 }
 
 /// DNS settings of a network or endpoint.
@@ -170,7 +172,7 @@ pub struct Dns {
     pub search: Vec<String>,
     /// Name servers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub server_list: Vec<String>,
+    pub server_list: Vec<IpAddr>,
     /// Resolver options (e.g. `ndots:5`), passed through from the CNI config.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<String>,
@@ -199,12 +201,11 @@ pub struct Ipam {
 }
 
 /// A subnet of a network.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Subnet {
-    /// CIDR, e.g. `10.244.1.0/24`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub ip_address_prefix: String,
+    /// The subnet, e.g. `10.244.1.0/24`.
+    pub ip_address_prefix: IpPrefix,
     /// Subnet policies (`VSID`, `VLAN`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<SubnetPolicy>,
@@ -217,29 +218,58 @@ pub struct Subnet {
 }
 
 impl Subnet {
+    /// A subnet with no routes, policies or flags (HNS reserves no gateway in it).
+    pub fn new(ip_address_prefix: IpPrefix) -> Subnet {
+        Subnet {
+            ip_address_prefix,
+            policies: Vec::new(),
+            routes: Vec::new(),
+            flags: SubnetFlags::NONE,
+        }
+    }
+
+    /// A subnet whose default route goes through `gateway`, as `HcnCreateNetwork` requires.
+    pub fn with_gateway(ip_address_prefix: IpPrefix, gateway: IpAddr) -> Subnet {
+        Subnet {
+            routes: vec![Route::default_via(gateway)],
+            ..Subnet::new(ip_address_prefix)
+        }
+    }
+
     /// The next hop of the default route (`0.0.0.0/0` or `::/0`), i.e. the gateway.
-    pub fn gateway(&self) -> Option<&str> {
+    pub fn gateway(&self) -> Option<IpAddr> {
         self.routes
             .iter()
-            .find(|route| {
-                route.destination_prefix == "0.0.0.0/0" || route.destination_prefix == "::/0"
-            })
-            .map(|route| route.next_hop.as_str())
-            .filter(|hop| !hop.is_empty())
+            .find(|route| route.destination_prefix.is_default_route())
+            .and_then(|route| route.next_hop)
     }
 }
 
 /// A route of a subnet or endpoint.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct Route {
     /// Where packets for the destination go; for the default route, the pod gateway.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub next_hop: String,
-    /// The destination this route covers, as a CIDR.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub destination_prefix: String,
+    #[serde(
+        default,
+        with = "empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub next_hop: Option<IpAddr>,
+    /// The destination this route covers.
+    pub destination_prefix: IpPrefix,
     /// Route preference; lower wins, absent lets HNS choose.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<u16>,
+}
+
+impl Route {
+    /// The default route of `gateway`'s family, through it.
+    pub fn default_via(gateway: IpAddr) -> Route {
+        Route {
+            next_hop: Some(gateway),
+            destination_prefix: IpPrefix::default_route_for(gateway),
+            metric: None,
+        }
+    }
 }

@@ -12,10 +12,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::IpAddr;
 
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
+
+use super::address::{IpPrefix, MacAddress, empty_as_none};
 
 /// A policy kept exactly as written: its `Type` and the whole JSON object.
 #[derive(Clone)]
@@ -150,6 +153,9 @@ pub trait Policy: Serialize + serde::de::DeserializeOwned + Clone {
     /// Whether `type_name` has a typed variant (case-insensitive).
     fn is_modelled_type(type_name: &str) -> bool;
 
+    /// Why a policy of a modelled type was kept raw (see `EndpointPolicy::misfit`).
+    fn misfit(&self) -> Option<String>;
+
     /// Whether `type_name` is documented for this object kind (case-insensitive).
     fn is_documented_type(type_name: &str) -> bool {
         Self::DOCUMENTED_TYPES
@@ -191,6 +197,36 @@ macro_rules! policy_enum {
                 }
             }
 
+            /// Why a policy of a type with a typed variant was kept raw, e.g.
+            /// `ProviderAddress: "10.0.0" is not an IP address`, so whoever refuses it can
+            /// say what to fix. `None` for typed policies and for types without a variant.
+            pub fn misfit(&self) -> Option<String> {
+                let $name::Other(raw) = self else {
+                    return None;
+                };
+                let envelope = Envelope::parse(&raw.json).ok()?;
+                if envelope.has_other_keys {
+                    return Some("only \"Type\" and \"Settings\" belong at the top level".to_owned());
+                }
+                $(
+                    if envelope.type_name.eq_ignore_ascii_case($type_name) {
+                        return Some(match envelope.settings {
+                            None => "\"Settings\" is missing".to_owned(),
+                            Some(settings) => match super::decode::<$settings>(settings.get()) {
+                                Err(error) => error.to_string(),
+                                Ok(_) => "\"Settings\" does not fit".to_owned(),
+                            },
+                        });
+                    }
+                )*
+                $(
+                    if envelope.type_name.eq_ignore_ascii_case($unit_type) {
+                        return Some("this type takes no \"Settings\"".to_owned());
+                    }
+                )*
+                None
+            }
+
             /// Decodes one policy object (see the module docs for the rules).
             pub fn from_raw(raw: Box<RawValue>) -> Result<$name, PolicyError> {
                 let envelope = Envelope::parse(&raw)?;
@@ -223,6 +259,10 @@ macro_rules! policy_enum {
 
             fn is_raw(&self) -> bool {
                 matches!(self, $name::Other(_))
+            }
+
+            fn misfit(&self) -> Option<String> {
+                $name::misfit(self)
             }
 
             fn is_modelled_type(type_name: &str) -> bool {
@@ -321,14 +361,19 @@ policy_enum! {
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct OutboundNatPolicy {
     /// SNAT address (`VirtualIP`; V1 `VIP`).
-    #[serde(rename = "VirtualIP", default, skip_serializing_if = "Option::is_none")]
-    pub virtual_ip: Option<String>,
+    #[serde(
+        rename = "VirtualIP",
+        default,
+        with = "empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub virtual_ip: Option<IpAddr>,
     /// Destinations not to NAT (V1 `ExceptionList`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exceptions: Vec<String>,
-    /// Loopback DSR destinations.
+    pub exceptions: Vec<IpPrefix>,
+    /// Loopback DSR destinations: the endpoint's own addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub destinations: Vec<String>,
+    pub destinations: Vec<IpAddr>,
     /// [`nat_flags`] bits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flags: Option<u32>,
@@ -341,23 +386,31 @@ pub struct OutboundNatPolicy {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct SdnRoutePolicy {
-    /// The destination this route covers, as a CIDR.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub destination_prefix: String,
+    /// The destination this route covers.
+    #[serde(
+        default,
+        with = "empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub destination_prefix: Option<IpPrefix>,
     /// Next hop, if any.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub next_hop: String,
+    #[serde(
+        default,
+        with = "empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub next_hop: Option<IpAddr>,
     /// Encapsulate (overlay) traffic to the destination.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub need_encap: bool,
 }
 
 /// `ProviderAddress` settings (endpoint and network policy alike).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct ProviderAddressPolicy {
     /// The provider (host) IP.
-    pub provider_address: String,
+    pub provider_address: IpAddr,
 }
 
 /// IP protocol numbers as HCN expects them in `PortMapping.Protocol` and friends.
@@ -410,9 +463,15 @@ pub struct PortMappingPolicy {
     pub internal_port: u16,
     /// Port on the host.
     pub external_port: u16,
-    /// Host IP the mapping is bound to (the reference plugins send `""` for "any").
-    #[serde(rename = "VIP", default, skip_serializing_if = "Option::is_none")]
-    pub vip: Option<String>,
+    /// Host IP the mapping is bound to; absent for any (the reference plugins send `""`,
+    /// which reads as absent).
+    #[serde(
+        rename = "VIP",
+        default,
+        with = "empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub vip: Option<IpAddr>,
     /// [`nat_flags`] bits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flags: Option<u32>,
@@ -506,25 +565,25 @@ pub struct NetAdapterNamePolicy {
 }
 
 /// `DrMacAddress` settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct DrMacAddressPolicy {
-    /// The MAC, dash-separated.
-    pub address: String,
+    /// The distributed router's MAC.
+    pub address: MacAddress,
 }
 
 /// `RemoteSubnetRoute` settings (all keys always emitted, as hcsshim does).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct RemoteSubnetRoutePolicy {
     /// The remote pod subnet.
-    pub destination_prefix: String,
+    pub destination_prefix: IpPrefix,
     /// The remote VNI.
     pub isolation_id: u16,
     /// The remote node's IP.
-    pub provider_address: String,
+    pub provider_address: IpAddr,
     /// The remote node's VTEP MAC.
-    pub distributed_router_mac_address: String,
+    pub distributed_router_mac_address: MacAddress,
 }
 
 /// `VxlanPort` settings: the UDP port VXLAN traffic uses on this network.
@@ -536,11 +595,11 @@ pub struct VxlanPortPolicy {
 }
 
 /// `SourceMacAddress` settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
 pub struct SourceMacAddressPolicy {
-    /// The MAC, dash-separated as HNS writes it.
-    pub source_mac_address: String,
+    /// The MAC the network's switch sends from.
+    pub source_mac_address: MacAddress,
 }
 
 /// `AutomaticDNS` settings.

@@ -9,9 +9,13 @@
 //! unknown key is an error naming the key, never a silent drop. V1 types with
 //! no V2 counterpart are passed through untouched for HNS to judge.
 
+use std::net::IpAddr;
+
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
+
+use super::address::{IpPrefix, empty_as_none};
 
 use super::policy::{
     AclAction, AclDirection, AclPolicy, AclRuleType, EndpointPolicy, IsolationIdPolicy,
@@ -141,12 +145,12 @@ fn strict<T: DeserializeOwned>(raw: &RawValue, v1_type: &str) -> Result<T, Polic
 struct V1OutboundNat {
     #[serde(rename = "Type")]
     _type: String,
-    #[serde(rename = "VIP", default)]
-    vip: Option<String>,
+    #[serde(rename = "VIP", default, with = "empty_as_none")]
+    vip: Option<IpAddr>,
     #[serde(default)]
-    exception_list: Vec<String>,
+    exception_list: Vec<IpPrefix>,
     #[serde(default)]
-    destinations: Vec<String>,
+    destinations: Vec<IpAddr>,
     #[serde(default)]
     max_port_pool_usage: Option<u16>,
 }
@@ -156,10 +160,10 @@ struct V1OutboundNat {
 struct V1Route {
     #[serde(rename = "Type")]
     _type: String,
-    #[serde(default)]
-    destination_prefix: String,
-    #[serde(default)]
-    next_hop: String,
+    #[serde(default, with = "empty_as_none")]
+    destination_prefix: Option<IpPrefix>,
+    #[serde(default, with = "empty_as_none")]
+    next_hop: Option<IpAddr>,
     #[serde(default)]
     need_encap: bool,
 }
@@ -170,7 +174,7 @@ struct V1ProviderAddress {
     #[serde(rename = "Type")]
     _type: String,
     #[serde(rename = "PA")]
-    pa: String,
+    pa: IpAddr,
 }
 
 /// `ExternalPortReserved` has no V2 counterpart; it is accepted and ignored.

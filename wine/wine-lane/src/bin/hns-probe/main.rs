@@ -22,11 +22,12 @@
 #[cfg(windows)]
 mod abi;
 
+use std::net::IpAddr;
 use std::process::ExitCode;
 
 use hns::schema::{
-    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, Ipam, NetworkType,
-    Route, Subnet,
+    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, IpPrefix, Ipam,
+    NetworkType, Subnet,
 };
 use hns::{Client, Guid, HnsError, RawError};
 use serde_json::{Value, json};
@@ -82,15 +83,10 @@ fn network_settings(name: &str) -> HostComputeNetwork {
         network_type: NetworkType::L2Bridge,
         ipams: vec![Ipam {
             ipam_type: "Static".to_owned(),
-            subnets: vec![Subnet {
-                ip_address_prefix: "10.99.0.0/24".to_owned(),
-                routes: vec![Route {
-                    next_hop: "10.99.0.1".to_owned(),
-                    destination_prefix: "0.0.0.0/0".to_owned(),
-                    metric: None,
-                }],
-                ..Subnet::default()
-            }],
+            subnets: vec![Subnet::with_gateway(
+                IpPrefix::new(IpAddr::from([10, 99, 0, 0]), 24).expect("24 bits fit IPv4"),
+                IpAddr::from([10, 99, 0, 1]),
+            )],
         }],
         ..HostComputeNetwork::default()
     }
@@ -100,7 +96,7 @@ fn endpoint_settings() -> HostComputeEndpoint {
     HostComputeEndpoint {
         name: "probe-ep".to_owned(),
         ip_configurations: vec![IpConfig {
-            ip_address: "10.99.0.5".to_owned(),
+            ip_address: IpAddr::from([10, 99, 0, 5]),
             prefix_length: None,
         }],
         ..HostComputeEndpoint::default()
