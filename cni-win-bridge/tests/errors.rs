@@ -46,7 +46,23 @@ fn bad_policies_and_port_mappings_are_named() {
             json!({"policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["x"]}}}]}),
             "policies[0]",
         ),
+        (
+            json!({"policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.0.0.5"]}}}]}),
+            r#"policies[0].value: OutBoundNAT {"Settings":{"Exceptions":["10.0.0.5"]},"Type":"OutBoundNAT"} does not have the V2 settings HNS accepts for its type: Exceptions[0]: "10.0.0.5" is not a CIDR prefix"#,
+        ),
+        (
+            json!({"policies": [{"name": "EndpointPolicy", "value": {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.0.0"}}}]}),
+            "ProviderAddress: invalid IP address syntax",
+        ),
         (json!({"ipMasqNetwork": "10.244.0.0"}), "ipMasqNetwork"),
+        (
+            json!({"dns": {"nameservers": ["10.96.0.10", "kube-dns"]}}),
+            r#"dns.nameservers[1]: "kube-dns" is not an IP address"#,
+        ),
+        (
+            json!({"runtimeConfig": {"dns": {"servers": ["10.96.0.300"]}}}),
+            r#"runtimeConfig.dns.servers[0]: "10.96.0.300" is not an IP address"#,
+        ),
         (
             json!({"policies": [
             {"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.0.0.0/8"]}}},
