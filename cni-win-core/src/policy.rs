@@ -11,9 +11,8 @@
 use cni::Error;
 use hns::schema::policy::{
     AclAction, AclDirection, AclPolicy, AclRuleType, OutboundNatPolicy, PortMappingPolicy,
-    nat_flags,
 };
-use hns::schema::{EndpointPolicy, HostComputeNetwork, IpPrefix};
+use hns::schema::{EndpointPolicy, HostComputeNetwork, IpPrefix, NatFlags};
 use ipnetwork::IpNetwork;
 
 use crate::config::{Conf, PortMapping};
@@ -115,19 +114,19 @@ impl NatMerge {
 }
 
 fn port_mapping(mapping: &PortMapping, local_routed: bool) -> EndpointPolicy {
-    let mut flags = nat_flags::NONE;
+    let mut flags = NatFlags::NONE;
     if local_routed {
-        flags |= nat_flags::LOCAL_ROUTED_VIP;
+        flags |= NatFlags::LOCAL_ROUTED_VIP;
     }
     if mapping.host_ip.is_some_and(|ip| ip.is_ipv6()) {
-        flags |= nat_flags::IPV6;
+        flags |= NatFlags::IPV6;
     }
     EndpointPolicy::PortMapping(PortMappingPolicy {
         protocol: mapping.protocol,
         internal_port: mapping.container_port,
         external_port: mapping.host_port,
         vip: mapping.host_ip,
-        flags: (flags != nat_flags::NONE).then_some(flags),
+        flags,
     })
 }
 

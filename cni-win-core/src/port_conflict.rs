@@ -127,7 +127,7 @@ mod tests {
             internal_port: 80,
             external_port: port,
             vip: None,
-            flags: None,
+            flags: hns::schema::NatFlags::NONE,
         })
     }
 

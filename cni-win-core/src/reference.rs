@@ -255,7 +255,7 @@ fn canonical(policies: &[EndpointPolicy]) -> Vec<EndpointPolicy> {
                     EndpointPolicy::OutboundNat(o) => {
                         o.destinations.is_empty()
                             && o.virtual_ip == nat.virtual_ip
-                            && o.flags.unwrap_or(0) == nat.flags.unwrap_or(0)
+                            && o.flags == nat.flags
                             && o.max_port_pool_usage == nat.max_port_pool_usage
                     }
                     _ => false,
@@ -267,17 +267,11 @@ fn canonical(policies: &[EndpointPolicy]) -> Vec<EndpointPolicy> {
                     _ => out.push(EndpointPolicy::OutboundNat(nat.clone())),
                 }
             }
-            EndpointPolicy::PortMapping(mapping) => {
-                let mut mapping = mapping.clone();
-                mapping.flags = mapping.flags.filter(|flags| *flags != 0);
-                out.push(EndpointPolicy::PortMapping(mapping));
-            }
             other => out.push(other.clone()),
         }
     }
     for policy in &mut out {
         if let EndpointPolicy::OutboundNat(nat) = policy {
-            nat.flags = nat.flags.filter(|flags| *flags != 0);
             nat.exceptions
                 .sort_unstable_by_key(|prefix| (prefix.ip(), prefix.length()));
             nat.exceptions.dedup();
@@ -308,7 +302,7 @@ mod tests {
             vip: vip
                 .filter(|vip| !vip.is_empty())
                 .map(|vip| vip.parse().unwrap()),
-            flags: None,
+            flags: hns::schema::NatFlags::NONE,
         })
     }
 

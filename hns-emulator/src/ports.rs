@@ -17,7 +17,8 @@ use super::failure::HcnFailure;
 use super::store;
 use crate::guid::Guid;
 use crate::hresult::HResult;
-use crate::schema::policy::{PortMappingPolicy, nat_flags, protocol};
+use crate::schema::NatFlags;
+use crate::schema::policy::{PortMappingPolicy, protocol};
 use crate::schema::{EndpointPolicy, HostComputeEndpoint};
 
 const HOST_PORTS: &str = "host-ports";
@@ -38,7 +39,7 @@ impl HostPort {
             protocol: mapping.protocol,
             port: mapping.external_port,
             vip: mapping.vip,
-            ipv6: mapping.flags.unwrap_or(nat_flags::NONE) & nat_flags::IPV6 != 0,
+            ipv6: mapping.flags.contains(NatFlags::IPV6),
         })
     }
 
@@ -173,7 +174,7 @@ fn port_taken(port: &HostPort, holder: Guid) -> HcnFailure {
 mod tests {
     use super::*;
 
-    fn mapping(port: u16, vip: Option<&str>, flags: Option<u32>) -> HostPort {
+    fn mapping(port: u16, vip: Option<&str>, flags: NatFlags) -> HostPort {
         HostPort::of(&PortMappingPolicy {
             protocol: protocol::TCP,
             internal_port: 80,
@@ -186,14 +187,14 @@ mod tests {
 
     #[test]
     fn any_address_overlaps_a_specific_one_but_families_and_ports_do_not() {
-        let any = mapping(8080, None, None);
-        let specific = mapping(8080, Some("192.168.1.10"), None);
-        let other_vip = mapping(8080, Some("192.168.1.11"), None);
+        let any = mapping(8080, None, NatFlags::NONE);
+        let specific = mapping(8080, Some("192.168.1.10"), NatFlags::NONE);
+        let other_vip = mapping(8080, Some("192.168.1.11"), NatFlags::NONE);
         assert!(any.overlaps(&specific) && specific.overlaps(&any));
         assert!(!specific.overlaps(&other_vip));
-        assert!(!any.overlaps(&mapping(8081, None, None)));
-        assert!(!any.overlaps(&mapping(8080, None, Some(nat_flags::IPV6))));
-        assert!(any.overlaps(&mapping(8080, None, Some(nat_flags::LOCAL_ROUTED_VIP))));
+        assert!(!any.overlaps(&mapping(8081, None, NatFlags::NONE)));
+        assert!(!any.overlaps(&mapping(8080, None, NatFlags::IPV6)));
+        assert!(any.overlaps(&mapping(8080, None, NatFlags::LOCAL_ROUTED_VIP)));
         let mut udp = any.clone();
         udp.protocol = protocol::UDP;
         assert!(!any.overlaps(&udp));
@@ -206,7 +207,7 @@ mod tests {
             internal_port: 80,
             external_port: 0,
             vip: None,
-            flags: None,
+            flags: NatFlags::NONE,
         };
         assert_eq!(HostPort::of(&zero), None);
     }

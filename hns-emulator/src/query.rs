@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use super::failure::HcnFailure;
 use crate::guid::Guid;
 use crate::hresult::HResult;
-use crate::schema::{HostComputeQuery, query_flags};
+use crate::schema::{HostComputeQuery, QueryFlags};
 
 /// A parsed query: detail flag and filter object.
 #[derive(Debug, Clone, Default)]
@@ -23,10 +23,10 @@ impl Query {
         }
         let document: HostComputeQuery =
             serde_json::from_str(text).map_err(|e| HcnFailure::invalid_json("query", e))?;
-        if document.flags & !query_flags::DETAILED != 0 {
+        if !QueryFlags::DETAILED.contains(document.flags) {
             return Err(HcnFailure::new(
                 HResult::E_INVALIDARG,
-                format!("(unknown query Flags {})", document.flags),
+                format!("(unknown query Flags {})", document.flags.bits()),
             ));
         }
         let filter = if document.filter.trim().is_empty() {
@@ -44,7 +44,7 @@ impl Query {
             }
         };
         Ok(Query {
-            detailed: document.flags & query_flags::DETAILED != 0,
+            detailed: document.flags.contains(QueryFlags::DETAILED),
             filter,
         })
     }

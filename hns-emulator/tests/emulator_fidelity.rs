@@ -31,7 +31,7 @@ fn mapping(port: u16, vip: &str) -> EndpointPolicy {
         internal_port: 80,
         external_port: port,
         vip: (!vip.is_empty()).then(|| vip.parse().unwrap()),
-        flags: None,
+        flags: hns::schema::NatFlags::NONE,
     })
 }
 

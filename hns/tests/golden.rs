@@ -193,7 +193,7 @@ fn generated_endpoint_policies_are_byte_exact() {
                 internal_port: 80,
                 external_port: 8080,
                 vip: Some(ip("10.0.0.4")),
-                flags: None,
+                flags: hns::schema::NatFlags::NONE,
             }),
             r#"{"Type":"PortMapping","Settings":{"Protocol":6,"InternalPort":80,"ExternalPort":8080,"VIP":"10.0.0.4"}}"#,
         ),

@@ -2,7 +2,7 @@
 //! endpoint's. Each serialises as the bare number HNS writes, and keeps bits this crate does not
 //! name, so a document read from HNS is written back exactly as it was.
 
-use std::ops::BitOr;
+use std::ops::{BitOr, BitOrAssign};
 
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +46,12 @@ macro_rules! flag_set {
                 $name(self.0 | other.0)
             }
         }
+
+        impl BitOrAssign for $name {
+            fn bitor_assign(&mut self, other: $name) {
+                self.0 |= other.0;
+            }
+        }
     };
 }
 
@@ -74,6 +80,48 @@ flag_set! {
     EndpointFlags {
         /// `RemoteEndpoint`: an endpoint standing for a container on another host.
         REMOTE_ENDPOINT = 1;
+    }
+}
+
+flag_set! {
+    /// `Flags` of a `PortMapping` or `OutBoundNAT` endpoint policy (hcsshim's `NatFlags`).
+    NatFlags {
+        /// `LocalRoutedVip`: also answer NodeIP:HostPort from the node itself.
+        LOCAL_ROUTED_VIP = 1;
+        /// `IPv6`: the mapping is for the pod's IPv6 address.
+        IPV6 = 2;
+    }
+}
+
+flag_set! {
+    /// `HostComputeLoadBalancer.Flags`.
+    LoadBalancerFlags {
+        /// `EnableDirectServerReturn`: replies bypass the load balancer.
+        DSR = 1;
+        /// `IPv6`: the load balancer serves IPv6 (IPv4 when unset).
+        IPV6 = 2;
+    }
+}
+
+flag_set! {
+    /// `Flags` of a load balancer's port mapping (hcsshim's `LoadBalancerPortMappingFlags`).
+    LoadBalancerPortMappingFlags {
+        /// `ILB`: an internal load balancer.
+        ILB = 1;
+        /// `LocalRoutedVIP`: the VIP is reachable from the node itself.
+        LOCAL_ROUTED_VIP = 2;
+        /// `UseMux`.
+        USE_MUX = 4;
+        /// `PreserveDIP`: backends see the original destination.
+        PRESERVE_DIP = 8;
+    }
+}
+
+flag_set! {
+    /// `Flags` of a query document: how much a properties call returns.
+    QueryFlags {
+        /// `Detailed`: adds health data.
+        DETAILED = 1;
     }
 }
 

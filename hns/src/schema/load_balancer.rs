@@ -4,18 +4,9 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
+use super::flags::{LoadBalancerFlags, LoadBalancerPortMappingFlags};
 use super::{SchemaVersion, is_zero};
 use crate::guid::Guid;
-
-/// `HostComputeLoadBalancer.Flags` bits.
-pub mod load_balancer_flags {
-    /// No flags.
-    pub const NONE: u32 = 0;
-    /// Direct server return.
-    pub const DSR: u32 = 1;
-    /// The load balancer serves IPv6 (flag bit; IPv4 when unset).
-    pub const IPV6: u32 = 2;
-}
 
 /// An HCN load balancer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,9 +39,9 @@ pub struct HostComputeLoadBalancer {
     /// Always `{"Major":2,"Minor":0}`.
     #[serde(default)]
     pub schema_version: SchemaVersion,
-    /// [`load_balancer_flags`] bits.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub flags: u32,
+    /// Load balancer flags (DSR, IPv6).
+    #[serde(default, skip_serializing_if = "LoadBalancerFlags::is_empty")]
+    pub flags: LoadBalancerFlags,
 }
 
 /// One port mapping of a load balancer.
@@ -69,7 +60,10 @@ pub struct LoadBalancerPortMapping {
     /// 0 none, 1 SourceIPProtocol, 2 SourceIP.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub distribution_type: u32,
-    /// 1 ILB, 2 LocalRoutedVIP, 4 UseMux, 8 PreserveDIP.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub flags: u32,
+    /// Port mapping flags (ILB, LocalRoutedVIP, UseMux, PreserveDIP).
+    #[serde(
+        default,
+        skip_serializing_if = "LoadBalancerPortMappingFlags::is_empty"
+    )]
+    pub flags: LoadBalancerPortMappingFlags,
 }

@@ -20,13 +20,16 @@ use serde::{Deserialize, Serialize};
 
 pub use address::{AddressParseError, IpPrefix, MacAddress};
 pub use endpoint::{HostComputeEndpoint, IpConfig};
-pub use flags::{EndpointFlags, NetworkFlags, SubnetFlags};
-pub use load_balancer::{HostComputeLoadBalancer, LoadBalancerPortMapping, load_balancer_flags};
+pub use flags::{
+    EndpointFlags, LoadBalancerFlags, LoadBalancerPortMappingFlags, NatFlags, NetworkFlags,
+    QueryFlags, SubnetFlags,
+};
+pub use load_balancer::{HostComputeLoadBalancer, LoadBalancerPortMapping};
 pub use modify::{ModifyRequest, NamespaceEndpointSettings, PolicyList, RequestType, ResourceType};
 pub use namespace::{HostComputeNamespace, NamespaceResource, NamespaceType};
 pub use network::{Dns, HostComputeNetwork, Ipam, MacPool, MacRange, NetworkType, Route, Subnet};
 pub use policy::{EndpointPolicy, NetworkPolicy, RawPolicy, SubnetPolicy};
-pub use query::{HostComputeQuery, query_flags};
+pub use query::HostComputeQuery;
 
 /// `{"Major":2,"Minor":0}`: the schema version every V2 document carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

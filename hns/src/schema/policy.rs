@@ -19,6 +19,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::address::{IpPrefix, MacAddress, empty_as_none};
+use super::flags::NatFlags;
 
 /// A policy kept exactly as written: its `Type` and the whole JSON object.
 #[derive(Clone)]
@@ -374,9 +375,9 @@ pub struct OutboundNatPolicy {
     /// Loopback DSR destinations: the endpoint's own addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub destinations: Vec<IpAddr>,
-    /// [`nat_flags`] bits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flags: Option<u32>,
+    /// NAT flags; `0` and absent mean the same to HNS and read the same here.
+    #[serde(default, skip_serializing_if = "NatFlags::is_empty")]
+    pub flags: NatFlags,
     /// Share of the port pool this endpoint may use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_port_pool_usage: Option<u16>,
@@ -443,16 +444,6 @@ pub mod protocol {
     }
 }
 
-/// `NatFlags` bits of `PortMapping.Flags` and `OutBoundNAT.Flags`.
-pub mod nat_flags {
-    /// No flags.
-    pub const NONE: u32 = 0;
-    /// `LocalRoutedVip`: also answer NodeIP:HostPort from the node itself.
-    pub const LOCAL_ROUTED_VIP: u32 = 1;
-    /// The mapping is for the pod's IPv6 address (flag bit).
-    pub const IPV6: u32 = 2;
-}
-
 /// `PortMapping` settings: a host port forwarded to a pod port (`hostPort` in a pod spec).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
@@ -472,9 +463,9 @@ pub struct PortMappingPolicy {
         skip_serializing_if = "Option::is_none"
     )]
     pub vip: Option<IpAddr>,
-    /// [`nat_flags`] bits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flags: Option<u32>,
+    /// NAT flags; `0` and absent mean the same to HNS and read the same here.
+    #[serde(default, skip_serializing_if = "NatFlags::is_empty")]
+    pub flags: NatFlags,
 }
 
 /// What an ACL rule does to matching traffic.

@@ -3,15 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::SchemaVersion;
+use super::flags::QueryFlags;
 use crate::guid::Guid;
-
-/// Query `Flags`: how much detail a properties call returns.
-pub mod query_flags {
-    /// Plain properties.
-    pub const NONE: u32 = 0;
-    /// Detailed properties (adds health data).
-    pub const DETAILED: u32 = 1;
-}
 
 /// `{"SchemaVersion":{...},"Flags":0,"Filter":"<JSON string>"}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,9 +13,9 @@ pub struct HostComputeQuery {
     /// Schema 2.0.
     #[serde(default)]
     pub schema_version: SchemaVersion,
-    /// [`query_flags`] bits.
+    /// How much detail to return (always written, as hcsshim does).
     #[serde(default)]
-    pub flags: u32,
+    pub flags: QueryFlags,
     /// A JSON object encoded as a string, e.g. `{"Name":"cbr0"}`; empty = everything.
     #[serde(default)]
     pub filter: String,
@@ -51,7 +44,7 @@ impl HostComputeQuery {
 
     /// Asks for detailed properties.
     pub fn detailed(mut self) -> HostComputeQuery {
-        self.flags |= query_flags::DETAILED;
+        self.flags |= QueryFlags::DETAILED;
         self
     }
 

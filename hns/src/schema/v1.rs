@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use super::address::{IpPrefix, empty_as_none};
+use super::flags::NatFlags;
 
 use super::policy::{
     AclAction, AclDirection, AclPolicy, AclRuleType, EndpointPolicy, IsolationIdPolicy,
@@ -47,7 +48,7 @@ pub fn endpoint_policy_from_conf(json: &str) -> Result<EndpointPolicy, PolicyErr
             virtual_ip: v1.vip,
             exceptions: v1.exception_list,
             destinations: v1.destinations,
-            flags: None,
+            flags: NatFlags::NONE,
             max_port_pool_usage: v1.max_port_pool_usage,
         })
     } else if is("ROUTE") {
@@ -75,7 +76,7 @@ pub fn endpoint_policy_from_conf(json: &str) -> Result<EndpointPolicy, PolicyErr
             internal_port: v1.internal_port,
             external_port: v1.external_port,
             vip: None,
-            flags: None,
+            flags: NatFlags::NONE,
         })
     } else if is("ACL") {
         EndpointPolicy::Acl(strict::<V1Acl>(&raw, "ACL")?.into_v2())
