@@ -288,8 +288,22 @@ mod tests {
             timeout: Duration::from_millis(200),
         };
         let started = std::time::Instant::now();
-        let err = fixture.set_up(&scope).unwrap_err().to_string();
-        assert!(err.contains("still running after 200 ms"), "{err}");
+        let err = fixture.set_up(&scope).unwrap_err();
+        assert!(
+            err.to_string().contains("still running after 200 ms"),
+            "{err}"
+        );
+        let err = err.downcast::<SetUpError>().unwrap();
+        assert!(
+            matches!(
+                *err,
+                SetUpError::Hnsctl(HnsctlError::Failed {
+                    exit: Exit::TimedOut(limit),
+                    ..
+                }) if limit == Duration::from_millis(200)
+            ),
+            "{err:?}"
+        );
         assert!(started.elapsed() < Duration::from_secs(2));
     }
 
@@ -297,7 +311,12 @@ mod tests {
     fn the_network_name_comes_from_the_arguments() {
         let fixture = HnsFixture::new("hnsctl", L2BRIDGE_NETWORK).unwrap();
         assert_eq!(fixture.network_name, "cbr0");
-        assert!(HnsFixture::new("hnsctl", "--type L2Bridge").is_err());
+        let unnamed = HnsFixture::new("hnsctl", "--type L2Bridge").unwrap_err();
+        assert_eq!(unnamed.network_args, ["--type", "L2Bridge"]);
+        assert_eq!(
+            unnamed.to_string(),
+            r#"the HNS network arguments ["--type", "L2Bridge"] need --name NAME"#
+        );
         let overlay = HnsFixture::new("hnsctl", OVERLAY_NETWORK).unwrap();
         assert_eq!(overlay.network_name(), "flannel.4096");
         let foreign = overlay.with_foreign_network_type();

@@ -377,28 +377,46 @@ mod tests {
 
     #[test]
     fn refuses_bad_command_lines_with_one_clear_message() {
-        let cases: [(&[&str], &str); 6] = [
+        let cases: [(&[&str], UsageError, &str); 6] = [
             (
                 &["--plugin", "p", "--frobnicate"],
+                UsageError::UnknownArgument("--frobnicate".into()),
                 "unknown argument \"--frobnicate\"",
             ),
-            (&["--plugin"], "--plugin needs a value"),
-            (&["--plugin", "p", "--timeout-ms", "0"], "positive integer"),
+            (
+                &["--plugin"],
+                UsageError::MissingValue {
+                    flag: "--plugin".into(),
+                },
+                "--plugin needs a value",
+            ),
+            (
+                &["--plugin", "p", "--timeout-ms", "0"],
+                UsageError::BadTimeout { got: "0".into() },
+                "--timeout-ms needs a positive integer, got \"0\"",
+            ),
             (
                 &["--plugin", "p", "--timeout-ms", "soon"],
-                "positive integer",
+                UsageError::BadTimeout { got: "soon".into() },
+                "--timeout-ms needs a positive integer, got \"soon\"",
             ),
-            (&["--filter", "env."], "--plugin PATH is required"),
+            (
+                &["--filter", "env."],
+                UsageError::NoPlugin,
+                "--plugin PATH is required",
+            ),
             (
                 &["--plugin", "p", "--launcher", "dosbox"],
-                "--launcher must be native or wine",
+                UsageError::UnknownLauncher {
+                    got: "dosbox".into(),
+                },
+                "--launcher must be native or wine, got \"dosbox\"",
             ),
         ];
-        for (line, needle) in cases {
-            let err = parse(args(line), &mut ProtocolOnly)
-                .unwrap_err()
-                .to_string();
-            assert!(err.contains(needle), "{line:?}: {err}");
+        for (line, expected, message) in cases {
+            let err = parse(args(line), &mut ProtocolOnly).unwrap_err();
+            assert_eq!(err, expected, "{line:?}");
+            assert_eq!(err.to_string(), message, "{line:?}");
         }
     }
 }

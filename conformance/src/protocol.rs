@@ -604,6 +604,62 @@ mod tests {
     }
 
     #[test]
+    fn each_way_of_breaking_the_protocol_is_its_own_variant() {
+        assert!(matches!(
+            expect_error(&exec(1, ERROR_6), 4),
+            Err(Violation::WrongCode { expected: 4, got }) if got.code == 6
+        ));
+        assert!(matches!(
+            expect_error(&exec(0, ERROR_6), 6),
+            Err(Violation::ErrorExitedZero { .. })
+        ));
+        assert!(matches!(
+            expect_error(&exec(1, "panic!"), 6),
+            Err(Violation::Unreadable {
+                expected: Expected::ErrorCode(6),
+                stdout: UnreadableStdout::NotJson(_),
+            })
+        ));
+        assert!(matches!(
+            expect_result(&exec(0, "[1]"), "1.0.0"),
+            Err(Violation::Unreadable {
+                expected: Expected::Result,
+                stdout: UnreadableStdout::NotAnObject(_),
+            })
+        ));
+        let malformed = expect_error(&exec(1, r#"{"code":"6","msg":1,"details":2}"#), 6);
+        let Err(Violation::MalformedError(malformed)) = malformed else {
+            panic!("expected a malformed error object, got {malformed:?}");
+        };
+        assert_eq!(
+            malformed.problems,
+            [ErrorField::Code, ErrorField::Msg, ErrorField::Details]
+        );
+        assert_eq!(
+            malformed.to_string(),
+            r#"malformed error object {"code":"6","details":2,"msg":1}: "code" must be a positive integer, "msg" must be a string, "details" must be a string"#
+        );
+        assert!(matches!(
+            expect_silent_success(&exec(1, r#"{"code":0}"#)),
+            Err(Violation::FailedMalformed { status: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn stderr_is_quoted_only_when_the_plugin_wrote_some() {
+        assert_eq!(
+            expect_silent_success(&exec(2, "")).unwrap_err().to_string(),
+            "exit status 2 with nothing on stdout [stderr: log line | why it failed]"
+        );
+        let mut quiet = exec(2, "");
+        quiet.stderr = b" \n".to_vec();
+        assert_eq!(
+            expect_silent_success(&quiet).unwrap_err().to_string(),
+            "exit status 2 with nothing on stdout"
+        );
+    }
+
+    #[test]
     fn results_need_exit_0_the_asked_version_and_the_layout() {
         let good = r#"{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]}"#;
         assert!(expect_result(&exec(0, good), "1.0.0").is_ok());
