@@ -6,14 +6,16 @@
 //! state directory, the config's `name` = the network's name, and `{{hnsState}}` for templates.
 //! The template keeps host-local's `dataDir` in the case dir with `{{caseDir}}`.
 
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
+use thiserror::Error;
 
 use conformance::case::{Context, Failure};
-use conformance::exec::{self, Invocation};
-use conformance::fixture::{Fixture, Scope, Setting};
+use conformance::exec::{self, Exit, Invocation};
+use conformance::fixture::{Fixture, FixtureError, Scope, Setting};
 use conformance::launcher::Launcher;
 
 /// The emulator's state variable, read by the plugins' HNS backend.
@@ -49,12 +51,15 @@ pub struct HnsFixture {
 
 impl HnsFixture {
     /// `network_args` are `hnsctl network create` arguments and must include `--name`.
-    pub fn new(hnsctl: impl Into<PathBuf>, network_args: &str) -> Result<HnsFixture, String> {
+    pub fn new(
+        hnsctl: impl Into<PathBuf>,
+        network_args: &str,
+    ) -> Result<HnsFixture, UnnamedNetwork> {
         let network_args: Vec<String> =
             network_args.split_whitespace().map(str::to_owned).collect();
-        let network_name = option_value(&network_args, "--name").ok_or_else(|| {
-            format!("the HNS network arguments {network_args:?} need --name NAME")
-        })?;
+        let Some(network_name) = option_value(&network_args, "--name") else {
+            return Err(UnnamedNetwork { network_args });
+        };
         let hnsctl = hnsctl.into();
         Ok(HnsFixture {
             controls: hnsctl.clone(),
@@ -111,7 +116,8 @@ impl HnsFixture {
                 "the case has no {STATE_ENV}: not on an HNS fixture"
             ))
         })?;
-        run_hnsctl(ctx.launcher(), &self.hnsctl, state, args, ctx.timeout()).map_err(Failure::Fail)
+        run_hnsctl(ctx.launcher(), &self.hnsctl, state, args, ctx.timeout())
+            .map_err(|e| Failure::Fail(e.to_string()))
     }
 }
 
@@ -127,8 +133,56 @@ impl HnsFixture {
             args,
             ctx.timeout(),
         )
-        .map_err(Failure::Fail)
+        .map_err(|e| Failure::Fail(e.to_string()))
     }
+}
+
+/// `hnsctl network create` arguments without `--name`: the fixture could not tell plugin configs
+/// which network to attach to.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("the HNS network arguments {network_args:?} need --name NAME")]
+pub struct UnnamedNetwork {
+    /// The arguments as split.
+    pub network_args: Vec<String>,
+}
+
+/// Why an `hnsctl` run (making the case's host, or a test control) did not give its output.
+#[derive(Debug, Error)]
+pub enum HnsctlError {
+    /// The program could not be started (missing, not executable, no Wine).
+    #[error("cannot run {}: {source}", .program.display())]
+    Start {
+        /// The `hnsctl` that was to run.
+        program: PathBuf,
+        /// Why the launcher could not start it.
+        source: io::Error,
+    },
+    /// It ran and failed, hung past the deadline or was killed; its stderr says why.
+    #[error("hnsctl {} failed ({exit}): {stderr}", .args.join(" "))]
+    Failed {
+        /// The arguments it ran with.
+        args: Vec<String>,
+        /// How it ended.
+        exit: Exit,
+        /// Its stderr, trimmed.
+        stderr: String,
+    },
+}
+
+/// Why the HNS fixture could not make a case's emulated host.
+#[derive(Debug, Error)]
+pub enum SetUpError {
+    /// The emulator's state directory could not be created in the case's directory.
+    #[error("{}: {source}", .path.display())]
+    StateDir {
+        /// The state directory.
+        path: PathBuf,
+        /// Why it could not be created.
+        source: io::Error,
+    },
+    /// `hnsctl network create` or `namespace create` failed.
+    #[error(transparent)]
+    Hnsctl(#[from] HnsctlError),
 }
 
 /// The value after `flag` in an argument list.
@@ -147,17 +201,20 @@ fn run_hnsctl(
     state: &str,
     args: &[&str],
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<String, HnsctlError> {
     let invocation = Invocation::new().set(STATE_ENV, state);
-    let exec = exec::execute_with_args(launcher, hnsctl, args, &invocation, timeout)
-        .map_err(|e| format!("cannot run {}: {e}", hnsctl.display()))?;
+    let exec = exec::execute_with_args(launcher, hnsctl, args, &invocation, timeout).map_err(
+        |source| HnsctlError::Start {
+            program: hnsctl.to_path_buf(),
+            source,
+        },
+    )?;
     if !exec.exit.success() {
-        return Err(format!(
-            "hnsctl {} failed ({}): {}",
-            args.join(" "),
-            exec.exit,
-            String::from_utf8_lossy(&exec.stderr).trim()
-        ));
+        return Err(HnsctlError::Failed {
+            args: args.iter().map(|&arg| arg.to_owned()).collect(),
+            exit: exec.exit,
+            stderr: String::from_utf8_lossy(&exec.stderr).trim().to_owned(),
+        });
     }
     Ok(String::from_utf8_lossy(&exec.stdout).trim().to_owned())
 }
@@ -167,9 +224,20 @@ impl Fixture for HnsFixture {
         "hns"
     }
 
-    fn set_up(&self, scope: &Scope<'_>) -> Result<Setting, String> {
+    fn set_up(&self, scope: &Scope<'_>) -> Result<Setting, FixtureError> {
+        Ok(self.make_host(scope)?)
+    }
+}
+
+impl HnsFixture {
+    /// The case's emulated host: the state directory, the network (unless the case wants none)
+    /// and the pod's namespace.
+    fn make_host(&self, scope: &Scope<'_>) -> Result<Setting, SetUpError> {
         let state = scope.dir.join(STATE_DIR);
-        std::fs::create_dir_all(&state).map_err(|e| format!("{}: {e}", state.display()))?;
+        std::fs::create_dir_all(&state).map_err(|source| SetUpError::StateDir {
+            path: state.clone(),
+            source,
+        })?;
         let state_path = scope.launcher.plugin_path(&state);
         let hnsctl = |args: &[&str]| {
             run_hnsctl(
@@ -221,7 +289,21 @@ mod tests {
         };
         let started = std::time::Instant::now();
         let err = fixture.set_up(&scope).unwrap_err();
-        assert!(err.contains("still running after 200 ms"), "{err}");
+        assert!(
+            err.to_string().contains("still running after 200 ms"),
+            "{err}"
+        );
+        let err = err.downcast::<SetUpError>().unwrap();
+        assert!(
+            matches!(
+                *err,
+                SetUpError::Hnsctl(HnsctlError::Failed {
+                    exit: Exit::TimedOut(limit),
+                    ..
+                }) if limit == Duration::from_millis(200)
+            ),
+            "{err:?}"
+        );
         assert!(started.elapsed() < Duration::from_secs(2));
     }
 
@@ -229,7 +311,12 @@ mod tests {
     fn the_network_name_comes_from_the_arguments() {
         let fixture = HnsFixture::new("hnsctl", L2BRIDGE_NETWORK).unwrap();
         assert_eq!(fixture.network_name, "cbr0");
-        assert!(HnsFixture::new("hnsctl", "--type L2Bridge").is_err());
+        let unnamed = HnsFixture::new("hnsctl", "--type L2Bridge").unwrap_err();
+        assert_eq!(unnamed.network_args, ["--type", "L2Bridge"]);
+        assert_eq!(
+            unnamed.to_string(),
+            r#"the HNS network arguments ["--type", "L2Bridge"] need --name NAME"#
+        );
         let overlay = HnsFixture::new("hnsctl", OVERLAY_NETWORK).unwrap();
         assert_eq!(overlay.network_name(), "flannel.4096");
         let foreign = overlay.with_foreign_network_type();

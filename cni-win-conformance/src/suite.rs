@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use conformance::Catalogue;
-use conformance::cli::{Suite, SuiteRun};
+use conformance::cli::{Suite, SuiteRun, UsageError};
+use thiserror::Error;
 
 use crate::cases;
-use crate::hns::{HnsFixture, L2BRIDGE_NETWORK};
+use crate::hns::{HnsFixture, L2BRIDGE_NETWORK, UnnamedNetwork};
 
 /// The options `cni-win-conformance` adds to `cni-conformance`.
 #[derive(Debug, Default)]
@@ -18,7 +19,23 @@ pub struct HnsSuite {
     network: Option<String>,
 }
 
+/// Why the HNS options cannot make a run.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HnsSuiteError {
+    /// An HNS option given without `--hnsctl`, which every HNS case runs on.
+    #[error("{option} needs --hnsctl")]
+    NeedsHnsctl {
+        /// The option given.
+        option: &'static str,
+    },
+    /// `--hns-network` does not name the network.
+    #[error("--hns-network: {0}")]
+    NetworkArgs(#[from] UnnamedNetwork),
+}
+
 impl Suite for HnsSuite {
+    type Error = HnsSuiteError;
+
     fn synopsis(&self) -> &'static str {
         "\n                       [--hnsctl PATH [--hns-network ARGS] [--hns-controls PATH]]"
     }
@@ -40,8 +57,8 @@ impl Suite for HnsSuite {
     fn option(
         &mut self,
         flag: &str,
-        value: &mut dyn FnMut() -> Result<OsString, String>,
-    ) -> Result<bool, String> {
+        value: &mut dyn FnMut() -> Result<OsString, UsageError>,
+    ) -> Result<bool, UsageError> {
         match flag {
             "--hnsctl" => self.hnsctl = Some(value()?.into()),
             "--hns-network" => self.network = Some(value()?.to_string_lossy().into_owned()),
@@ -51,20 +68,25 @@ impl Suite for HnsSuite {
         Ok(true)
     }
 
-    fn listing(&self) -> Result<Catalogue, String> {
+    fn listing(&self) -> Result<Catalogue, HnsSuiteError> {
         // The HNS cases' ids do not depend on the network, so they are listed without --hnsctl.
         Ok(cases::hns(&HnsFixture::new("hnsctl", L2BRIDGE_NETWORK)?))
     }
 
-    fn prepare(&self) -> Result<Option<SuiteRun>, String> {
+    fn prepare(&self) -> Result<Option<SuiteRun>, HnsSuiteError> {
         let fixture = match (&self.hnsctl, &self.network) {
             (Some(hnsctl), network) => {
-                HnsFixture::new(hnsctl, network.as_deref().unwrap_or(L2BRIDGE_NETWORK))
-                    .map_err(|e| format!("--hns-network: {e}"))?
+                HnsFixture::new(hnsctl, network.as_deref().unwrap_or(L2BRIDGE_NETWORK))?
             }
-            (None, Some(_)) => return Err("--hns-network needs --hnsctl".into()),
+            (None, Some(_)) => {
+                return Err(HnsSuiteError::NeedsHnsctl {
+                    option: "--hns-network",
+                });
+            }
             (None, None) if self.controls.is_some() => {
-                return Err("--hns-controls needs --hnsctl".into());
+                return Err(HnsSuiteError::NeedsHnsctl {
+                    option: "--hns-controls",
+                });
             }
             (None, None) => return Ok(None),
         };

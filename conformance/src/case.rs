@@ -7,23 +7,36 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use thiserror::Error;
 
 use crate::exec::{self, Exec, Invocation};
 use crate::fixture::{Fixture, Setting};
 use crate::launcher::Launcher;
+use crate::protocol::Violation;
 
-/// Why a case did not pass.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a case did not pass. The message is the case's line in the report, written by the
+/// check for that one case, so it stays prose rather than a variant per case.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Failure {
     /// The plugin broke a rule; the message says which and how.
+    #[error("{0}")]
     Fail(String),
     /// The case cannot run in this setting (e.g. it needs a valid config and none was given).
+    #[error("skipped: {0}")]
     Skip(String),
 }
 
+/// A check's own explanation (`format!` in a case) fails the case with it.
 impl From<String> for Failure {
     fn from(message: String) -> Failure {
         Failure::Fail(message)
+    }
+}
+
+/// A reply that breaks the protocol fails the case with the violation's message.
+impl From<Violation> for Failure {
+    fn from(violation: Violation) -> Failure {
+        Failure::Fail(violation.to_string())
     }
 }
 

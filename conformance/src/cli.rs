@@ -4,12 +4,15 @@
 //! Exit status: 0 when no case failed, 1 when one did, 2 for a usage error.
 
 use std::ffi::OsString;
+use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{Catalogue, Fixture, Harness, Launcher, Native, Wine, cases};
+use thiserror::Error;
+
+use crate::{Catalogue, Fixture, Harness, Launcher, Native, TemplateNotAnObject, Wine, cases};
 
 const USAGE: &str = "\
 usage: {program} --plugin PATH [--config FILE] [--cni-path DIR]... [--filter PREFIX]
@@ -39,6 +42,10 @@ pub struct SuiteRun {
 
 /// What a program adds to the protocol catalogue: options, cases and the fixture they run on.
 pub trait Suite {
+    /// Why the suite's options cannot make a run (e.g. an option given without the one it
+    /// needs); printed after the program's name, exit status 2.
+    type Error: std::error::Error + Send + Sync + 'static;
+
     /// Appended to the usage's first line, e.g. `"\n        [--hnsctl PATH]"`.
     fn synopsis(&self) -> &'static str;
 
@@ -49,14 +56,14 @@ pub trait Suite {
     fn option(
         &mut self,
         flag: &str,
-        value: &mut dyn FnMut() -> Result<OsString, String>,
-    ) -> Result<bool, String>;
+        value: &mut dyn FnMut() -> Result<OsString, UsageError>,
+    ) -> Result<bool, UsageError>;
 
     /// The suite's cases for `--list` (ids and sections only; nothing runs).
-    fn listing(&self) -> Result<Catalogue, String>;
+    fn listing(&self) -> Result<Catalogue, Self::Error>;
 
     /// The suite's cases and the run's fixture, or `None` when its options were not given.
-    fn prepare(&self) -> Result<Option<SuiteRun>, String>;
+    fn prepare(&self) -> Result<Option<SuiteRun>, Self::Error>;
 }
 
 /// The plain harness: the protocol catalogue, no fixture.
@@ -64,6 +71,8 @@ pub trait Suite {
 pub struct ProtocolOnly;
 
 impl Suite for ProtocolOnly {
+    type Error = std::convert::Infallible;
+
     fn synopsis(&self) -> &'static str {
         ""
     }
@@ -75,16 +84,16 @@ impl Suite for ProtocolOnly {
     fn option(
         &mut self,
         _flag: &str,
-        _value: &mut dyn FnMut() -> Result<OsString, String>,
-    ) -> Result<bool, String> {
+        _value: &mut dyn FnMut() -> Result<OsString, UsageError>,
+    ) -> Result<bool, UsageError> {
         Ok(false)
     }
 
-    fn listing(&self) -> Result<Catalogue, String> {
+    fn listing(&self) -> Result<Catalogue, Self::Error> {
         Ok(Catalogue::new())
     }
 
-    fn prepare(&self) -> Result<Option<SuiteRun>, String> {
+    fn prepare(&self) -> Result<Option<SuiteRun>, Self::Error> {
         Ok(None)
     }
 }
@@ -92,7 +101,7 @@ impl Suite for ProtocolOnly {
 /// Parses the process's arguments, runs, and maps the outcome to the exit status.
 pub fn main(program: &str, mut suite: impl Suite) -> ExitCode {
     let outcome = parse(std::env::args_os().skip(1), &mut suite)
-        .map_err(|usage| format!("{usage} (see --help)"))
+        .map_err(RunError::Usage)
         .and_then(|options| run(program, options, &suite));
     match outcome {
         Ok(code) => code,
@@ -103,7 +112,7 @@ pub fn main(program: &str, mut suite: impl Suite) -> ExitCode {
     }
 }
 
-fn usage(program: &str, suite: &dyn Suite) -> String {
+fn usage(program: &str, suite: &impl Suite) -> String {
     USAGE
         .replace("{program}", program)
         .replace("{suite_synopsis}", suite.synopsis())
@@ -141,10 +150,64 @@ impl LauncherChoice {
     }
 }
 
+/// A command line that does not say what to run; printed with "(see --help)", exit status 2.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum UsageError {
+    /// An option that takes a value came last.
+    #[error("{flag} needs a value")]
+    MissingValue {
+        /// The option, as given.
+        flag: String,
+    },
+    /// `--timeout-ms` is zero or not a number: a deadline must allow the call to run.
+    #[error("--timeout-ms needs a positive integer, got {got:?}")]
+    BadTimeout {
+        /// The value given.
+        got: OsString,
+    },
+    /// `--launcher` names no launcher this harness has.
+    #[error("--launcher must be native or wine, got {got:?}")]
+    UnknownLauncher {
+        /// The value given (empty when it is not UTF-8).
+        got: String,
+    },
+    /// Neither the harness nor the suite knows this argument.
+    #[error("unknown argument {0:?}")]
+    UnknownArgument(String),
+    /// A run without `--plugin`: there is nothing to test.
+    #[error("--plugin PATH is required")]
+    NoPlugin,
+}
+
+/// Why a command line could not run (as opposed to a case failing, which is exit status 1).
+#[derive(Debug, Error)]
+enum RunError<E> {
+    #[error("{0} (see --help)")]
+    Usage(#[from] UsageError),
+    #[error(transparent)]
+    Suite(E),
+    #[error("no case id starts with {filter:?} (see --list)")]
+    NoCaseSelected { filter: String },
+    #[error("cannot read --config {}: {source}", .path.display())]
+    ReadConfig { path: PathBuf, source: io::Error },
+    #[error("--config {} is not JSON: {source}", .path.display())]
+    ConfigNotJson {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("--config {}: {source}", .path.display())]
+    ConfigNotAnObject {
+        path: PathBuf,
+        source: TemplateNotAnObject,
+    },
+    #[error("cannot write --json-report {}: {source}", .path.display())]
+    WriteReport { path: PathBuf, source: io::Error },
+}
+
 fn parse(
     args: impl IntoIterator<Item = OsString>,
-    suite: &mut dyn Suite,
-) -> Result<Options, String> {
+    suite: &mut impl Suite,
+) -> Result<Options, UsageError> {
     let mut options = Options::default();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -158,7 +221,9 @@ fn parse(
             inline
                 .clone()
                 .or_else(|| args.next())
-                .ok_or_else(|| format!("{flag} needs a value"))
+                .ok_or_else(|| UsageError::MissingValue {
+                    flag: flag.to_owned(),
+                })
         };
         match flag.as_str() {
             "--plugin" => options.plugin = Some(value(&flag)?.into()),
@@ -172,7 +237,7 @@ fn parse(
                     .to_str()
                     .and_then(|s| s.parse::<u64>().ok())
                     .filter(|ms| *ms > 0)
-                    .ok_or_else(|| format!("--timeout-ms needs a positive integer, got {raw:?}"))?;
+                    .ok_or(UsageError::BadTimeout { got: raw })?;
                 options.timeout = Some(Duration::from_millis(ms));
             }
             "--launcher" => {
@@ -180,10 +245,9 @@ fn parse(
                     Some("native") => LauncherChoice::Native,
                     Some("wine") => LauncherChoice::Wine,
                     other => {
-                        return Err(format!(
-                            "--launcher must be native or wine, got {:?}",
-                            other.unwrap_or_default()
-                        ));
+                        return Err(UsageError::UnknownLauncher {
+                            got: other.unwrap_or_default().to_owned(),
+                        });
                     }
                 }
             }
@@ -191,33 +255,37 @@ fn parse(
             "--help" | "-h" => options.help = true,
             other => {
                 if !suite.option(other, &mut || value(other))? {
-                    return Err(format!("unknown argument {other:?}"));
+                    return Err(UsageError::UnknownArgument(other.to_owned()));
                 }
             }
         }
     }
     if options.plugin.is_none() && !options.list && !options.help {
-        return Err("--plugin PATH is required".into());
+        return Err(UsageError::NoPlugin);
     }
     Ok(options)
 }
 
-fn run(program: &str, options: Options, suite: &dyn Suite) -> Result<ExitCode, String> {
+fn run<S: Suite>(
+    program: &str,
+    options: Options,
+    suite: &S,
+) -> Result<ExitCode, RunError<S::Error>> {
     if options.help {
         println!("{}", usage(program, suite));
         return Ok(ExitCode::SUCCESS);
     }
-    let suite_run = suite.prepare()?;
+    let suite_run = suite.prepare().map_err(RunError::Suite)?;
     let mut catalogue = cases::protocol();
     if options.list {
-        catalogue.extend(suite.listing()?);
+        catalogue.extend(suite.listing().map_err(RunError::Suite)?);
         for case in catalogue.select(&options.filter) {
             println!("{:<36} {}", case.id(), case.section());
         }
         return Ok(ExitCode::SUCCESS);
     }
     let Some(plugin) = options.plugin else {
-        return Err("--plugin PATH is required".into());
+        return Err(UsageError::NoPlugin.into());
     };
     let mut harness = Harness::new(plugin)
         .with_launcher(options.launcher.launcher())
@@ -230,19 +298,22 @@ fn run(program: &str, options: Options, suite: &dyn Suite) -> Result<ExitCode, S
         harness = harness.with_fixture(fixture);
     }
     if catalogue.select(&options.filter).next().is_none() {
-        return Err(format!(
-            "no case id starts with {:?} (see --list)",
-            options.filter
-        ));
+        return Err(RunError::NoCaseSelected {
+            filter: options.filter,
+        });
     }
     if let Some(path) = options.config {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read --config {}: {e}", path.display()))?;
-        let template = serde_json::from_str(&text)
-            .map_err(|e| format!("--config {} is not JSON: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&path).map_err(|source| RunError::ReadConfig {
+            path: path.clone(),
+            source,
+        })?;
+        let template = serde_json::from_str(&text).map_err(|source| RunError::ConfigNotJson {
+            path: path.clone(),
+            source,
+        })?;
         harness = harness
             .with_config_template(template)
-            .map_err(|e| format!("--config {}: {e}", path.display()))?;
+            .map_err(|source| RunError::ConfigNotAnObject { path, source })?;
     }
 
     let report = harness.run(&catalogue, &options.filter);
@@ -250,7 +321,7 @@ fn run(program: &str, options: Options, suite: &dyn Suite) -> Result<ExitCode, S
     if let Some(path) = options.json_report {
         report
             .write_json(&path)
-            .map_err(|e| format!("cannot write --json-report {}: {e}", path.display()))?;
+            .map_err(|source| RunError::WriteReport { path, source })?;
     }
     Ok(if report.passed() {
         ExitCode::SUCCESS
@@ -306,26 +377,46 @@ mod tests {
 
     #[test]
     fn refuses_bad_command_lines_with_one_clear_message() {
-        let cases: [(&[&str], &str); 6] = [
+        let cases: [(&[&str], UsageError, &str); 6] = [
             (
                 &["--plugin", "p", "--frobnicate"],
+                UsageError::UnknownArgument("--frobnicate".into()),
                 "unknown argument \"--frobnicate\"",
             ),
-            (&["--plugin"], "--plugin needs a value"),
-            (&["--plugin", "p", "--timeout-ms", "0"], "positive integer"),
+            (
+                &["--plugin"],
+                UsageError::MissingValue {
+                    flag: "--plugin".into(),
+                },
+                "--plugin needs a value",
+            ),
+            (
+                &["--plugin", "p", "--timeout-ms", "0"],
+                UsageError::BadTimeout { got: "0".into() },
+                "--timeout-ms needs a positive integer, got \"0\"",
+            ),
             (
                 &["--plugin", "p", "--timeout-ms", "soon"],
-                "positive integer",
+                UsageError::BadTimeout { got: "soon".into() },
+                "--timeout-ms needs a positive integer, got \"soon\"",
             ),
-            (&["--filter", "env."], "--plugin PATH is required"),
+            (
+                &["--filter", "env."],
+                UsageError::NoPlugin,
+                "--plugin PATH is required",
+            ),
             (
                 &["--plugin", "p", "--launcher", "dosbox"],
-                "--launcher must be native or wine",
+                UsageError::UnknownLauncher {
+                    got: "dosbox".into(),
+                },
+                "--launcher must be native or wine, got \"dosbox\"",
             ),
         ];
-        for (line, needle) in cases {
+        for (line, expected, message) in cases {
             let err = parse(args(line), &mut ProtocolOnly).unwrap_err();
-            assert!(err.contains(needle), "{line:?}: {err}");
+            assert_eq!(err, expected, "{line:?}");
+            assert_eq!(err.to_string(), message, "{line:?}");
         }
     }
 }

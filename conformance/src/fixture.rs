@@ -17,17 +17,22 @@ use std::time::Duration;
 
 use crate::launcher::Launcher;
 
+/// Why a fixture could not set up or tear down a case's surroundings: the fixture's own error
+/// type, boxed because the harness holds fixtures of any kind behind one trait object. Its
+/// message becomes the case's failure message.
+pub type FixtureError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Sets up and tears down one case's surroundings.
 pub trait Fixture: fmt::Debug + Send + Sync {
     /// A short name for reports.
     fn name(&self) -> &str;
 
     /// Prepares the case; `Err` fails the case with the message, without running it.
-    fn set_up(&self, scope: &Scope<'_>) -> Result<Setting, String>;
+    fn set_up(&self, scope: &Scope<'_>) -> Result<Setting, FixtureError>;
 
     /// Undoes [`Fixture::set_up`]; runs whether the case passed or not. The scope's directory
     /// is removed by the harness afterwards.
-    fn tear_down(&self, scope: &Scope<'_>, setting: &Setting) -> Result<(), String> {
+    fn tear_down(&self, scope: &Scope<'_>, setting: &Setting) -> Result<(), FixtureError> {
         let _ = (scope, setting);
         Ok(())
     }
@@ -73,7 +78,7 @@ impl Fixture for Plain {
         "plain"
     }
 
-    fn set_up(&self, _scope: &Scope<'_>) -> Result<Setting, String> {
+    fn set_up(&self, _scope: &Scope<'_>) -> Result<Setting, FixtureError> {
         Ok(Setting {
             netns: PLACEHOLDER_NETNS.to_owned(),
             ..Setting::default()

@@ -5,10 +5,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use thiserror::Error;
 
 use crate::case::{Case, Context, Failure, Outcome};
 use crate::catalogue::Catalogue;
-use crate::fixture::{Fixture, Plain, Scope};
+use crate::fixture::{Fixture, FixtureError, Plain, Scope};
 use crate::launcher::{Launcher, Native};
 use crate::report::{CaseReport, Report, Verdict};
 use crate::schema::SPEC_VERSIONS;
@@ -63,15 +64,13 @@ impl Harness {
 
     /// A valid config for this plugin; cases set `cniVersion` (and `name` when it is absent).
     /// String values may use `{{caseDir}}` and the fixture's placeholders. Must be an object.
-    pub fn with_config_template(mut self, template: Value) -> Result<Harness, String> {
+    pub fn with_config_template(mut self, template: Value) -> Result<Harness, TemplateNotAnObject> {
         match template {
             Value::Object(map) => {
                 self.template = Some(map);
                 Ok(self)
             }
-            other => Err(format!(
-                "the config template must be a JSON object, found {other}"
-            )),
+            found => Err(TemplateNotAnObject { found }),
         }
     }
 
@@ -122,7 +121,7 @@ impl Harness {
         let dir = tempfile::Builder::new()
             .prefix("cni-conformance-")
             .tempdir()
-            .map_err(|e| format!("cannot create the case's temp dir: {e}"))?;
+            .map_err(Surroundings::CaseDir)?;
         let fixture = case.fixture().unwrap_or(&self.fixture);
         let scope = Scope {
             case_id: case.id(),
@@ -132,7 +131,10 @@ impl Harness {
         };
         let setting = fixture
             .set_up(&scope)
-            .map_err(|e| format!("fixture {} set-up failed: {e}", fixture.name()))?;
+            .map_err(|source| Surroundings::SetUp {
+                fixture: fixture.name().to_owned(),
+                source,
+            })?;
 
         let mut vars = setting.vars.clone();
         vars.insert("caseDir".into(), self.launcher.plugin_path(dir.path()));
@@ -157,15 +159,49 @@ impl Harness {
 
         match (fixture.tear_down(&scope, &setting), outcome) {
             (Ok(()), outcome) => outcome,
-            (Err(e), Ok(_)) => Err(Failure::Fail(format!(
-                "fixture {} tear-down failed: {e}",
-                fixture.name()
-            ))),
-            (Err(e), Err(Failure::Fail(why) | Failure::Skip(why))) => Err(Failure::Fail(format!(
-                "{why}; fixture {} tear-down also failed: {e}",
-                fixture.name()
-            ))),
+            (Err(source), Ok(_)) => Err(Surroundings::TearDown {
+                fixture: fixture.name().to_owned(),
+                source,
+            }
+            .into()),
+            (Err(source), Err(Failure::Fail(why) | Failure::Skip(why))) => {
+                Err(Failure::Fail(format!(
+                    "{why}; fixture {} tear-down also failed: {source}",
+                    fixture.name()
+                )))
+            }
         }
+    }
+}
+
+/// A config template that is not a JSON object, so it cannot be a network config.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("the config template must be a JSON object, found {found}")]
+pub struct TemplateNotAnObject {
+    /// What was given instead.
+    pub found: Value,
+}
+
+/// Why a case's surroundings could not be made or undone; fails the case with its message.
+#[derive(Debug, Error)]
+enum Surroundings {
+    #[error("cannot create the case's temp dir: {0}")]
+    CaseDir(#[source] std::io::Error),
+    #[error("fixture {fixture} set-up failed: {source}")]
+    SetUp {
+        fixture: String,
+        source: FixtureError,
+    },
+    #[error("fixture {fixture} tear-down failed: {source}")]
+    TearDown {
+        fixture: String,
+        source: FixtureError,
+    },
+}
+
+impl From<Surroundings> for Failure {
+    fn from(error: Surroundings) -> Failure {
+        Failure::Fail(error.to_string())
     }
 }
 

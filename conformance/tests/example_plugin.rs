@@ -2,7 +2,8 @@
 //! that later lanes build on.
 
 use conformance::{
-    Case, Catalogue, Failure, Fixture, Harness, Scope, Setting, Verdict, cases, protocol,
+    Case, Catalogue, Failure, Fixture, FixtureError, Harness, Scope, Setting, Verdict, cases,
+    protocol,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -88,13 +89,13 @@ impl Fixture for Recording {
         "recording"
     }
 
-    fn set_up(&self, scope: &Scope<'_>) -> Result<Setting, String> {
+    fn set_up(&self, scope: &Scope<'_>) -> Result<Setting, FixtureError> {
         self.calls
             .lock()
             .unwrap()
             .push(format!("set_up {}", scope.case_id));
         let state = scope.dir.join("state");
-        std::fs::create_dir(&state).map_err(|e| e.to_string())?;
+        std::fs::create_dir(&state)?;
         self.state_dirs.lock().unwrap().push(state.clone());
         let mut setting = Setting {
             netns: "fixture-netns".into(),
@@ -111,7 +112,7 @@ impl Fixture for Recording {
         Ok(setting)
     }
 
-    fn tear_down(&self, scope: &Scope<'_>, setting: &Setting) -> Result<(), String> {
+    fn tear_down(&self, scope: &Scope<'_>, setting: &Setting) -> Result<(), FixtureError> {
         self.calls
             .lock()
             .unwrap()
@@ -128,8 +129,8 @@ impl Fixture for Broken {
         "broken"
     }
 
-    fn set_up(&self, _: &Scope<'_>) -> Result<Setting, String> {
-        Err("no emulator here".into())
+    fn set_up(&self, _: &Scope<'_>) -> Result<Setting, FixtureError> {
+        Err(std::io::Error::other("no emulator here").into())
     }
 }
 

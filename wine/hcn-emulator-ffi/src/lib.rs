@@ -23,7 +23,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::OnceLock;
 
 use hns::raw::Handle;
-use hns::{ErrorRecord, Function, Guid, HResult, RawError};
+use hns::{ErrorRecord, Function, Guid, HResult, HnsError, RawError};
 use hns_emulator::{Emulator, HcnFailure};
 use windows::Win32::System::Com::CoTaskMemAlloc;
 use windows::core::{GUID, HRESULT, PCWSTR, PWSTR};
@@ -38,11 +38,11 @@ const E_OUTOFMEMORY: HResult = HResult(0x8007_000E);
 /// A failure to open it (variable unset, directory unusable) is kept and
 /// reported by every call, as an unreachable service would be.
 pub fn emulator(function: Function) -> Result<&'static Emulator, RawError> {
-    static EMULATOR: OnceLock<Result<Emulator, String>> = OnceLock::new();
+    static EMULATOR: OnceLock<Result<Emulator, HnsError>> = OnceLock::new();
     EMULATOR
-        .get_or_init(|| Emulator::from_env().map_err(|error| error.to_string()))
+        .get_or_init(Emulator::from_env)
         .as_ref()
-        .map_err(|message| fail(function, HResult::E_FAIL, message))
+        .map_err(|error| fail(function, HResult::E_FAIL, &error.to_string()))
 }
 
 /// Runs an export that returns a string in `out` (`Enumerate*`, `Query*Properties`).
