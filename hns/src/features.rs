@@ -37,12 +37,17 @@ impl fmt::Display for HnsVersion {
     }
 }
 
+/// Text that is not an HNS version (`MAJOR.MINOR`), e.g. from an operator's command line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid HNS version {0:?}: expected MAJOR.MINOR, e.g. 13.2")]
+pub struct HnsVersionParseError(String);
+
 impl std::str::FromStr for HnsVersion {
-    type Err = String;
+    type Err = HnsVersionParseError;
 
     /// Parses `MAJOR.MINOR`.
-    fn from_str(text: &str) -> Result<HnsVersion, String> {
-        let error = || format!("invalid HNS version {text:?}: expected MAJOR.MINOR, e.g. 13.2");
+    fn from_str(text: &str) -> Result<HnsVersion, HnsVersionParseError> {
+        let error = || HnsVersionParseError(text.to_owned());
         let (major, minor) = text.trim().split_once('.').ok_or_else(error)?;
         Ok(HnsVersion::new(
             major.parse().map_err(|_| error())?,

@@ -141,11 +141,18 @@ impl fmt::Debug for HResult {
     }
 }
 
+/// Text that is not an HRESULT, e.g. a fault an operator asked `hnsctl` to inject.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "invalid HRESULT {0:?}: give 0x803B0002, a decimal value, or a name such as HCN_E_ENDPOINT_NOT_FOUND"
+)]
+pub struct HResultParseError(String);
+
 impl std::str::FromStr for HResult {
-    type Err = String;
+    type Err = HResultParseError;
 
     /// Accepts `0x803B0002`, a decimal value, or a symbolic name from the table.
-    fn from_str(text: &str) -> Result<HResult, String> {
+    fn from_str(text: &str) -> Result<HResult, HResultParseError> {
         let text = text.trim();
         let parsed = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"))
         {
@@ -159,9 +166,9 @@ impl std::str::FromStr for HResult {
                 .find(|code| code.name() == Some(text))
                 .map(|code| code.0)
         };
-        parsed.map(HResult).ok_or_else(|| {
-            format!("invalid HRESULT {text:?}: give 0x803B0002, a decimal value, or a name such as HCN_E_ENDPOINT_NOT_FOUND")
-        })
+        parsed
+            .map(HResult)
+            .ok_or_else(|| HResultParseError(text.to_owned()))
     }
 }
 
