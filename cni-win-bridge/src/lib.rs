@@ -19,7 +19,7 @@ use std::net::IpAddr;
 
 use cni::Error;
 use cni_win_core::{NatException, NetworkKind};
-use hns::schema::HostComputeNetwork;
+use hns::schema::{HostComputeNetwork, Subnet};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 
@@ -68,7 +68,7 @@ impl NetworkKind for Bridge {
 
     fn gateway(
         &self,
-        _network: &HostComputeNetwork,
+        _holding: &Subnet,
         subnet: IpNetwork,
         ipam_gateway: Option<IpAddr>,
     ) -> Result<IpAddr, Error> {
@@ -120,9 +120,10 @@ mod tests {
     }
 
     fn gateway(bridge: &Bridge, subnet: &str, ipam: Option<&str>) -> Result<IpAddr, Error> {
+        let subnet: IpNetwork = subnet.parse().unwrap();
         bridge.gateway(
-            &HostComputeNetwork::default(),
-            subnet.parse().unwrap(),
+            &Subnet::new(subnet.into()),
+            subnet,
             ipam.map(|g| g.parse().unwrap()),
         )
     }

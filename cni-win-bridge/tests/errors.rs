@@ -208,3 +208,23 @@ fn status_excludes_the_pod_gateway_as_add_does() {
     node.del("d", None, &config).silent();
     status().silent();
 }
+
+#[test]
+fn a_range_outside_the_hns_subnet_is_refused_before_anything_is_allocated() {
+    // cbr0 is 10.244.1.0/24: HNS refuses every address of 10.244.2.0/24, so STATUS must not
+    // say ready, and ADD must fail before host-local reserves one.
+    let node = common::node("outside-subnet");
+    let mut config = config(&node, "1.1.0");
+    config["ipam"]["subnet"] = json!("10.244.2.0/24");
+    let msg = node.run(&Call::network("STATUS", &config)).error(50);
+    assert!(
+        msg.contains("10.244.2.0/24") && msg.contains("10.244.1.0/24"),
+        "{msg}"
+    );
+    let msg = node.add("pod", &node.namespace(), &config).error(7);
+    assert!(
+        msg.contains("ipam subnet 10.244.2.0/24 is not inside HNS network"),
+        "{msg}"
+    );
+    assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
+}

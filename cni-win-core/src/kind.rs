@@ -9,7 +9,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use cni::Error;
-use hns::schema::{EndpointPolicy, HostComputeNetwork, IpPrefix, MacAddress};
+use hns::schema::{EndpointPolicy, HostComputeNetwork, IpPrefix, MacAddress, Subnet};
 use ipnetwork::IpNetwork;
 use serde::de::DeserializeOwned;
 
@@ -67,12 +67,14 @@ pub trait NetworkKind: fmt::Debug + Sized {
     }
 
     /// The pod's gateway in `subnet` (an IPAM range's subnet): the next hop of the endpoint's
-    /// default route and the `gateway` of the result. `ipam_gateway` is the gateway the IPAM
-    /// config sets explicitly for that range, if any. The core keeps it out of host-local's
-    /// pool, so no pod is ever given its own gateway.
+    /// default route and the `gateway` of the result. `holding` is the HNS subnet that
+    /// contains `subnet`: the core finds it for every kind, and refuses a range outside the
+    /// network's subnets, since HNS refuses every address there. `ipam_gateway` is the
+    /// gateway the IPAM config sets explicitly for that range, if any. The core keeps the
+    /// result out of host-local's pool, so no pod is ever given its own gateway.
     fn gateway(
         &self,
-        network: &HostComputeNetwork,
+        holding: &Subnet,
         subnet: IpNetwork,
         ipam_gateway: Option<IpAddr>,
     ) -> Result<IpAddr, Error>;

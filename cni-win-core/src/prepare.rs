@@ -13,7 +13,7 @@
 use std::net::IpAddr;
 
 use cni::{CniArgs, Error, NetConf, Request};
-use hns::schema::Subnet;
+use hns::schema::{HostComputeNetwork, Subnet};
 use hns::{Client, Guid, HnsError, OpenNetwork, RawHcn};
 use ipnetwork::IpNetwork;
 
@@ -172,10 +172,12 @@ impl<K: NetworkKind> Prepared<K> {
         let mut gateways = Vec::new();
         if let Some(ipam) = &self.ipam {
             for range in ipam.ranges() {
-                let gateway = self
-                    .conf
-                    .kind
-                    .gateway(properties, range.subnet, range.configured_gateway())
+                let gateway = holding_subnet(properties, range.subnet)
+                    .and_then(|holding| {
+                        self.conf
+                            .kind
+                            .gateway(holding, range.subnet, range.configured_gateway())
+                    })
                     .map_err(Unusable::Unfit)?;
                 gateways.push((range.subnet, gateway));
             }
@@ -200,12 +202,35 @@ impl<K: NetworkKind> Prepared<K> {
             None => {
                 let subnet = IpNetwork::new(address.network(), address.prefix())
                     .map_err(|e| Error::internal(format!("IPAM address {address}: {e}")))?;
-                self.conf
-                    .kind
-                    .gateway(network.open.properties(), subnet, None)
+                let holding = holding_subnet(network.open.properties(), subnet)?;
+                self.conf.kind.gateway(holding, subnet, None)
             }
         }
     }
+}
+
+/// The HNS subnet that contains the IPAM subnet `subnet`. HNS refuses an endpoint address
+/// outside the network's subnets, so a range there could never give a pod an address: it is
+/// refused before anything is allocated, and STATUS says so.
+fn holding_subnet(network: &HostComputeNetwork, subnet: IpNetwork) -> Result<&Subnet, Error> {
+    network
+        .subnets()
+        .find(|candidate| {
+            let prefix = candidate.ip_address_prefix.network();
+            prefix.prefix() <= subnet.prefix() && prefix.contains(subnet.network())
+        })
+        .ok_or_else(|| {
+            let prefixes: Vec<String> = network
+                .subnets()
+                .map(|s| s.ip_address_prefix.to_string())
+                .collect();
+            Error::invalid_config(format!(
+                "ipam subnet {subnet} is not inside HNS network {:?} (subnets {prefixes:?}), and \
+                 HNS refuses endpoint addresses outside them; the ipam subnet must be this node's \
+                 part of the network (with Flannel, its FLANNEL_SUBNET)",
+                network.name
+            ))
+        })
 }
 
 impl Unusable {

@@ -29,7 +29,9 @@ use std::net::IpAddr;
 use cni::Error;
 use cni_win_core::{NatException, NetworkKind};
 use hns::schema::policy::ProviderAddressPolicy;
-use hns::schema::{EndpointPolicy, HostComputeNetwork, MacAddress, NetworkPolicy, SubnetPolicy};
+use hns::schema::{
+    EndpointPolicy, HostComputeNetwork, MacAddress, NetworkPolicy, Subnet, SubnetPolicy,
+};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 
@@ -166,29 +168,14 @@ impl NetworkKind for Overlay {
 
     fn gateway(
         &self,
-        network: &HostComputeNetwork,
-        subnet: IpNetwork,
+        holding: &Subnet,
+        _subnet: IpNetwork,
         _ipam_gateway: Option<IpAddr>,
     ) -> Result<IpAddr, Error> {
-        let holding = network.subnets().find(|candidate| {
-            let prefix = candidate.ip_address_prefix.network();
-            prefix.prefix() <= subnet.prefix() && prefix.contains(subnet.network())
-        });
-        let Some(holding) = holding else {
-            let prefixes: Vec<String> = network
-                .subnets()
-                .map(|s| s.ip_address_prefix.to_string())
-                .collect();
-            return Err(Error::invalid_config(format!(
-                "ipam subnet {subnet} is not inside HNS network {:?} (subnets {prefixes:?}); the \
-                 ipam subnet must be this node's lease (Flannel's FLANNEL_SUBNET)",
-                network.name
-            )));
-        };
         holding.gateway().ok_or_else(|| {
             Error::invalid_config(format!(
-                "HNS network {:?} subnet {} has no default route, so there is no gateway for pods",
-                network.name, holding.ip_address_prefix
+                "HNS subnet {} has no default route, so there is no gateway for pods",
+                holding.ip_address_prefix
             ))
         })
     }
@@ -362,18 +349,12 @@ mod tests {
     fn the_gateway_is_the_hns_subnets() {
         let c = config("{}");
         let net = network(Some(4096), None);
-        let gateway = |subnet: &str| c.gateway(&net, subnet.parse().unwrap(), None);
-        assert_eq!(gateway("10.244.1.0/24").unwrap().to_string(), "10.244.1.1");
-        assert_eq!(
-            gateway("10.244.1.128/25").unwrap().to_string(),
-            "10.244.1.1"
-        );
-        assert!(
-            gateway("10.244.2.0/24")
-                .unwrap_err()
-                .msg()
-                .contains("10.244.1.0/24")
-        );
+        let holding = net.subnets().next().unwrap();
+        let gateway = c.gateway(holding, "10.244.1.128/25".parse().unwrap(), None);
+        assert_eq!(gateway.unwrap().to_string(), "10.244.1.1");
+        let no_route = Subnet::new(holding.ip_address_prefix);
+        let error = c.gateway(&no_route, "10.244.1.0/24".parse().unwrap(), None);
+        assert!(error.unwrap_err().msg().contains("no default route"));
     }
 
     #[test]
