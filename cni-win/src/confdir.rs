@@ -18,13 +18,6 @@ use serde_json::{Map, Value};
 use crate::error::Error;
 use crate::lint::plugin_conf;
 
-/// The config directory containerd uses on Windows by default (and libcni's elsewhere).
-#[cfg(windows)]
-pub const DEFAULT_CONF_DIR: &str = r"C:\Program Files\containerd\cni\conf";
-/// The config directory containerd uses on Windows by default (and libcni's elsewhere).
-#[cfg(not(windows))]
-pub const DEFAULT_CONF_DIR: &str = "/etc/cni/net.d";
-
 /// The file extensions libcni loads.
 const EXTENSIONS: [&str; 3] = ["conf", "conflist", "json"];
 

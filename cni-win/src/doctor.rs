@@ -25,19 +25,19 @@ use hns::schema::{EndpointFlags, HostComputeEndpoint};
 use ipnetwork::IpNetwork;
 use serde::Serialize;
 
-use crate::confdir::{self, DEFAULT_CONF_DIR, Network, Plugin};
+use crate::confdir::{self, Network, Plugin};
+use crate::defaults;
 use crate::error::Error;
-use crate::install::DEFAULT_BIN_DIR;
 use crate::sweep::{self, AttachmentLocks};
 
 /// Checks the node's HNS, configs, binaries and store, and says what to fix.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The CNI config directory the runtime reads (containerd's `conf_dir`).
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_CONF_DIR)]
+    #[arg(long, value_name = "DIR", default_value = defaults::CONF_DIR)]
     conf_dir: PathBuf,
     /// Where the runtime finds the plugins (containerd's `bin_dir`).
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_BIN_DIR)]
+    #[arg(long, value_name = "DIR", default_value = defaults::BIN_DIR)]
     bin_dir: PathBuf,
     /// Print JSON instead of the report.
     #[arg(long)]

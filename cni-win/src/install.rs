@@ -8,20 +8,12 @@ use std::path::{Path, PathBuf};
 use crate::binaries::{self, Swap};
 use crate::checksums::{self, Sha256Sums};
 use crate::containerd;
+use crate::defaults;
 use crate::error::Error;
 use crate::fsutil::{self, Existing};
 use crate::lint;
 use crate::record::{Record, Written};
 use crate::templates::{self, Template};
-
-#[cfg(windows)]
-pub const DEFAULT_BIN_DIR: &str = r"C:\opt\cni\bin";
-#[cfg(windows)]
-pub const DEFAULT_CONF_DIR: &str = r"C:\etc\cni\net.d";
-#[cfg(not(windows))]
-pub const DEFAULT_BIN_DIR: &str = "/opt/cni/bin";
-#[cfg(not(windows))]
-pub const DEFAULT_CONF_DIR: &str = "/etc/cni/net.d";
 
 /// Installs the plugins and a conflist (what a HostProcess init container runs).
 #[derive(Debug, clap::Args)]
@@ -32,10 +24,10 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     source: Option<PathBuf>,
     /// The CNI bin directory containerd runs plugins from
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_BIN_DIR)]
+    #[arg(long, value_name = "DIR", default_value = defaults::BIN_DIR)]
     bin_dir: PathBuf,
     /// The CNI config directory containerd reads
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_CONF_DIR)]
+    #[arg(long, value_name = "DIR", default_value = defaults::CONF_DIR)]
     conf_dir: PathBuf,
     /// The conflist to write
     #[arg(long, value_name = "TEMPLATE")]

@@ -17,6 +17,7 @@ mod binaries;
 mod checksums;
 mod confdir;
 mod containerd;
+mod defaults;
 mod doctor;
 mod error;
 mod fsutil;

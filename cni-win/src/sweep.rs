@@ -22,14 +22,15 @@ use cni_win_core::node::{self, Reservation};
 use hns::Client;
 use serde::Serialize;
 
-use crate::confdir::{self, DEFAULT_CONF_DIR, Network};
+use crate::confdir::{self, Network};
+use crate::defaults;
 use crate::error::Error;
 
 /// Removes stale endpoints and reservations of cni-win's networks (dry run unless --apply).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The CNI config directory the runtime reads (containerd's `conf_dir`).
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_CONF_DIR)]
+    #[arg(long, value_name = "DIR", default_value = defaults::CONF_DIR)]
     conf_dir: PathBuf,
     /// `CNI_PATH` for a delegated IPAM plugin's DEL (host-local runs in-process).
     #[arg(long, value_name = "DIR")]

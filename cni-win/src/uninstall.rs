@@ -7,16 +7,16 @@ use std::path::{Path, PathBuf};
 
 use crate::binaries::{self, Swap};
 use crate::checksums;
+use crate::defaults;
 use crate::error::Error;
 use crate::fsutil::{self, Existing};
-use crate::install::DEFAULT_BIN_DIR;
 use crate::record::{Record, Written};
 
 /// Removes what `cni-win install` wrote, restoring what it replaced.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The CNI bin directory install wrote to (its record is there)
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_BIN_DIR)]
+    #[arg(long, value_name = "DIR", default_value = defaults::BIN_DIR)]
     bin_dir: PathBuf,
     /// Shows what uninstall would do and changes nothing
     #[arg(long)]
