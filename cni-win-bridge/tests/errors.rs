@@ -48,11 +48,15 @@ fn bad_policies_and_port_mappings_are_named() {
         ),
         (
             json!({"policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.0.0.5"]}}}]}),
-            r#"policies[0].value: OutBoundNAT {"Settings":{"Exceptions":["10.0.0.5"]},"Type":"OutBoundNAT"} does not have the V2 settings HNS accepts for its type: Exceptions[0]: "10.0.0.5" is not a CIDR prefix"#,
+            r#"policies[0] OutBoundNAT exception: "10.0.0.5" is not a CIDR (expected e.g. 10.244.0.0/16)"#,
         ),
         (
             json!({"policies": [{"name": "EndpointPolicy", "value": {"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.0.0"}}}]}),
             "ProviderAddress: invalid IP address syntax",
+        ),
+        (
+            json!({"policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "Settings": {"Exceptions": ["10.0.0.0/33"]}}}]}),
+            r#"does not have the V2 settings HNS accepts for its type: Exceptions[0]: "10.0.0.0/33" is neither an IP address nor a CIDR prefix"#,
         ),
         (json!({"ipMasqNetwork": "10.244.0.0"}), "ipMasqNetwork"),
         (

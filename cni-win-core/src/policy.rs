@@ -12,7 +12,7 @@ use cni::Error;
 use hns::schema::policy::{
     AclAction, AclDirection, AclPolicy, AclRuleType, OutboundNatPolicy, PortMappingPolicy,
 };
-use hns::schema::{EndpointPolicy, HostComputeNetwork, IpPrefix, NatFlags};
+use hns::schema::{AddressOrPrefix, EndpointPolicy, HostComputeNetwork, IpPrefix, NatFlags};
 use ipnetwork::IpNetwork;
 
 use crate::config::{Conf, PortMapping};
@@ -91,7 +91,15 @@ impl NatMerge {
             )));
         }
         for exception in &settings.exceptions {
-            self.add_exception(source, *exception);
+            match exception {
+                AddressOrPrefix::Prefix(prefix) => self.add_exception(source, *prefix),
+                // HNS would except that one host only: almost always a forgotten `/prefix`.
+                AddressOrPrefix::Address(_) => {
+                    return Err(Error::invalid_config(format!(
+                        "{source} OutBoundNAT exception: \"{exception}\" is not a CIDR (expected e.g. 10.244.0.0/16)"
+                    )));
+                }
+            }
         }
         Ok(())
     }
@@ -105,7 +113,7 @@ impl NatMerge {
         let (_, merged) = self
             .merged
             .get_or_insert_with(|| (source.to_owned(), OutboundNatPolicy::default()));
-        merged.exceptions.push(exception);
+        merged.exceptions.push(exception.into());
     }
 
     fn finish(self) -> Option<OutboundNatPolicy> {

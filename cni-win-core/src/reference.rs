@@ -272,8 +272,10 @@ fn canonical(policies: &[EndpointPolicy]) -> Vec<EndpointPolicy> {
     }
     for policy in &mut out {
         if let EndpointPolicy::OutboundNat(nat) = policy {
-            nat.exceptions
-                .sort_unstable_by_key(|prefix| (prefix.ip(), prefix.length()));
+            nat.exceptions.sort_unstable_by_key(|exception| {
+                let network = exception.network();
+                (network.ip(), network.prefix())
+            });
             nat.exceptions.dedup();
         }
     }

@@ -5,10 +5,16 @@
 //! generic error: a bad endpoint IP is `HCN_E_INVALID_IP`, a bad subnet makes
 //! the network invalid, a bad MAC is `E_INVALIDARG`. So a decode failure is
 //! looked up here by *where* it happened: the field path the schema reports,
-//! and the raw value found there in the document. A field with a rule and a
-//! string value gets the rule's HRESULT and a record naming field and value;
-//! anything else (not JSON, wrong shape, a number where a string belongs) is
+//! and the raw value found there in the document. A field with a rule whose
+//! value is a string, or which is missing, gets the rule's HRESULT and a record
+//! naming the field and the value; anything else (not JSON, wrong shape, a
+//! number where a string belongs, a string where a list belongs) is
 //! `HCN_E_INVALID_JSON`, as before.
+//!
+//! Values the old string schema let through and HNS is not known to take are
+//! refused now: a DNS server that is not an address, an empty `ProviderAddress`,
+//! a prefix with spaces. Addresses and MACs read back in HNS's own spelling
+//! (upper-case dashes, compressed IPv6), whatever spelling the client used.
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -20,8 +26,8 @@ use crate::schema::{self, DecodeError};
 /// What HNS answers for a malformed value at one field.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ValueRule {
-    /// The field's keys from the document root, array indices left out
-    /// (`["Ipams", "Subnets", "IpAddressPrefix"]`).
+    /// The field's keys from the document root, each array index as `[]`
+    /// (`["Ipams", "[]", "Subnets", "[]", "IpAddressPrefix"]`).
     pub(crate) field: &'static [&'static str],
     /// The HRESULT HNS returns.
     pub(crate) code: HResult,
@@ -32,7 +38,7 @@ pub(crate) struct ValueRule {
 /// `HcnCreateEndpoint` settings.
 pub(crate) const ENDPOINT_RULES: &[ValueRule] = &[
     ValueRule {
-        field: &["IpConfigurations", "IpAddress"],
+        field: &["IpConfigurations", "[]", "IpAddress"],
         code: HResult::HCN_E_INVALID_IP,
         expected: "an IP address",
     },
@@ -42,17 +48,17 @@ pub(crate) const ENDPOINT_RULES: &[ValueRule] = &[
         expected: "a MAC address",
     },
     ValueRule {
-        field: &["Routes", "NextHop"],
+        field: &["Routes", "[]", "NextHop"],
         code: HResult::E_INVALIDARG,
         expected: "an IP address",
     },
     ValueRule {
-        field: &["Routes", "DestinationPrefix"],
+        field: &["Routes", "[]", "DestinationPrefix"],
         code: HResult::E_INVALIDARG,
         expected: "a CIDR prefix",
     },
     ValueRule {
-        field: &["Dns", "ServerList"],
+        field: &["Dns", "ServerList", "[]"],
         code: HResult::E_INVALIDARG,
         expected: "an IP address",
     },
@@ -61,32 +67,40 @@ pub(crate) const ENDPOINT_RULES: &[ValueRule] = &[
 /// `HcnCreateNetwork` settings: any malformed address makes the network invalid.
 pub(crate) const NETWORK_RULES: &[ValueRule] = &[
     ValueRule {
-        field: &["Ipams", "Subnets", "IpAddressPrefix"],
+        field: &["Ipams", "[]", "Subnets", "[]", "IpAddressPrefix"],
         code: HResult::HCN_E_INVALID_NETWORK,
         expected: "a CIDR prefix",
     },
     ValueRule {
-        field: &["Ipams", "Subnets", "Routes", "NextHop"],
+        field: &["Ipams", "[]", "Subnets", "[]", "Routes", "[]", "NextHop"],
         code: HResult::HCN_E_INVALID_NETWORK,
         expected: "an IP address",
     },
     ValueRule {
-        field: &["Ipams", "Subnets", "Routes", "DestinationPrefix"],
+        field: &[
+            "Ipams",
+            "[]",
+            "Subnets",
+            "[]",
+            "Routes",
+            "[]",
+            "DestinationPrefix",
+        ],
         code: HResult::HCN_E_INVALID_NETWORK,
         expected: "a CIDR prefix",
     },
     ValueRule {
-        field: &["MacPool", "Ranges", "StartMacAddress"],
+        field: &["MacPool", "Ranges", "[]", "StartMacAddress"],
         code: HResult::HCN_E_INVALID_NETWORK,
         expected: "a MAC address",
     },
     ValueRule {
-        field: &["MacPool", "Ranges", "EndMacAddress"],
+        field: &["MacPool", "Ranges", "[]", "EndMacAddress"],
         code: HResult::HCN_E_INVALID_NETWORK,
         expected: "a MAC address",
     },
     ValueRule {
-        field: &["Dns", "ServerList"],
+        field: &["Dns", "ServerList", "[]"],
         code: HResult::HCN_E_INVALID_NETWORK,
         expected: "an IP address",
     },
@@ -103,28 +117,50 @@ pub(crate) fn read<T: DeserializeOwned>(
 }
 
 fn failure(what: &str, json: &str, rules: &[ValueRule], error: &DecodeError) -> HcnFailure {
+    let missing = missing_field(error);
     let value_rule = (!error.is_syntax())
         .then(|| serde_json::from_str::<Value>(json).ok())
         .flatten()
         .and_then(|document| {
-            let (keys, value) = locate(&document, error.path())?;
+            let (mut keys, value) = locate(&document, error.path())?;
+            let (path, raw) = match missing.as_deref() {
+                // A required field left out, as Go clients with `omitempty` do with an
+                // empty value: HNS answers as for a bad value of that field.
+                Some(field) if value.is_object() => {
+                    keys.push(field);
+                    (format!("{}.{field}", error.path()), "(missing)".to_owned())
+                }
+                Some(_) => return None,
+                None if value.is_string() => (error.path().to_owned(), value.to_string()),
+                None => return None,
+            };
             let rule = rules.iter().find(|rule| rule.field == keys.as_slice())?;
-            value.is_string().then(|| (*rule, value.to_string()))
+            Some((*rule, path, raw))
         });
     match value_rule {
-        Some((rule, raw)) => HcnFailure::new(
+        Some((rule, path, raw)) => HcnFailure::new(
             rule.code,
-            format!("({} {raw} is not {})", error.path(), rule.expected),
+            format!("({path} {raw} is not {})", rule.expected),
         ),
         None => HcnFailure::invalid_json(what, error),
     }
 }
 
+/// The field a "missing field" decode error names, e.g. `IpAddress`.
+fn missing_field(error: &DecodeError) -> Option<String> {
+    let reason = error.reason();
+    let field = reason.strip_prefix("missing field `")?.split('`').next()?;
+    Some(field.to_owned())
+}
+
 /// Follows a decode error's path (`Ipams[0].Subnets[1].IpAddressPrefix`) through the
-/// document: the keys on the way, without indices, and the value at its end.
+/// document: the keys on the way with each index as `[]`, and the value at its end.
 fn locate<'a>(document: &'a Value, path: &str) -> Option<(Vec<&'a str>, &'a Value)> {
     let mut keys = Vec::new();
     let mut here = document;
+    if path == "." {
+        return Some((keys, here));
+    }
     for segment in path.split('.') {
         let (key, indices) = segment.split_once('[').unwrap_or((segment, ""));
         if !key.is_empty() {
@@ -135,6 +171,7 @@ fn locate<'a>(document: &'a Value, path: &str) -> Option<(Vec<&'a str>, &'a Valu
         for index in indices.split('[').filter(|index| !index.is_empty()) {
             let index: usize = index.strip_suffix(']')?.parse().ok()?;
             here = here.as_array()?.get(index)?;
+            keys.push("[]");
         }
     }
     Some((keys, here))
@@ -180,12 +217,33 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_value_is_answered_as_a_bad_one() {
+        let failure = endpoint(r#"{"IpConfigurations":[{"PrefixLength":24}]}"#);
+        assert_eq!(failure.code, HResult::HCN_E_INVALID_IP);
+        assert_eq!(
+            failure.detail,
+            "(IpConfigurations[0].IpAddress (missing) is not an IP address)"
+        );
+        let network = read::<HostComputeNetwork>(
+            "network settings",
+            r#"{"Name":"n","Ipams":[{"Subnets":[{"Routes":[]}]}]}"#,
+            NETWORK_RULES,
+        )
+        .unwrap_err();
+        assert_eq!(network.code, HResult::HCN_E_INVALID_NETWORK);
+        assert_eq!(
+            endpoint(r#"{"Routes":[{"NextHop":"10.0.0.1"}]}"#).code,
+            HResult::E_INVALIDARG
+        );
+    }
+
+    #[test]
     fn shape_errors_stay_invalid_json() {
         for json in [
             "{",
             r#"{"IpConfigurations":"10.0.0.5"}"#,
             r#"{"IpConfigurations":[{"IpAddress":5}]}"#,
-            r#"{"IpConfigurations":[{"PrefixLength":24}]}"#,
+            r#"{"Dns":{"ServerList":"10.0.0.10"}}"#,
             r#"{"Name":"a"} trailing"#,
         ] {
             assert_eq!(endpoint(json).code, HResult::HCN_E_INVALID_JSON, "{json}");
@@ -196,7 +254,10 @@ mod tests {
     fn paths_are_followed_through_objects_and_arrays() {
         let document: Value = serde_json::from_str(r#"{"A":[{"B":[1,{"C":"x"}]}]}"#).unwrap();
         let (keys, value) = locate(&document, "A[0].B[1].C").unwrap();
-        assert_eq!((keys, value), (vec!["A", "B", "C"], &Value::from("x")));
+        assert_eq!(
+            (keys, value),
+            (vec!["A", "[]", "B", "[]", "C"], &Value::from("x"))
+        );
         assert!(locate(&document, "A[3].B").is_none());
         assert!(locate(&document, "Z").is_none());
     }

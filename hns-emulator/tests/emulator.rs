@@ -738,3 +738,34 @@ fn stale_index_entries_are_ignored() {
     create(&client, network, "a", "10.244.1.5").unwrap();
     assert_eq!(client.list_endpoint_ids(Some(network)).unwrap().len(), 1);
 }
+
+/// What HNS takes is taken: a NAT exception for one host, a documented policy type this crate
+/// does not model with keys of its own, the reference's `"VIP":""`. Only the modelled types'
+/// settings are judged.
+#[test]
+fn documents_hns_takes_are_taken() {
+    let dir = TempDir::new("taken");
+    let emulator = Emulator::open(&dir.0).unwrap();
+    let network = emulator
+        .create_network(
+            &Guid::ZERO,
+            r#"{"Name":"n","Type":"L2Bridge","Ipams":[{"Subnets":[{"IpAddressPrefix":"10.0.0.0/24","Routes":[{"NextHop":"10.0.0.1","DestinationPrefix":"0.0.0.0/0"}]}]}]}"#,
+        )
+        .unwrap();
+    let policies = [
+        r#"{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.96.0.10","10.244.0.0/16"]}}"#,
+        r#"{"Type":"L4WFPPROXY","Settings":{"InboundProxyPort":"15001"},"Id":"x"}"#,
+        r#"{"Type":"PortMapping","Settings":{"Protocol":6,"InternalPort":80,"ExternalPort":8080,"VIP":""}}"#,
+    ];
+    for (n, policy) in policies.iter().enumerate() {
+        let settings = format!(
+            r#"{{"Name":"e{n}","IpConfigurations":[{{"IpAddress":"10.0.0.{}"}}],"Policies":[{policy}]}}"#,
+            n + 5
+        );
+        let endpoint = emulator
+            .create_endpoint(&network, &Guid::ZERO, &settings)
+            .unwrap_or_else(|e| panic!("{policy}: {}", e.record));
+        emulator.close_endpoint(endpoint).unwrap();
+    }
+    emulator.close_network(network).unwrap();
+}

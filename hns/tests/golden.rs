@@ -88,7 +88,7 @@ fn reference_endpoint_round_trips() {
     assert_eq!(
         endpoint.policies,
         [EndpointPolicy::OutboundNat(OutboundNatPolicy {
-            exceptions: vec![prefix("10.244.0.0/16")],
+            exceptions: vec![prefix("10.244.0.0/16").into()],
             ..Default::default()
         })]
     );
@@ -169,7 +169,7 @@ fn generated_endpoint_policies_are_byte_exact() {
     let cases: Vec<(EndpointPolicy, &str)> = vec![
         (
             EndpointPolicy::OutboundNat(OutboundNatPolicy {
-                exceptions: vec![prefix("10.244.0.0/16")],
+                exceptions: vec![prefix("10.244.0.0/16").into()],
                 ..Default::default()
             }),
             r#"{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.244.0.0/16"]}}"#,

@@ -22,6 +22,9 @@ pub enum AddressParseError {
     /// Not `<IP>/<length>` with a length the address family allows.
     #[error("{0:?} is not a CIDR prefix (expected e.g. 10.244.1.0/24 or fd00::/64)")]
     Prefix(String),
+    /// Neither an IP address nor `<IP>/<length>`.
+    #[error("{0:?} is neither an IP address nor a CIDR prefix (expected e.g. 10.96.0.0/12)")]
+    AddressOrPrefix(String),
     /// Not six hex pairs separated by `-` or `:`.
     #[error("{0:?} is not a MAC address (expected e.g. 00-15-5D-52-C0-00)")]
     Mac(String),
@@ -98,6 +101,58 @@ impl FromStr for IpPrefix {
 impl fmt::Display for IpPrefix {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(&format!("{}/{}", self.ip(), self.length()))
+    }
+}
+
+/// An entry of a list HNS reads as hosts or prefixes (`OutBoundNAT` `Exceptions`): `10.0.0.5`
+/// or `10.0.0.0/8`, kept in the form it was written, since HNS takes either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AddressOrPrefix {
+    /// A single host, written without a length.
+    Address(IpAddr),
+    /// A prefix, written with its length.
+    Prefix(IpPrefix),
+}
+
+impl AddressOrPrefix {
+    /// The addresses it covers (a host is its /32 or /128).
+    pub fn network(&self) -> IpNetwork {
+        match self {
+            AddressOrPrefix::Address(ip) => IpNetwork::from(*ip),
+            AddressOrPrefix::Prefix(prefix) => prefix.network(),
+        }
+    }
+}
+
+impl From<IpPrefix> for AddressOrPrefix {
+    fn from(prefix: IpPrefix) -> AddressOrPrefix {
+        AddressOrPrefix::Prefix(prefix)
+    }
+}
+
+impl FromStr for AddressOrPrefix {
+    type Err = AddressParseError;
+
+    fn from_str(text: &str) -> Result<AddressOrPrefix, AddressParseError> {
+        let invalid = || AddressParseError::AddressOrPrefix(text.to_owned());
+        if text.contains('/') {
+            text.parse()
+                .map(AddressOrPrefix::Prefix)
+                .map_err(|_| invalid())
+        } else {
+            text.parse()
+                .map(AddressOrPrefix::Address)
+                .map_err(|_| invalid())
+        }
+    }
+}
+
+impl fmt::Display for AddressOrPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AddressOrPrefix::Address(ip) => fmt::Display::fmt(ip, f),
+            AddressOrPrefix::Prefix(prefix) => fmt::Display::fmt(prefix, f),
+        }
     }
 }
 
@@ -180,7 +235,7 @@ macro_rules! serde_as_text {
     )*};
 }
 
-serde_as_text!(IpPrefix, MacAddress);
+serde_as_text!(IpPrefix, AddressOrPrefix, MacAddress);
 
 /// Serde helpers for optional values that some HCN clients write as `""`
 /// rather than leaving out (hcsshim omits them; a client without
@@ -253,6 +308,24 @@ mod tests {
             );
         }
         assert!(serde_json::from_str::<IpPrefix>("\"10.0.0.0\"").is_err());
+    }
+
+    #[test]
+    fn exceptions_keep_the_form_they_were_written_in() {
+        let host: AddressOrPrefix = "10.0.0.5".parse().unwrap();
+        let prefix: AddressOrPrefix = "10.0.0.0/8".parse().unwrap();
+        assert_eq!(
+            (host.to_string(), prefix.to_string()),
+            ("10.0.0.5".into(), "10.0.0.0/8".into())
+        );
+        assert_eq!(host.network(), "10.0.0.5/32".parse::<IpNetwork>().unwrap());
+        assert_eq!(prefix.network(), "10.0.0.0/8".parse::<IpNetwork>().unwrap());
+        for bad in ["10.0.0", "10.0.0.0/33", "x", ""] {
+            assert_eq!(
+                bad.parse::<AddressOrPrefix>(),
+                Err(AddressParseError::AddressOrPrefix(bad.to_owned()))
+            );
+        }
     }
 
     #[test]

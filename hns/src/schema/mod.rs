@@ -18,7 +18,7 @@ pub mod v1;
 
 use serde::{Deserialize, Serialize};
 
-pub use address::{AddressParseError, IpPrefix, MacAddress};
+pub use address::{AddressOrPrefix, AddressParseError, IpPrefix, MacAddress};
 pub use endpoint::{HostComputeEndpoint, IpConfig};
 pub use flags::{
     EndpointFlags, LoadBalancerFlags, LoadBalancerPortMappingFlags, NatFlags, NetworkFlags,
@@ -66,6 +66,16 @@ impl DecodeError {
     /// (`.` when the document itself is not JSON of the right shape).
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// What did not fit at [`DecodeError::path`], without the position (e.g.
+    /// ``missing field `IpAddress` ``).
+    pub fn reason(&self) -> String {
+        let text = self.source.to_string();
+        match text.rsplit_once(" at line ") {
+            Some((reason, _)) => reason.to_owned(),
+            None => text,
+        }
     }
 
     /// Whether the text is not JSON at all, as opposed to JSON with a value that does not fit.
@@ -129,5 +139,21 @@ mod tests {
             EndpointPolicy::OutboundNat(_)
         ));
         assert!(matches!(decoded.policies[1], EndpointPolicy::Other(_)));
+        assert!(
+            decoded.policies[1]
+                .misfit()
+                .unwrap()
+                .contains("ProviderAddress")
+        );
+        // A documented type without a typed variant is HNS's to judge, whatever its keys.
+        let unmodelled: EndpointPolicy =
+            decode(r#"{"Type":"L4WFPPROXY","Settings":{"InboundProxyPort":"15001"},"Id":"x"}"#)
+                .unwrap();
+        assert_eq!(unmodelled.misfit(), None);
+        let extra_key: EndpointPolicy = decode(
+            r#"{"Type":"ProviderAddress","Settings":{"ProviderAddress":"10.0.0.1"},"Id":"x"}"#,
+        )
+        .unwrap();
+        assert!(extra_key.misfit().unwrap().contains("top level"));
     }
 }

@@ -18,7 +18,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::address::{IpPrefix, MacAddress, empty_as_none};
+use super::address::{AddressOrPrefix, IpPrefix, MacAddress, empty_as_none};
 use super::flags::NatFlags;
 
 /// A policy kept exactly as written: its `Type` and the whole JSON object.
@@ -206,11 +206,12 @@ macro_rules! policy_enum {
                     return None;
                 };
                 let envelope = Envelope::parse(&raw.json).ok()?;
-                if envelope.has_other_keys {
-                    return Some("only \"Type\" and \"Settings\" belong at the top level".to_owned());
-                }
+                let other_keys = || "only \"Type\" and \"Settings\" belong at the top level".to_owned();
                 $(
                     if envelope.type_name.eq_ignore_ascii_case($type_name) {
+                        if envelope.has_other_keys {
+                            return Some(other_keys());
+                        }
                         return Some(match envelope.settings {
                             None => "\"Settings\" is missing".to_owned(),
                             Some(settings) => match super::decode::<$settings>(settings.get()) {
@@ -222,6 +223,9 @@ macro_rules! policy_enum {
                 )*
                 $(
                     if envelope.type_name.eq_ignore_ascii_case($unit_type) {
+                        if envelope.has_other_keys {
+                            return Some(other_keys());
+                        }
                         return Some("this type takes no \"Settings\"".to_owned());
                     }
                 )*
@@ -369,9 +373,9 @@ pub struct OutboundNatPolicy {
         skip_serializing_if = "Option::is_none"
     )]
     pub virtual_ip: Option<IpAddr>,
-    /// Destinations not to NAT (V1 `ExceptionList`).
+    /// Destinations not to NAT, hosts or prefixes (V1 `ExceptionList`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub exceptions: Vec<IpPrefix>,
+    pub exceptions: Vec<AddressOrPrefix>,
     /// Loopback DSR destinations: the endpoint's own addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub destinations: Vec<IpAddr>,

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
-use super::address::{IpPrefix, empty_as_none};
+use super::address::{AddressOrPrefix, IpPrefix, empty_as_none};
 use super::flags::NatFlags;
 
 use super::policy::{
@@ -149,7 +149,7 @@ struct V1OutboundNat {
     #[serde(rename = "VIP", default, with = "empty_as_none")]
     vip: Option<IpAddr>,
     #[serde(default)]
-    exception_list: Vec<IpPrefix>,
+    exception_list: Vec<AddressOrPrefix>,
     #[serde(default)]
     destinations: Vec<IpAddr>,
     #[serde(default)]
