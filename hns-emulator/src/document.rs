@@ -117,25 +117,27 @@ pub(crate) fn read<T: DeserializeOwned>(
 }
 
 fn failure(what: &str, json: &str, rules: &[ValueRule], error: &DecodeError) -> HcnFailure {
-    let missing = missing_field(error);
     let value_rule = (!error.is_syntax())
         .then(|| serde_json::from_str::<Value>(json).ok())
         .flatten()
         .and_then(|document| {
-            let (mut keys, value) = locate(&document, error.path())?;
-            let (path, raw) = match missing.as_deref() {
-                // A required field left out, as Go clients with `omitempty` do with an
-                // empty value: HNS answers as for a bad value of that field.
-                Some(field) if value.is_object() => {
-                    keys.push(field);
-                    (format!("{}.{field}", error.path()), "(missing)".to_owned())
+            let (keys, value) = locate(&document, error.path())?;
+            let path = error.path();
+            match value {
+                Value::String(_) => {
+                    let rule = rules.iter().find(|rule| rule.field == keys.as_slice())?;
+                    Some((*rule, path.to_owned(), value.to_string()))
                 }
-                Some(_) => return None,
-                None if value.is_string() => (error.path().to_owned(), value.to_string()),
-                None => return None,
-            };
-            let rule = rules.iter().find(|rule| rule.field == keys.as_slice())?;
-            Some((*rule, path, raw))
+                // The object itself did not decode: a required field is left out, as Go
+                // clients with `omitempty` do with an empty value. HNS answers as for a bad
+                // value of that field.
+                Value::Object(object) => rules.iter().find_map(|rule| {
+                    let (field, parents) = rule.field.split_last()?;
+                    (parents == keys.as_slice() && !object.contains_key(*field))
+                        .then(|| (*rule, format!("{path}.{field}"), "(missing)".to_owned()))
+                }),
+                _ => None,
+            }
         });
     match value_rule {
         Some((rule, path, raw)) => HcnFailure::new(
@@ -144,13 +146,6 @@ fn failure(what: &str, json: &str, rules: &[ValueRule], error: &DecodeError) -> 
         ),
         None => HcnFailure::invalid_json(what, error),
     }
-}
-
-/// The field a "missing field" decode error names, e.g. `IpAddress`.
-fn missing_field(error: &DecodeError) -> Option<String> {
-    let reason = error.reason();
-    let field = reason.strip_prefix("missing field `")?.split('`').next()?;
-    Some(field.to_owned())
 }
 
 /// Follows a decode error's path (`Ipams[0].Subnets[1].IpAddressPrefix`) through the

@@ -142,8 +142,13 @@ impl State<'_> {
         network: Guid,
         key: &str,
     ) -> Result<Option<Guid>, HcnFailure> {
-        let text = store::read_text(&self.index_path(&[kind, &network.to_upper_string(), key]))?;
+        let text = store::read_text(&self.holder_path(kind, network, key))?;
         Ok(text.and_then(|text| text.trim().parse().ok()))
+    }
+
+    /// The index entry naming the endpoint that holds `key` (an IP, a MAC) on `network`.
+    fn holder_path(&self, kind: &str, network: Guid, key: &str) -> PathBuf {
+        self.index_path(&[kind, &network.to_upper_string(), key])
     }
 
     pub(super) fn set_holder(
@@ -154,7 +159,7 @@ impl State<'_> {
         endpoint: Guid,
     ) -> Result<(), HcnFailure> {
         store::write_atomic(
-            &self.index_path(&[kind, &network.to_upper_string(), key]),
+            &self.holder_path(kind, network, key),
             endpoint.to_upper_string().as_bytes(),
         )
     }
@@ -168,7 +173,7 @@ impl State<'_> {
         endpoint: Guid,
     ) -> Result<(), HcnFailure> {
         if self.holder(kind, network, key)? == Some(endpoint) {
-            store::remove_file(&self.index_path(&[kind, &network.to_upper_string(), key]))?;
+            store::remove_file(&self.holder_path(kind, network, key))?;
         }
         Ok(())
     }

@@ -68,16 +68,6 @@ impl DecodeError {
         &self.path
     }
 
-    /// What did not fit at [`DecodeError::path`], without the position (e.g.
-    /// ``missing field `IpAddress` ``).
-    pub fn reason(&self) -> String {
-        let text = self.source.to_string();
-        match text.rsplit_once(" at line ") {
-            Some((reason, _)) => reason.to_owned(),
-            None => text,
-        }
-    }
-
     /// Whether the text is not JSON at all, as opposed to JSON with a value that does not fit.
     pub fn is_syntax(&self) -> bool {
         self.source.is_syntax() || self.source.is_eof()
