@@ -8,7 +8,7 @@ use cni::{
     delegate,
 };
 use ipam_host_local::range::Range;
-use ipam_host_local::{Allocation, HostLocal};
+use ipam_host_local::{Allocation, Exhausted, HostLocal};
 
 /// The config's IPAM.
 #[derive(Debug)]
@@ -167,12 +167,14 @@ impl Ipam {
         }
     }
 
-    /// STATUS: IPAM can hand out an address.
-    pub fn status(&self, request: &NetworkRequest) -> Result<(), Error> {
+    /// STATUS: IPAM is usable; ready with the range sets that are full (host-local fails on
+    /// those only with `notReadyWhenFull`). A delegated plugin's STATUS is its own answer.
+    pub fn status(&self, request: &NetworkRequest) -> Result<Vec<Exhausted>, Error> {
         match self {
             Ipam::HostLocal(host_local) => host_local.status(),
             Ipam::Delegated(plugin) => {
                 delegate::run(plugin, Command::Status, &request.stdin, &request.cni_path)
+                    .map(|()| Vec::new())
             }
         }
     }

@@ -18,6 +18,7 @@ use std::time::Duration;
 use cni::{CniArgs, DelRequest, Error, GcAttachment, NetworkRequest};
 use hns::schema::HostComputeEndpoint;
 use hns::{Client, Guid, HnsError};
+pub use ipam_host_local::Exhausted;
 use ipam_host_local::layout::{Content, Owner};
 use ipnetwork::IpNetwork;
 
@@ -123,10 +124,14 @@ pub fn del_attachment(
 }
 
 /// STATUS of the network `request` configures, as the runtime's STATUS runs it (in
-/// Flannel-native mode subnet.env first): `Ok` only when a pod ADD would succeed, otherwise
-/// code 50 naming what is missing (the network, its type or settings, the overlay's
-/// ProviderAddress, subnet.env or a key of it, a free address).
-pub fn status<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> Result<(), Error> {
+/// Flannel-native mode subnet.env first): `Ok` when the node can run pods, with the range sets
+/// that are full (new pods fail there, but STATUS stays ready unless `ipam.notReadyWhenFull`),
+/// otherwise code 50 naming what is missing (the network, its type or settings, the overlay's
+/// ProviderAddress, subnet.env or a key of it, a usable store).
+pub fn status<K: NetworkKind>(
+    client: &Client,
+    request: &NetworkRequest,
+) -> Result<Vec<Exhausted>, Error> {
     crate::flannel::status(request, client, |request| {
         crate::status::status::<K>(client, request)
     })

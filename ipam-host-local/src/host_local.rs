@@ -3,6 +3,7 @@
 use cni::{CniArgs, Dns, Error, ErrorCode, GcAttachment, IpConfig, NetConf, Success};
 use ipnetwork::IpNetwork;
 use std::collections::HashSet;
+use std::fmt;
 use std::net::IpAddr;
 use std::path::Path;
 
@@ -329,9 +330,11 @@ impl HostLocal {
         Ok(reservations)
     }
 
-    /// STATUS: the store is usable and every range set has a free address; otherwise code 50
-    /// naming the range set.
-    pub fn status(&self) -> Result<(), Error> {
+    /// STATUS: ready (`Ok`) when the store is usable, otherwise code 50. A range set with no
+    /// free address is returned (and logged) rather than failed on: runtimes poll STATUS and
+    /// take the node NotReady on a failure, which evicts its pods, so only a config that set
+    /// `notReadyWhenFull` gets code 50 for a full range.
+    pub fn status(&self) -> Result<Vec<Exhausted>, Error> {
         let not_available = |e: Error| {
             Error::new(
                 ErrorCode::NotAvailable,
@@ -340,18 +343,62 @@ impl HostLocal {
         };
         let sets = &self.config.range_sets;
         let mut session = self.store.open(sets).map_err(not_available)?;
+        let mut exhausted = Vec::new();
         for (index, set) in sets.iter().enumerate() {
             if !session.has_free(index).map_err(not_available)? {
-                return Err(Error::new(
-                    ErrorCode::NotAvailable,
-                    format!(
-                        "range set {index} ({set}) has no free address: all {} are reserved",
-                        set.usable()
-                    ),
-                ));
+                exhausted.push(Exhausted {
+                    set: index,
+                    ranges: set.to_string(),
+                    usable: set.usable(),
+                });
             }
         }
-        session.finish()
+        session.finish()?;
+        if self.config.not_ready_when_full
+            && let Some(full) = exhausted.first()
+        {
+            return Err(Error::new(
+                ErrorCode::NotAvailable,
+                format!("{full} (ipam.notReadyWhenFull is set)"),
+            ));
+        }
+        for full in &exhausted {
+            log::warn!(
+                "{full}: every new pod's ADD fails until addresses are released; STATUS stays \
+                 ready (set ipam.notReadyWhenFull to fail it)"
+            );
+        }
+        Ok(exhausted)
+    }
+}
+
+/// A range set with no free address, as STATUS found it: every new attachment's ADD fails
+/// with [`crate::POOL_EXHAUSTED`] until an address is released.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exhausted {
+    /// The range set's index in the config.
+    pub set: usize,
+    /// Its ranges, as the config gives them.
+    pub ranges: String,
+    /// How many addresses it can hand out (all of them reserved).
+    pub usable: u128,
+}
+
+impl fmt::Display for Exhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.usable {
+            0 => write!(
+                f,
+                "range set {} ({}) has no address to hand out: its only addresses are gateways \
+                 or excluded",
+                self.set, self.ranges
+            ),
+            usable => write!(
+                f,
+                "range set {} ({}) has no free address: all {usable} are reserved",
+                self.set, self.ranges
+            ),
+        }
     }
 }
 

@@ -152,7 +152,7 @@ mod store;
 pub use config::{
     DEFAULT_DATA_DIR, DEFAULT_LOCK_TIMEOUT, IpamConfig, LOCK_TIMEOUT_ENV, RequestedIp,
 };
-pub use host_local::{Allocation, HostLocal};
+pub use host_local::{Allocation, Exhausted, HostLocal};
 pub use store::INDEX_DIR;
 
 use cni::ErrorCode;

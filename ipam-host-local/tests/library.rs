@@ -134,11 +134,16 @@ fn exhaustion_names_the_range_and_leaves_nothing_half_reserved() {
     assert!(err.msg().contains("all 2 addresses"), "{}", err.msg());
     // c's address from set 0 was rolled back.
     assert_eq!(reservations(ipam.network_dir()).len(), 4);
-    let status = ipam.status().unwrap_err();
-    assert_eq!(status.code(), ErrorCode::NotAvailable);
-    assert!(status.msg().contains("range set 1"), "{}", status.msg());
+    let full = ipam.status().unwrap();
+    assert_eq!(
+        full.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        [
+            "range set 1 (10.1.0.0/24 (10.1.0.1-10.1.0.3, gateway 10.1.0.1)) has no free address: \
+         all 2 are reserved"
+        ]
+    );
     ipam.release("a", "eth0").unwrap();
-    ipam.status().unwrap();
+    assert_eq!(ipam.status().unwrap(), []);
     let c = ipam.allocate("c", "eth0").unwrap();
     assert_eq!(c.result().ips[1].address.ip(), ip("10.1.0.2"));
 }
@@ -439,6 +444,28 @@ fn index_files_never_look_like_reservations_to_the_reference() {
     }
 }
 
+/// STATUS fails on a full range only when the config opts in (a failed STATUS takes a
+/// containerd 2.x node NotReady and evicts its pods).
+#[test]
+fn status_fails_on_a_full_range_only_with_not_ready_when_full() {
+    let dir = Scratch::new("not-ready-when-full");
+    let lenient = host_local(dir.path(), json!({"subnet": "10.0.0.0/30"}));
+    let strict = host_local(
+        dir.path(),
+        json!({"subnet": "10.0.0.0/30", "notReadyWhenFull": true}),
+    );
+    assert_eq!(strict.status(), Ok(Vec::new()));
+    lenient.allocate("a", "eth0").unwrap();
+    assert_eq!(lenient.status().unwrap().len(), 1);
+    let err = strict.status().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotAvailable);
+    assert!(
+        err.msg().contains("range set 0") && err.msg().contains("notReadyWhenFull"),
+        "{}",
+        err.msg()
+    );
+}
+
 #[test]
 fn excluded_addresses_are_never_handed_out() {
     let dir = Scratch::new("excluded");
@@ -461,7 +488,8 @@ fn excluded_addresses_are_never_handed_out() {
     let err = ipam.allocate("e", "eth0").unwrap_err();
     assert_eq!(err.code(), POOL_EXHAUSTED);
     assert!(err.msg().contains("all 4 addresses"), "{}", err.msg());
-    assert_eq!(ipam.status().unwrap_err().code(), ErrorCode::NotAvailable);
+    // STATUS counts with the same exclusions: the set is full.
+    assert_eq!(ipam.status().unwrap().len(), 1);
     // Releasing makes room again, still never at x.2.
     ipam.release("a", "eth0").unwrap();
     assert_eq!(
