@@ -640,6 +640,21 @@ mod on_the_emulator {
         assert!(evidence(&report, "store").contains("1 endpoint(s)"));
     }
 
+    /// kube-proxy's source VIP, reserved by running host-local directly and held by
+    /// kube-proxy's own nameless endpoint, is not a stale reservation and not a pod's address.
+    #[test]
+    fn the_source_vip_and_its_endpoint_are_not_findings() {
+        let doctor = Doctor::new();
+        for (container_id, ifname) in [("dummy", "dummy"), ("kube-proxy", "source-vip")] {
+            let vip = doctor.node.reserve_as(container_id, ifname);
+            doctor
+                .node
+                .endpoint(hns::Guid::ZERO, "", &vip, EndpointFlags::NONE);
+        }
+        let report = doctor.report();
+        assert_eq!(problems(&report), [], "{report}");
+    }
+
     #[test]
     fn hns_unreachable_fails() {
         let doctor = Doctor::new();

@@ -1,6 +1,6 @@
 //! The host-local operations the plugins call in-process and the binary exposes as CNI commands.
 
-use cni::{CniArgs, Dns, Error, ErrorCode, GcAttachment, IpConfig, NetConf, Success};
+use cni::{CniArgs, Dns, Error, ErrorCode, IpConfig, NetConf, Success};
 use ipnetwork::IpNetwork;
 use std::collections::HashSet;
 use std::fmt;
@@ -10,6 +10,7 @@ use std::path::Path;
 use crate::config::{IpamConfig, RequestedIp};
 use crate::layout::{Content, Owner};
 use crate::range::RangeSet;
+use crate::retention::Retention;
 use crate::store::{Session, Store, Sweep};
 use crate::{ADDRESS_UNAVAILABLE, RESERVATION_MISMATCH, resolv};
 
@@ -52,11 +53,6 @@ impl Allocation {
         self.created.is_empty()
     }
 }
-
-/// kube-proxy's source VIP on overlay networks is a reservation its start script makes by
-/// running host-local with container ID, netns and ifname `dummy` in the pods' store
-/// (kubernetes-windows.md §6): GC must never release it, whoever runs GC.
-const SOURCE_VIP_OWNER: &str = "dummy";
 
 /// Where each range set's address comes from in one ADD.
 enum Plan {
@@ -275,30 +271,18 @@ impl HostLocal {
         }
     }
 
-    /// GC: releases every reservation whose attachment is not in `valid` (legacy ID-only ones
-    /// by container ID alone), reclaims empty and corrupt reservation files and rebuilds the
-    /// index. An empty `valid` releases everything but kube-proxy's source VIP (no runtime
-    /// lists it). `lock` and `last_reserved_ip.*` stay.
-    pub fn gc(&self, valid: &[GcAttachment]) -> Result<(), Error> {
-        let attachments: HashSet<(&str, &str)> = valid
-            .iter()
-            .map(|a| (a.container_id.as_str(), a.ifname.as_str()))
-            .chain([(SOURCE_VIP_OWNER, SOURCE_VIP_OWNER)])
-            .collect();
-        let containers: HashSet<&str> = valid.iter().map(|a| a.container_id.as_str()).collect();
+    /// GC: releases every reservation `retention` does not keep (see [`Retention`]: the one
+    /// rule every collector applies), reclaims empty and corrupt reservation files and
+    /// rebuilds the index. `lock` and `last_reserved_ip.*` stay.
+    pub fn gc(&self, retention: &Retention) -> Result<(), Error> {
+        let mut session = self.store.lock(&self.config.range_sets)?;
+        let holding = owners_holding(&session, retention)?;
         let released = std::cell::Cell::new(0_usize);
         let retain = |owner: &Owner| {
-            let kept = match owner {
-                Owner::Attachment {
-                    container_id,
-                    ifname,
-                } => attachments.contains(&(container_id.as_str(), ifname.as_str())),
-                Owner::Legacy { container_id } => containers.contains(container_id.as_str()),
-            };
+            let kept = retention.keeps_owner(owner) || holding.contains(owner);
             released.set(released.get() + usize::from(!kept));
             kept
         };
-        let mut session = self.store.lock(&self.config.range_sets)?;
         let problems = session.rebuild(Sweep::Retain(&retain))?;
         session.finish()?;
         log::info!(
@@ -319,6 +303,26 @@ impl HostLocal {
                 ),
             )),
         }
+    }
+
+    /// The reservations [`HostLocal::gc`] with `retention` would release, by address: what
+    /// `cni-win sweep` removes and `doctor` reports, decided by GC's own rule.
+    pub fn releasable(&self, retention: &Retention) -> Result<Vec<(IpAddr, Owner)>, Error> {
+        let session = self.store.lock(&self.config.range_sets)?;
+        let holding = owners_holding(&session, retention)?;
+        let reservations = session.reservations()?;
+        session.finish()?;
+        Ok(reservations
+            .into_iter()
+            .filter_map(|(ip, content)| match content {
+                Content::Owned(owner)
+                    if !retention.keeps_owner(&owner) && !holding.contains(&owner) =>
+                {
+                    Some((ip, owner))
+                }
+                _ => None,
+            })
+            .collect())
     }
 
     /// Every reservation of the network with who holds it (see `Session::reservations`):
@@ -400,6 +404,18 @@ impl fmt::Display for Exhausted {
             ),
         }
     }
+}
+
+/// The owners of the reservations of the addresses `retention` says endpoints hold: every
+/// address of such an owner stays.
+fn owners_holding(session: &Session<'_>, retention: &Retention) -> Result<HashSet<Owner>, Error> {
+    let mut owners = HashSet::new();
+    for ip in retention.held() {
+        if let Some(Content::Owned(owner)) = session.holder(ip)? {
+            owners.insert(owner);
+        }
+    }
+    Ok(owners)
 }
 
 /// Reserves the planned address of one range set; returns it and whether this call reserved it.

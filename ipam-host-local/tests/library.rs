@@ -4,7 +4,9 @@ mod common;
 
 use cni::{ErrorCode, GcAttachment, IpConfig, Success};
 use common::{Scratch, host_local, host_local_with, ip, reference_release, reservations};
-use ipam_host_local::{ADDRESS_UNAVAILABLE, INDEX_DIR, POOL_EXHAUSTED, RESERVATION_MISMATCH};
+use ipam_host_local::{
+    ADDRESS_UNAVAILABLE, INDEX_DIR, POOL_EXHAUSTED, RESERVATION_MISMATCH, Retention,
+};
 use serde_json::json;
 use std::fs;
 use std::net::IpAddr;
@@ -306,8 +308,11 @@ fn gc_keeps_valid_attachments_and_bookkeeping_and_removes_the_rest() {
     fs::write(net.join("10.0.0.103"), "not a\r\nreservation\r\nfile").unwrap();
     fs::write(net.join("notes.txt"), "operator file").unwrap();
 
-    ipam.gc(&[attachment("a", "eth0"), attachment("legacy-kept", "eth9")])
-        .unwrap();
+    ipam.gc(&Retention::attachments(&[
+        attachment("a", "eth0"),
+        attachment("legacy-kept", "eth9"),
+    ]))
+    .unwrap();
     let files = reservations(net);
     assert_eq!(
         files.keys().collect::<Vec<_>>(),
@@ -321,7 +326,7 @@ fn gc_keeps_valid_attachments_and_bookkeeping_and_removes_the_rest() {
     assert!(ipam.allocate("a", "eth0").unwrap().already_held());
     ipam.release("b", "eth0").unwrap();
 
-    ipam.gc(&[]).unwrap();
+    ipam.gc(&Retention::default()).unwrap();
     assert!(
         reservations(net).is_empty(),
         "an empty list releases everything"
@@ -335,17 +340,67 @@ fn gc_keeps_valid_attachments_and_bookkeeping_and_removes_the_rest() {
 fn gc_never_releases_kube_proxys_source_vip() {
     let dir = Scratch::new("gc-source-vip");
     let ipam = host_local(dir.path(), json!({"subnet": "10.0.0.0/24"}));
-    // kube-proxy's start script reserves its source VIP as container, netns and ifname `dummy`.
-    let vip = ipam.allocate("dummy", "dummy").unwrap();
+    // kube-proxy's start scripts reserve its source VIP by running host-local directly:
+    // sig-windows-tools, microsoft/SDN and k3s as `dummy`/`dummy`, RKE2 as
+    // `kube-proxy`/`source-vip`; a pre-2018 host-local wrote the bare ID `dummy`.
+    let mut kept = Vec::new();
+    for (container_id, ifname) in [("dummy", "dummy"), ("kube-proxy", "source-vip")] {
+        let vip = ipam.allocate(container_id, ifname).unwrap();
+        kept.push(vip.result().ips[0].address.ip().to_string());
+    }
+    fs::write(ipam.network_dir().join("10.0.0.200"), "dummy").unwrap();
+    kept.push("10.0.0.200".to_owned());
     ipam.allocate("pod", "eth0").unwrap();
-    ipam.gc(&[]).unwrap();
-    let vip = vip.result().ips[0].address.ip().to_string();
+    assert_eq!(
+        ipam.releasable(&Retention::default())
+            .unwrap()
+            .into_iter()
+            .map(|(ip, owner)| format!("{ip} {owner}"))
+            .collect::<Vec<_>>(),
+        ["10.0.0.4 container pod interface eth0"]
+    );
+    ipam.gc(&Retention::default()).unwrap();
+    kept.sort();
     assert_eq!(
         reservations(ipam.network_dir())
             .into_keys()
             .collect::<Vec<_>>(),
-        [vip]
+        kept
     );
+}
+
+/// An address an HNS endpoint holds is never released, nor any other address of the
+/// attachment holding it: kube-proxy's nameless endpoint on an address reserved under an
+/// owner nobody knows, a remote endpoint, an endpoint GC could not delete.
+#[test]
+fn gc_keeps_every_address_of_an_attachment_an_endpoint_holds() {
+    let dir = Scratch::new("gc-held");
+    let ipam = host_local(
+        dir.path(),
+        json!({"ranges": [[{"subnet": "10.0.0.0/24"}], [{"subnet": "fd00::/64"}]]}),
+    );
+    let held = ipam.allocate("held", "eth0").unwrap();
+    ipam.allocate("gone", "eth0").unwrap();
+    let v4 = held.result().ips[0].address.ip();
+    let retention = Retention::default().holding([v4]);
+    let releasable = ipam.releasable(&retention).unwrap();
+    assert_eq!(
+        releasable
+            .iter()
+            .map(|(_, owner)| owner.to_string())
+            .collect::<Vec<_>>(),
+        ["container gone interface eth0"; 2]
+    );
+    ipam.gc(&retention).unwrap();
+    let left: Vec<IpAddr> = reservations(ipam.network_dir())
+        .into_keys()
+        .map(|name| name.replace('_', ":").parse().unwrap())
+        .collect();
+    let mut expected: Vec<IpAddr> = held.result().ips.iter().map(|c| c.address.ip()).collect();
+    expected.sort();
+    let mut left = left;
+    left.sort();
+    assert_eq!(left, expected, "both of held/eth0's addresses stay");
 }
 
 #[test]
