@@ -196,10 +196,12 @@ fn check_names_every_difference() {
 #[test]
 fn status_excludes_the_pod_gateway_as_add_does() {
     // A /29 from x.1: gateway .1 (host-local's) and .2 (the pod gateway) are never handed
-    // out, so .3-.6 are the only addresses ADD can give.
+    // out, so .3-.6 are the only addresses ADD can give. With notReadyWhenFull, STATUS fails
+    // exactly when ADD would.
     let node = common::node("status-small");
     let mut config = config(&node, "1.1.0");
     config["ipam"]["subnet"] = json!("10.244.1.0/29");
+    config["ipam"]["notReadyWhenFull"] = json!(true);
     let status = || node.run(&Call::network("STATUS", &config));
     for pod in ["a", "b", "c"] {
         node.add(pod, &node.namespace(), &config).result();
@@ -211,6 +213,25 @@ fn status_excludes_the_pod_gateway_as_add_does() {
     node.add("e", &node.namespace(), &config).error(100);
     node.del("d", None, &config).silent();
     status().silent();
+}
+
+/// containerd 2.x polls STATUS and takes the node NotReady on a failure, evicting its pods: a
+/// full range must fail new pods (code 100), never the node.
+#[test]
+fn a_full_range_leaves_status_ready_and_says_so_in_the_log() {
+    let node = common::node("status-full");
+    let mut config = config(&node, "1.1.0");
+    config["ipam"]["rangeStart"] = json!("10.244.1.10");
+    config["ipam"]["rangeEnd"] = json!("10.244.1.10");
+    node.add("only", &node.namespace(), &config).result();
+    node.add("more", &node.namespace(), &config).error(100);
+    let status = node.run(&Call::network("STATUS", &config));
+    assert!(
+        status.stderr.contains("no free address") && status.stderr.contains("notReadyWhenFull"),
+        "{}",
+        status.stderr
+    );
+    status.silent();
 }
 
 #[test]

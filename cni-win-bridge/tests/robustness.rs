@@ -138,6 +138,34 @@ fn gc_removes_only_our_stale_endpoints_on_this_network() {
     );
 }
 
+/// GC never releases a reservation that is not a pod's: kube-proxy's source VIP as the field's
+/// scripts reserve it (host-local run directly: `dummy`/`dummy`, RKE2's
+/// `kube-proxy`/`source-vip`), nor an address an endpoint on the network holds (kube-proxy's
+/// own nameless endpoint, a remote endpoint), whoever the reservation names.
+#[test]
+fn gc_keeps_reservations_that_are_not_a_pods() {
+    let node = common::node("gc-not-pods");
+    let config = config(&node, "1.1.0");
+    node.add("pod", &node.namespace(), &config).result();
+    let store = node.ipam_dir().join(NETWORK);
+    for (ip, owner) in [
+        ("10.244.1.50", "dummy\r\ndummy"),
+        ("10.244.1.51", "kube-proxy\r\nsource-vip"),
+        ("10.244.1.52", "my-script\r\nvip"),
+        ("10.244.1.53", "moved\r\neth0"),
+        ("10.244.1.54", "gone\r\neth0"),
+    ] {
+        std::fs::write(store.join(ip), owner).unwrap();
+    }
+    node.foreign_endpoint(NETWORK, "", "10.244.1.52", EndpointFlags::NONE);
+    node.foreign_endpoint(NETWORK, "", "10.244.1.53", EndpointFlags::REMOTE_ENDPOINT);
+    node.run(&Call::network("GC", &config)).silent();
+    assert_eq!(
+        node.reservations(NETWORK),
+        ["10.244.1.50", "10.244.1.51", "10.244.1.52", "10.244.1.53"]
+    );
+}
+
 #[test]
 fn call_budgets_do_not_depend_on_the_number_of_endpoints() {
     let node = common::node("budget");

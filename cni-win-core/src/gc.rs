@@ -4,14 +4,19 @@
 //! `cni.dev/valid-attachments` is removed (all of them when the config has no list, as libcni
 //! means it); remote endpoints, endpoints named otherwise
 //! (Flannel's `cbr0_ep`, kube-proxy's) and other networks are never touched. Then IPAM's GC,
-//! which keeps the addresses of the valid attachments and of every endpoint the sweep could
-//! not delete (an address is never freed while its endpoint exists). An endpoint whose
+//! which keeps the addresses of the valid attachments, of node components (kube-proxy's
+//! source VIP) and every address an endpoint left on the network holds (kube-proxy's
+//! nameless endpoint, remote endpoints, what the sweep could not delete): an address is never
+//! freed while an endpoint holds it. An endpoint whose
 //! attachment has a command in flight (its attachment lock is held: an ADD that has not
 //! returned yet is not in the runtime's list) is left, with its addresses, for the next GC.
 //! Errors do not stop the sweep; all are reported (code 114).
 
+use std::net::IpAddr;
+
 use cni::{Error, GcAttachment, NetworkRequest};
 use hns::Client;
+use ipam_host_local::Retention;
 
 use crate::attachment_lock;
 use crate::codes::GC_INCOMPLETE;
@@ -28,11 +33,12 @@ pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> R
     let mut problems = Vec::new();
     // The valid attachments, then those whose endpoint could not be deleted.
     let mut keep = valid.as_slice().to_vec();
+    let mut held = Vec::new();
     match prepared.network(client) {
         Ok(network) => {
             let id = network.open.id();
             drop(network);
-            let removed = sweep(client, name, id, &mut keep, &mut problems)?;
+            let removed = sweep(client, name, id, &mut keep, &mut held, &mut problems)?;
             log::info!(
                 "GC removed {removed} endpoint(s) of {name}: {}",
                 valid.reason()
@@ -44,7 +50,7 @@ pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> R
         Err(unusable) => return Err(unusable.into_error(name)),
     }
     if let Some(ipam) = &prepared.ipam {
-        match ipam.gc(request, &keep) {
+        match ipam.gc(request, &Retention::attachments(&keep).holding(held)) {
             Ok(()) => {}
             // The config's fault (a delegation loop, a bad range), not an incomplete GC.
             Err(e) if e.code() == cni::ErrorCode::InvalidConfig => return Err(e),
@@ -63,12 +69,13 @@ pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> R
 
 /// Deletes the stale endpoints of network `id` and returns how many it deleted; `keep` (the
 /// valid attachments on entry) gains every attachment whose endpoint is still there after a
-/// failed delete.
+/// failed delete, and `held` every address of an endpoint left on the network.
 fn sweep(
     client: &Client,
     network: &str,
     id: hns::Guid,
     keep: &mut Vec<GcAttachment>,
+    held: &mut Vec<IpAddr>,
     problems: &mut Vec<String>,
 ) -> Result<usize, Error> {
     let mut removed = 0;
@@ -76,10 +83,13 @@ fn sweep(
         .list_endpoints(Some(id))
         .map_err(|e| to_cni(&e, &format!("list the endpoints of {network:?}")))?;
     for endpoint in endpoints {
+        let addresses = endpoint.ip_configurations.iter().map(|c| c.ip_address);
         let Some(owner) = reference::owner(network, id, &endpoint) else {
+            held.extend(addresses);
             continue;
         };
         if owner.is_valid(keep) {
+            held.extend(addresses);
             continue;
         }
         let attachment = owner.attachment();
@@ -95,6 +105,7 @@ fn sweep(
                     endpoint.name
                 );
                 keep.push(attachment);
+                held.extend(addresses);
                 continue;
             }
             Err(e) => {
@@ -103,6 +114,7 @@ fn sweep(
                     endpoint.name
                 ));
                 keep.push(attachment);
+                held.extend(addresses);
                 continue;
             }
         };
@@ -124,6 +136,7 @@ fn sweep(
             Err(e) => {
                 problems.push(format!("endpoint {} ({}): {e}", endpoint.name, endpoint.id));
                 keep.push(owner.attachment());
+                held.extend(addresses);
             }
         }
     }

@@ -4,11 +4,10 @@
 use std::net::IpAddr;
 
 use cni::{
-    CniArgs, Command, DelRequest, Error, GcAttachment, NetConf, NetworkRequest, Request, Success,
-    delegate,
+    CniArgs, Command, DelRequest, Error, NetConf, NetworkRequest, Request, Success, delegate,
 };
 use ipam_host_local::range::Range;
-use ipam_host_local::{Allocation, HostLocal};
+use ipam_host_local::{Allocation, Exhausted, HostLocal, Retention};
 
 /// The config's IPAM.
 #[derive(Debug)]
@@ -157,22 +156,26 @@ impl Ipam {
         }
     }
 
-    /// GC: releases what no valid attachment holds (host-local keeps kube-proxy's source VIP).
-    pub fn gc(&self, request: &NetworkRequest, valid: &[GcAttachment]) -> Result<(), Error> {
+    /// GC: releases what `retention` does not keep (host-local's one rule: never a node
+    /// component's reservation, nor an address an endpoint holds). A delegated plugin reads
+    /// the valid attachments from its config.
+    pub fn gc(&self, request: &NetworkRequest, retention: &Retention) -> Result<(), Error> {
         match self {
-            Ipam::HostLocal(host_local) => host_local.gc(valid),
+            Ipam::HostLocal(host_local) => host_local.gc(retention),
             Ipam::Delegated(plugin) => {
                 delegate::run(plugin, Command::Gc, &request.stdin, &request.cni_path)
             }
         }
     }
 
-    /// STATUS: IPAM can hand out an address.
-    pub fn status(&self, request: &NetworkRequest) -> Result<(), Error> {
+    /// STATUS: IPAM is usable; ready with the range sets that are full (host-local fails on
+    /// those only with `notReadyWhenFull`). A delegated plugin's STATUS is its own answer.
+    pub fn status(&self, request: &NetworkRequest) -> Result<Vec<Exhausted>, Error> {
         match self {
             Ipam::HostLocal(host_local) => host_local.status(),
             Ipam::Delegated(plugin) => {
                 delegate::run(plugin, Command::Status, &request.stdin, &request.cni_path)
+                    .map(|()| Vec::new())
             }
         }
     }

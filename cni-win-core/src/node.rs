@@ -7,7 +7,8 @@
 //!   `<containerID>_<network>`);
 //! - [`endpoint_identity`]: the deterministic ID and name of an attachment's endpoint;
 //! - [`ipam_subnets`]: the subnets of the config's host-local ranges;
-//! - [`reservations`]: what the network's IPAM store holds, by attachment;
+//! - [`reservations`]: what the network's IPAM store holds for pods, by attachment;
+//! - [`releasable`]: the reservations GC's rule (`Retention`) lets a sweep release;
 //! - [`status`]: STATUS of a network, what `doctor` reports as the node's readiness;
 //! - [`del_attachment`]: DEL of one attachment, exactly as the runtime's DEL runs it (detach,
 //!   delete, release, Flannel's record).
@@ -18,7 +19,9 @@ use std::time::Duration;
 use cni::{CniArgs, DelRequest, Error, GcAttachment, NetworkRequest};
 use hns::schema::HostComputeEndpoint;
 use hns::{Client, Guid, HnsError};
+use ipam_host_local::HostLocal;
 use ipam_host_local::layout::{Content, Owner};
+pub use ipam_host_local::{Exhausted, Retention};
 use ipnetwork::IpNetwork;
 
 use crate::ipam::Ipam;
@@ -58,9 +61,10 @@ pub fn endpoint_identity(network: &str, container_id: &str, ifname: &str) -> (Gu
     (identity.guid, identity.name)
 }
 
-/// A reservation of the network's host-local store: the address and the attachment holding
-/// it. Legacy ID-only reservations and unreadable files name no attachment and are left out:
-/// they are not provably any attachment's.
+/// A pod's reservation in the network's host-local store: the address and the attachment
+/// holding it. Legacy ID-only reservations and unreadable files name no attachment and are
+/// left out (they are not provably any attachment's), and so are the node components' (see
+/// `Owner::is_node_component`: kube-proxy's source VIP is not a pod's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reservation {
     /// The reserved address.
@@ -69,33 +73,66 @@ pub struct Reservation {
     pub attachment: GcAttachment,
 }
 
-/// The reservations of the network `request` configures, read with the IPAM DEL would use
-/// (in Flannel-native mode host-local's store without subnet.env). `None` when the IPAM is
-/// not host-local (a delegated plugin's store is its own) or the config has none.
+/// The pods' reservations of the network `request` configures, read with the IPAM DEL would
+/// use (in Flannel-native mode host-local's store without subnet.env). `None` when the IPAM
+/// is not host-local (a delegated plugin's store is its own) or the config has none.
 pub fn reservations(request: &NetworkRequest) -> Result<Option<Vec<Reservation>>, Error> {
-    let Some(Ipam::HostLocal(host_local)) =
-        crate::flannel::teardown_ipam(&request.config, &CniArgs::default())?
-    else {
+    let Some(host_local) = teardown_host_local(request)? else {
         return Ok(None);
     };
     let reservations = host_local
         .reservations()?
         .into_iter()
         .filter_map(|(ip, content)| match content {
-            Content::Owned(Owner::Attachment {
-                container_id,
-                ifname,
-            }) => Some(Reservation {
-                ip,
-                attachment: GcAttachment {
-                    container_id,
-                    ifname,
-                },
-            }),
+            Content::Owned(owner) => pod_reservation(ip, owner),
             _ => None,
         })
         .collect();
     Ok(Some(reservations))
+}
+
+/// The pods' reservations GC's rule releases when `retention` is what is kept (see
+/// `Retention`: never a node component's, nor an attachment an endpoint's address is
+/// reserved for): what a sweep may remove. `None` as for [`reservations`].
+pub fn releasable(
+    request: &NetworkRequest,
+    retention: &Retention,
+) -> Result<Option<Vec<Reservation>>, Error> {
+    let Some(host_local) = teardown_host_local(request)? else {
+        return Ok(None);
+    };
+    let releasable = host_local
+        .releasable(retention)?
+        .into_iter()
+        .filter_map(|(ip, owner)| pod_reservation(ip, owner))
+        .collect();
+    Ok(Some(releasable))
+}
+
+fn teardown_host_local(request: &NetworkRequest) -> Result<Option<HostLocal>, Error> {
+    match crate::flannel::teardown_ipam(&request.config, &CniArgs::default())? {
+        Some(Ipam::HostLocal(host_local)) => Ok(Some(host_local)),
+        _ => Ok(None),
+    }
+}
+
+fn pod_reservation(ip: IpAddr, owner: Owner) -> Option<Reservation> {
+    if owner.is_node_component() {
+        return None;
+    }
+    match owner {
+        Owner::Attachment {
+            container_id,
+            ifname,
+        } => Some(Reservation {
+            ip,
+            attachment: GcAttachment {
+                container_id,
+                ifname,
+            },
+        }),
+        Owner::Legacy { .. } => None,
+    }
 }
 
 /// DEL of `attachment` on the network `request` configures, as the runtime would run it with
@@ -123,10 +160,14 @@ pub fn del_attachment(
 }
 
 /// STATUS of the network `request` configures, as the runtime's STATUS runs it (in
-/// Flannel-native mode subnet.env first): `Ok` only when a pod ADD would succeed, otherwise
-/// code 50 naming what is missing (the network, its type or settings, the overlay's
-/// ProviderAddress, subnet.env or a key of it, a free address).
-pub fn status<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> Result<(), Error> {
+/// Flannel-native mode subnet.env first): `Ok` when the node can run pods, with the range sets
+/// that are full (new pods fail there, but STATUS stays ready unless `ipam.notReadyWhenFull`),
+/// otherwise code 50 naming what is missing (the network, its type or settings, the overlay's
+/// ProviderAddress, subnet.env or a key of it, a usable store).
+pub fn status<K: NetworkKind>(
+    client: &Client,
+    request: &NetworkRequest,
+) -> Result<Vec<Exhausted>, Error> {
     crate::flannel::status(request, client, |request| {
         crate::status::status::<K>(client, request)
     })

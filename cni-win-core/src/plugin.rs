@@ -65,5 +65,6 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
         flannel::status(request, &client, |request| {
             status::status::<K>(&client, request)
         })
+        .map(drop)
     }
 }

@@ -140,10 +140,18 @@ fn status_is_ready_only_when_an_add_would_succeed() {
     ));
     status().silent();
 
-    // The /30 holds one pod besides the gateway.
+    // The /30 holds one pod besides the gateway. A full range fails new pods, not the node:
+    // STATUS stays ready unless the ipam section (kept beside subnet.env's ranges) opts in.
     node.add("pod", &node.namespace(), &config).result();
-    let msg = status().error(50);
-    assert!(msg.contains("10.244.1.0/30"), "{msg}");
+    status().silent();
+    node.add("next", &node.namespace(), &config).error(100);
+    let mut strict = config.clone();
+    strict["ipam"]["notReadyWhenFull"] = json!(true);
+    let msg = node.run(&Call::network("STATUS", &strict)).error(50);
+    assert!(
+        msg.contains("10.244.1.0/30") && msg.contains("notReadyWhenFull"),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -52,6 +52,9 @@ pub struct Network {
     pub plugin: Plugin,
     /// Listed as Flannel's delegate rather than directly.
     pub via_flannel: bool,
+    /// The conflist sets libcni's `disableGC`: its owner wants nothing of it collected, so
+    /// `sweep` leaves it alone.
+    pub gc_disabled: bool,
     /// The plugin's config (and its bytes) as the runtime hands it, with `CNI_PATH`.
     pub request: NetworkRequest,
 }
@@ -129,6 +132,15 @@ fn networks_of(
     let Value::Object(object) = value else {
         return Err(at("not a JSON object".to_owned()));
     };
+    let gc_disabled = match cni::case_insensitive::get(&object, "disableGC") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(disabled)) => *disabled,
+        Some(_) => {
+            return Err(at(
+                "\"disableGC\" is not true or false (libcni does not load this file)".to_owned(),
+            ));
+        }
+    };
     let entries: Vec<Value> = match object.get("plugins") {
         Some(Value::Array(plugins)) => plugins
             .iter()
@@ -172,6 +184,7 @@ fn networks_of(
         networks.push(Network {
             plugin,
             via_flannel,
+            gc_disabled,
             request: NetworkRequest {
                 config,
                 stdin,
@@ -268,5 +281,38 @@ mod tests {
         );
         assert_eq!(found.problems.len(), 1, "{:?}", found.problems);
         assert!(found.problems[0].contains("60-broken.conf"));
+        assert!(found.networks.iter().all(|n| !n.gc_disabled));
+    }
+
+    #[test]
+    fn disable_gc_is_read_as_libcni_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let list = |name: &str, disable: Value| {
+            json!({"cniVersion": "1.1.0", "name": name, "disableGC": disable, "plugins": [
+                {"type": "win-bridge", "ipam": {"type": "host-local", "subnet": "10.244.1.0/24"}}
+            ]})
+        };
+        write(dir.path(), "10-off.conflist", &list("off", json!(true)));
+        write(dir.path(), "20-on.conflist", &list("on", json!(false)));
+        write(dir.path(), "30-bad.conflist", &list("bad", json!("yes")));
+        let mut upper = list("upper", json!(true));
+        upper["DisableGC"] = upper.as_object_mut().unwrap().remove("disableGC").unwrap();
+        write(dir.path(), "40-upper.conflist", &upper);
+        let found = read(dir.path(), &[]).unwrap();
+        let disabled: Vec<_> = found
+            .networks
+            .iter()
+            .map(|n| (n.name().to_owned(), n.gc_disabled))
+            .collect();
+        assert_eq!(
+            disabled,
+            [
+                ("off".to_owned(), true),
+                ("on".to_owned(), false),
+                ("upper".to_owned(), true)
+            ]
+        );
+        assert_eq!(found.problems.len(), 1, "{:?}", found.problems);
+        assert!(found.problems[0].contains("disableGC"));
     }
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use cni::GcAttachment;
 use cni_win_bridge::Bridge;
-use cni_win_core::node;
+use cni_win_core::node::{self, Exhausted};
 use cni_win_overlay::Overlay;
 use hns::Client;
 use hns::schema::{EndpointFlags, HostComputeEndpoint};
@@ -349,19 +349,39 @@ fn check_network(client: Option<&Client>, network: &Network, report: &mut Report
         ""
     };
     match status {
-        Ok(()) => report.pass(
-            check("ready"),
-            format!("STATUS says ready{via}: a pod ADD would succeed"),
-        ),
+        Ok(exhausted) => {
+            report.pass(check("ready"), format!("STATUS says ready{via}"));
+            check_free_addresses(&exhausted, &check("free addresses"), report);
+        }
         Err(e) => report.add(
             check("ready"),
             Verdict::Fail,
             e.msg().to_owned(),
             "flanneld (or the node's network setup) must create the network and subnet.env; \
-             a range with no free address needs `cni-win sweep --apply`",
+             a range with no free address (with ipam.notReadyWhenFull) needs `cni-win sweep --apply`",
         ),
     }
     check_store(client, network, report);
+}
+
+/// A full range set leaves STATUS ready (so the node keeps its pods) but fails every new pod's
+/// ADD: a warning with the fix, since leaked reservations are the usual cause.
+fn check_free_addresses(exhausted: &[Exhausted], check: &str, report: &mut Report) {
+    if exhausted.is_empty() {
+        report.pass(check, "every IPAM range set has a free address".to_owned());
+        return;
+    }
+    let evidence = exhausted
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    report.add(
+        check,
+        Verdict::Warn,
+        format!("{evidence}: new pods fail with code 100 (STATUS stays ready)"),
+        "run `cni-win sweep --apply` to release leaked addresses, or widen the IPAM range",
+    );
 }
 
 /// Each host-local range lies inside a subnet of the HNS network (HNS refuses an endpoint
@@ -620,6 +640,21 @@ mod on_the_emulator {
         assert!(evidence(&report, "store").contains("1 endpoint(s)"));
     }
 
+    /// kube-proxy's source VIP, reserved by running host-local directly and held by
+    /// kube-proxy's own nameless endpoint, is not a stale reservation and not a pod's address.
+    #[test]
+    fn the_source_vip_and_its_endpoint_are_not_findings() {
+        let doctor = Doctor::new();
+        for (container_id, ifname) in [("dummy", "dummy"), ("kube-proxy", "source-vip")] {
+            let vip = doctor.node.reserve_as(container_id, ifname);
+            doctor
+                .node
+                .endpoint(hns::Guid::ZERO, "", &vip, EndpointFlags::NONE);
+        }
+        let report = doctor.report();
+        assert_eq!(problems(&report), [], "{report}");
+    }
+
     #[test]
     fn hns_unreachable_fails() {
         let doctor = Doctor::new();
@@ -670,6 +705,38 @@ mod on_the_emulator {
         );
         assert!(evidence(&report, ": config").contains("subnet"), "{report}");
         assert!(!report.healthy);
+    }
+
+    /// A full range fails new pods, not the node: STATUS stays ready and doctor warns with
+    /// the fix.
+    #[test]
+    fn a_full_range_is_a_warning_not_a_readiness_failure() {
+        let doctor = Doctor::new();
+        // The range is made one address wide: the second pod's (the first gets the win-bridge
+        // pod gateway, which the plugin never hands out).
+        let mut ip = String::new();
+        for pod in ["first", "live"] {
+            let ns = doctor.node.namespace();
+            ip = doctor.node.reserve(pod);
+            let id = doctor.node.ours(pod, &ip);
+            doctor.node.client.attach_endpoint(ns, id).unwrap();
+        }
+        let path = doctor.node.conf_dir().join("10-cbr0.conf");
+        let mut config: serde_json::Value =
+            serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        config["ipam"]["rangeStart"] = ip.as_str().into();
+        config["ipam"]["rangeEnd"] = ip.as_str().into();
+        fs::write(&path, serde_json::to_vec(&config).unwrap()).unwrap();
+        let report = doctor.report();
+        assert_eq!(
+            problems(&report),
+            [("network \"cbr0\": free addresses".to_owned(), Verdict::Warn)],
+            "{report}"
+        );
+        let found = evidence(&report, "free addresses");
+        assert!(found.contains("all 1 are reserved"), "{found}");
+        let finding = report.findings.iter().find(|f| f.check.contains("free"));
+        assert!(finding.unwrap().fix.contains("cni-win sweep --apply"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cni::GcAttachment;
-use cni_win_core::node::{self, Reservation};
+use cni_win_core::node::{self, Reservation, Retention};
 use hns::Client;
 use serde::Serialize;
 
@@ -105,8 +105,11 @@ pub enum Outcome {
 
 /// One pass over every network.
 #[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Pass {
     pub stale: Vec<Finding>,
+    /// Networks whose conflist sets libcni's `disableGC`: not examined.
+    pub left_alone: Vec<String>,
     /// Networks (or files) that could not be examined, with the reason.
     pub errors: Vec<String>,
 }
@@ -186,6 +189,9 @@ fn print(pass: &Pass, args: &Args) -> Result<(), Error> {
         println!("{json}");
     } else {
         print!("{}", Table(pass));
+        for name in &pass.left_alone {
+            eprintln!("cni-win sweep: network {name:?} left alone: its conflist sets disableGC");
+        }
         for error in &pass.errors {
             eprintln!("cni-win sweep: {error}");
         }
@@ -266,6 +272,10 @@ pub fn sweep<C: Commands>(
         }
     };
     for network in networks {
+        if network.gc_disabled {
+            pass.left_alone.push(network.name().to_owned());
+            continue;
+        }
         match stale_of(client, network, &namespaces, commands) {
             Ok(stale) => {
                 for (mut finding, namespace) in stale {
@@ -292,7 +302,9 @@ fn stale_of<C: Commands>(
     commands: &C,
 ) -> Result<Vec<(Finding, Option<hns::Guid>)>, String> {
     let name = network.name();
-    let endpoints = match client.find_network_by_name(name) {
+    // Every address an endpoint on the network holds, whoever made it: never released.
+    let mut held = Vec::new();
+    let endpoints: Vec<_> = match client.find_network_by_name(name) {
         Ok(open) => {
             let id = open.id();
             drop(open);
@@ -300,6 +312,9 @@ fn stale_of<C: Commands>(
                 .list_endpoints(Some(id))
                 .map_err(|e| format!("cannot list its endpoints: {e}"))?
                 .into_iter()
+                .inspect(|endpoint| {
+                    held.extend(endpoint.ip_configurations.iter().map(|c| c.ip_address));
+                })
                 .filter_map(|endpoint| {
                     node::endpoint_owner(name, id, &endpoint).map(|owner| (endpoint, owner))
                 })
@@ -335,12 +350,14 @@ fn stale_of<C: Commands>(
             (!namespace.is_zero()).then_some(namespace),
         ));
     }
-    let reservations = node::reservations(&network.request)
+    // GC's rule: the attachments with an endpoint are kept, and so is every attachment one
+    // of whose addresses an endpoint holds, and the node components' reservations.
+    let retention = Retention::attachments(endpoints.iter().map(|(_, owner)| owner)).holding(held);
+    let releasable = node::releasable(&network.request, &retention)
         .map_err(|e| format!("cannot read its reservations: {}", e.msg()))?
         .unwrap_or_default();
-    for Reservation { ip, attachment } in reservations {
-        let has_endpoint = endpoints.iter().any(|(_, owner)| *owner == attachment);
-        if has_endpoint || commands.try_claim(name, &attachment).is_none() {
+    for Reservation { ip, attachment } in releasable {
+        if commands.try_claim(name, &attachment).is_none() {
             continue;
         }
         let why = "its attachment has no endpoint and no command in flight".to_owned();
@@ -449,6 +466,64 @@ mod on_the_emulator {
             .iter()
             .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
             .collect()
+    }
+
+    /// kube-proxy's source VIP, reserved by running host-local directly under the owners the
+    /// field uses, and any address an endpoint on the network holds are not a dead pod's:
+    /// never stale, whatever their owner says.
+    #[test]
+    fn never_releases_a_reservation_that_is_not_a_pods() {
+        let node = Node::new();
+        node.reserve_as("dummy", "dummy");
+        node.reserve_as("kube-proxy", "source-vip");
+        // kube-proxy's own endpoint (local, nameless) on a VIP a script reserved under an
+        // owner of its own, and a remote endpoint on an address nobody live holds.
+        let vip = node.reserve_as("my-script", "vip");
+        node.endpoint(Guid::from_u128(7), "", &vip, EndpointFlags::NONE);
+        let remote = node.reserve("moved-away");
+        node.endpoint(
+            Guid::from_u128(8),
+            "",
+            &remote,
+            EndpointFlags::REMOTE_ENDPOINT,
+        );
+        let lost = node.reserve("lost");
+        let before = node.reserved();
+
+        let dry = node.sweep(&AttachmentLocks, false);
+        assert!(dry.errors.is_empty(), "{:?}", dry.errors);
+        assert_eq!(objects(&dry), pairs(&[("lost", "reservation")]));
+        let applied = node.sweep(&AttachmentLocks, true);
+        assert!(!applied.failed(), "{applied:?}");
+        let mut expected = before;
+        expected.remove(&lost);
+        assert_eq!(node.reserved(), expected);
+    }
+
+    /// libcni's `disableGC` on a conflist: its owner wants nothing of it collected.
+    #[test]
+    fn a_network_whose_conflist_disables_gc_is_left_alone() {
+        let node = Node::new();
+        node.reserve("lost");
+        let conf = node.conf_dir().join("10-cbr0.conf");
+        let mut config: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&conf).unwrap()).unwrap();
+        config["type"] = "win-bridge".into();
+        let list = serde_json::json!({
+            "cniVersion": "1.1.0", "name": "cbr0", "disableGC": true, "plugins": [config]
+        });
+        std::fs::remove_file(&conf).unwrap();
+        std::fs::write(
+            node.conf_dir().join("10-cbr0.conflist"),
+            serde_json::to_vec(&list).unwrap(),
+        )
+        .unwrap();
+        let networks = crate::confdir::read(node.conf_dir(), &[]).unwrap().networks;
+        let before = node.reserved();
+        let pass = sweep(&node.client, &networks, &AttachmentLocks, true);
+        assert_eq!(pass.left_alone, ["cbr0"]);
+        assert!(pass.stale.is_empty() && !pass.failed(), "{pass:?}");
+        assert_eq!(node.reserved(), before);
     }
 
     #[test]

@@ -78,7 +78,12 @@ impl Node {
 
     /// Reserves an address for the attachment, as ADD's IPAM step does.
     pub fn reserve(&self, container_id: &str) -> String {
-        let allocation = self.host_local.allocate(container_id, "eth0").unwrap();
+        self.reserve_as(container_id, "eth0")
+    }
+
+    /// Reserves an address under any owner, as a script running host-local directly does.
+    pub fn reserve_as(&self, container_id: &str, ifname: &str) -> String {
+        let allocation = self.host_local.allocate(container_id, ifname).unwrap();
         allocation.result().ips[0].address.ip().to_string()
     }
 

@@ -34,6 +34,12 @@ pub struct IpamConfig {
     pub requested: Result<Vec<RequestedIp>, Box<Error>>,
     /// How long to wait for the store's lock before giving up with "try again later".
     pub lock_timeout: Duration,
+    /// `notReadyWhenFull`: whether STATUS fails (code 50) when a range set has no free
+    /// address. Off by default: containerd 2.x polls STATUS every few seconds and a failure
+    /// takes the node NotReady, which evicts every pod on it, so a full range (a leak, or a
+    /// small pod CIDR) would turn into an outage. A node operator who wants the scheduler
+    /// kept off a full node opts in.
+    pub not_ready_when_full: bool,
 }
 
 impl IpamConfig {
@@ -55,6 +61,7 @@ impl IpamConfig {
                 lock_timeout_seconds,
                 std::env::var(LOCK_TIMEOUT_ENV).ok().as_deref(),
             )?,
+            not_ready_when_full: false,
         })
     }
 }
@@ -109,6 +116,8 @@ struct RawIpam {
     resolv_conf: Option<PathBuf>,
     #[serde(rename = "lockTimeoutSeconds")]
     lock_timeout_seconds: Option<f64>,
+    #[serde(rename = "notReadyWhenFull", default)]
+    not_ready_when_full: bool,
 }
 
 #[derive(Deserialize, Default)]
@@ -189,6 +198,7 @@ impl IpamConfig {
             resolv_conf: ipam.resolv_conf,
             requested,
             lock_timeout,
+            not_ready_when_full: ipam.not_ready_when_full,
         })
     }
 }

@@ -1,14 +1,16 @@
 //! The host-local operations the plugins call in-process and the binary exposes as CNI commands.
 
-use cni::{CniArgs, Dns, Error, ErrorCode, GcAttachment, IpConfig, NetConf, Success};
+use cni::{CniArgs, Dns, Error, ErrorCode, IpConfig, NetConf, Success};
 use ipnetwork::IpNetwork;
 use std::collections::HashSet;
+use std::fmt;
 use std::net::IpAddr;
 use std::path::Path;
 
 use crate::config::{IpamConfig, RequestedIp};
 use crate::layout::{Content, Owner};
 use crate::range::RangeSet;
+use crate::retention::Retention;
 use crate::store::{Session, Store, Sweep};
 use crate::{ADDRESS_UNAVAILABLE, RESERVATION_MISMATCH, resolv};
 
@@ -51,11 +53,6 @@ impl Allocation {
         self.created.is_empty()
     }
 }
-
-/// kube-proxy's source VIP on overlay networks is a reservation its start script makes by
-/// running host-local with container ID, netns and ifname `dummy` in the pods' store
-/// (kubernetes-windows.md §6): GC must never release it, whoever runs GC.
-const SOURCE_VIP_OWNER: &str = "dummy";
 
 /// Where each range set's address comes from in one ADD.
 enum Plan {
@@ -274,30 +271,18 @@ impl HostLocal {
         }
     }
 
-    /// GC: releases every reservation whose attachment is not in `valid` (legacy ID-only ones
-    /// by container ID alone), reclaims empty and corrupt reservation files and rebuilds the
-    /// index. An empty `valid` releases everything but kube-proxy's source VIP (no runtime
-    /// lists it). `lock` and `last_reserved_ip.*` stay.
-    pub fn gc(&self, valid: &[GcAttachment]) -> Result<(), Error> {
-        let attachments: HashSet<(&str, &str)> = valid
-            .iter()
-            .map(|a| (a.container_id.as_str(), a.ifname.as_str()))
-            .chain([(SOURCE_VIP_OWNER, SOURCE_VIP_OWNER)])
-            .collect();
-        let containers: HashSet<&str> = valid.iter().map(|a| a.container_id.as_str()).collect();
+    /// GC: releases every reservation `retention` does not keep (see [`Retention`]: the one
+    /// rule every collector applies), reclaims empty and corrupt reservation files and
+    /// rebuilds the index. `lock` and `last_reserved_ip.*` stay.
+    pub fn gc(&self, retention: &Retention) -> Result<(), Error> {
+        let mut session = self.store.lock(&self.config.range_sets)?;
+        let holding = owners_holding(&session, retention)?;
         let released = std::cell::Cell::new(0_usize);
         let retain = |owner: &Owner| {
-            let kept = match owner {
-                Owner::Attachment {
-                    container_id,
-                    ifname,
-                } => attachments.contains(&(container_id.as_str(), ifname.as_str())),
-                Owner::Legacy { container_id } => containers.contains(container_id.as_str()),
-            };
+            let kept = retention.keeps_owner(owner) || holding.contains(owner);
             released.set(released.get() + usize::from(!kept));
             kept
         };
-        let mut session = self.store.lock(&self.config.range_sets)?;
         let problems = session.rebuild(Sweep::Retain(&retain))?;
         session.finish()?;
         log::info!(
@@ -320,6 +305,26 @@ impl HostLocal {
         }
     }
 
+    /// The reservations [`HostLocal::gc`] with `retention` would release, by address: what
+    /// `cni-win sweep` removes and `doctor` reports, decided by GC's own rule.
+    pub fn releasable(&self, retention: &Retention) -> Result<Vec<(IpAddr, Owner)>, Error> {
+        let session = self.store.lock(&self.config.range_sets)?;
+        let holding = owners_holding(&session, retention)?;
+        let reservations = session.reservations()?;
+        session.finish()?;
+        Ok(reservations
+            .into_iter()
+            .filter_map(|(ip, content)| match content {
+                Content::Owned(owner)
+                    if !retention.keeps_owner(&owner) && !holding.contains(&owner) =>
+                {
+                    Some((ip, owner))
+                }
+                _ => None,
+            })
+            .collect())
+    }
+
     /// Every reservation of the network with who holds it (see `Session::reservations`):
     /// what `cni-win sweep` and `doctor` compare with the endpoints HNS has.
     pub fn reservations(&self) -> Result<Vec<(IpAddr, Content)>, Error> {
@@ -329,9 +334,11 @@ impl HostLocal {
         Ok(reservations)
     }
 
-    /// STATUS: the store is usable and every range set has a free address; otherwise code 50
-    /// naming the range set.
-    pub fn status(&self) -> Result<(), Error> {
+    /// STATUS: ready (`Ok`) when the store is usable, otherwise code 50. A range set with no
+    /// free address is returned (and logged) rather than failed on: runtimes poll STATUS and
+    /// take the node NotReady on a failure, which evicts its pods, so only a config that set
+    /// `notReadyWhenFull` gets code 50 for a full range.
+    pub fn status(&self) -> Result<Vec<Exhausted>, Error> {
         let not_available = |e: Error| {
             Error::new(
                 ErrorCode::NotAvailable,
@@ -340,19 +347,75 @@ impl HostLocal {
         };
         let sets = &self.config.range_sets;
         let mut session = self.store.open(sets).map_err(not_available)?;
+        let mut exhausted = Vec::new();
         for (index, set) in sets.iter().enumerate() {
             if !session.has_free(index).map_err(not_available)? {
-                return Err(Error::new(
-                    ErrorCode::NotAvailable,
-                    format!(
-                        "range set {index} ({set}) has no free address: all {} are reserved",
-                        set.usable()
-                    ),
-                ));
+                exhausted.push(Exhausted {
+                    set: index,
+                    ranges: set.to_string(),
+                    usable: set.usable(),
+                });
             }
         }
-        session.finish()
+        session.finish()?;
+        if self.config.not_ready_when_full
+            && let Some(full) = exhausted.first()
+        {
+            return Err(Error::new(
+                ErrorCode::NotAvailable,
+                format!("{full} (ipam.notReadyWhenFull is set)"),
+            ));
+        }
+        for full in &exhausted {
+            log::warn!(
+                "{full}: every new pod's ADD fails until addresses are released; STATUS stays \
+                 ready (set ipam.notReadyWhenFull to fail it)"
+            );
+        }
+        Ok(exhausted)
     }
+}
+
+/// A range set with no free address, as STATUS found it: every new attachment's ADD fails
+/// with [`crate::POOL_EXHAUSTED`] until an address is released.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exhausted {
+    /// The range set's index in the config.
+    pub set: usize,
+    /// Its ranges, as the config gives them.
+    pub ranges: String,
+    /// How many addresses it can hand out (all of them reserved).
+    pub usable: u128,
+}
+
+impl fmt::Display for Exhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.usable {
+            0 => write!(
+                f,
+                "range set {} ({}) has no address to hand out: its only addresses are gateways \
+                 or excluded",
+                self.set, self.ranges
+            ),
+            usable => write!(
+                f,
+                "range set {} ({}) has no free address: all {usable} are reserved",
+                self.set, self.ranges
+            ),
+        }
+    }
+}
+
+/// The owners of the reservations of the addresses `retention` says endpoints hold: every
+/// address of such an owner stays.
+fn owners_holding(session: &Session<'_>, retention: &Retention) -> Result<HashSet<Owner>, Error> {
+    let mut owners = HashSet::new();
+    for ip in retention.held() {
+        if let Some(Content::Owned(owner)) = session.holder(ip)? {
+            owners.insert(owner);
+        }
+    }
+    Ok(owners)
 }
 
 /// Reserves the planned address of one range set; returns it and whether this call reserved it.

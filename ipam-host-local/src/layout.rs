@@ -37,6 +37,11 @@ pub fn parse_ip_file_name(name: &str, escape_colons: bool) -> Option<IpAddr> {
     (ip_file_name(ip, escape_colons) == name).then_some(ip)
 }
 
+/// The (container ID, ifname) pairs under which node components reserve kube-proxy's source
+/// VIP in the pods' store: `dummy`/`dummy` (sig-windows-tools' and microsoft/SDN's kube-proxy
+/// start scripts, k3s) and `kube-proxy`/`source-vip` (RKE2).
+pub const NODE_COMPONENTS: &[(&str, &str)] = &[("dummy", "dummy"), ("kube-proxy", "source-vip")];
+
 /// Who holds a reservation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Owner {
@@ -60,6 +65,21 @@ impl Owner {
         Owner::Attachment {
             container_id: container_id.to_owned(),
             ifname: ifname.to_owned(),
+        }
+    }
+
+    /// Whether a node component, not a pod, holds the reservation: kube-proxy's source VIP on
+    /// overlay networks, which its start script reserves by running host-local directly in
+    /// the pods' store, as [`NODE_COMPONENTS`] lists (a pre-2018 host-local wrote such a
+    /// reservation as the bare container ID `dummy`). No runtime lists these attachments, so
+    /// no collector may release them.
+    pub fn is_node_component(&self) -> bool {
+        match self {
+            Owner::Attachment {
+                container_id,
+                ifname,
+            } => NODE_COMPONENTS.contains(&(container_id.as_str(), ifname.as_str())),
+            Owner::Legacy { container_id } => container_id == "dummy",
         }
     }
 

@@ -147,12 +147,14 @@ mod lock;
 mod occupancy;
 pub mod range;
 mod resolv;
+pub mod retention;
 mod store;
 
 pub use config::{
     DEFAULT_DATA_DIR, DEFAULT_LOCK_TIMEOUT, IpamConfig, LOCK_TIMEOUT_ENV, RequestedIp,
 };
-pub use host_local::{Allocation, HostLocal};
+pub use host_local::{Allocation, Exhausted, HostLocal};
+pub use retention::Retention;
 pub use store::INDEX_DIR;
 
 use cni::ErrorCode;

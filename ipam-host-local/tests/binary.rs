@@ -74,8 +74,13 @@ fn every_command_works_through_the_binary() {
     let base = conf(dir.path(), "1.1.0", ipam);
     let (ok, added) = run("ADD", "a", &base);
     assert!(ok, "{added}");
-    let (ok, status) = run("STATUS", "", &base);
-    assert!(!ok, "a /30 holds one address, now taken");
+    // A /30 holds one address, now taken: new attachments fail, the node stays ready unless
+    // the config opts in.
+    assert_eq!(run("STATUS", "", &base), (true, Value::Null));
+    let mut strict = base.clone();
+    strict["ipam"]["notReadyWhenFull"] = json!(true);
+    let (ok, status) = run("STATUS", "", &strict);
+    assert!(!ok, "{status}");
     assert_eq!(status["code"], 50);
     let (ok, full) = run("ADD", "b", &base);
     assert!(!ok);

@@ -6,7 +6,7 @@ mod common;
 
 use cni::{ErrorCode, GcAttachment};
 use common::{Scratch, host_local, host_local_with, ip, reservations};
-use ipam_host_local::{HostLocal, INDEX_DIR};
+use ipam_host_local::{HostLocal, INDEX_DIR, Retention};
 use serde_json::json;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -90,7 +90,7 @@ fn every_accepted_attachment_name_round_trips() {
             ifname: (*ifname).to_owned(),
         })
         .collect();
-    ipam.gc(&valid).unwrap();
+    ipam.gc(&Retention::attachments(&valid)).unwrap();
     assert_eq!(reservations(ipam.network_dir()).len(), cases.len());
     for (id, ifname) in &cases {
         ipam.release(id, ifname).unwrap();
@@ -193,7 +193,7 @@ fn damaged_hints_heal() {
             ipam.release("a", "eth0")
                 .unwrap_or_else(|e| panic!("DEL with {context}: {e}"));
             assert!(!net.join("10.0.0.2").exists(), "DEL with {context} leaked");
-            ipam.gc(&[])
+            ipam.gc(&Retention::default())
                 .unwrap_or_else(|e| panic!("GC with {context}: {e}"));
             assert!(reservations(&net).is_empty(), "{context}");
         }
@@ -296,10 +296,10 @@ fn planted_links_are_never_followed() {
             }
         };
         record(ipam.allocate("b", "eth0").map(|_| ()));
-        record(ipam.status());
+        record(ipam.status().map(drop));
         record(ipam.release("a", "eth0"));
         record(ipam.release("b", "eth0"));
-        record(ipam.gc(&[]));
+        record(ipam.gc(&Retention::default()));
         let listing: Vec<_> = fs::read_dir(&outside)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())

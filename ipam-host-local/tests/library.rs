@@ -4,7 +4,9 @@ mod common;
 
 use cni::{ErrorCode, GcAttachment, IpConfig, Success};
 use common::{Scratch, host_local, host_local_with, ip, reference_release, reservations};
-use ipam_host_local::{ADDRESS_UNAVAILABLE, INDEX_DIR, POOL_EXHAUSTED, RESERVATION_MISMATCH};
+use ipam_host_local::{
+    ADDRESS_UNAVAILABLE, INDEX_DIR, POOL_EXHAUSTED, RESERVATION_MISMATCH, Retention,
+};
 use serde_json::json;
 use std::fs;
 use std::net::IpAddr;
@@ -134,11 +136,16 @@ fn exhaustion_names_the_range_and_leaves_nothing_half_reserved() {
     assert!(err.msg().contains("all 2 addresses"), "{}", err.msg());
     // c's address from set 0 was rolled back.
     assert_eq!(reservations(ipam.network_dir()).len(), 4);
-    let status = ipam.status().unwrap_err();
-    assert_eq!(status.code(), ErrorCode::NotAvailable);
-    assert!(status.msg().contains("range set 1"), "{}", status.msg());
+    let full = ipam.status().unwrap();
+    assert_eq!(
+        full.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        [
+            "range set 1 (10.1.0.0/24 (10.1.0.1-10.1.0.3, gateway 10.1.0.1)) has no free address: \
+         all 2 are reserved"
+        ]
+    );
     ipam.release("a", "eth0").unwrap();
-    ipam.status().unwrap();
+    assert_eq!(ipam.status().unwrap(), []);
     let c = ipam.allocate("c", "eth0").unwrap();
     assert_eq!(c.result().ips[1].address.ip(), ip("10.1.0.2"));
 }
@@ -301,8 +308,11 @@ fn gc_keeps_valid_attachments_and_bookkeeping_and_removes_the_rest() {
     fs::write(net.join("10.0.0.103"), "not a\r\nreservation\r\nfile").unwrap();
     fs::write(net.join("notes.txt"), "operator file").unwrap();
 
-    ipam.gc(&[attachment("a", "eth0"), attachment("legacy-kept", "eth9")])
-        .unwrap();
+    ipam.gc(&Retention::attachments(&[
+        attachment("a", "eth0"),
+        attachment("legacy-kept", "eth9"),
+    ]))
+    .unwrap();
     let files = reservations(net);
     assert_eq!(
         files.keys().collect::<Vec<_>>(),
@@ -316,7 +326,7 @@ fn gc_keeps_valid_attachments_and_bookkeeping_and_removes_the_rest() {
     assert!(ipam.allocate("a", "eth0").unwrap().already_held());
     ipam.release("b", "eth0").unwrap();
 
-    ipam.gc(&[]).unwrap();
+    ipam.gc(&Retention::default()).unwrap();
     assert!(
         reservations(net).is_empty(),
         "an empty list releases everything"
@@ -330,17 +340,67 @@ fn gc_keeps_valid_attachments_and_bookkeeping_and_removes_the_rest() {
 fn gc_never_releases_kube_proxys_source_vip() {
     let dir = Scratch::new("gc-source-vip");
     let ipam = host_local(dir.path(), json!({"subnet": "10.0.0.0/24"}));
-    // kube-proxy's start script reserves its source VIP as container, netns and ifname `dummy`.
-    let vip = ipam.allocate("dummy", "dummy").unwrap();
+    // kube-proxy's start scripts reserve its source VIP by running host-local directly:
+    // sig-windows-tools, microsoft/SDN and k3s as `dummy`/`dummy`, RKE2 as
+    // `kube-proxy`/`source-vip`; a pre-2018 host-local wrote the bare ID `dummy`.
+    let mut kept = Vec::new();
+    for (container_id, ifname) in [("dummy", "dummy"), ("kube-proxy", "source-vip")] {
+        let vip = ipam.allocate(container_id, ifname).unwrap();
+        kept.push(vip.result().ips[0].address.ip().to_string());
+    }
+    fs::write(ipam.network_dir().join("10.0.0.200"), "dummy").unwrap();
+    kept.push("10.0.0.200".to_owned());
     ipam.allocate("pod", "eth0").unwrap();
-    ipam.gc(&[]).unwrap();
-    let vip = vip.result().ips[0].address.ip().to_string();
+    assert_eq!(
+        ipam.releasable(&Retention::default())
+            .unwrap()
+            .into_iter()
+            .map(|(ip, owner)| format!("{ip} {owner}"))
+            .collect::<Vec<_>>(),
+        ["10.0.0.4 container pod interface eth0"]
+    );
+    ipam.gc(&Retention::default()).unwrap();
+    kept.sort();
     assert_eq!(
         reservations(ipam.network_dir())
             .into_keys()
             .collect::<Vec<_>>(),
-        [vip]
+        kept
     );
+}
+
+/// An address an HNS endpoint holds is never released, nor any other address of the
+/// attachment holding it: kube-proxy's nameless endpoint on an address reserved under an
+/// owner nobody knows, a remote endpoint, an endpoint GC could not delete.
+#[test]
+fn gc_keeps_every_address_of_an_attachment_an_endpoint_holds() {
+    let dir = Scratch::new("gc-held");
+    let ipam = host_local(
+        dir.path(),
+        json!({"ranges": [[{"subnet": "10.0.0.0/24"}], [{"subnet": "fd00::/64"}]]}),
+    );
+    let held = ipam.allocate("held", "eth0").unwrap();
+    ipam.allocate("gone", "eth0").unwrap();
+    let v4 = held.result().ips[0].address.ip();
+    let retention = Retention::default().holding([v4]);
+    let releasable = ipam.releasable(&retention).unwrap();
+    assert_eq!(
+        releasable
+            .iter()
+            .map(|(_, owner)| owner.to_string())
+            .collect::<Vec<_>>(),
+        ["container gone interface eth0"; 2]
+    );
+    ipam.gc(&retention).unwrap();
+    let left: Vec<IpAddr> = reservations(ipam.network_dir())
+        .into_keys()
+        .map(|name| name.replace('_', ":").parse().unwrap())
+        .collect();
+    let mut expected: Vec<IpAddr> = held.result().ips.iter().map(|c| c.address.ip()).collect();
+    expected.sort();
+    let mut left = left;
+    left.sort();
+    assert_eq!(left, expected, "both of held/eth0's addresses stay");
 }
 
 #[test]
@@ -439,6 +499,28 @@ fn index_files_never_look_like_reservations_to_the_reference() {
     }
 }
 
+/// STATUS fails on a full range only when the config opts in (a failed STATUS takes a
+/// containerd 2.x node NotReady and evicts its pods).
+#[test]
+fn status_fails_on_a_full_range_only_with_not_ready_when_full() {
+    let dir = Scratch::new("not-ready-when-full");
+    let lenient = host_local(dir.path(), json!({"subnet": "10.0.0.0/30"}));
+    let strict = host_local(
+        dir.path(),
+        json!({"subnet": "10.0.0.0/30", "notReadyWhenFull": true}),
+    );
+    assert_eq!(strict.status(), Ok(Vec::new()));
+    lenient.allocate("a", "eth0").unwrap();
+    assert_eq!(lenient.status().unwrap().len(), 1);
+    let err = strict.status().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::NotAvailable);
+    assert!(
+        err.msg().contains("range set 0") && err.msg().contains("notReadyWhenFull"),
+        "{}",
+        err.msg()
+    );
+}
+
 #[test]
 fn excluded_addresses_are_never_handed_out() {
     let dir = Scratch::new("excluded");
@@ -461,7 +543,8 @@ fn excluded_addresses_are_never_handed_out() {
     let err = ipam.allocate("e", "eth0").unwrap_err();
     assert_eq!(err.code(), POOL_EXHAUSTED);
     assert!(err.msg().contains("all 4 addresses"), "{}", err.msg());
-    assert_eq!(ipam.status().unwrap_err().code(), ErrorCode::NotAvailable);
+    // STATUS counts with the same exclusions: the set is full.
+    assert_eq!(ipam.status().unwrap().len(), 1);
     // Releasing makes room again, still never at x.2.
     ipam.release("a", "eth0").unwrap();
     assert_eq!(

@@ -6,7 +6,7 @@ mod common;
 
 use cni::GcAttachment;
 use common::{Scratch, host_local, reservations};
-use ipam_host_local::{INDEX_DIR, POOL_EXHAUSTED};
+use ipam_host_local::{INDEX_DIR, POOL_EXHAUSTED, Retention};
 use proptest::prelude::*;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -96,7 +96,7 @@ proptest! {
                         .filter(|c| mask & (1 << c) != 0)
                         .map(|c| GcAttachment { container_id: id(c), ifname: "eth0".into() })
                         .collect();
-                    ipam.gc(&valid).unwrap();
+                    ipam.gc(&Retention::attachments(&valid)).unwrap();
                     oracle.retain(|c, _| mask & (1 << c) != 0);
                 }
                 Step::Damage(Damage::DropStamp) => {

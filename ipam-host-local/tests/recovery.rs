@@ -6,7 +6,7 @@ mod common;
 use cni::GcAttachment;
 use common::{Scratch, host_local, ip, reservations};
 use ipam_host_local::layout::Owner;
-use ipam_host_local::{HostLocal, INDEX_DIR, POOL_EXHAUSTED};
+use ipam_host_local::{HostLocal, INDEX_DIR, POOL_EXHAUSTED, Retention};
 use serde_json::json;
 use std::fs;
 use std::net::IpAddr;
@@ -169,7 +169,7 @@ fn a_corrupt_reservation_file_is_reclaimed_by_gc() {
             ifname: "eth0".into(),
         })
         .collect();
-    ipam.gc(&valid).unwrap();
+    ipam.gc(&Retention::attachments(&valid)).unwrap();
     assert_eq!(address_of(&ipam, "e"), ip("10.0.0.6"));
 }
 
@@ -186,10 +186,10 @@ fn gc_leaves_only_entries_of_live_reservations() {
     // Leftovers of crashed writers: an uncommitted reservation file, a stray entry.
     fs::write(bucket.join(entry_name("a", "10.0.0.6")), "a\r\neth0").unwrap();
     fs::write(bucket.join(entry_name("zz", "10.0.0.5")), "zz\r\neth0").unwrap();
-    ipam.gc(&[GcAttachment {
+    ipam.gc(&Retention::attachments(&[GcAttachment {
         container_id: "a".into(),
         ifname: "eth0".into(),
-    }])
+    }]))
     .unwrap();
     assert_eq!(entries(&ipam), [entry_name("a", "10.0.0.2")]);
     assert!(ipam.allocate("a", "eth0").unwrap().already_held());

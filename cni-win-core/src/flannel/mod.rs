@@ -212,11 +212,11 @@ pub fn check(
 
 /// STATUS: subnet.env must be complete (code 50 naming what is missing), then the core's
 /// STATUS on the effective config (network, its type and settings, IPAM with a free address).
-pub fn status(
+pub fn status<T>(
     request: &NetworkRequest,
     client: &Client,
-    status: impl FnOnce(&NetworkRequest) -> Result<(), Error>,
-) -> Result<(), Error> {
+    status: impl FnOnce(&NetworkRequest) -> Result<T, Error>,
+) -> Result<T, Error> {
     let Some(native) = Native::of(&request.config)? else {
         return status(request);
     };

@@ -2,7 +2,7 @@
 #![forbid(unsafe_code)]
 
 use cni::{About, CniArgs, DelRequest, Error, NetworkRequest, Plugin, Request, Success};
-use ipam_host_local::HostLocal;
+use ipam_host_local::{HostLocal, Retention};
 use std::process::ExitCode;
 
 struct HostLocalPlugin;
@@ -32,14 +32,19 @@ impl Plugin for HostLocalPlugin {
     }
 
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
-        // No list releases every reservation but kube-proxy's source VIP, as an empty one does.
+        // No list releases every reservation but the node components' (kube-proxy's source
+        // VIP), as an empty one does.
         let valid = request.config.valid_attachments()?;
         log::info!("GC releases what is {}", valid.reason());
-        HostLocal::from_conf(&request.config, &CniArgs::default())?.gc(valid.as_slice())
+        HostLocal::from_conf(&request.config, &CniArgs::default())?
+            .gc(&Retention::attachments(valid.as_slice()))
     }
 
     fn status(&self, request: &NetworkRequest) -> Result<(), Error> {
-        HostLocal::from_conf(&request.config, &CniArgs::default())?.status()
+        // A full range is logged, not failed (see `HostLocal::status`).
+        HostLocal::from_conf(&request.config, &CniArgs::default())?
+            .status()
+            .map(drop)
     }
 }
 
