@@ -146,6 +146,16 @@ fn namespace_resources_and_load_balancer_decode() {
             .parse::<Guid>()
             .unwrap()]
     );
+    // Some HNS builds spell the endpoint's key `Id`.
+    let spelt_id: HostComputeNamespace = serde_json::from_str(
+        r#"{"ID":"3fbeee42-4716-4d15-bcb6-19a846a7d111","Type":"Host",
+            "Resources":[{"Type":"Endpoint","Data":{"Id":"9A8F2B1C-0D3E-4F50-8A6B-7C8D9E0F1A2B"}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        spelt_id.endpoint_ids().collect::<Vec<_>>(),
+        namespace.endpoint_ids().collect::<Vec<_>>()
+    );
     let doc = r#"{"ID":"3fbeee42-4716-4d15-bcb6-19a846a7d111","HostComputeEndpoints":["9a8f2b1c-0d3e-4f50-8a6b-7c8d9e0f1a2b"],
         "SourceVIP":"10.244.1.9","FrontendVIPs":["10.96.0.10"],
         "PortMappings":[{"Protocol":17,"InternalPort":53,"ExternalPort":53,"DistributionType":1,"Flags":2}],
