@@ -54,9 +54,9 @@ pub(crate) fn compose<K: NetworkKind>(
         }));
     }
     // A user policy the plugin would add anyway (sdnoverlay configs carry the host's
-    // ProviderAddress) is not repeated.
+    // ProviderAddress, spelt as they like) is not repeated.
     for extra in kind.extra_policies(network, ips)? {
-        if !policies.contains(&extra) {
+        if !policies.iter().any(|policy| policy.effect() == extra) {
             policies.push(extra);
         }
     }

@@ -383,23 +383,49 @@ fn v1_policies_translate_to_v2() {
     ];
     for (v1, v2) in cases {
         let translated = endpoint_policy_from_conf(v1).unwrap_or_else(|e| panic!("{v1}: {e}"));
-        assert_eq!(serde_json::to_string(&translated).unwrap(), v2, "from {v1}");
+        assert_eq!(translated.dropped, [], "from {v1}");
+        assert_eq!(
+            serde_json::to_string(&translated.policy).unwrap(),
+            v2,
+            "from {v1}"
+        );
     }
     assert_eq!(
-        serde_json::to_string(&subnet_policy_from_conf(r#"{"Type":"VSID","VSID":4096}"#).unwrap())
-            .unwrap(),
+        serde_json::to_string(
+            &subnet_policy_from_conf(r#"{"Type":"VSID","VSID":4096}"#)
+                .unwrap()
+                .policy
+        )
+        .unwrap(),
         r#"{"Type":"VSID","Settings":{"IsolationId":4096}}"#
     );
 }
 
 #[test]
-fn v1_translation_rejects_what_it_would_lose() {
-    let unknown_key =
-        endpoint_policy_from_conf(r#"{"Type":"OutBoundNAT","ExceptionLst":["10.0.0.0/8"]}"#)
+fn v1_translation_refuses_bad_values_and_reports_what_it_drops() {
+    // A key the V1 type does not have is dropped, as the reference drops every V1 key,
+    // and reported with what it most likely meant.
+    let translated = endpoint_policy_from_conf(
+        r#"{"type":"OutBoundNAT","exceptionList":["10.0.0.0/8"],"Exceptions":["10.1.0.0/16"]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&translated.policy).unwrap(),
+        r#"{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.0.0.0/8"]}}"#
+    );
+    let dropped: Vec<String> = translated.dropped.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        dropped,
+        [
+            "`Exceptions` is not a V1 OutBoundNAT key; it has no V2 counterpart and is dropped; did you mean `ExceptionList`?"
+        ]
+    );
+    let bad_prefix =
+        endpoint_policy_from_conf(r#"{"Type":"OutBoundNAT","ExceptionList":["10.0.0.0/33"]}"#)
             .unwrap_err();
     assert!(
-        unknown_key.to_string().contains("ExceptionLst"),
-        "{unknown_key}"
+        bad_prefix.to_string().contains("10.0.0.0/33"),
+        "{bad_prefix}"
     );
     let bad_protocol = endpoint_policy_from_conf(
         r#"{"Type":"NAT","InternalPort":1,"ExternalPort":1,"Protocol":"SCTP"}"#,
@@ -413,4 +439,78 @@ fn v1_translation_rejects_what_it_would_lose() {
             .to_string()
             .contains("Type")
     );
+}
+
+/// The shapes Go-written configs use, read as hcsshim decodes them (`Type` and `Settings` in
+/// any case, every other member dropped) and as HNS reads the settings.
+#[test]
+fn v2_policies_are_read_as_go_and_hns_read_them() {
+    let read =
+        |json: &str| endpoint_policy_from_conf(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+    // Envelope and known keys in any case: typed, spelt as HNS spells them.
+    let typed =
+        read(r#"{"TYPE":"outboundnat","settings":{"exceptions":["10.0.0.0/8"]},"Name":"ignored"}"#);
+    assert_eq!(typed.dropped, []);
+    assert_eq!(
+        serde_json::to_string(&typed.policy).unwrap(),
+        r#"{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.0.0.0/8"]}}"#
+    );
+    // OpenShift WMCO's camelCase OutBoundNAT: no key HNS knows, kept as written.
+    let wmco = read(
+        r#"{"type":"OutBoundNAT","settings":{"exceptionList":["172.30.0.0/16"],"destinationPrefix":"","needEncap":false}}"#,
+    );
+    assert!(matches!(wmco.policy, EndpointPolicy::Other(_)));
+    same_json(
+        &serde_json::to_string(&wmco.policy).unwrap(),
+        r#"{"Type":"OutBoundNAT","Settings":{"exceptionList":["172.30.0.0/16"],"destinationPrefix":"","needEncap":false}}"#,
+    );
+    assert_eq!(wmco.policy.misfit(), None);
+    let ignored: Vec<String> = wmco
+        .policy
+        .ignored_keys()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        ignored,
+        [
+            "`destinationPrefix` is not a V2 OutBoundNAT key; HNS ignores it (its keys: VirtualIP, Exceptions, Destinations, Flags, MaxPortPoolUsage)",
+            "`exceptionList` is not a V2 OutBoundNAT key; HNS ignores it; did you mean `Exceptions`?",
+            "`needEncap` is not a V2 OutBoundNAT key; HNS ignores it (its keys: VirtualIP, Exceptions, Destinations, Flags, MaxPortPoolUsage)",
+        ]
+    );
+    assert_eq!(
+        wmco.policy.effect(),
+        EndpointPolicy::OutboundNat(OutboundNatPolicy::default())
+    );
+    // WMCO's SDNRoute carries an OutBoundNAT key: HNS reads the route and ignores the rest.
+    let route = read(
+        r#"{"Type":"SDNROUTE","Settings":{"ExceptionList":[],"DestinationPrefix":"10.96.0.0/12","NeedEncap":true}}"#,
+    );
+    assert_eq!(route.policy.ignored_keys().len(), 1);
+    assert_eq!(
+        route.policy.effect(),
+        EndpointPolicy::SdnRoute(SdnRoutePolicy {
+            destination_prefix: Some(prefix("10.96.0.0/12")),
+            next_hop: None,
+            need_encap: true,
+        })
+    );
+    // A known key whose value does not fit is what HNS refuses, whatever else is there.
+    let refused =
+        read(r#"{"Type":"ProviderAddress","Settings":{"providerAddress":"10.0.0","pa":"x"}}"#);
+    assert!(
+        refused.policy.misfit().unwrap().contains("ProviderAddress"),
+        "{:?}",
+        refused.policy.misfit()
+    );
+    assert_eq!(refused.policy.ignored_keys(), []);
+    // Not a policy at all, or no string type: errors naming it.
+    for bad in [
+        r#""OutBoundNAT""#,
+        r#"{"Type":7,"Settings":{}}"#,
+        r#"{"Settings":{}}"#,
+    ] {
+        assert!(endpoint_policy_from_conf(bad).is_err(), "{bad}");
+    }
 }
