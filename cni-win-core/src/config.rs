@@ -47,6 +47,32 @@ pub(crate) struct Conf<K> {
     pub dns: Dns,
 }
 
+/// What a config the plugins accept may still do otherwise than its author meant: for
+/// `cni-win doctor` to report, since the plugins only log it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigReview {
+    /// Each policy key that does nothing, naming its entry: `policies[0]: `exceptionList` is
+    /// not a V2 OutBoundNAT key; HNS ignores it; did you mean `Exceptions`?`.
+    pub ignored_policy_keys: Vec<String>,
+}
+
+impl<K> Conf<K> {
+    /// The config's [`ConfigReview`].
+    pub fn review(&self) -> ConfigReview {
+        ConfigReview {
+            ignored_policy_keys: self
+                .policies
+                .iter()
+                .flat_map(|user| {
+                    user.ignored_keys
+                        .iter()
+                        .map(|ignored| format!("{}: {ignored}", user.source))
+                })
+                .collect(),
+        }
+    }
+}
+
 /// `optionalFlags` (sdnbridge's key); every flag defaults to false.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]

@@ -3,7 +3,8 @@
 //! fails.
 //!
 //! Checks: HNS answers (its version and features); the config directory loads; for each of
-//! cni-win's networks there, the plugin's own config code accepts it, the plugin's STATUS
+//! cni-win's networks there, the plugin's own config code accepts it (a policy key HNS ignores,
+//! such as a V1 `exceptionList` inside V2 settings, is a warning naming it), the plugin's STATUS
 //! (the HNS network, its type and settings, the overlay's ProviderAddress, subnet.env in
 //! Flannel mode, a free address: [`cni_win_core::node::status`]), the plugin binaries in
 //! `--bin-dir`, and the store against HNS (reservations without endpoints, endpoints without
@@ -321,10 +322,21 @@ fn check_network(client: Option<&Client>, network: &Network, report: &mut Report
         Plugin::Overlay => cni_win_core::load_config::<Overlay>(conf),
     };
     match loaded {
-        Ok(()) => report.pass(
-            check("config"),
-            "the plugin's config code accepts it".to_owned(),
-        ),
+        Ok(review) => {
+            report.pass(
+                check("config"),
+                "the plugin's config code accepts it".to_owned(),
+            );
+            for ignored in review.ignored_policy_keys {
+                report.add(
+                    check("policy keys"),
+                    Verdict::Warn,
+                    ignored,
+                    "spell the key as its policy type has it, or remove it: the policy goes to \
+                     HNS as written (as the reference plugins send it) and does less than it says",
+                );
+            }
+        }
         Err(e) => {
             report.add(
                 check("config"),
@@ -670,6 +682,36 @@ mod on_the_emulator {
         );
         assert!(evidence(&report, ": config").contains("subnet"), "{report}");
         assert!(!report.healthy);
+    }
+
+    #[test]
+    fn policy_keys_hns_ignores_are_warnings_naming_the_entry_and_the_key() {
+        let doctor = Doctor::new();
+        fs::write(
+            doctor.node.conf_dir().join("10-cbr0.conf"),
+            br#"{"cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+                 "ipam": {"type": "host-local", "subnet": "10.244.1.0/24"},
+                 "policies": [{"name": "EndpointPolicy", "value": {"type": "OutBoundNAT",
+                     "settings": {"exceptionList": ["172.30.0.0/16"], "needEncap": false}}}]}"#,
+        )
+        .unwrap();
+        let report = doctor.report();
+        let warnings: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == "network \"cbr0\": policy keys")
+            .collect();
+        let evidence: Vec<&str> = warnings.iter().map(|f| f.evidence.as_str()).collect();
+        assert_eq!(
+            evidence,
+            [
+                "policies[0]: `exceptionList` is not a V2 OutBoundNAT key; HNS ignores it; did you mean `Exceptions`?",
+                "policies[0]: `needEncap` is not a V2 OutBoundNAT key; HNS ignores it (its keys: VirtualIP, Exceptions, Destinations, Flags, MaxPortPoolUsage)",
+            ],
+            "{report}"
+        );
+        assert!(warnings.iter().all(|f| f.verdict == Verdict::Warn));
+        assert!(report.healthy, "{report}");
     }
 
     #[test]
