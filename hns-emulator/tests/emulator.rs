@@ -12,6 +12,7 @@ use hns::schema::{
 };
 use hns::{
     Client, ErrorKind, ErrorRecord, Feature, Function, Guid, HResult, HnsError, HnsVersion, RawHcn,
+    WindowsBuild,
 };
 use hns_emulator::Emulator;
 
@@ -654,6 +655,24 @@ fn each_host_has_its_own_version_and_features() {
     let features = client.supported_features().unwrap();
     assert_eq!(features.version(), HnsVersion::new(10, 1));
     assert!(!features.supports(Feature::Dsr) && features.supports(Feature::ApiV2));
+}
+
+#[test]
+fn each_host_has_its_own_windows_build() {
+    let dir = TempDir::new("build");
+    let client = client(&dir);
+    assert_eq!(client.windows_build().unwrap(), WindowsBuild::SERVER_2022);
+    client
+        .raw()
+        .engine()
+        .set_windows_build(WindowsBuild::SERVER_2025)
+        .unwrap();
+    let other = TempDir::new("build-other");
+    assert_eq!(client.windows_build().unwrap(), WindowsBuild::SERVER_2025);
+    assert_eq!(
+        self::client(&other).windows_build().unwrap(),
+        WindowsBuild::SERVER_2022
+    );
 }
 
 /// V1 readers (win-overlay's `Subnets[0]`/`ManagementIP`) see the V2 networks through `HNSCall`.
