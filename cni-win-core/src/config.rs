@@ -9,7 +9,7 @@
 //! | `policies`, `AdditionalArgs` | entries named `EndpointPolicy` (any case), V1 or V2 shape, read as Go reads hcsshim's `EndpointPolicy` (`Type`/`Settings` and known settings keys in any case); V1 translated to V2; settings keys HNS ignores logged as a warning and sent as written; other names are ignored as the reference does |
 //! | `loopbackDSR`, `optionalFlags.loopbackDSR` | OutBoundNAT `Destinations` = the pod's IPs (needs HNS DSR support) |
 //! | `optionalFlags.localRoutedPortMapping` | PortMapping `Flags` LocalRoutedVip (NodeIP:HostPort from the node) |
-//! | `optionalFlags.allowAclPortMapping` | an inbound Allow ACL for each mapped container port |
+//! | `optionalFlags.allowAclPortMapping` | an inbound Allow ACL for each mapped container port, and with them allow-all ACLs In and Out at priority 65500 (Windows Server 2025 makes an endpoint with ACLs default-deny) |
 //! | `optionalFlags.*` (others) | accepted; plugin-specific ones are read by the plugin |
 //! | `capabilities` | accepted (read by the runtime, which fills `runtimeConfig`) |
 //! | `runtimeConfig.portMappings` | one PortMapping policy each |
@@ -21,13 +21,14 @@ use std::net::IpAddr;
 
 use cni::{Error, ErrorCode, NetConf};
 use hns::Guid;
-use hns::schema::policy::{IgnoredKey, protocol};
+use hns::schema::policy::{AclDirection, AclPolicy, IgnoredKey, protocol};
 use hns::schema::v1::{Translated, endpoint_policy_from_conf};
 use hns::schema::{Dns, EndpointPolicy};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::kind::NetworkKind;
+use crate::policy;
 
 /// A validated config: the shared keys plus the plugin's kind, built from its own keys.
 #[derive(Debug)]
@@ -54,11 +55,36 @@ pub struct ConfigReview {
     /// Each policy key that does nothing, naming its entry: `policies[0]: `exceptionList` is
     /// not a V2 OutBoundNAT key; HNS ignores it; did you mean `Exceptions`?`.
     pub ignored_policy_keys: Vec<String>,
+    /// The directions in which the config's own ACL policies have no allow-all rule: on a
+    /// build where ACLs make an endpoint default-deny
+    /// ([`hns::WindowsBuild::acls_default_deny`]), the pods lose all traffic of that direction
+    /// no rule allows. Empty when the config writes no ACL of its own.
+    pub acl_directions_without_fallback: Vec<AclDirection>,
 }
 
 impl<K> Conf<K> {
     /// The config's [`ConfigReview`].
     pub fn review(&self) -> ConfigReview {
+        let acls: Vec<AclPolicy> = self
+            .policies
+            .iter()
+            .filter_map(|user| match user.policy.effect() {
+                EndpointPolicy::Acl(acl) => Some(acl),
+                _ => None,
+            })
+            .collect();
+        let acl_directions_without_fallback = if acls.is_empty() {
+            Vec::new()
+        } else {
+            [AclDirection::In, AclDirection::Out]
+                .into_iter()
+                .filter(|direction| {
+                    !acls
+                        .iter()
+                        .any(|acl| acl.direction == *direction && policy::allows_all(acl))
+                })
+                .collect()
+        };
         ConfigReview {
             ignored_policy_keys: self
                 .policies
@@ -69,6 +95,7 @@ impl<K> Conf<K> {
                         .map(|ignored| format!("{}: {ignored}", user.source))
                 })
                 .collect(),
+            acl_directions_without_fallback,
         }
     }
 }
