@@ -505,6 +505,20 @@ fn v2_policies_are_read_as_go_and_hns_read_them() {
         refused.policy.misfit()
     );
     assert_eq!(refused.policy.ignored_keys(), []);
+    // ACL names are read as HNS reads type names: in any case.
+    let acl = read(
+        r#"{"type":"acl","settings":{"action":"allow","direction":"in","ruleType":"switch","protocols":"6","localPorts":"80"}}"#,
+    );
+    assert_eq!(
+        serde_json::to_string(&acl.policy).unwrap(),
+        r#"{"Type":"ACL","Settings":{"Protocols":"6","Action":"Allow","Direction":"In","LocalPorts":"80","RuleType":"Switch"}}"#
+    );
+    let unknown_action = read(r#"{"Type":"ACL","Settings":{"Action":"Permit","Direction":"In"}}"#);
+    assert!(
+        unknown_action.policy.misfit().unwrap().contains("Permit"),
+        "{:?}",
+        unknown_action.policy
+    );
     // Not a policy at all, or no string type: errors naming it.
     for bad in [
         r#""OutBoundNAT""#,

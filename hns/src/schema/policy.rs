@@ -621,33 +621,67 @@ pub struct PortMappingPolicy {
     pub flags: NatFlags,
 }
 
-/// What an ACL rule does to matching traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AclAction {
-    /// Let matching traffic through.
-    Allow,
-    /// Drop matching traffic.
-    Block,
-    /// Pass to the next layer.
-    Pass,
+/// Enums whose names HNS reads in a policy's settings, matched regardless of case as HNS
+/// matches policy type names (`SDNROUTE`), so `"Action": "allow"` reads as `Allow`; written
+/// as HNS spells them.
+macro_rules! settings_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<$name, D::Error> {
+                const NAMES: &[&str] = &[$(stringify!($variant)),*];
+                let text = std::borrow::Cow::<str>::deserialize(deserializer)?;
+                $(
+                    if text.eq_ignore_ascii_case(stringify!($variant)) {
+                        return Ok($name::$variant);
+                    }
+                )*
+                Err(serde::de::Error::unknown_variant(&text, NAMES))
+            }
+        }
+    };
 }
 
-/// Which traffic an ACL rule applies to, seen from the endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AclDirection {
-    /// Traffic entering the endpoint.
-    In,
-    /// Traffic leaving the endpoint.
-    Out,
+settings_enum! {
+    /// What an ACL rule does to matching traffic.
+    pub enum AclAction {
+        /// Let matching traffic through.
+        Allow,
+        /// Drop matching traffic.
+        Block,
+        /// Pass to the next layer.
+        Pass,
+    }
 }
 
-/// Where an ACL is enforced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AclRuleType {
-    /// Host firewall (WFP).
-    Host,
-    /// Virtual switch (VFP).
-    Switch,
+settings_enum! {
+    /// Which traffic an ACL rule applies to, seen from the endpoint.
+    pub enum AclDirection {
+        /// Traffic entering the endpoint.
+        In,
+        /// Traffic leaving the endpoint.
+        Out,
+    }
+}
+
+settings_enum! {
+    /// Where an ACL is enforced.
+    pub enum AclRuleType {
+        /// Host firewall (WFP).
+        Host,
+        /// Virtual switch (VFP).
+        Switch,
+    }
 }
 
 /// `ACL` settings: one rule of an endpoint's firewall.
