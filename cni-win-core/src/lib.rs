@@ -9,7 +9,7 @@
 //! - `prepare`: the prepared attachment every command builds once (validated config, the HNS
 //!   network found and checked, the endpoint's identity, IPAM with its gateways excluded);
 //! - `policy`: the endpoint's policies (user V1/V2 policies translated, one merged
-//!   OutBoundNAT, port mappings, loopback DSR);
+//!   OutBoundNAT, port mappings with their ACLs and the allow-all fallback, loopback DSR);
 //! - `ipam`: host-local in-process, any other IPAM plugin from `CNI_PATH`;
 //! - `identity`: the deterministic endpoint GUID and name of an attachment;
 //! - ADD, DEL, CHECK, GC and STATUS over `hns::Client`, with the raw-call budgets of each
