@@ -157,14 +157,14 @@ fn port_mapping(mapping: &PortMapping, local_routed: bool) -> EndpointPolicy {
 /// number is evaluated later; Azure CNI's default allow-all In and Out rules use 65500, its
 /// blocks 65498-65499), below any rule a user writes (windows-container-networking kept user
 /// ACLs within 100-4096).
-pub(crate) const FALLBACK_PRIORITY: u16 = 65500;
+const FALLBACK_PRIORITY: u16 = 65500;
 
 /// Every IP protocol, as HNS takes it in an ACL's `Protocols`.
 const ANY_PROTOCOL: &str = "256";
 
 /// Allow-all rules, In and Out, at [`FALLBACK_PRIORITY`]: what keeps an endpoint's other
 /// traffic once it has an ACL, on a build where HNS then denies by default.
-pub(crate) fn acl_fallback() -> [EndpointPolicy; 2] {
+fn acl_fallback() -> [EndpointPolicy; 2] {
     [AclDirection::In, AclDirection::Out].map(|direction| {
         EndpointPolicy::Acl(AclPolicy {
             id: None,
