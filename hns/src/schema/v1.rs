@@ -3,9 +3,10 @@
 //!
 //! V1 policies are flat objects (`{"Type":"OutBoundNAT","ExceptionList":[...]}`);
 //! V2 wraps settings (`{"Type":"OutBoundNAT","Settings":{"Exceptions":[...]}}`)
-//! and renames keys. HNS V2 ignores V1 shapes (the reference plugins, decoding
-//! into hcsshim's `{Type, Settings}`, send only the `Type`), so a plugin must
-//! translate rather than pass them through. Keys are matched as Go matches them
+//! and renames keys. HCN V2 reads settings from `Settings` only (the reference
+//! plugins, decoding into hcsshim's `{Type, Settings}`, send a V1 shape's `Type`
+//! alone and its settings are lost), so a plugin must translate rather than pass
+//! them through. Keys are matched as Go matches them
 //! (regardless of case). A policy that has `Settings` is taken as V2 and sent as
 //! the reference sends it: `Type` and `Settings`, whatever else the object
 //! holds. Known V1 types are translated key by key: a value that does not fit is
