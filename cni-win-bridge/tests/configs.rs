@@ -1,6 +1,6 @@
 //! Every field config from the reference material, and every file in `examples/win-bridge`,
-//! accepted by the real binary and producing the documented endpoint (asserted on the JSON
-//! HNS received).
+//! accepted by the real binary through a pod's ADD, CHECK and DEL, and producing the
+//! documented endpoint (asserted on the JSON HNS received).
 #![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
 
 mod common;
@@ -37,7 +37,9 @@ fn assert_bridge_endpoint(endpoint: &Value, policies: Value) {
 #[test]
 fn reference_sample_v1_translates_v1_policies_and_adds_loopback_dsr() {
     let node = common::node("sample-v1");
-    let endpoint = node.pod_endpoint(&node.with_data_dir(field("reference-sample-v1.json")));
+    let endpoint = node
+        .pod_life_cycle(&node.with_data_dir(field("reference-sample-v1.json")))
+        .0;
     assert_bridge_endpoint(
         &endpoint,
         json!([
@@ -57,7 +59,8 @@ fn reference_sample_v1_translates_v1_policies_and_adds_loopback_dsr() {
 fn reference_sample_v2_as_flannel_renders_it_merges_ip_masq_network() {
     let node = common::node("sample-v2");
     let endpoint = node
-        .pod_endpoint(&node.rendered_by_flannel(&field("reference-sample-v2.json"), "win-bridge"));
+        .pod_life_cycle(&node.rendered_by_flannel(&field("reference-sample-v2.json"), "win-bridge"))
+        .0;
     assert_bridge_endpoint(
         &endpoint,
         json!([
@@ -77,7 +80,9 @@ fn reference_sample_v2_as_flannel_renders_it_merges_ip_masq_network() {
 #[test]
 fn flannels_rendered_delegate_takes_runtime_dns_and_one_nat() {
     let node = common::node("flannel");
-    let endpoint = node.pod_endpoint(&node.with_data_dir(field("flannel-rendered-delegate.json")));
+    let endpoint = node
+        .pod_life_cycle(&node.with_data_dir(field("flannel-rendered-delegate.json")))
+        .0;
     assert_bridge_endpoint(&endpoint, json!([nat(&["10.244.0.0/16", "10.96.0.0/12"])]));
     assert_eq!(
         endpoint["Dns"],
@@ -88,9 +93,11 @@ fn flannels_rendered_delegate_takes_runtime_dns_and_one_nat() {
 #[test]
 fn microsoft_sdn_l2bridge_delegate() {
     let node = common::node("sdn");
-    let endpoint = node.pod_endpoint(
-        &node.rendered_by_flannel(&field("microsoft-sdn-l2bridge.json"), "win-bridge"),
-    );
+    let endpoint = node
+        .pod_life_cycle(
+            &node.rendered_by_flannel(&field("microsoft-sdn-l2bridge.json"), "win-bridge"),
+        )
+        .0;
     assert_bridge_endpoint(
         &endpoint,
         json!([
@@ -108,7 +115,9 @@ fn sig_windows_tools_host_gw_configs_for_docker_and_containerd() {
         "sig-windows-tools-host-gw-containerd.json",
     ] {
         let node = common::node("sig-windows-tools");
-        let endpoint = node.pod_endpoint(&node.rendered_by_flannel(&field(name), "win-bridge"));
+        let endpoint = node
+            .pod_life_cycle(&node.rendered_by_flannel(&field(name), "win-bridge"))
+            .0;
         assert_bridge_endpoint(
             &endpoint,
             json!([
@@ -127,7 +136,7 @@ fn windows_container_networking_sdnbridge_config_with_optional_flags() {
         &field("windows-container-networking-flannel-l2bridge.json"),
         "win-bridge",
     );
-    let endpoint = node.pod_endpoint(&config);
+    let endpoint = node.pod_life_cycle(&config).0;
     assert_bridge_endpoint(
         &endpoint,
         json!([
@@ -145,7 +154,9 @@ fn example_flannel_host_gw_conflist() {
     let mut flannel = list["plugins"][0].clone();
     flannel["name"] = list["name"].clone();
     flannel["cniVersion"] = list["cniVersion"].clone();
-    let endpoint = node.pod_endpoint(&node.rendered_by_flannel(&flannel, "win-bridge"));
+    let endpoint = node
+        .pod_life_cycle(&node.rendered_by_flannel(&flannel, "win-bridge"))
+        .0;
     assert_bridge_endpoint(
         &endpoint,
         json!([
@@ -161,7 +172,7 @@ fn example_win_bridge_conf_with_port_mappings() {
     let node = common::node("example-plain");
     let mut config = node.with_data_dir(example("win-bridge.conf"));
     config["runtimeConfig"] = json!({"portMappings": [{"hostPort": 8443, "containerPort": 443, "protocol": "TCP", "hostIP": "10.127.130.38"}]});
-    let endpoint = node.pod_endpoint(&config);
+    let endpoint = node.pod_life_cycle(&config).0;
     assert_bridge_endpoint(
         &endpoint,
         json!([

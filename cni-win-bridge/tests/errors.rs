@@ -35,8 +35,8 @@ fn bad_policies_and_port_mappings_are_named() {
             "policies[1]",
         ),
         (
-            json!({"AdditionalArgs": [{"Name": "EndpointPolicy", "Value": {"Type": "OutBoundNAT", "Settings": {"ExceptionList": ["10.0.0.0/8"]}}}]}),
-            "AdditionalArgs[0]",
+            json!({"AdditionalArgs": [{"Name": "EndpointPolicy", "Value": {"Settings": {"Exceptions": ["10.0.0.0/8"]}}}]}),
+            r#"AdditionalArgs[0].value: policy needs a string "Type""#,
         ),
         (
             json!({"policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT", "ExceptionList": ["10.0.0.0/33"]}}]}),

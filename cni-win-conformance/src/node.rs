@@ -519,6 +519,40 @@ impl Node {
         self.with_data_dir(delegate)
     }
 
+    /// Runs the pod `pod`'s whole life with `config`: ADD in a new namespace, CHECK, DEL, each
+    /// asserted to succeed, then asserts nothing of the pod is left. A config whose version
+    /// predates CHECK (0.4.0) is CHECKed as 1.0.0 with the ADD result as prevResult, so its
+    /// policies are held to what CHECK compares. Returns the endpoint HNS held after ADD, as
+    /// JSON, and ADD's log (stderr).
+    pub fn pod_life_cycle(&self, config: &Value) -> (Value, String) {
+        let netns = self.namespace();
+        let added = self.add("pod", &netns, config);
+        let result = added.result();
+        let network = go_member(config, "name").as_str().unwrap_or_default();
+        let endpoint = serde_json::to_value(self.endpoint(&format!("pod_{network}"))).unwrap();
+        let mut check = config.clone();
+        let version = go_member(config, "cniVersion").as_str().unwrap_or("0.1.0");
+        if !is_at_least(version, "0.4.0") {
+            check
+                .as_object_mut()
+                .unwrap()
+                .retain(|key, _| !key.eq_ignore_ascii_case("cniVersion"));
+            check["cniVersion"] = json!("1.0.0");
+        }
+        check["prevResult"] = result;
+        self.check("pod", &netns, &check).silent();
+        self.del("pod", Some(&netns), config).silent();
+        assert!(
+            self.endpoints(network).is_empty(),
+            "{network}: endpoint left"
+        );
+        assert!(
+            self.reservations(network).is_empty(),
+            "{network}: reservation left"
+        );
+        (endpoint, added.stderr)
+    }
+
     /// ADDs the pod `pod` with `config` in a new namespace and returns the endpoint HNS holds
     /// for it, as JSON.
     pub fn pod_endpoint(&self, config: &Value) -> Value {
@@ -527,6 +561,17 @@ impl Node {
         let network = config["name"].as_str().unwrap_or_default();
         serde_json::to_value(self.endpoint(&format!("pod_{network}"))).unwrap()
     }
+}
+
+/// The member `key` of the object `config` as the Go plugins read it: the exact key, else one
+/// that differs only in case (`Null` when there is none).
+fn go_member<'a>(config: &'a Value, key: &str) -> &'a Value {
+    config.get(key).unwrap_or_else(|| {
+        config
+            .as_object()
+            .and_then(|object| object.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)))
+            .map_or(&Value::Null, |(_, value)| value)
+    })
 }
 
 /// The first address of a result of any version and its gateway (`ips[0]`, or 0.1/0.2's `ip4`).

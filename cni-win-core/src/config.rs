@@ -6,10 +6,10 @@
 //! | --- | --- |
 //! | `name` | the HNS network's name |
 //! | `apiVersion` / `ApiVersion` | accepted whatever its value: HCN V2 is always used (the reference's V1 path cannot work with containerd, plugins#1229) |
-//! | `policies`, `AdditionalArgs` | entries named `EndpointPolicy` (any case), V1 or V2 shape, translated to V2; other names are ignored as the reference does |
+//! | `policies`, `AdditionalArgs` | entries named `EndpointPolicy` (any case), V1 or V2 shape, read as Go reads hcsshim's `EndpointPolicy` (`Type`/`Settings` and known settings keys in any case); V1 translated to V2; settings keys HNS ignores logged as a warning and sent as written; other names are ignored as the reference does |
 //! | `loopbackDSR`, `optionalFlags.loopbackDSR` | OutBoundNAT `Destinations` = the pod's IPs (needs HNS DSR support) |
 //! | `optionalFlags.localRoutedPortMapping` | PortMapping `Flags` LocalRoutedVip (NodeIP:HostPort from the node) |
-//! | `optionalFlags.allowAclPortMapping` | an inbound Allow ACL for each mapped container port |
+//! | `optionalFlags.allowAclPortMapping` | an inbound Allow ACL for each mapped container port, and with them allow-all ACLs In and Out at priority 65500 (Windows Server 2025 makes an endpoint with ACLs default-deny) |
 //! | `optionalFlags.*` (others) | accepted; plugin-specific ones are read by the plugin |
 //! | `capabilities` | accepted (read by the runtime, which fills `runtimeConfig`) |
 //! | `runtimeConfig.portMappings` | one PortMapping policy each |
@@ -21,12 +21,14 @@ use std::net::IpAddr;
 
 use cni::{Error, ErrorCode, NetConf};
 use hns::Guid;
-use hns::schema::policy::protocol;
+use hns::schema::policy::{AclDirection, AclPolicy, IgnoredKey, protocol};
+use hns::schema::v1::{Translated, endpoint_policy_from_conf};
 use hns::schema::{Dns, EndpointPolicy};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::kind::NetworkKind;
+use crate::policy;
 
 /// A validated config: the shared keys plus the plugin's kind, built from its own keys.
 #[derive(Debug)]
@@ -46,6 +48,58 @@ pub(crate) struct Conf<K> {
     pub dns: Dns,
 }
 
+/// What a config the plugins accept may still do otherwise than its author meant: for
+/// `cni-win doctor` to report, since the plugins only log it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigReview {
+    /// Each policy key that does nothing, naming its entry: `policies[0]: `exceptionList` is
+    /// not a V2 OutBoundNAT key; HNS ignores it; did you mean `Exceptions`?`.
+    pub ignored_policy_keys: Vec<String>,
+    /// The directions in which the config's own ACL policies have no allow-all rule: on a
+    /// build where ACLs make an endpoint default-deny
+    /// ([`hns::WindowsBuild::acls_default_deny`]), the pods lose all traffic of that direction
+    /// no rule allows. Empty when the config writes no ACL of its own.
+    pub acl_directions_without_fallback: Vec<AclDirection>,
+}
+
+impl<K> Conf<K> {
+    /// The config's [`ConfigReview`].
+    pub fn review(&self) -> ConfigReview {
+        let acls: Vec<AclPolicy> = self
+            .policies
+            .iter()
+            .filter_map(|user| match user.policy.effect() {
+                EndpointPolicy::Acl(acl) => Some(acl),
+                _ => None,
+            })
+            .collect();
+        let acl_directions_without_fallback = if acls.is_empty() {
+            Vec::new()
+        } else {
+            [AclDirection::In, AclDirection::Out]
+                .into_iter()
+                .filter(|direction| {
+                    !acls
+                        .iter()
+                        .any(|acl| acl.direction == *direction && policy::allows_all(acl))
+                })
+                .collect()
+        };
+        ConfigReview {
+            ignored_policy_keys: self
+                .policies
+                .iter()
+                .flat_map(|user| {
+                    user.ignored_keys
+                        .iter()
+                        .map(|ignored| format!("{}: {ignored}", user.source))
+                })
+                .collect(),
+            acl_directions_without_fallback,
+        }
+    }
+}
+
 /// `optionalFlags` (sdnbridge's key); every flag defaults to false.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
@@ -63,6 +117,8 @@ pub(crate) struct OptionalFlags {
 pub(crate) struct UserPolicy {
     pub source: String,
     pub policy: EndpointPolicy,
+    /// Keys that do nothing: HNS ignores them (V2), or the V1 translation dropped them.
+    pub ignored_keys: Vec<IgnoredKey>,
 }
 
 /// A validated runtime port mapping.
@@ -136,8 +192,10 @@ impl<K: NetworkKind> Conf<K> {
     }
 }
 
-/// Translates the `EndpointPolicy` entries of one list; an entry that is not a policy is code 7
-/// naming it (the reference silently drops it).
+/// Translates the `EndpointPolicy` entries of one list. A `value` that is not a policy
+/// object with a string `Type` is code 7 naming the entry: the reference plugins skip such an
+/// entry silently, and a pod then runs without a policy its operator wrote. Keys that do
+/// nothing are logged, naming the entry; the policy is kept as the reference sends it.
 fn collect_policies(
     key: &str,
     entries: &[NamedEntry],
@@ -148,10 +206,10 @@ fn collect_policies(
             continue;
         }
         let source = format!("{key}[{index}]");
-        let policy = hns::schema::v1::endpoint_policy_from_conf(&entry.value.to_string())
+        let Translated { policy, dropped } = endpoint_policy_from_conf(&entry.value.to_string())
             .map_err(|e| Error::invalid_config(format!("{source}.value: {e}")))?;
-        // A type we model whose settings did not decode: HNS would refuse it, so it is
-        // refused here, with the entry's name and the setting that does not fit.
+        // A type we model with a value that does not fit or a required key missing: HNS
+        // would refuse it, so it is refused here, with the entry's name and the setting.
         if let Some(misfit) = policy.misfit() {
             return Err(Error::invalid_config(format!(
                 "{source}.value: {} {} does not have the V2 settings HNS accepts for its type: \
@@ -161,7 +219,23 @@ fn collect_policies(
                 entry.value
             )));
         }
-        into.push(UserPolicy { source, policy });
+        let kept_as_written = policy.ignored_keys();
+        if !kept_as_written.is_empty() {
+            log::warn!(
+                "{source}: the {} policy goes to HNS as written, as the reference plugins send it",
+                policy.type_name()
+            );
+        }
+        let mut ignored_keys = dropped;
+        ignored_keys.extend(kept_as_written);
+        for ignored in &ignored_keys {
+            log::warn!("{source}: {ignored}");
+        }
+        into.push(UserPolicy {
+            source,
+            policy,
+            ignored_keys,
+        });
     }
     Ok(())
 }

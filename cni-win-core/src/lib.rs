@@ -9,7 +9,7 @@
 //! - `prepare`: the prepared attachment every command builds once (validated config, the HNS
 //!   network found and checked, the endpoint's identity, IPAM with its gateways excluded);
 //! - `policy`: the endpoint's policies (user V1/V2 policies translated, one merged
-//!   OutBoundNAT, port mappings, loopback DSR);
+//!   OutBoundNAT, port mappings with their ACLs and the allow-all fallback, loopback DSR);
 //! - `ipam`: host-local in-process, any other IPAM plugin from `CNI_PATH`;
 //! - `identity`: the deterministic endpoint GUID and name of an attachment;
 //! - ADD, DEL, CHECK, GC and STATUS over `hns::Client`, with the raw-call budgets of each
@@ -53,12 +53,15 @@ mod seconds;
 mod stale;
 mod status;
 
+pub use config::ConfigReview;
 pub use kind::{NatException, NetworkKind};
 pub use plugin::run;
 
 /// Loads `config` as every command of plugin `K` does before it talks to HNS (the plugin's
 /// keys decoded and validated, the IPAM section parsed), so an installer can check a conflist
-/// with the plugins' own code and never write one they would refuse.
-pub fn load_config<K: NetworkKind>(config: &cni::NetConf) -> Result<(), cni::Error> {
-    prepare::Prepared::<K>::load(config, &cni::CniArgs::default()).map(drop)
+/// with the plugins' own code and never write one they would refuse; the review says what
+/// the accepted config may still do otherwise than meant.
+pub fn load_config<K: NetworkKind>(config: &cni::NetConf) -> Result<ConfigReview, cni::Error> {
+    prepare::Prepared::<K>::load(config, &cni::CniArgs::default())
+        .map(|prepared| prepared.conf.review())
 }

@@ -1,7 +1,15 @@
 //! The endpoint's policies, composed from the config in a fixed order: the user's policies,
 //! ONE merged OutBoundNAT, a PortMapping (and with `allowAclPortMapping` an ACL) per runtime
-//! port mapping, loopback DSR, then the plugin's own (the overlay's ProviderAddress) unless the
-//! user already wrote the same policy.
+//! port mapping, with any such ACL the allow-all fallback pair, loopback DSR, then the
+//! plugin's own (the overlay's ProviderAddress) unless the user already wrote the same policy.
+//!
+//! On Windows Server 2025 an endpoint with any ACL denies all traffic no ACL allows (see
+//! [`hns::WindowsBuild::acls_default_deny`]), so a lone Allow for a mapped port would cut the
+//! pod off. Every ACL cni-win writes therefore comes with allow-all rules, In and Out, at the
+//! lowest precedence ([`acl_fallback`]): the endpoint behaves the same on every build. The
+//! user's own ACLs are sent as written, without it: they are the user's security policy, a
+//! default-deny may be what they mean, and an added allow-all could tie with their own
+//! catch-all rule (`cni-win doctor` warns where they lack it on a default-deny build).
 //!
 //! The reference appends a second OutBoundNAT for `ipMasqNetwork` next to the user's; here
 //! every OutBoundNAT that only lists exceptions is merged into one, with the plugin's
@@ -47,6 +55,13 @@ pub(crate) fn compose<K: NetworkKind>(
             policies.push(allow_acl(mapping));
         }
     }
+    if conf.flags.allow_acl_port_mapping && !conf.port_mappings.is_empty() {
+        for fallback in acl_fallback() {
+            if !policies.iter().any(|policy| policy.effect() == fallback) {
+                policies.push(fallback);
+            }
+        }
+    }
     if conf.loopback_dsr {
         policies.push(EndpointPolicy::OutboundNat(OutboundNatPolicy {
             destinations: ips.iter().map(IpNetwork::ip).collect(),
@@ -54,9 +69,9 @@ pub(crate) fn compose<K: NetworkKind>(
         }));
     }
     // A user policy the plugin would add anyway (sdnoverlay configs carry the host's
-    // ProviderAddress) is not repeated.
+    // ProviderAddress, spelt as they like) is not repeated.
     for extra in kind.extra_policies(network, ips)? {
-        if !policies.contains(&extra) {
+        if !policies.iter().any(|policy| policy.effect() == extra) {
             policies.push(extra);
         }
     }
@@ -136,6 +151,52 @@ fn port_mapping(mapping: &PortMapping, local_routed: bool) -> EndpointPolicy {
         vip: mapping.host_ip,
         flags,
     })
+}
+
+/// The priority of the fallback rules: the lowest precedence HNS is known to take (a higher
+/// number is evaluated later; Azure CNI's default allow-all In and Out rules use 65500, its
+/// blocks 65498-65499), below any rule a user writes (windows-container-networking kept user
+/// ACLs within 100-4096).
+const FALLBACK_PRIORITY: u16 = 65500;
+
+/// Every IP protocol, as HNS takes it in an ACL's `Protocols`.
+const ANY_PROTOCOL: &str = "256";
+
+/// Allow-all rules, In and Out, at [`FALLBACK_PRIORITY`]: what keeps an endpoint's other
+/// traffic once it has an ACL, on a build where HNS then denies by default.
+fn acl_fallback() -> [EndpointPolicy; 2] {
+    [AclDirection::In, AclDirection::Out].map(|direction| {
+        EndpointPolicy::Acl(AclPolicy {
+            id: None,
+            protocols: Some(ANY_PROTOCOL.to_owned()),
+            action: AclAction::Allow,
+            direction,
+            local_addresses: None,
+            remote_addresses: None,
+            local_ports: None,
+            remote_ports: None,
+            rule_type: Some(AclRuleType::Switch),
+            priority: Some(FALLBACK_PRIORITY),
+        })
+    })
+}
+
+/// Whether `acl` allows all traffic of its direction: the fallback's effect, whatever its
+/// priority or rule type.
+pub(crate) fn allows_all(acl: &AclPolicy) -> bool {
+    acl.action == AclAction::Allow
+        && acl
+            .protocols
+            .as_deref()
+            .is_none_or(|protocols| protocols.trim() == ANY_PROTOCOL)
+        && [
+            &acl.local_addresses,
+            &acl.remote_addresses,
+            &acl.local_ports,
+            &acl.remote_ports,
+        ]
+        .iter()
+        .all(|field| field.as_deref().is_none_or(|value| value.trim().is_empty()))
 }
 
 /// `allowAclPortMapping`: let inbound traffic reach the mapped container port.

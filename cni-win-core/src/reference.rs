@@ -233,7 +233,9 @@ impl Owner<'_> {
 /// The policies of `expected` that `present` does not carry, compared by what they do rather
 /// than how they are laid out: the reference writes the `ipMasqNetwork` exception as a second
 /// OutBoundNAT next to the user's (cni-win merges them into one) and a PortMapping's "any host
-/// IP" as `"VIP": ""` (cni-win omits it). Exception-only OutBoundNATs with the same other
+/// IP" as `"VIP": ""` (cni-win omits it). Each policy is first taken as HNS applies it
+/// ([`EndpointPolicy::effect`]: a policy sent as written for keys HNS ignores counts as its
+/// known keys, whatever their case). Exception-only OutBoundNATs with the same other
 /// settings are compared as one set of exceptions; every other policy must be present as is.
 pub fn missing_policies(
     present: &[EndpointPolicy],
@@ -248,8 +250,8 @@ pub fn missing_policies(
 
 fn canonical(policies: &[EndpointPolicy]) -> Vec<EndpointPolicy> {
     let mut out: Vec<EndpointPolicy> = Vec::with_capacity(policies.len());
-    for policy in policies {
-        match policy {
+    for policy in policies.iter().map(EndpointPolicy::effect) {
+        match &policy {
             EndpointPolicy::OutboundNat(nat) if nat.destinations.is_empty() => {
                 let same_shape = |other: &EndpointPolicy| match other {
                     EndpointPolicy::OutboundNat(o) => {
@@ -267,7 +269,7 @@ fn canonical(policies: &[EndpointPolicy]) -> Vec<EndpointPolicy> {
                     _ => out.push(EndpointPolicy::OutboundNat(nat.clone())),
                 }
             }
-            other => out.push(other.clone()),
+            _ => out.push(policy),
         }
     }
     for policy in &mut out {

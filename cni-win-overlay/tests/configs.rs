@@ -1,7 +1,7 @@
 //! Every overlay field config from the reference material, and every file in
-//! `examples/win-overlay`, accepted by the real binary and producing the documented endpoint
-//! (asserted on the JSON HNS received): the prefix+IPv4 MAC, the HNS gateway, the provider
-//! address, one merged OutBoundNAT.
+//! `examples/win-overlay`, accepted by the real binary through a pod's ADD, CHECK and DEL, and
+//! producing the documented endpoint (asserted on the JSON HNS received): the prefix+IPv4 MAC,
+//! the HNS gateway, the provider address, one merged OutBoundNAT.
 //!
 //! Fixtures (`testdata/field`), in the shapes reference-plugins.md and kubernetes-windows.md
 //! record: the reference `sample.conf` (V1 policies, cniVersion 0.2.0, `vxlan0`) and
@@ -71,12 +71,12 @@ impl Fixture {
         config
     }
 
-    /// ADDs one pod on a node whose overlay network is named as the fixture says and asserts
-    /// the endpoint HNS received.
+    /// Runs one pod's ADD, CHECK and DEL on a node whose overlay network is named as the
+    /// fixture says and asserts the endpoint HNS received.
     fn assert_endpoint(&self) {
         let raw = load_json(&Path::new(env!("CARGO_MANIFEST_DIR")).join(self.file));
         let node = node_with(raw["name"].as_str().unwrap(), "field");
-        let endpoint = node.pod_endpoint(&self.config(&node, raw));
+        let endpoint = node.pod_life_cycle(&self.config(&node, raw)).0;
         let file = self.file;
         assert_eq!(endpoint["MacAddress"], POD_MAC, "{file}");
         assert_eq!(

@@ -3,7 +3,10 @@
 //! fails.
 //!
 //! Checks: HNS answers (its version and features); the config directory loads; for each of
-//! cni-win's networks there, the plugin's own config code accepts it, the plugin's STATUS
+//! cni-win's networks there, the plugin's own config code accepts it (a policy key HNS ignores,
+//! such as a V1 `exceptionList` inside V2 settings, is a warning naming it; so are its own ACL
+//! policies without an allow-all rule per direction on a build where HNS then denies by
+//! default, Windows Server 2025 on), the plugin's STATUS
 //! (the HNS network, its type and settings, the overlay's ProviderAddress, subnet.env in
 //! Flannel mode, a free address: [`cni_win_core::node::status`]), the plugin binaries in
 //! `--bin-dir`, and the store against HNS (reservations without endpoints, endpoints without
@@ -18,6 +21,7 @@ use std::time::Duration;
 
 use cni::GcAttachment;
 use cni_win_bridge::Bridge;
+use cni_win_core::ConfigReview;
 use cni_win_core::node::{self, Exhausted};
 use cni_win_overlay::Overlay;
 use hns::Client;
@@ -320,11 +324,8 @@ fn check_network(client: Option<&Client>, network: &Network, report: &mut Report
         Plugin::Bridge => cni_win_core::load_config::<Bridge>(conf),
         Plugin::Overlay => cni_win_core::load_config::<Overlay>(conf),
     };
-    match loaded {
-        Ok(()) => report.pass(
-            check("config"),
-            "the plugin's config code accepts it".to_owned(),
-        ),
+    let review = match loaded {
+        Ok(review) => review,
         Err(e) => {
             report.add(
                 check("config"),
@@ -334,10 +335,24 @@ fn check_network(client: Option<&Client>, network: &Network, report: &mut Report
             );
             return;
         }
+    };
+    report.pass(
+        check("config"),
+        "the plugin's config code accepts it".to_owned(),
+    );
+    for ignored in &review.ignored_policy_keys {
+        report.add(
+            check("policy keys"),
+            Verdict::Warn,
+            ignored.clone(),
+            "spell the key as its policy type has it, or remove it: the policy goes to HNS as \
+             written (as the reference plugins send it) and does less than it says",
+        );
     }
     let Some(client) = client else {
         return;
     };
+    check_acl_fallback(client, network, &review, report);
     let status = match network.plugin {
         Plugin::Bridge => node::status::<Bridge>(client, &network.request),
         Plugin::Overlay => node::status::<Overlay>(client, &network.request),
@@ -381,6 +396,46 @@ fn check_free_addresses(exhausted: &[Exhausted], check: &str, report: &mut Repor
         Verdict::Warn,
         format!("{evidence}: new pods fail with code 100 (STATUS stays ready)"),
         "run `cni-win sweep --apply` to release leaked addresses, or widen the IPAM range",
+    );
+}
+
+/// The config's own ACLs keep the pods' other traffic where HNS makes an endpoint with ACLs
+/// default-deny (Windows Server 2025 on: [`hns::WindowsBuild::acls_default_deny`]): each
+/// direction they cover needs an allow-all rule, as cni-win adds beside the ACLs it writes.
+fn check_acl_fallback(
+    client: &Client,
+    network: &Network,
+    review: &ConfigReview,
+    report: &mut Report,
+) {
+    if review.acl_directions_without_fallback.is_empty() {
+        return;
+    }
+    let Ok(build) = client.windows_build() else {
+        return;
+    };
+    if !build.acls_default_deny() {
+        return;
+    }
+    let directions = review
+        .acl_directions_without_fallback
+        .iter()
+        .map(|direction| format!("{direction:?}"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    report.add(
+        format!("network {:?}: ACL fallback", network.name()),
+        Verdict::Warn,
+        format!(
+            "the config's ACL policies have no allow-all rule {directions}: on Windows build \
+             {build} HNS denies every packet no ACL allows, so the pods lose all other traffic \
+             {directions}"
+        ),
+        "add an allow-all ACL per direction at the lowest precedence, e.g. {\"name\": \
+         \"EndpointPolicy\", \"value\": {\"Type\": \"ACL\", \"Settings\": {\"Action\": \
+         \"Allow\", \"Direction\": \"In\", \"Protocols\": \"256\", \"RuleType\": \
+         \"Switch\", \"Priority\": 65500}}} (cni-win adds these beside the ACLs it writes), \
+         unless a default-deny is what you mean",
     );
 }
 
@@ -737,6 +792,95 @@ mod on_the_emulator {
         assert!(found.contains("all 1 are reserved"), "{found}");
         let finding = report.findings.iter().find(|f| f.check.contains("free"));
         assert!(finding.unwrap().fix.contains("cni-win sweep --apply"));
+    }
+
+    #[test]
+    fn policy_keys_hns_ignores_are_warnings_naming_the_entry_and_the_key() {
+        let doctor = Doctor::new();
+        fs::write(
+            doctor.node.conf_dir().join("10-cbr0.conf"),
+            br#"{"cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+                 "ipam": {"type": "host-local", "subnet": "10.244.1.0/24"},
+                 "policies": [{"name": "EndpointPolicy", "value": {"type": "OutBoundNAT",
+                     "settings": {"exceptionList": ["172.30.0.0/16"], "needEncap": false}}}]}"#,
+        )
+        .unwrap();
+        let report = doctor.report();
+        let warnings: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == "network \"cbr0\": policy keys")
+            .collect();
+        let evidence: Vec<&str> = warnings.iter().map(|f| f.evidence.as_str()).collect();
+        assert_eq!(
+            evidence,
+            [
+                "policies[0]: `exceptionList` is not a V2 OutBoundNAT key; HNS ignores it; did you mean `Exceptions`?",
+                "policies[0]: `needEncap` is not a V2 OutBoundNAT key; HNS ignores it (its keys: VirtualIP, Exceptions, Destinations, Flags, MaxPortPoolUsage)",
+            ],
+            "{report}"
+        );
+        assert!(warnings.iter().all(|f| f.verdict == Verdict::Warn));
+        assert!(report.healthy, "{report}");
+    }
+
+    #[test]
+    fn own_acls_without_an_allow_all_fallback_warn_on_a_default_deny_build() {
+        let doctor = Doctor::new();
+        let config = |policies: &str| {
+            format!(
+                r#"{{"cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+                     "ipam": {{"type": "host-local", "subnet": "10.244.1.0/24"}},
+                     "policies": [{policies}]}}"#
+            )
+        };
+        let acl = |settings: &str| {
+            format!(
+                r#"{{"name": "EndpointPolicy", "value": {{"Type": "ACL", "Settings": {settings}}}}}"#
+            )
+        };
+        let block_imds = acl(
+            r#"{"Action": "Block", "Direction": "Out", "RemoteAddresses": "169.254.169.254/32", "Priority": 200}"#,
+        );
+        let allow_in =
+            acl(r#"{"Action": "Allow", "Direction": "In", "Protocols": "256", "Priority": 65500}"#);
+        let allow_out = acl(r#"{"action": "Allow", "direction": "Out", "priority": 65000}"#);
+        let conf = doctor.node.conf_dir().join("10-cbr0.conf");
+        let fallback_finding = |report: &Report| {
+            report
+                .findings
+                .iter()
+                .find(|f| f.check == "network \"cbr0\": ACL fallback")
+                .map(|f| (f.verdict, f.evidence.clone()))
+        };
+
+        fs::write(&conf, config(&block_imds)).unwrap();
+        // Windows Server 2022 lets traffic no rule matches through.
+        assert_eq!(fallback_finding(&doctor.report()), None);
+        doctor
+            .node
+            .engine
+            .set_windows_build(hns::WindowsBuild::SERVER_2025)
+            .unwrap();
+        let report = doctor.report();
+        let (verdict, evidence) = fallback_finding(&report).expect("a finding");
+        assert_eq!(verdict, Verdict::Warn);
+        assert!(
+            evidence.contains("no allow-all rule In and Out") && evidence.contains("26100"),
+            "{evidence}"
+        );
+        assert!(report.healthy, "{report}");
+
+        fs::write(&conf, config(&format!("{block_imds}, {allow_in}"))).unwrap();
+        let (_, evidence) = fallback_finding(&doctor.report()).expect("a finding");
+        assert!(evidence.contains("no allow-all rule Out"), "{evidence}");
+
+        fs::write(
+            &conf,
+            config(&format!("{block_imds}, {allow_in}, {allow_out}")),
+        )
+        .unwrap();
+        assert_eq!(fallback_finding(&doctor.report()), None);
     }
 
     #[test]

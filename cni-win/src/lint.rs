@@ -85,7 +85,7 @@ mod tests {
 
         let mut bad_policy = Template::FlannelHostGw.render(&[]).unwrap();
         bad_policy["plugins"][0]["policies"][0]["value"]["Settings"] =
-            json!({"ExceptionList": ["10.0.0.0/8"]});
+            json!({"Exceptions": "10.0.0.0/8"});
         assert!(check(&bad_policy).is_err());
 
         let mut other = Template::FlannelHostGw.render(&[]).unwrap();

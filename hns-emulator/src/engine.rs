@@ -13,7 +13,7 @@ use super::failure::HcnFailure;
 use super::host::HostState;
 use super::outage::{Dropped, Outage};
 use super::store::{self, Locked, Store};
-use crate::features::HnsVersion;
+use crate::features::{HnsVersion, WindowsBuild};
 use crate::hresult::HResult;
 use crate::raw::Function;
 
@@ -125,6 +125,11 @@ impl Engine {
     /// Changes the HNS version this host reports.
     pub fn set_version(&self, version: HnsVersion) -> Result<(), HcnFailure> {
         self.with_host(|host| host.version = version)
+    }
+
+    /// Changes the Windows build this host reports, e.g. to a Windows Server 2025 host's.
+    pub fn set_windows_build(&self, build: WindowsBuild) -> Result<(), HcnFailure> {
+        self.with_host(|host| host.windows_build = build)
     }
 
     /// Makes the `nth` next call of `function` fail with `code`, once.

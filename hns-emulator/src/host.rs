@@ -1,11 +1,11 @@
-//! `host.json`: per-host facts (HNS version, namespace compartment counter)
+//! `host.json`: per-host facts (HNS version, Windows build, namespace compartment counter)
 //! and the test controls, stored with the state so they work across processes.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::features::HnsVersion;
+use crate::features::{HnsVersion, WindowsBuild};
 use crate::hresult::HResult;
 use crate::raw::Function;
 
@@ -16,6 +16,9 @@ pub struct HostState {
     /// The HNS version this emulated host reports.
     #[serde(default = "HnsVersion::default_emulated")]
     pub version: HnsVersion,
+    /// The Windows build this emulated host runs (a Windows Server 2022 host's unless set).
+    #[serde(default = "default_windows_build")]
+    pub windows_build: WindowsBuild,
     /// Next compartment number for a new namespace.
     #[serde(default = "first_namespace_id")]
     pub next_namespace_id: u32,
@@ -33,6 +36,10 @@ pub struct HostState {
     pub crashes: Vec<CrashPoint>,
 }
 
+fn default_windows_build() -> WindowsBuild {
+    WindowsBuild::SERVER_2022
+}
+
 /// Compartment 1 is the host's default compartment.
 pub(super) fn first_namespace_id() -> u32 {
     2
@@ -42,6 +49,7 @@ impl Default for HostState {
     fn default() -> HostState {
         HostState {
             version: HnsVersion::default_emulated(),
+            windows_build: default_windows_build(),
             next_namespace_id: first_namespace_id(),
             counters: BTreeMap::new(),
             faults: Vec::new(),

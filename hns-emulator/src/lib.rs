@@ -389,4 +389,10 @@ impl RawHcn for Emulator {
             state.hns_call(method, path, request)
         })
     }
+
+    fn windows_build(&self) -> Result<u32, RawError> {
+        self.call(Function::RtlGetVersion, |state| {
+            Ok(state.host.windows_build.0)
+        })
+    }
 }

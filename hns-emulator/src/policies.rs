@@ -6,9 +6,13 @@ use crate::schema::policy::Policy;
 use crate::schema::{ModifyRequest, PolicyList, RequestType, ResourceType};
 
 /// Rejects what HNS rejects: a `Type` not documented for the object kind
-/// (`HCN_E_INVALID_POLICY_TYPE`), or a documented type whose settings do not
-/// have the V2 shape, such as a V1 `ExceptionList` (`HCN_E_INVALID_POLICY`).
-/// Documented types the crate does not model are accepted as they are.
+/// (`HCN_E_INVALID_POLICY_TYPE`), or a documented type whose known settings
+/// have a value that does not fit or miss a required one, or that is not in the
+/// V2 shape at all (a flat V1 policy): `HCN_E_INVALID_POLICY`. Settings keys
+/// the type does not have (a V1 `ExceptionList` inside V2 `Settings`, a
+/// camelCase key of another type) are ignored as HNS ignores them; the policy is
+/// kept as received. Documented types the crate does not model are accepted as
+/// they are.
 pub fn check_policies<P: Policy>(policies: &[P]) -> Result<(), HcnFailure> {
     for policy in policies.iter().filter(|policy| policy.is_raw()) {
         let type_name = policy.type_name();

@@ -390,6 +390,7 @@ fn v2_document(v1: &V1EndpointRequest) -> Result<Value, HcnFailure> {
         .iter()
         .map(|policy| {
             endpoint_policy_from_conf(&policy.to_string())
+                .map(|translated| translated.policy)
                 .map_err(|e| HcnFailure::new(HResult::HCN_E_INVALID_POLICY, format!("({e})")))
         })
         .collect::<Result<Vec<EndpointPolicy>, _>>()?;

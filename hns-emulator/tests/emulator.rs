@@ -12,6 +12,7 @@ use hns::schema::{
 };
 use hns::{
     Client, ErrorKind, ErrorRecord, Feature, Function, Guid, HResult, HnsError, HnsVersion, RawHcn,
+    WindowsBuild,
 };
 use hns_emulator::Emulator;
 
@@ -428,9 +429,10 @@ fn malformed_documents_get_the_right_hresult() {
         endpoint(r#"{"Policies":[{"Type":"OutBoundNAT","ExceptionList":["10.0.0.0/8"]}]}"#),
         HResult::HCN_E_INVALID_POLICY
     );
+    // A known settings key whose value does not fit, whatever unknown keys come with it.
     assert_eq!(
         endpoint(
-            r#"{"Policies":[{"Type":"OutBoundNAT","Settings":{"ExceptionList":["10.0.0.0/8"]}}]}"#
+            r#"{"Policies":[{"Type":"OutBoundNAT","Settings":{"ExceptionList":[],"Exceptions":"10.0.0.0/8"}}]}"#
         ),
         HResult::HCN_E_INVALID_POLICY
     );
@@ -655,6 +657,24 @@ fn each_host_has_its_own_version_and_features() {
     assert!(!features.supports(Feature::Dsr) && features.supports(Feature::ApiV2));
 }
 
+#[test]
+fn each_host_has_its_own_windows_build() {
+    let dir = TempDir::new("build");
+    let client = client(&dir);
+    assert_eq!(client.windows_build().unwrap(), WindowsBuild::SERVER_2022);
+    client
+        .raw()
+        .engine()
+        .set_windows_build(WindowsBuild::SERVER_2025)
+        .unwrap();
+    let other = TempDir::new("build-other");
+    assert_eq!(client.windows_build().unwrap(), WindowsBuild::SERVER_2025);
+    assert_eq!(
+        self::client(&other).windows_build().unwrap(),
+        WindowsBuild::SERVER_2022
+    );
+}
+
 /// V1 readers (win-overlay's `Subnets[0]`/`ManagementIP`) see the V2 networks through `HNSCall`.
 #[test]
 fn v1_network_listing_is_derived_from_the_v2_networks() {
@@ -715,6 +735,51 @@ fn endpoint_policies_are_stored_as_given() {
     assert_eq!(endpoint.properties().policies, [passthrough]);
 }
 
+/// HNS reads the settings keys a policy type has and ignores the others, so a policy with a
+/// V1 key inside V2 `Settings` or another type's camelCase keys (OpenShift WMCO's configs,
+/// which the reference plugins forward as written) is taken and kept as received; a key the
+/// type has, with a value that does not fit, is still refused.
+#[test]
+fn settings_keys_hns_does_not_know_are_ignored() {
+    let dir = TempDir::new("ignored-keys");
+    let client = client(&dir);
+    let network = client.open_network(bridge(&client)).unwrap();
+    let mut settings = endpoint_settings("a", "10.244.1.5");
+    settings.policies = [
+        r#"{"Type":"OutBoundNAT","Settings":{"exceptionList":["172.30.0.0/16"],"destinationPrefix":"","needEncap":false}}"#,
+        r#"{"Type":"SDNROUTE","Settings":{"ExceptionList":[],"DestinationPrefix":"10.96.0.0/12","NeedEncap":true}}"#,
+        r#"{"Type":"ProviderAddress","Settings":{"providerAddress":"10.127.130.38","PA":"10.127.130.38"}}"#,
+    ]
+    .iter()
+    .map(|json| serde_json::from_str(json).unwrap())
+    .collect();
+    let endpoint = network.create_endpoint(Guid::ZERO, &settings).unwrap();
+    assert_eq!(endpoint.properties().policies, settings.policies);
+    assert!(
+        endpoint
+            .properties()
+            .policies
+            .iter()
+            .all(|policy| !policy.ignored_keys().is_empty()),
+        "{:?}",
+        endpoint.properties().policies
+    );
+    drop(endpoint);
+    let mut refused = endpoint_settings("b", "10.244.1.6");
+    refused.policies = vec![
+        serde_json::from_str(
+            r#"{"Type":"SDNRoute","Settings":{"exceptionList":[],"destinationPrefix":"10.96.0.0"}}"#,
+        )
+        .unwrap(),
+    ];
+    let error = network.create_endpoint(Guid::ZERO, &refused).unwrap_err();
+    assert_eq!(
+        code(error.error()),
+        HResult::HCN_E_INVALID_POLICY,
+        "{error}"
+    );
+}
+
 /// A crash between writing index entries and the object leaves stale entries;
 /// they must not block the address or MAC.
 #[test]
@@ -756,6 +821,11 @@ fn documents_hns_takes_are_taken() {
         r#"{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.96.0.10","10.244.0.0/16"]}}"#,
         r#"{"Type":"L4WFPPROXY","Settings":{"InboundProxyPort":"15001"},"Id":"x"}"#,
         r#"{"Type":"PortMapping","Settings":{"Protocol":6,"InternalPort":80,"ExternalPort":8080,"VIP":""}}"#,
+        // The allow-all pair cni-win writes beside any ACL of its own (Windows Server 2025
+        // turns an endpoint with ACLs default-deny), and a rule for one port.
+        r#"{"Type":"ACL","Settings":{"Protocols":"256","Action":"Allow","Direction":"In","RuleType":"Switch","Priority":65500}}"#,
+        r#"{"Type":"ACL","Settings":{"Protocols":"256","Action":"Allow","Direction":"Out","RuleType":"Switch","Priority":65500}}"#,
+        r#"{"Type":"ACL","Settings":{"Protocols":"6","Action":"Allow","Direction":"In","LocalPorts":"80","RuleType":"Switch"}}"#,
     ];
     for (n, policy) in policies.iter().enumerate() {
         let settings = format!(

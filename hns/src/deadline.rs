@@ -91,6 +91,10 @@ impl Reply for String {
     fn discard(self, _: &dyn RawHcn) {}
 }
 
+impl Reply for u32 {
+    fn discard(self, _: &dyn RawHcn) {}
+}
+
 macro_rules! handle_replies {
     ($($handle:ty => $close:ident;)*) => {$(
         impl Reply for $handle {
@@ -521,5 +525,9 @@ impl RawHcn for Deadlined {
         self.call(Function::HnsCall, move |b| {
             b.hns_call(&method, &path, &request)
         })
+    }
+
+    fn windows_build(&self) -> Result<u32, RawError> {
+        self.call(Function::RtlGetVersion, |b| b.windows_build())
     }
 }

@@ -56,6 +56,36 @@ impl std::str::FromStr for HnsVersion {
     }
 }
 
+/// The Windows build of the host HNS runs on (`10.0.<build>`): some HNS behaviour changed
+/// with a release and has no HNS version or feature flag to gate on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WindowsBuild(pub u32);
+
+impl WindowsBuild {
+    /// Windows Server 2022 (10.0.20348), what an emulated host reports unless told otherwise
+    /// (as its HNS version is a 2022 host's).
+    pub const SERVER_2022: WindowsBuild = WindowsBuild(20348);
+
+    /// Windows Server 2025 (10.0.26100, Microsoft's Windows Server release information; the
+    /// 24H2 client shares the build and its HNS).
+    pub const SERVER_2025: WindowsBuild = WindowsBuild(26100);
+
+    /// Whether an endpoint with any ACL policy denies all traffic no ACL allows: HNS on
+    /// Windows Server 2025 switches such an endpoint to default-deny, which Microsoft
+    /// confirmed is by design (microsoft/Windows-Containers#616, May 2026); earlier builds
+    /// let traffic no rule matches through. So from [`WindowsBuild::SERVER_2025`] on.
+    pub fn acls_default_deny(self) -> bool {
+        self >= WindowsBuild::SERVER_2025
+    }
+}
+
+impl fmt::Display for WindowsBuild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
 /// An HNS feature with a version threshold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Feature {
@@ -273,6 +303,14 @@ mod tests {
             assert!(features.supports(feature), "{feature:?}");
         }
         assert!(!features.supports(Feature::TierAcl));
+    }
+
+    #[test]
+    fn acls_are_default_deny_from_server_2025_on() {
+        assert!(!WindowsBuild::SERVER_2022.acls_default_deny());
+        assert!(!WindowsBuild(26099).acls_default_deny());
+        assert!(WindowsBuild::SERVER_2025.acls_default_deny());
+        assert!(WindowsBuild(26200).acls_default_deny());
     }
 
     #[test]

@@ -26,6 +26,24 @@ unsafe extern "system" {
     fn HNSCall(method: PCWSTR, path: PCWSTR, request: PCWSTR, response: *mut PWSTR) -> HRESULT;
 }
 
+/// `OSVERSIONINFOW`, what `RtlGetVersion` fills in.
+#[repr(C)]
+struct OsVersionInfo {
+    size: u32,
+    major: u32,
+    minor: u32,
+    build: u32,
+    platform_id: u32,
+    service_pack: [u16; 128],
+}
+
+#[link(name = "ntdll", kind = "raw-dylib")]
+unsafe extern "system" {
+    /// The running Windows' version, whatever the executable's manifest says; returns an
+    /// NTSTATUS.
+    fn RtlGetVersion(information: *mut OsVersionInfo) -> i32;
+}
+
 /// computenetwork.dll as a [`RawHcn`] backend.
 #[derive(Debug, Default)]
 pub struct ComputeNetwork;
@@ -395,5 +413,29 @@ impl RawHcn for ComputeNetwork {
             ));
         }
         Ok(text)
+    }
+
+    fn windows_build(&self) -> Result<u32, RawError> {
+        let mut information = OsVersionInfo {
+            size: std::mem::size_of::<OsVersionInfo>() as u32,
+            major: 0,
+            minor: 0,
+            build: 0,
+            platform_id: 0,
+            service_pack: [0; 128],
+        };
+        // SAFETY: `information` is a live, writable OSVERSIONINFOW whose size field says so,
+        // which is all RtlGetVersion reads before it writes the structure.
+        let status = unsafe { RtlGetVersion(&mut information) };
+        if status < 0 {
+            // HRESULT_FROM_NT: the NTSTATUS with the facility bit set.
+            let hresult = HResult::from_i32(status | 0x1000_0000);
+            return Err(RawError::new(
+                Function::RtlGetVersion,
+                hresult,
+                String::new(),
+            ));
+        }
+        Ok(information.build)
     }
 }

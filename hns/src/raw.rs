@@ -76,7 +76,9 @@ handle_types! {
 }
 
 /// The computenetwork.dll functions this crate uses, plus vmcompute.dll's
-/// `HNSCall` (the V1 API, still the only way to read the HNS version).
+/// `HNSCall` (the V1 API, still the only way to read the HNS version) and
+/// ntdll's `RtlGetVersion` (the host's Windows build, which some HNS behaviour
+/// follows).
 ///
 /// Every method is one call into HNS. Failures carry the HRESULT and the
 /// error record; out strings are owned `String`s (backends free the native
@@ -165,6 +167,10 @@ pub trait RawHcn: std::fmt::Debug + Send + Sync {
     /// vmcompute.dll `HNSCall(Method, Path, Request, *Response)`: returns the V1
     /// envelope `{"Success":..,"Error":..,"Output":..}`. Used for `GET /globals/version`.
     fn hns_call(&self, method: &str, path: &str, request: &str) -> Result<String, RawError>;
+
+    /// ntdll.dll `RtlGetVersion(*VersionInformation)`: the build number of the host's
+    /// Windows (not subject to the manifest-dependent answers of `GetVersionEx`).
+    fn windows_build(&self) -> Result<u32, RawError>;
 }
 
 /// The raw functions by name, as counted by the emulator and shown by `hnsctl stats`.
@@ -222,11 +228,13 @@ pub enum Function {
     CloseLoadBalancer,
     /// `HNSCall`
     HnsCall,
+    /// `RtlGetVersion`
+    RtlGetVersion,
 }
 
 impl Function {
     /// Every function, in declaration order.
-    pub const ALL: [Function; 26] = [
+    pub const ALL: [Function; 27] = [
         Function::EnumerateNetworks,
         Function::CreateNetwork,
         Function::OpenNetwork,
@@ -253,6 +261,7 @@ impl Function {
         Function::QueryLoadBalancerProperties,
         Function::CloseLoadBalancer,
         Function::HnsCall,
+        Function::RtlGetVersion,
     ];
 
     /// The exported name, e.g. `HcnOpenNetwork`.
@@ -284,6 +293,7 @@ impl Function {
             Function::QueryLoadBalancerProperties => "HcnQueryLoadBalancerProperties",
             Function::CloseLoadBalancer => "HcnCloseLoadBalancer",
             Function::HnsCall => "HNSCall",
+            Function::RtlGetVersion => "RtlGetVersion",
         }
     }
 

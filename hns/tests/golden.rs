@@ -146,6 +146,16 @@ fn namespace_resources_and_load_balancer_decode() {
             .parse::<Guid>()
             .unwrap()]
     );
+    // Some HNS builds spell the endpoint's key `Id`.
+    let spelt_id: HostComputeNamespace = serde_json::from_str(
+        r#"{"ID":"3fbeee42-4716-4d15-bcb6-19a846a7d111","Type":"Host",
+            "Resources":[{"Type":"Endpoint","Data":{"Id":"9A8F2B1C-0D3E-4F50-8A6B-7C8D9E0F1A2B"}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        spelt_id.endpoint_ids().collect::<Vec<_>>(),
+        namespace.endpoint_ids().collect::<Vec<_>>()
+    );
     let doc = r#"{"ID":"3fbeee42-4716-4d15-bcb6-19a846a7d111","HostComputeEndpoints":["9a8f2b1c-0d3e-4f50-8a6b-7c8d9e0f1a2b"],
         "SourceVIP":"10.244.1.9","FrontendVIPs":["10.96.0.10"],
         "PortMappings":[{"Protocol":17,"InternalPort":53,"ExternalPort":53,"DistributionType":1,"Flags":2}],
@@ -373,23 +383,49 @@ fn v1_policies_translate_to_v2() {
     ];
     for (v1, v2) in cases {
         let translated = endpoint_policy_from_conf(v1).unwrap_or_else(|e| panic!("{v1}: {e}"));
-        assert_eq!(serde_json::to_string(&translated).unwrap(), v2, "from {v1}");
+        assert_eq!(translated.dropped, [], "from {v1}");
+        assert_eq!(
+            serde_json::to_string(&translated.policy).unwrap(),
+            v2,
+            "from {v1}"
+        );
     }
     assert_eq!(
-        serde_json::to_string(&subnet_policy_from_conf(r#"{"Type":"VSID","VSID":4096}"#).unwrap())
-            .unwrap(),
+        serde_json::to_string(
+            &subnet_policy_from_conf(r#"{"Type":"VSID","VSID":4096}"#)
+                .unwrap()
+                .policy
+        )
+        .unwrap(),
         r#"{"Type":"VSID","Settings":{"IsolationId":4096}}"#
     );
 }
 
 #[test]
-fn v1_translation_rejects_what_it_would_lose() {
-    let unknown_key =
-        endpoint_policy_from_conf(r#"{"Type":"OutBoundNAT","ExceptionLst":["10.0.0.0/8"]}"#)
+fn v1_translation_refuses_bad_values_and_reports_what_it_drops() {
+    // A key the V1 type does not have is dropped, as the reference drops every V1 key,
+    // and reported with what it most likely meant.
+    let translated = endpoint_policy_from_conf(
+        r#"{"type":"OutBoundNAT","exceptionList":["10.0.0.0/8"],"Exceptions":["10.1.0.0/16"]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&translated.policy).unwrap(),
+        r#"{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.0.0.0/8"]}}"#
+    );
+    let dropped: Vec<String> = translated.dropped.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        dropped,
+        [
+            "`Exceptions` is not a V1 OutBoundNAT key; it has no V2 counterpart and is dropped; did you mean `ExceptionList`?"
+        ]
+    );
+    let bad_prefix =
+        endpoint_policy_from_conf(r#"{"Type":"OutBoundNAT","ExceptionList":["10.0.0.0/33"]}"#)
             .unwrap_err();
     assert!(
-        unknown_key.to_string().contains("ExceptionLst"),
-        "{unknown_key}"
+        bad_prefix.to_string().contains("10.0.0.0/33"),
+        "{bad_prefix}"
     );
     let bad_protocol = endpoint_policy_from_conf(
         r#"{"Type":"NAT","InternalPort":1,"ExternalPort":1,"Protocol":"SCTP"}"#,
@@ -403,4 +439,92 @@ fn v1_translation_rejects_what_it_would_lose() {
             .to_string()
             .contains("Type")
     );
+}
+
+/// The shapes Go-written configs use, read as hcsshim decodes them (`Type` and `Settings` in
+/// any case, every other member dropped) and as HNS reads the settings.
+#[test]
+fn v2_policies_are_read_as_go_and_hns_read_them() {
+    let read =
+        |json: &str| endpoint_policy_from_conf(json).unwrap_or_else(|e| panic!("{json}: {e}"));
+    // Envelope and known keys in any case: typed, spelt as HNS spells them.
+    let typed =
+        read(r#"{"TYPE":"outboundnat","settings":{"exceptions":["10.0.0.0/8"]},"Name":"ignored"}"#);
+    assert_eq!(typed.dropped, []);
+    assert_eq!(
+        serde_json::to_string(&typed.policy).unwrap(),
+        r#"{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.0.0.0/8"]}}"#
+    );
+    // OpenShift WMCO's camelCase OutBoundNAT: no key HNS knows, kept as written.
+    let wmco = read(
+        r#"{"type":"OutBoundNAT","settings":{"exceptionList":["172.30.0.0/16"],"destinationPrefix":"","needEncap":false}}"#,
+    );
+    assert!(matches!(wmco.policy, EndpointPolicy::Other(_)));
+    same_json(
+        &serde_json::to_string(&wmco.policy).unwrap(),
+        r#"{"Type":"OutBoundNAT","Settings":{"exceptionList":["172.30.0.0/16"],"destinationPrefix":"","needEncap":false}}"#,
+    );
+    assert_eq!(wmco.policy.misfit(), None);
+    let ignored: Vec<String> = wmco
+        .policy
+        .ignored_keys()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        ignored,
+        [
+            "`destinationPrefix` is not a V2 OutBoundNAT key; HNS ignores it (its keys: VirtualIP, Exceptions, Destinations, Flags, MaxPortPoolUsage)",
+            "`exceptionList` is not a V2 OutBoundNAT key; HNS ignores it; did you mean `Exceptions`?",
+            "`needEncap` is not a V2 OutBoundNAT key; HNS ignores it (its keys: VirtualIP, Exceptions, Destinations, Flags, MaxPortPoolUsage)",
+        ]
+    );
+    assert_eq!(
+        wmco.policy.effect(),
+        EndpointPolicy::OutboundNat(OutboundNatPolicy::default())
+    );
+    // WMCO's SDNRoute carries an OutBoundNAT key: HNS reads the route and ignores the rest.
+    let route = read(
+        r#"{"Type":"SDNROUTE","Settings":{"ExceptionList":[],"DestinationPrefix":"10.96.0.0/12","NeedEncap":true}}"#,
+    );
+    assert_eq!(route.policy.ignored_keys().len(), 1);
+    assert_eq!(
+        route.policy.effect(),
+        EndpointPolicy::SdnRoute(SdnRoutePolicy {
+            destination_prefix: Some(prefix("10.96.0.0/12")),
+            next_hop: None,
+            need_encap: true,
+        })
+    );
+    // A known key whose value does not fit is what HNS refuses, whatever else is there.
+    let refused =
+        read(r#"{"Type":"ProviderAddress","Settings":{"providerAddress":"10.0.0","pa":"x"}}"#);
+    assert!(
+        refused.policy.misfit().unwrap().contains("ProviderAddress"),
+        "{:?}",
+        refused.policy.misfit()
+    );
+    assert_eq!(refused.policy.ignored_keys(), []);
+    // ACL names are read as HNS reads type names: in any case.
+    let acl = read(
+        r#"{"type":"acl","settings":{"action":"allow","direction":"in","ruleType":"switch","protocols":"6","localPorts":"80"}}"#,
+    );
+    assert_eq!(
+        serde_json::to_string(&acl.policy).unwrap(),
+        r#"{"Type":"ACL","Settings":{"Protocols":"6","Action":"Allow","Direction":"In","LocalPorts":"80","RuleType":"Switch"}}"#
+    );
+    let unknown_action = read(r#"{"Type":"ACL","Settings":{"Action":"Permit","Direction":"In"}}"#);
+    assert!(
+        unknown_action.policy.misfit().unwrap().contains("Permit"),
+        "{:?}",
+        unknown_action.policy
+    );
+    // Not a policy at all, or no string type: errors naming it.
+    for bad in [
+        r#""OutBoundNAT""#,
+        r#"{"Type":7,"Settings":{}}"#,
+        r#"{"Settings":{}}"#,
+    ] {
+        assert!(endpoint_policy_from_conf(bad).is_err(), "{bad}");
+    }
 }

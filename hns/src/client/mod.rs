@@ -20,7 +20,7 @@ pub use open::{
 
 use crate::deadline::Deadlined;
 use crate::error::{ErrorKind, HnsError};
-use crate::features::{HnsVersion, SupportedFeatures};
+use crate::features::{HnsVersion, SupportedFeatures, WindowsBuild};
 use crate::guid::Guid;
 use crate::raw::RawHcn;
 use crate::schema::{
@@ -364,6 +364,15 @@ impl<R: RawHcn + ?Sized> Client<R> {
     /// The features of this host's HNS. Raw calls: 1 (see [`Client::version`]).
     pub fn supported_features(&self) -> Result<SupportedFeatures, HnsError> {
         self.version().map(SupportedFeatures::of)
+    }
+
+    /// The Windows build of the host HNS runs on, for behaviour no HNS version gates (see
+    /// [`WindowsBuild::acls_default_deny`]). Raw calls: `RtlGetVersion` = 1.
+    pub fn windows_build(&self) -> Result<WindowsBuild, HnsError> {
+        self.raw
+            .windows_build()
+            .map(WindowsBuild)
+            .map_err(|e| HnsError::from_raw(e, "read the Windows build"))
     }
 
     /// Opens each ID and collects its properties, skipping objects that vanished meanwhile.

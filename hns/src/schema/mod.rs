@@ -8,6 +8,7 @@
 mod address;
 mod endpoint;
 mod flags;
+mod keys;
 mod load_balancer;
 mod modify;
 mod namespace;

@@ -71,12 +71,18 @@ impl NamespaceResource {
     }
 
     /// The endpoint a resource entry names, so attach checks can see what a namespace holds.
+    /// HNS spells the key `ID` in some replies and `Id` in others; it is read in any case.
     pub fn endpoint_id(&self) -> Option<Guid> {
         if !self.resource_type.eq_ignore_ascii_case("Endpoint") {
             return None;
         }
-        self.data
-            .get("ID")
+        let data = self.data.as_object()?;
+        data.get("ID")
+            .or_else(|| {
+                data.iter()
+                    .find(|(key, _)| key.eq_ignore_ascii_case("ID"))
+                    .map(|(_, id)| id)
+            })
             .and_then(|id| id.as_str())
             .and_then(|id| id.parse().ok())
     }

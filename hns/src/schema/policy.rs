@@ -1,11 +1,18 @@
 //! V2 policies: `{"Type": <string>, "Settings": <object>}` on endpoints,
 //! networks and subnets.
 //!
-//! Each policy type we use has a typed variant. Settings decode strictly (no
-//! unknown keys): anything that does not fit a typed variant exactly — another
-//! type, a V1-shaped or misspelled setting, extra top-level keys — becomes
-//! [`RawPolicy`], which re-serialises byte-for-byte. A user's policy is never
-//! silently dropped or reshaped; HNS gets to judge it.
+//! Each policy type we use has a typed variant. A policy is read as HNS reads it:
+//! `Type` and `Settings` and the settings' keys matched regardless of case (as Go's
+//! `encoding/json` matches them, and as field configs rely on: `SDNROUTE`,
+//! `exceptionList`), type names compared regardless of case. A policy whose
+//! settings fit its typed variant exactly, once keys are matched, becomes that
+//! variant; anything else — another type, a settings key the type does not have
+//! (a V1 key such as `ExceptionList`, a misspelling), a value that does not fit
+//! — becomes [`RawPolicy`], which re-serialises byte-for-byte. A user's policy is
+//! never silently dropped or reshaped; HNS gets to judge it, and the raw variant
+//! says how HNS will: the keys it ignores ([`EndpointPolicy::ignored_keys`]), the
+//! policy it applies ([`EndpointPolicy::effect`]) or why it refuses it
+//! ([`EndpointPolicy::misfit`]).
 //!
 //! Decoding needs serde_json's own deserializer (`from_str`/`from_slice`),
 //! because the pass-through keeps the original text as a [`RawValue`].
@@ -14,12 +21,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::net::IpAddr;
 
+use serde::de::DeserializeOwned;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 
 use super::address::{AddressOrPrefix, IpPrefix, MacAddress, empty_as_none};
 use super::flags::NatFlags;
+use super::keys::{self, keys_of, member};
 
 /// A policy kept exactly as written: its `Type` and the whole JSON object.
 #[derive(Clone)]
@@ -50,16 +59,20 @@ impl RawPolicy {
         })
     }
 
-    /// The `Settings` member, if the object has one.
+    /// The `Settings` member (matched as Go matches it), if the object has one.
     pub fn settings(&self) -> Option<&RawValue> {
         let fields: BTreeMap<String, &RawValue> = serde_json::from_str(self.json.get()).ok()?;
-        fields.get("Settings").copied()
+        member(&fields, "Settings")
     }
 }
 
+/// Two raw policies are equal when they are the same JSON document, whatever the whitespace
+/// and key order.
 impl PartialEq for RawPolicy {
     fn eq(&self, other: &RawPolicy) -> bool {
-        self.json.get() == other.json.get()
+        let value =
+            |raw: &RawPolicy| serde_json::from_str::<serde_json::Value>(raw.json.get()).ok();
+        self.json.get() == other.json.get() || value(self).is_some_and(|v| Some(v) == value(other))
     }
 }
 
@@ -84,7 +97,8 @@ impl PolicyError {
     }
 }
 
-/// The parts of a policy object the decoder looks at.
+/// The parts of a policy object the decoder looks at, matched as Go matches `hcn.EndpointPolicy`'s
+/// fields: `Type` and `Settings` in any case.
 struct Envelope<'a> {
     type_name: String,
     settings: Option<&'a RawValue>,
@@ -100,29 +114,121 @@ impl<'a> Envelope<'a> {
                     raw.get()
                 ))
             })?;
-        let type_name = fields
-            .get("Type")
+        let type_name = member(&fields, "Type")
             .and_then(|value| serde_json::from_str::<String>(value.get()).ok())
             .ok_or_else(|| {
                 PolicyError::new(format!("policy needs a string \"Type\": {}", raw.get()))
             })?;
-        let has_other_keys = fields.keys().any(|key| key != "Type" && key != "Settings");
-        let settings = fields
-            .get("Settings")
-            .copied()
-            .filter(|value| value.get().trim() != "null");
+        let has_other_keys = fields
+            .keys()
+            .any(|key| !key.eq_ignore_ascii_case("Type") && !key.eq_ignore_ascii_case("Settings"));
+        let settings = member(&fields, "Settings").filter(|value| value.get().trim() != "null");
         Ok(Envelope {
             type_name,
             settings,
             has_other_keys,
         })
     }
+}
 
-    fn settings_are_empty(&self) -> bool {
-        self.settings.is_none_or(|value| {
-            serde_json::from_str::<BTreeMap<String, &RawValue>>(value.get())
-                .is_ok_and(|map| map.is_empty())
-        })
+/// Settings as HNS reads them: the typed settings their known keys make, and the keys HNS
+/// ignores.
+#[derive(Debug)]
+struct Reading<T> {
+    settings: T,
+    ignored: Vec<String>,
+}
+
+impl<T> Reading<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Reading<U> {
+        Reading {
+            settings: f(self.settings),
+            ignored: self.ignored,
+        }
+    }
+}
+
+/// Reads `settings` (absent reads as `{}`) as `T`, its keys matched regardless of case and
+/// the unknown ones set aside; the error says which value does not fit or which key is
+/// missing, what HNS refuses with `HCN_E_INVALID_POLICY`.
+fn read_settings<T: DeserializeOwned>(settings: Option<&RawValue>) -> Result<Reading<T>, String> {
+    let text = settings.map_or("{}", RawValue::get);
+    let aligned = keys::align(text, keys_of::<T>())
+        .ok_or_else(|| format!("\"Settings\" must be a JSON object, got {text}"))?;
+    let settings = super::decode::<T>(&aligned.json).map_err(|error| error.to_string())?;
+    Ok(Reading {
+        settings,
+        ignored: aligned.unknown,
+    })
+}
+
+/// The settings of a type that takes none: every key is one HNS ignores.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoSettings {}
+
+/// Which keys a policy object is written with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyShape {
+    /// HCN V2: `{"Type": ..., "Settings": {...}}`.
+    V2,
+    /// HNS V1: the settings flat beside `Type` (translated to V2 before HNS sees them).
+    V1,
+}
+
+/// A settings key that has no meaning for its policy type: HNS ignores it in a V2 policy (it
+/// reads the keys the type has and nothing else), and a V1 policy's translation drops it.
+/// Worth saying, since a policy that runs without it rarely does what its author meant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredKey {
+    /// The key as written.
+    pub key: String,
+    /// The policy's type, as HNS names it (`OutBoundNAT`, or the V1 name such as `ROUTE`).
+    pub policy_type: &'static str,
+    /// Whether the key sits in V2 `Settings` or in a flat V1 policy.
+    pub shape: PolicyShape,
+    /// The keys the type does have in that shape (a V1 list includes `Type`).
+    pub known: &'static [&'static str],
+    /// The key it most likely stands for: the same setting's name in the other shape, e.g.
+    /// `Exceptions` for V1's `ExceptionList`.
+    pub suggestion: Option<&'static str>,
+}
+
+impl fmt::Display for IgnoredKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (shape, consequence) = match self.shape {
+            PolicyShape::V2 => ("V2", "HNS ignores it"),
+            PolicyShape::V1 => ("V1", "it has no V2 counterpart and is dropped"),
+        };
+        write!(
+            f,
+            "`{}` is not a {shape} {} key; {consequence}",
+            self.key, self.policy_type
+        )?;
+        // A V1 shape's list holds its `Type` too.
+        let known: Vec<&str> = self
+            .known
+            .iter()
+            .copied()
+            .filter(|key| *key != "Type")
+            .collect();
+        match self.suggestion {
+            Some(suggestion) => write!(f, "; did you mean `{suggestion}`?"),
+            None if known.is_empty() => write!(f, " (the type takes no settings)"),
+            None => write!(f, " (its keys: {})", known.join(", ")),
+        }
+    }
+}
+
+impl IgnoredKey {
+    fn v2(policy_type: &'static str, known: &'static [&'static str], key: String) -> IgnoredKey {
+        IgnoredKey {
+            suggestion: super::v1::v2_key_for(policy_type, &key),
+            key,
+            policy_type,
+            shape: PolicyShape::V2,
+            known,
+        }
     }
 }
 
@@ -154,7 +260,7 @@ pub trait Policy: Serialize + serde::de::DeserializeOwned + Clone {
     /// Whether `type_name` has a typed variant (case-insensitive).
     fn is_modelled_type(type_name: &str) -> bool;
 
-    /// Why a policy of a modelled type was kept raw (see `EndpointPolicy::misfit`).
+    /// Why HNS refuses a policy of a modelled type (see `EndpointPolicy::misfit`).
     fn misfit(&self) -> Option<String>;
 
     /// Whether `type_name` is documented for this object kind (case-insensitive).
@@ -198,61 +304,104 @@ macro_rules! policy_enum {
                 }
             }
 
-            /// Why a policy of a type with a typed variant was kept raw, e.g.
-            /// `ProviderAddress: "10.0.0" is not an IP address`, so whoever refuses it can
-            /// say what to fix. `None` for typed policies and for types without a variant.
-            pub fn misfit(&self) -> Option<String> {
-                let $name::Other(raw) = self else {
-                    return None;
-                };
-                let envelope = Envelope::parse(&raw.json).ok()?;
-                let other_keys = || "only \"Type\" and \"Settings\" belong at the top level".to_owned();
+            /// How HNS reads a policy of `envelope`'s type: the typed policy its known keys
+            /// make and the keys it ignores, or why it refuses the policy (a member beside
+            /// `Type` and `Settings`, such as a V1 key, is refused). `None` for a type
+            /// without a typed variant, which HNS judges on its own.
+            fn read(envelope: &Envelope<'_>) -> Option<Result<Reading<$name>, String>> {
+                let reading = $name::read_known_keys(envelope)?;
+                Some(if envelope.has_other_keys {
+                    Err("only \"Type\" and \"Settings\" belong at the top level".to_owned())
+                } else {
+                    reading
+                })
+            }
+
+            /// [`Self::read`] of the settings alone.
+            fn read_known_keys(envelope: &Envelope<'_>) -> Option<Result<Reading<$name>, String>> {
                 $(
                     if envelope.type_name.eq_ignore_ascii_case($type_name) {
-                        if envelope.has_other_keys {
-                            return Some(other_keys());
-                        }
-                        return Some(match envelope.settings {
-                            None => "\"Settings\" is missing".to_owned(),
-                            Some(settings) => match super::decode::<$settings>(settings.get()) {
-                                Err(error) => error.to_string(),
-                                Ok(_) => "\"Settings\" does not fit".to_owned(),
-                            },
-                        });
+                        return Some(
+                            read_settings::<$settings>(envelope.settings)
+                                .map(|reading| reading.map($name::$variant)),
+                        );
                     }
                 )*
                 $(
                     if envelope.type_name.eq_ignore_ascii_case($unit_type) {
-                        if envelope.has_other_keys {
-                            return Some(other_keys());
-                        }
-                        return Some("this type takes no \"Settings\"".to_owned());
+                        return Some(
+                            read_settings::<NoSettings>(envelope.settings)
+                                .map(|reading| reading.map(|_| $name::$unit)),
+                        );
                     }
                 )*
                 None
             }
 
+            /// [`Self::read`] of a policy kept raw; `None` for a typed policy.
+            fn raw_reading(&self) -> Option<Result<Reading<$name>, String>> {
+                let $name::Other(raw) = self else {
+                    return None;
+                };
+                $name::read(&Envelope::parse(&raw.json).ok()?)
+            }
+
+            /// The canonical type name and the settings keys of a typed policy.
+            fn typed_keys(&self) -> Option<(&'static str, &'static [&'static str])> {
+                match self {
+                    $($name::$variant(_) => Some(($type_name, keys_of::<$settings>())),)*
+                    $($name::$unit => Some(($unit_type, &[])),)*
+                    $name::Other(_) => None,
+                }
+            }
+
+            /// Why HNS refuses a policy of a type with a typed variant: a value that does not
+            /// fit (`ProviderAddress: "10.0.0" is not an IP address`) or a required key
+            /// missing, so whoever refuses it can say what to fix. `None` for typed policies,
+            /// for types without a variant, and for a policy HNS takes once it ignores the
+            /// keys it does not know (see [`Self::ignored_keys`]).
+            pub fn misfit(&self) -> Option<String> {
+                self.raw_reading()?.err()
+            }
+
+            /// The keys HNS ignores in a policy kept raw because of them: settings keys its
+            /// type does not have, such as a V1 `ExceptionList` inside V2 `Settings`. Empty
+            /// for typed policies, types without a variant and misfits.
+            pub fn ignored_keys(&self) -> Vec<IgnoredKey> {
+                let Some(Ok(reading)) = self.raw_reading() else {
+                    return Vec::new();
+                };
+                let Some((policy_type, known)) = reading.settings.typed_keys() else {
+                    return Vec::new();
+                };
+                reading
+                    .ignored
+                    .into_iter()
+                    .map(|key| IgnoredKey::v2(policy_type, known, key))
+                    .collect()
+            }
+
+            /// The policy as HNS applies it: a policy kept raw only for keys HNS ignores is its
+            /// typed variant made of the keys HNS reads; any other policy is itself. Comparing
+            /// effects is comparing what two endpoints do, however their policies were spelt.
+            pub fn effect(&self) -> $name {
+                match self.raw_reading() {
+                    Some(Ok(reading)) => reading.settings,
+                    _ => self.clone(),
+                }
+            }
+
             /// Decodes one policy object (see the module docs for the rules).
             pub fn from_raw(raw: Box<RawValue>) -> Result<$name, PolicyError> {
                 let envelope = Envelope::parse(&raw)?;
-                if !envelope.has_other_keys {
-                    $(
-                        if envelope.type_name.eq_ignore_ascii_case($type_name) {
-                            if let Some(settings) = envelope.settings.and_then(|s| serde_json::from_str::<$settings>(s.get()).ok()) {
-                                return Ok($name::$variant(settings));
-                            }
-                        }
-                    )*
-                    $(
-                        if envelope.type_name.eq_ignore_ascii_case($unit_type) && envelope.settings_are_empty() {
-                            return Ok($name::$unit);
-                        }
-                    )*
+                if let Some(Ok(Reading { settings, ignored })) = $name::read(&envelope)
+                    && ignored.is_empty()
+                {
+                    return Ok(settings);
                 }
                 let type_name = envelope.type_name;
                 Ok($name::Other(RawPolicy { type_name, json: raw }))
             }
-
         }
 
         impl Policy for $name {
@@ -472,33 +621,67 @@ pub struct PortMappingPolicy {
     pub flags: NatFlags,
 }
 
-/// What an ACL rule does to matching traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AclAction {
-    /// Let matching traffic through.
-    Allow,
-    /// Drop matching traffic.
-    Block,
-    /// Pass to the next layer.
-    Pass,
+/// Enums whose names HNS reads in a policy's settings, matched regardless of case as HNS
+/// matches policy type names (`SDNROUTE`), so `"Action": "allow"` reads as `Allow`; written
+/// as HNS spells them.
+macro_rules! settings_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<$name, D::Error> {
+                const NAMES: &[&str] = &[$(stringify!($variant)),*];
+                let text = std::borrow::Cow::<str>::deserialize(deserializer)?;
+                $(
+                    if text.eq_ignore_ascii_case(stringify!($variant)) {
+                        return Ok($name::$variant);
+                    }
+                )*
+                Err(serde::de::Error::unknown_variant(&text, NAMES))
+            }
+        }
+    };
 }
 
-/// Which traffic an ACL rule applies to, seen from the endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AclDirection {
-    /// Traffic entering the endpoint.
-    In,
-    /// Traffic leaving the endpoint.
-    Out,
+settings_enum! {
+    /// What an ACL rule does to matching traffic.
+    pub enum AclAction {
+        /// Let matching traffic through.
+        Allow,
+        /// Drop matching traffic.
+        Block,
+        /// Pass to the next layer.
+        Pass,
+    }
 }
 
-/// Where an ACL is enforced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum AclRuleType {
-    /// Host firewall (WFP).
-    Host,
-    /// Virtual switch (VFP).
-    Switch,
+settings_enum! {
+    /// Which traffic an ACL rule applies to, seen from the endpoint.
+    pub enum AclDirection {
+        /// Traffic entering the endpoint.
+        In,
+        /// Traffic leaving the endpoint.
+        Out,
+    }
+}
+
+settings_enum! {
+    /// Where an ACL is enforced.
+    pub enum AclRuleType {
+        /// Host firewall (WFP).
+        Host,
+        /// Virtual switch (VFP).
+        Switch,
+    }
 }
 
 /// `ACL` settings: one rule of an endpoint's firewall.
