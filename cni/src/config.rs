@@ -72,6 +72,22 @@ struct BaseKeys {
     log_level: Option<String>,
 }
 
+/// `cniVersion` alone, as [`NetConf::stated_version`] reads it.
+#[derive(Deserialize)]
+struct VersionKey {
+    #[serde(rename = "cniVersion")]
+    cni_version: Option<String>,
+}
+
+/// The version a `cniVersion` value states: none (or empty) is 0.1.0, as libcni reads it; one
+/// this crate does not speak is code 1.
+fn version_of(cni_version: Option<&str>) -> Result<Version, Error> {
+    match cni_version {
+        None | Some("") => Ok(Version::UNSPECIFIED),
+        Some(v) => v.parse(),
+    }
+}
+
 #[derive(Deserialize)]
 struct IpamKeys {
     #[serde(rename = "type")]
@@ -79,10 +95,23 @@ struct IpamKeys {
 }
 
 impl NetConf {
-    /// Reads a config from `input`, refusing more than [`MAX_CONFIG_BYTES`].
-    pub fn read(input: &mut dyn Read) -> Result<(NetConf, Vec<u8>), Error> {
-        let bytes = read_capped(input)?;
-        Ok((NetConf::parse(&bytes)?, bytes))
+    /// Reads a config's bytes from `input`, refusing more than [`MAX_CONFIG_BYTES`]; parse
+    /// them with [`NetConf::parse`].
+    pub fn read(input: &mut dyn Read) -> Result<Vec<u8>, Error> {
+        read_capped(input)
+    }
+
+    /// The `cniVersion` config bytes state, read on its own: the version an error about the
+    /// rest of the config is printed in, since a runtime reads a plugin's error in the
+    /// version it asked for. `None` when the bytes are not a JSON object or the version is
+    /// not one this crate speaks; a config without one states 0.1.0, as libcni reads it.
+    pub fn stated_version(bytes: &[u8]) -> Option<Version> {
+        let Ok(Value::Object(raw)) = serde_json::from_slice(bytes) else {
+            return None;
+        };
+        let key: VersionKey =
+            case_insensitive::decode(&Value::Object(raw), "", ErrorCode::InvalidConfig).ok()?;
+        version_of(key.cni_version.as_deref()).ok()
     }
 
     /// Parses config bytes: code 6 when they are not a JSON object, 1 for an unsupported
@@ -103,10 +132,7 @@ impl NetConf {
         let base: BaseKeys =
             case_insensitive::decode(&Value::Object(raw.clone()), "", ErrorCode::InvalidConfig)?;
 
-        let cni_version = match base.cni_version.as_deref() {
-            None | Some("") => Version::UNSPECIFIED,
-            Some(v) => v.parse()?,
-        };
+        let cni_version = version_of(base.cni_version.as_deref())?;
         let name = base.name.unwrap_or_default();
         validate::network_name(&name)?;
         let plugin_type = base.plugin_type.unwrap_or_default();

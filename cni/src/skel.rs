@@ -201,9 +201,15 @@ fn dispatch<P: Plugin>(
     if env.command == Command::Version {
         return (Ok(Some(version_reply(stdin))), Version::LATEST);
     }
-    let (config, raw) = match NetConf::read(stdin) {
-        Ok(parsed) => parsed,
+    let raw = match NetConf::read(stdin) {
+        Ok(bytes) => bytes,
         Err(err) => return (Err(err), Version::LATEST),
+    };
+    // An error about any other key is printed in the version the config asked for.
+    let stated = NetConf::stated_version(&raw).unwrap_or(Version::LATEST);
+    let config = match NetConf::parse(&raw) {
+        Ok(config) => config,
+        Err(err) => return (Err(err), stated),
     };
     let version = config.cni_version;
     init_logging(env_lookup, Some(&config));
