@@ -10,13 +10,15 @@ use cni::{
 use ipam_host_local::range::Range;
 use ipam_host_local::{Allocation, HostLocal};
 
+use crate::delegation::Delegate;
+
 /// The config's IPAM.
 #[derive(Debug)]
 pub(crate) enum Ipam {
     /// `"type": "host-local"`: the `ipam-host-local` library, in this process.
     HostLocal(HostLocal),
     /// Any other type: the plugin of that name in `CNI_PATH`.
-    Delegated(String),
+    Delegated(Delegate),
 }
 
 /// What one ADD got from IPAM, tied to the IPAM that gave it, so undoing it can only go to
@@ -26,7 +28,7 @@ pub(crate) enum Lease<'a> {
     /// host-local's record of what this ADD reserved.
     HostLocal(&'a HostLocal, Allocation),
     /// A delegated plugin's result; undoing it is the plugin's DEL.
-    Delegated(&'a str, Success),
+    Delegated(&'a Delegate, Success),
 }
 
 impl Lease<'_> {
@@ -54,9 +56,12 @@ impl Lease<'_> {
         match self {
             Lease::HostLocal(_, allocation) if allocation.already_held() => Ok(()),
             Lease::HostLocal(host_local, allocation) => host_local.undo(allocation),
-            Lease::Delegated(plugin, _) => {
-                delegate::run(plugin, Command::Del, &request.stdin, &request.cni_path)
-            }
+            Lease::Delegated(plugin, _) => delegate::run(
+                plugin.as_str(),
+                Command::Del,
+                &request.stdin,
+                &request.cni_path,
+            ),
         }
     }
 }
@@ -71,7 +76,7 @@ impl Ipam {
         Ok(match conf.ipam_type.as_deref() {
             None => None,
             Some(HOST_LOCAL) => Some(Ipam::HostLocal(HostLocal::from_conf(conf, args)?)),
-            Some(other) => Some(Ipam::Delegated(other.to_owned())),
+            Some(other) => Some(Ipam::Delegated(Delegate::new(other, conf)?)),
         })
     }
 
@@ -106,12 +111,12 @@ impl Ipam {
             }
             Ipam::Delegated(plugin) => {
                 let result = delegate::add(
-                    plugin,
+                    plugin.as_str(),
                     &request.stdin,
                     &request.cni_path,
                     request.config.cni_version,
                 )
-                .map_err(|e| e.context(format!("IPAM plugin {plugin}")))?;
+                .map_err(|e| e.context(format!("IPAM plugin {}", plugin.as_str())))?;
                 Ok(Lease::Delegated(plugin, result))
             }
         }
@@ -123,9 +128,12 @@ impl Ipam {
             Ipam::HostLocal(host_local) => {
                 host_local.release(&request.container_id, &request.ifname)
             }
-            Ipam::Delegated(plugin) => {
-                delegate::run(plugin, Command::Del, &request.stdin, &request.cni_path)
-            }
+            Ipam::Delegated(plugin) => delegate::run(
+                plugin.as_str(),
+                Command::Del,
+                &request.stdin,
+                &request.cni_path,
+            ),
         }
     }
 
@@ -138,7 +146,8 @@ impl Ipam {
             Ipam::HostLocal(host_local) => host_local.release(container_id, ifname),
             Ipam::Delegated(plugin) => {
                 log::info!(
-                    "not asking {plugin} to release {container_id}/{ifname}: it runs only for this attachment"
+                    "not asking {} to release {container_id}/{ifname}: it runs only for this attachment",
+                    plugin.as_str()
                 );
                 Ok(())
             }
@@ -151,9 +160,12 @@ impl Ipam {
             Ipam::HostLocal(host_local) => {
                 host_local.check(&request.container_id, &request.ifname, expected)
             }
-            Ipam::Delegated(plugin) => {
-                delegate::run(plugin, Command::Check, &request.stdin, &request.cni_path)
-            }
+            Ipam::Delegated(plugin) => delegate::run(
+                plugin.as_str(),
+                Command::Check,
+                &request.stdin,
+                &request.cni_path,
+            ),
         }
     }
 
@@ -161,9 +173,12 @@ impl Ipam {
     pub fn gc(&self, request: &NetworkRequest, valid: &[GcAttachment]) -> Result<(), Error> {
         match self {
             Ipam::HostLocal(host_local) => host_local.gc(valid),
-            Ipam::Delegated(plugin) => {
-                delegate::run(plugin, Command::Gc, &request.stdin, &request.cni_path)
-            }
+            Ipam::Delegated(plugin) => delegate::run(
+                plugin.as_str(),
+                Command::Gc,
+                &request.stdin,
+                &request.cni_path,
+            ),
         }
     }
 
@@ -171,9 +186,12 @@ impl Ipam {
     pub fn status(&self, request: &NetworkRequest) -> Result<(), Error> {
         match self {
             Ipam::HostLocal(host_local) => host_local.status(),
-            Ipam::Delegated(plugin) => {
-                delegate::run(plugin, Command::Status, &request.stdin, &request.cni_path)
-            }
+            Ipam::Delegated(plugin) => delegate::run(
+                plugin.as_str(),
+                Command::Status,
+                &request.stdin,
+                &request.cni_path,
+            ),
         }
     }
 }

@@ -11,6 +11,7 @@
 //! - `policy`: the endpoint's policies (user V1/V2 policies translated, one merged
 //!   OutBoundNAT, port mappings, loopback DSR);
 //! - `ipam`: host-local in-process, any other IPAM plugin from `CNI_PATH`;
+//! - `delegation`: the guard that keeps delegation from looping back into an HNS plugin;
 //! - `identity`: the deterministic endpoint GUID and name of an attachment;
 //! - ADD, DEL, CHECK, GC and STATUS over `hns::Client`, with the raw-call budgets of each
 //!   documented in its module;
@@ -34,6 +35,7 @@ mod check;
 mod codes;
 mod config;
 mod del;
+mod delegation;
 mod endpoint;
 mod flannel;
 mod gc;

@@ -7,6 +7,7 @@ use cni::{About, DelRequest, Error, ErrorCode, NetConf, NetworkRequest, Request,
 use hns::Client;
 
 use crate::attachment_lock;
+use crate::delegation::admit;
 use crate::hns_deadline::hns_deadline;
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
@@ -32,14 +33,17 @@ fn connect(conf: &NetConf) -> Result<Client, Error> {
 }
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
-    // ADD, DEL and CHECK hold their attachment's lock throughout (see `attachment_lock`).
+    // Every command first refuses a delegation loop (see `delegation`); ADD, DEL and CHECK
+    // hold their attachment's lock throughout (see `attachment_lock`).
     fn add(&self, request: &Request) -> Result<Success, Error> {
+        admit(&request.config)?;
         let _lock = attachment_lock::lock(&request.config, &request.container_id, &request.ifname)?;
         let client = connect(&request.config)?;
         flannel::add(request, &client, |request| add::add::<K>(&client, request))
     }
 
     fn del(&self, request: &DelRequest) -> Result<(), Error> {
+        admit(&request.config)?;
         let _lock = attachment_lock::lock(&request.config, &request.container_id, &request.ifname)?;
         flannel::del(&request.config, &request.container_id, || {
             del::del(&connect(&request.config)?, request)
@@ -47,6 +51,7 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {
+        admit(&request.config)?;
         let _lock = attachment_lock::lock(&request.config, &request.container_id, &request.ifname)?;
         let client = connect(&request.config)?;
         flannel::check(request, &client, |request| {
@@ -55,10 +60,12 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
     }
 
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
+        admit(&request.config)?;
         gc::gc::<K>(&connect(&request.config)?, request)
     }
 
     fn status(&self, request: &NetworkRequest) -> Result<(), Error> {
+        admit(&request.config)?;
         let client = connect(&request.config).map_err(|e| {
             Error::new(ErrorCode::NotAvailable, e.msg().to_owned()).with_details(e.details())
         })?;

@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::config::NetConf;
-use crate::delegate;
 use crate::env::{CniArgs, Command, Environment};
 use crate::error::{Error, ErrorCode};
 use crate::logging::{self, LogSettings};
@@ -214,32 +213,17 @@ fn dispatch<P: Plugin>(
     let version = config.cni_version;
     init_logging(env_lookup, Some(&config));
 
-    let outcome = gate(env.command, version)
-        .and_then(|()| refuse_delegation_loops(env_lookup, &config))
-        .and_then(|()| {
-            catch_unwind(AssertUnwindSafe(|| call(plugin, env, config, raw))).unwrap_or_else(
-                |panic| {
-                    let what = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "unknown panic".to_owned());
-                    Err(Error::internal(format!("plugin panicked: {what}")))
-                },
-            )
-        });
+    let outcome = gate(env.command, version).and_then(|()| {
+        catch_unwind(AssertUnwindSafe(|| call(plugin, env, config, raw))).unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            Err(Error::internal(format!("plugin panicked: {what}")))
+        })
+    });
     (outcome, version)
-}
-
-/// Refuses to run when this plugin is nested too deep in delegations, or when its config would
-/// make it delegate to itself (code 7 either way): before any command does anything, so a loop
-/// ends with this process.
-fn refuse_delegation_loops(
-    env_lookup: &dyn Fn(&str) -> Option<OsString>,
-    config: &NetConf,
-) -> Result<(), Error> {
-    delegate::DelegationChain::from_lookup(env_lookup)?.admit(config)?;
-    delegate::refuse_looping_ipam(config)
 }
 
 /// Refuses commands the config's version predates (code 1), as libcni's skel does.

@@ -321,3 +321,18 @@ fn del_succeeds_with_the_requests_add_refused() {
     assert!(ok, "{error}");
     assert!(reservations(&dir.path().join("net")).is_empty());
 }
+
+/// host-local delegates to nothing, so it cannot loop: a config whose `ipam.type` names
+/// host-local itself (as a config with `"type": "host-local"` at the top does) is run, not
+/// refused as a delegation loop.
+#[test]
+fn an_ipam_type_naming_host_local_itself_is_no_loop() {
+    let dir = Scratch::new("bin-own-type");
+    let mut base = conf(dir.path(), "1.0.0", json!({"subnet": "10.0.0.0/24"}));
+    base["type"] = json!("host-local");
+    let (ok, added) = run("ADD", "a", &base);
+    assert!(ok, "{added}");
+    assert_eq!(added["ips"][0]["address"], "10.0.0.2/24");
+    assert_eq!(run("DEL", "a", &base), (true, Value::Null));
+    assert!(reservations(&dir.path().join("net")).is_empty());
+}
