@@ -5,10 +5,11 @@ use std::net::IpAddr;
 
 use cni::{
     CniArgs, Command, DelRequest, Error, GcAttachment, NetConf, NetworkRequest, Request, Success,
-    delegate,
+    case_insensitive, delegate,
 };
 use ipam_host_local::range::Range;
 use ipam_host_local::{Allocation, HostLocal};
+use serde_json::Value;
 
 use crate::delegation::Delegate;
 
@@ -69,11 +70,36 @@ impl Lease<'_> {
 /// host-local's type name, matched as the reference matches plugin types (exactly).
 const HOST_LOCAL: &str = "host-local";
 
+/// The config's `ipam.type`, `None` without an `ipam` section: the IPAM that holds the
+/// attachment's addresses. Code 7 naming the key when the section is not an object or its
+/// type is missing or not text: an HNS plugin could not tell which IPAM to ask.
+pub(crate) fn ipam_type(conf: &NetConf) -> Result<Option<&str>, Error> {
+    let ipam = match case_insensitive::get(conf.raw(), "ipam") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(ipam)) => ipam,
+        Some(_) => {
+            return Err(Error::invalid_config(
+                "ipam is not an object; give the IPAM plugin's section, e.g. \
+                 {\"type\": \"host-local\", \"subnet\": \"10.244.1.0/24\"}",
+            ));
+        }
+    };
+    match case_insensitive::get(ipam, "type") {
+        Some(Value::String(name)) if !name.is_empty() => Ok(Some(name)),
+        None | Some(Value::Null | Value::String(_)) => Err(Error::invalid_config(
+            "ipam.type is missing; set it to the IPAM plugin's name (e.g. \"host-local\")",
+        )),
+        Some(_) => Err(Error::invalid_config(
+            "ipam.type is not text; set it to the IPAM plugin's name (e.g. \"host-local\")",
+        )),
+    }
+}
+
 impl Ipam {
     /// The config's IPAM, `None` without an `ipam` section (whether that is allowed is the
     /// command's call: see `Prepared::required_ipam`).
     pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Error> {
-        Ok(match conf.ipam_type.as_deref() {
+        Ok(match ipam_type(conf)? {
             None => None,
             Some(HOST_LOCAL) => Some(Ipam::HostLocal(HostLocal::from_conf(conf, args)?)),
             Some(other) => Some(Ipam::Delegated(Delegate::new(other, conf)?)),

@@ -212,6 +212,9 @@ fn dispatch<P: Plugin>(
     };
     let version = config.cni_version;
     init_logging(env_lookup, Some(&config));
+    for ignored in config.ignored() {
+        log::warn!("{ignored}");
+    }
 
     let outcome = gate(env.command, version).and_then(|()| {
         catch_unwind(AssertUnwindSafe(|| call(plugin, env, config, raw))).unwrap_or_else(|panic| {

@@ -274,6 +274,28 @@ impl HostLocal {
         }
     }
 
+    /// CHECK without the ADD result, as the reference host-local checks every time: the
+    /// attachment holds a reservation (or, the reference's fallback, its container holds a
+    /// legacy ID-only one). Fails with [`RESERVATION_MISMATCH`] naming the attachment.
+    pub fn check_held(&self, container_id: &str, ifname: &str) -> Result<(), Error> {
+        validate_attachment(container_id, ifname)?;
+        let owner = Owner::attachment(container_id, ifname);
+        let legacy = Owner::Legacy {
+            container_id: container_id.to_owned(),
+        };
+        let mut session = self.store.open(&self.config.range_sets)?;
+        let held = !session.held(&owner)?.is_empty() || !session.held(&legacy)?.is_empty();
+        session.finish()?;
+        if held {
+            Ok(())
+        } else {
+            Err(Error::new(
+                RESERVATION_MISMATCH,
+                format!("host-local holds no reservation for {owner}"),
+            ))
+        }
+    }
+
     /// GC: releases every reservation whose attachment is not in `valid` (legacy ID-only ones
     /// by container ID alone), reclaims empty and corrupt reservation files and rebuilds the
     /// index. An empty `valid` releases everything but kube-proxy's source VIP (no runtime
