@@ -11,8 +11,8 @@
 //! let allocation = ipam.allocate("3f2a9c", "eth0")?;
 //! // ... create the endpoint; if that fails, give back only what this ADD reserved:
 //! ipam.undo(&allocation)?;
-//! // DEL:
-//! ipam.release("3f2a9c", "eth0")?;
+//! // DEL, with whatever config the runtime has then (see `Teardown`):
+//! ipam_host_local::Teardown::from_conf(conf, args)?.release("3f2a9c", "eth0")?;
 //! # Ok(())
 //! # }
 //! ```
@@ -148,12 +148,15 @@ mod occupancy;
 pub mod range;
 mod resolv;
 mod store;
+mod teardown;
 
 pub use config::{
     DEFAULT_DATA_DIR, DEFAULT_LOCK_TIMEOUT, IpamConfig, LOCK_TIMEOUT_ENV, RequestedIp,
+    StoreLocation,
 };
 pub use host_local::{Allocation, HostLocal};
 pub use store::INDEX_DIR;
+pub use teardown::Teardown;
 
 use cni::ErrorCode;
 

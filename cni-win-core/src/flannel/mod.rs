@@ -25,7 +25,7 @@ use std::path::PathBuf;
 
 use cni::{CniArgs, Error, ErrorCode, NetConf, NetworkRequest, Request, Success, case_insensitive};
 use hns::{Client, Feature};
-use ipam_host_local::{DEFAULT_DATA_DIR, HostLocal, IpamConfig};
+use ipam_host_local::{HostLocal, IpamConfig, StoreLocation};
 use serde_json::Value;
 
 use crate::codes::CHECK_MISMATCH;
@@ -155,14 +155,7 @@ pub fn teardown_ipam(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Err
         return Ipam::from_conf(conf, args);
     }
     let ipam = case_insensitive::get(conf.raw(), "ipam").and_then(Value::as_object);
-    let data_dir = path_key(
-        "ipam.dataDir",
-        ipam.and_then(|ipam| case_insensitive::get(ipam, "dataDir")),
-        DEFAULT_DATA_DIR,
-    )?;
-    let lock_timeout_seconds =
-        ipam.and_then(|ipam| case_insensitive::get(ipam, "lockTimeoutSeconds")?.as_f64());
-    let config = IpamConfig::release_only(data_dir, lock_timeout_seconds)?;
+    let config = IpamConfig::release_only(StoreLocation::from_ipam(ipam)?);
     Ok(Some(Ipam::HostLocal(HostLocal::new(config, &conf.name)?)))
 }
 

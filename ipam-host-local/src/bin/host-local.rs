@@ -2,7 +2,7 @@
 #![forbid(unsafe_code)]
 
 use cni::{About, CniArgs, DelRequest, Error, NetworkRequest, Plugin, Request, Success};
-use ipam_host_local::HostLocal;
+use ipam_host_local::{HostLocal, Teardown};
 use std::process::ExitCode;
 
 struct HostLocalPlugin;
@@ -15,8 +15,9 @@ impl Plugin for HostLocalPlugin {
             .into_result())
     }
 
+    /// With whatever config the runtime has at teardown: only the store must be found.
     fn del(&self, request: &DelRequest) -> Result<(), Error> {
-        HostLocal::from_conf(&request.config, &request.args)?
+        Teardown::from_conf(&request.config, &request.args)?
             .release(&request.container_id, &request.ifname)
     }
 

@@ -106,8 +106,15 @@ pub const BINARY: &str = env!("CARGO_BIN_EXE_host-local");
 /// Starts the binary as a runtime runs it: `command` for attachment `id`/`eth0` in netns `ns`
 /// with `CNI_PATH` set, `env` adding or overriding variables, `conf` on stdin.
 pub fn spawn(command: &str, id: &str, conf: &Value, env: &[(&str, &str)]) -> Child {
+    spawn_in(&std::env::temp_dir(), command, id, conf, env)
+}
+
+/// [`spawn`] with `dir` as the working directory, where a relative path in a hostile config
+/// (a log file) lands.
+pub fn spawn_in(dir: &Path, command: &str, id: &str, conf: &Value, env: &[(&str, &str)]) -> Child {
     let mut cmd = Command::new(BINARY);
-    cmd.env("CNI_COMMAND", command)
+    cmd.current_dir(dir)
+        .env("CNI_COMMAND", command)
         .env("CNI_CONTAINERID", id)
         .env("CNI_IFNAME", "eth0")
         .env("CNI_NETNS", "ns")
