@@ -8,7 +8,7 @@ use cni::{
     case_insensitive, delegate,
 };
 use ipam_host_local::range::Range;
-use ipam_host_local::{Allocation, HostLocal};
+use ipam_host_local::{Allocation, HostLocal, Teardown};
 use serde_json::Value;
 
 use crate::delegation::Delegate;
@@ -148,21 +148,6 @@ impl Ipam {
         }
     }
 
-    /// DEL: releases the attachment's addresses (success when it holds none).
-    pub fn release(&self, request: &DelRequest) -> Result<(), Error> {
-        match self {
-            Ipam::HostLocal(host_local) => {
-                host_local.release(&request.container_id, &request.ifname)
-            }
-            Ipam::Delegated(plugin) => delegate::run(
-                plugin.as_str(),
-                Command::Del,
-                &request.stdin,
-                &request.cni_path,
-            ),
-        }
-    }
-
     /// Releases the addresses of another attachment whose endpoint was found stale (see
     /// `stale`). A delegated IPAM is left alone: it just gave one of that attachment's
     /// addresses to the new pod, so it no longer counts it as held, and it is run only for
@@ -218,6 +203,46 @@ impl Ipam {
                 &request.stdin,
                 &request.cni_path,
             ),
+        }
+    }
+}
+
+/// The IPAM a DEL gives the attachment's addresses back to, found from what identifies it
+/// (`ipam.type`; for host-local, its store) whatever else in the config changed since ADD.
+#[derive(Debug)]
+pub(crate) enum Release {
+    /// host-local's store, in this process (see [`Teardown`]).
+    HostLocal(Teardown),
+    /// Any other type: that plugin's DEL, with the config as it is (the plugin decides what
+    /// it needs of it).
+    Delegated(Delegate),
+}
+
+impl Release {
+    /// The config's IPAM as a DEL reads it; `None` without an `ipam` section (nothing to
+    /// release). Code 7 when `ipam.type` or host-local's store cannot be told.
+    pub fn of(conf: &NetConf, args: &CniArgs) -> Result<Option<Release>, Error> {
+        Ok(match ipam_type(conf)? {
+            None => None,
+            Some(HOST_LOCAL) => Some(Release::HostLocal(Teardown::from_conf(conf, args)?)),
+            Some(other) => Some(Release::Delegated(Delegate::new(other, conf)?)),
+        })
+    }
+
+    /// DEL: releases the attachment's addresses (success when it holds none).
+    pub fn release(&self, request: &DelRequest) -> Result<(), Error> {
+        match self {
+            Release::HostLocal(teardown) => {
+                teardown.release(&request.container_id, &request.ifname)
+            }
+            // Named by the key, since a DEL's config may no longer be the one ADD ran with.
+            Release::Delegated(plugin) => delegate::run(
+                plugin.as_str(),
+                Command::Del,
+                &request.stdin,
+                &request.cni_path,
+            )
+            .map_err(|e| e.context(format!("ipam.type {}", cni::quoted(plugin.as_str())))),
         }
     }
 }

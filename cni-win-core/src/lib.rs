@@ -14,7 +14,8 @@
 //! - `delegation`: the guard that keeps delegation from looping back into an HNS plugin;
 //! - `identity`: the deterministic endpoint GUID and name of an attachment;
 //! - ADD, DEL, CHECK, GC and STATUS over `hns::Client`, with the raw-call budgets of each
-//!   documented in its module;
+//!   documented in its module; `teardown`: the little of a config DEL reads, so a config
+//!   edited after ADD never blocks a pod's teardown;
 //! - `flannel`: Flannel-native mode (a config with `subnetFile`: subnet.env read and turned
 //!   into the effective config, Flannel's record kept for DEL);
 //! - `hns_deadline`: how long one HCN call may take (config key, environment variable);
@@ -54,6 +55,7 @@ mod reference;
 mod seconds;
 mod stale;
 mod status;
+mod teardown;
 
 pub use kind::{NatException, NetworkKind};
 pub use plugin::run;

@@ -2,6 +2,7 @@
 
 use std::marker::PhantomData;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use cni::{About, DelRequest, Error, ErrorCode, NetConf, NetworkRequest, Request, Success};
 use hns::Client;
@@ -11,6 +12,7 @@ use crate::delegation::admit;
 use crate::hns_deadline::hns_deadline;
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
+use crate::teardown::{self, Teardown};
 use crate::{add, check, del, flannel, gc, status};
 
 /// Runs the plugin of kind `K` as a runtime executes it (environment, stdin, stdout) and
@@ -28,7 +30,11 @@ struct HnsPlugin<K>(PhantomData<K>);
 /// `HCN_EMULATOR_STATE` elsewhere, each call bounded by the config's HNS deadline.
 /// Unreachable is code 11 (HNS may be restarting).
 fn connect(conf: &NetConf) -> Result<Client, Error> {
-    let deadline = hns_deadline(conf)?;
+    connect_within(hns_deadline(conf)?)
+}
+
+/// [`connect`] with each call bounded by `deadline`.
+fn connect_within(deadline: Duration) -> Result<Client, Error> {
     crate::node::hns_client(deadline).map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
 }
 
@@ -42,12 +48,19 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
         flannel::add(request, &client, |request| add::add::<K>(&client, request))
     }
 
+    // DEL reads only what identifies the attachment's state (see `teardown`).
     fn del(&self, request: &DelRequest) -> Result<(), Error> {
         admit(&request.config)?;
-        let _lock = attachment_lock::lock(&request.config, &request.container_id, &request.ifname)?;
-        flannel::del(&request.config, &request.container_id, || {
-            del::del(&connect(&request.config)?, request)
-        })
+        let teardown = Teardown::of(request)?;
+        teardown::note_what_add_would_refuse::<K>(&request.config);
+        let (id, ifname) = (&request.container_id, &request.ifname);
+        let _lock = attachment_lock::lock_waiting(
+            &request.config.name,
+            id,
+            ifname,
+            teardown.lock_deadline,
+        )?;
+        del::del(&connect_within(teardown.hns_deadline)?, request, &teardown)
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {
