@@ -135,7 +135,7 @@
 //! | --- | --- | --- |
 //! | 100 | [`POOL_EXHAUSTED`] | a range set has no free address; the message names the set, its ranges and how many addresses it holds |
 //! | 101 | [`ADDRESS_UNAVAILABLE`] | a requested address is reserved by someone else, or the attachment already holds another one in that set |
-//! | 102 | [`RESERVATION_MISMATCH`] | CHECK: the reservations differ from prevResult; the message lists each difference |
+//! | 102 | [`RESERVATION_MISMATCH`] | CHECK: the reservations differ from prevResult (the message lists each difference), or, without prevResult, the attachment holds none |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
