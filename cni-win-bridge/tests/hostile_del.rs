@@ -127,3 +127,26 @@ fn native_del_tears_down_whatever_else_the_config_gets_wrong() {
         node.del_with_every_variant(&native, NETWORK, &native_keys, &identifying, &leftover);
     assert_never_blocked("win-bridge (Flannel-native)", &report);
 }
+
+/// What DEL ignores is said in the log, naming the key: the plugin's own keys (here a policy)
+/// and host-local's (a range end outside the subnet), each once.
+#[test]
+fn del_says_what_it_ignored() {
+    let node = common::node("hostile-del-log");
+    let good = config(&node, 0);
+    node.add("pod", &node.namespace(), &good).result();
+    let mut edited = good.clone();
+    edited["policies"][0]["value"] = json!("OutBoundNAT");
+    edited["ipam"]["ranges"][0][0]["rangeEnd"] = json!("10.9.9.9");
+    let reply = node.del("pod", None, &edited);
+    reply.silent();
+    for needle in ["policies[0]", "ipam.ranges[0][0].rangeEnd"] {
+        let lines: Vec<&str> = reply
+            .stderr
+            .lines()
+            .filter(|line| line.contains("DEL ignores") && line.contains(needle))
+            .collect();
+        assert_eq!(lines.len(), 1, "{needle}: {}", reply.stderr);
+    }
+    assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
+}

@@ -34,6 +34,12 @@ impl Teardown {
     pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<Teardown, Error> {
         let refused = match IpamConfig::from_conf(conf, args) {
             Ok(config) => {
+                if let Err(ignored) = &config.requested {
+                    log::warn!(
+                        "DEL ignores the requested addresses ({}): it releases by attachment",
+                        ignored.msg()
+                    );
+                }
                 let location = StoreLocation {
                     data_dir: config.data_dir,
                     lock_timeout: config.lock_timeout,

@@ -308,3 +308,23 @@ fn an_ipam_type_naming_host_local_itself_is_no_loop() {
     assert_eq!(run("DEL", "a", &base), (true, Value::Null));
     assert!(reservations(&dir.path().join("net")).is_empty());
 }
+
+/// Class 5 (process level): a DEL whose config ADD would refuse says in the log what it
+/// ignored, naming the key, and releases by attachment.
+#[test]
+fn del_says_what_it_ignored() {
+    let dir = Scratch::new("bin-del-ignored");
+    let base = conf(dir.path(), "1.1.0", json!({"subnet": "10.0.0.0/24"}));
+    let (ok, added) = run("ADD", "a", &base);
+    assert!(ok, "{added}");
+    let mut edited = base.clone();
+    edited["ipam"]["rangeEnd"] = json!("10.9.9.9");
+    let deleted = common::wait(spawn("DEL", "a", &edited));
+    assert!(deleted.success, "{deleted:?}");
+    assert!(
+        deleted.stderr.contains("DEL ignores") && deleted.stderr.contains("ipam.rangeEnd"),
+        "{}",
+        deleted.stderr
+    );
+    assert!(reservations(&dir.path().join("net")).is_empty());
+}
