@@ -21,6 +21,7 @@ use hns_emulator::{Emulator, Engine};
 use ipnetwork::IpNetwork;
 use serde_json::{Value, json};
 
+pub use conformance::hostile::Variant;
 use conformance::schema::{SPEC_VERSIONS, is_at_least};
 use conformance::{Harness, Verdict};
 
@@ -218,7 +219,9 @@ impl Node {
     /// Like [`Node::run`], with extra environment variables (e.g. a shorter HNS deadline).
     pub fn run_with(&self, call: &Call<'_>, extra_env: &BTreeMap<&str, String>) -> Reply {
         let mut command = Command::new(&self.plugin);
+        // A relative path in a config (a hostile test's log file) lands in the node's dir.
         command
+            .current_dir(self.dir.path())
             .env_clear()
             .env("CNI_COMMAND", call.command)
             .env("CNI_CONTAINERID", call.container_id)
@@ -572,6 +575,130 @@ fn go_member<'a>(config: &'a Value, key: &str) -> &'a Value {
             .and_then(|object| object.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)))
             .map_or(&Value::Null, |(_, value)| value)
     })
+}
+
+/// What [`Node::del_with_every_variant`] found.
+#[derive(Debug)]
+pub struct HostileDel {
+    /// How many distinct hostile configs DEL was given.
+    pub inputs: usize,
+    /// How many of them change a key that identifies the attachment's state.
+    pub identifying: usize,
+    /// The others whose DEL failed or left something behind, each with why.
+    pub blocked: Vec<String>,
+}
+
+/// Teardown with a config that changed after ADD.
+impl Node {
+    /// How many pods [`Node::del_with_every_variant`] runs at once.
+    const HOSTILE_WORKERS: usize = 3;
+
+    /// After an ADD with a good config, DEL with each hostile variant of it
+    /// ([`conformance::hostile::variants`]) that `selected` accepts; when something of
+    /// the pod is left then, DEL with the good config must clean it up before the next. A
+    /// variant that changes none of `identifying` (keys as the variant's path spells them)
+    /// must return 0 and leave nothing of the pod: no endpoint on `network`, no reservation,
+    /// nothing `leftover` reports for its container ID (a test's own state, e.g. Flannel's
+    /// record). Every variant must get a CNI answer: exit 0, or 1 with an error that is not a
+    /// crash. A few pods run at once, each through its share of the variants: `good(n)` is
+    /// the good config of the `n`th, the same for all but what pods on one node cannot share
+    /// (a host port).
+    pub fn del_with_every_variant(
+        &self,
+        good: &(dyn Fn(usize) -> Value + Sync),
+        network: &str,
+        selected: &(dyn Fn(&Variant) -> bool + Sync),
+        identifying: &[&str],
+        leftover: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> HostileDel {
+        let variants_of = |worker: usize| -> Vec<Variant> {
+            let mut variants = conformance::hostile::variants(&good(worker));
+            variants.retain(|variant| selected(variant));
+            variants
+        };
+        let variants = variants_of(0);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let blocked = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for worker in 0..Self::HOSTILE_WORKERS {
+                let (next, blocked, variants_of) = (&next, &blocked, &variants_of);
+                scope.spawn(move || {
+                    let good = good(worker);
+                    let variants = variants_of(worker);
+                    let pod = format!("hostile-{worker}");
+                    let netns = self.namespace();
+                    let left = || self.left_of(network, &pod, leftover);
+                    loop {
+                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(variant) = variants.get(index) else {
+                            break;
+                        };
+                        self.add(&pod, &netns, &good).result();
+                        let reply = self.del(&pod, None, &variant.config);
+                        let what = format!("{} = {}", variant.path, variant.change);
+                        assert!(
+                            reply.ok() || (reply.status == Some(1) && reply.json()["code"] != 999),
+                            "{what}: {reply:?}"
+                        );
+                        let problem = if variant.changes_any(identifying) {
+                            None
+                        } else if !reply.ok() {
+                            Some(format!("{what}: failed: {}", reply.stdout.trim()))
+                        } else {
+                            let left = left();
+                            (!left.is_empty())
+                                .then(|| format!("{what}: returned 0 but left {left:?}"))
+                        };
+                        blocked.lock().unwrap().extend(problem);
+                        if !left().is_empty() {
+                            self.del(&pod, None, &good).silent();
+                            assert_eq!(
+                                left(),
+                                Vec::<String>::new(),
+                                "{what}: the good config's DEL"
+                            );
+                        }
+                    }
+                });
+            }
+        });
+        let mut blocked = blocked.into_inner().unwrap();
+        blocked.sort();
+        HostileDel {
+            inputs: variants.len(),
+            identifying: variants
+                .iter()
+                .filter(|v| v.changes_any(identifying))
+                .count(),
+            blocked,
+        }
+    }
+
+    /// What is left of `container_id`'s `eth0` on `network`: its endpoint, its reservations
+    /// and what `leftover` reports.
+    fn left_of(
+        &self,
+        network: &str,
+        container_id: &str,
+        leftover: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<String> {
+        let store = self.ipam_dir().join(network);
+        let owner = format!("{container_id}\r\neth0");
+        let mut left: Vec<String> = self
+            .endpoints(network)
+            .into_iter()
+            .filter(|endpoint| endpoint.name.starts_with(&format!("{container_id}_")))
+            .map(|endpoint| format!("endpoint {}", endpoint.name))
+            .chain(
+                self.reservations(network)
+                    .into_iter()
+                    .filter(|ip| std::fs::read_to_string(store.join(ip)).is_ok_and(|c| c == owner))
+                    .map(|ip| format!("reservation {ip}")),
+            )
+            .collect();
+        left.extend(leftover(container_id));
+        left
+    }
 }
 
 /// The first address of a result of any version and its gateway (`ips[0]`, or 0.1/0.2's `ip4`).

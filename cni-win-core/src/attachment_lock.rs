@@ -45,7 +45,7 @@ pub const ENV_VAR: &str = "CNI_WIN_ATTACHMENT_LOCK_TIMEOUT_SECONDS";
 /// The deadline when neither is set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
-const SETTING: Seconds = Seconds {
+pub(crate) const SETTING: Seconds = Seconds {
     config_key: CONFIG_KEY,
     env_var: ENV_VAR,
     default: DEFAULT_TIMEOUT,
@@ -82,11 +82,28 @@ pub(crate) fn lock(
     container_id: &str,
     ifname: &str,
 ) -> Result<Option<Guard>, Error> {
-    if std::env::var_os(cni::delegate::CHAIN_VAR).is_some() {
+    if delegated() {
         return Ok(None);
     }
-    let timeout = SETTING.read(conf)?;
-    lock_within(&conf.name, container_id, ifname, timeout).map(Some)
+    lock_within(&conf.name, container_id, ifname, SETTING.read(conf)?).map(Some)
+}
+
+/// As [`lock`], waiting at most `timeout` (DEL reads its deadline leniently).
+pub(crate) fn lock_waiting(
+    network: &str,
+    container_id: &str,
+    ifname: &str,
+    timeout: Duration,
+) -> Result<Option<Guard>, Error> {
+    if delegated() {
+        return Ok(None);
+    }
+    lock_within(network, container_id, ifname, timeout).map(Some)
+}
+
+/// Whether this process runs as another cni-win plugin's delegate, which holds the lock.
+fn delegated() -> bool {
+    std::env::var_os(cni::delegate::CHAIN_VAR).is_some()
 }
 
 fn lock_within(

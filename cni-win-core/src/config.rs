@@ -281,9 +281,10 @@ fn parse_protocol(text: &str) -> Option<u32> {
 /// The endpoint's DNS: `dns`, overridden field by field by `runtimeConfig.dns`. Name servers
 /// are parsed here, so a typo is code 7 naming the key rather than an HNS refusal.
 fn dns(conf: &NetConf) -> Result<Dns, Error> {
-    let mut servers = ("dns.nameservers", conf.dns.nameservers.clone());
-    let mut search = conf.dns.search.clone();
-    let mut options = conf.dns.options.clone();
+    let configured = conf.dns()?;
+    let mut servers = ("dns.nameservers", configured.nameservers);
+    let mut search = configured.search;
+    let mut options = configured.options;
     if let Some(runtime) = conf.runtime_config::<RuntimeDns>("dns")? {
         if !runtime.servers.is_empty() {
             servers = ("runtimeConfig.dns.servers", runtime.servers);
@@ -309,7 +310,7 @@ fn dns(conf: &NetConf) -> Result<Dns, Error> {
         })
         .collect::<Result<_, _>>()?;
     Ok(Dns {
-        domain: conf.dns.domain.clone().unwrap_or_default(),
+        domain: configured.domain.unwrap_or_default(),
         search,
         server_list,
         options,

@@ -2,9 +2,10 @@
 //! endpoints the reference plugin made) → only then release the addresses. A live pod costs 3
 //! raw HCN calls (4 with the close); an attachment that is gone everywhere is success.
 //!
-//! DEL takes from the preparation only the endpoint's identity and the IPAM: it must clean up
-//! even when the plugin's keys or the network changed since ADD (or the network is gone), so
-//! it neither validates the plugin's keys nor looks the network up.
+//! DEL takes from the config only what identifies the attachment's state ([`Teardown`]): it
+//! must clean up even when the plugin's keys or the network changed since ADD (or the network
+//! is gone), so it neither validates the plugin's keys nor looks the network up. Flannel's
+//! record, in Flannel-native mode, goes last.
 
 use cni::{DelRequest, Error};
 use hns::{Client, Guid};
@@ -12,11 +13,11 @@ use hns::{Client, Guid};
 use crate::config::namespace_guid;
 use crate::hns_error::to_cni;
 use crate::prepare::Identity;
+use crate::teardown::Teardown;
 
-pub(crate) fn del(client: &Client, request: &DelRequest) -> Result<(), Error> {
+pub(crate) fn del(client: &Client, request: &DelRequest, teardown: &Teardown) -> Result<(), Error> {
     let network = request.config.name.as_str();
     let Identity { guid, name } = Identity::of(network, &request.container_id, &request.ifname);
-    let ipam = crate::flannel::teardown_ipam(&request.config, &request.args)?;
 
     match request.netns.as_deref().map(namespace_guid) {
         Some(Ok(namespace)) => detach(client, namespace, guid, &name)?,
@@ -31,8 +32,11 @@ pub(crate) fn del(client: &Client, request: &DelRequest) -> Result<(), Error> {
         // The endpoint may still exist: its addresses must stay reserved.
         Err(e) => return Err(to_cni(&e, &format!("delete endpoint {name} ({guid})"))),
     }
-    match ipam {
-        Some(ipam) => ipam.release(request),
+    if let Some(ipam) = &teardown.ipam {
+        ipam.release(request)?;
+    }
+    match &teardown.record {
+        Some(record) => record.remove(),
         None => Ok(()),
     }
 }

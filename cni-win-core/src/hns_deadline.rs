@@ -41,7 +41,7 @@ pub const DEFAULT: Duration = Duration::from_secs(30);
 
 /// The setting. The longest deadline accepted, 600 s: beyond the runtime's own limits it
 /// only means the runtime kills the plugin first.
-const SETTING: Seconds = Seconds {
+pub(crate) const SETTING: Seconds = Seconds {
     config_key: CONFIG_KEY,
     env_var: ENV_VAR,
     default: DEFAULT,

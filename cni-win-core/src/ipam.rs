@@ -4,10 +4,14 @@
 use std::net::IpAddr;
 
 use cni::{
-    CniArgs, Command, DelRequest, Error, NetConf, NetworkRequest, Request, Success, delegate,
+    CniArgs, Command, DelRequest, Error, NetConf, NetworkRequest, Request, Success,
+    case_insensitive, delegate,
 };
 use ipam_host_local::range::Range;
-use ipam_host_local::{Allocation, Exhausted, HostLocal, Retention};
+use ipam_host_local::{Allocation, Exhausted, HostLocal, Retention, Teardown};
+use serde_json::Value;
+
+use crate::delegation::Delegate;
 
 /// The config's IPAM.
 #[derive(Debug)]
@@ -15,7 +19,7 @@ pub(crate) enum Ipam {
     /// `"type": "host-local"`: the `ipam-host-local` library, in this process.
     HostLocal(HostLocal),
     /// Any other type: the plugin of that name in `CNI_PATH`.
-    Delegated(String),
+    Delegated(Delegate),
 }
 
 /// What one ADD got from IPAM, tied to the IPAM that gave it, so undoing it can only go to
@@ -25,7 +29,7 @@ pub(crate) enum Lease<'a> {
     /// host-local's record of what this ADD reserved.
     HostLocal(&'a HostLocal, Allocation),
     /// A delegated plugin's result; undoing it is the plugin's DEL.
-    Delegated(&'a str, Success),
+    Delegated(&'a Delegate, Success),
 }
 
 impl Lease<'_> {
@@ -53,9 +57,12 @@ impl Lease<'_> {
         match self {
             Lease::HostLocal(_, allocation) if allocation.already_held() => Ok(()),
             Lease::HostLocal(host_local, allocation) => host_local.undo(allocation),
-            Lease::Delegated(plugin, _) => {
-                delegate::run(plugin, Command::Del, &request.stdin, &request.cni_path)
-            }
+            Lease::Delegated(plugin, _) => delegate::run(
+                plugin.as_str(),
+                Command::Del,
+                &request.stdin,
+                &request.cni_path,
+            ),
         }
     }
 }
@@ -63,14 +70,39 @@ impl Lease<'_> {
 /// host-local's type name, matched as the reference matches plugin types (exactly).
 const HOST_LOCAL: &str = "host-local";
 
+/// The config's `ipam.type`, `None` without an `ipam` section: the IPAM that holds the
+/// attachment's addresses. Code 7 naming the key when the section is not an object or its
+/// type is missing or not text: an HNS plugin could not tell which IPAM to ask.
+pub(crate) fn ipam_type(conf: &NetConf) -> Result<Option<&str>, Error> {
+    let ipam = match case_insensitive::get(conf.raw(), "ipam") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(ipam)) => ipam,
+        Some(_) => {
+            return Err(Error::invalid_config(
+                "ipam is not an object; give the IPAM plugin's section, e.g. \
+                 {\"type\": \"host-local\", \"subnet\": \"10.244.1.0/24\"}",
+            ));
+        }
+    };
+    match case_insensitive::get(ipam, "type") {
+        Some(Value::String(name)) if !name.is_empty() => Ok(Some(name)),
+        None | Some(Value::Null | Value::String(_)) => Err(Error::invalid_config(
+            "ipam.type is missing; set it to the IPAM plugin's name (e.g. \"host-local\")",
+        )),
+        Some(_) => Err(Error::invalid_config(
+            "ipam.type is not text; set it to the IPAM plugin's name (e.g. \"host-local\")",
+        )),
+    }
+}
+
 impl Ipam {
     /// The config's IPAM, `None` without an `ipam` section (whether that is allowed is the
     /// command's call: see `Prepared::required_ipam`).
     pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Error> {
-        Ok(match conf.ipam_type.as_deref() {
+        Ok(match ipam_type(conf)? {
             None => None,
             Some(HOST_LOCAL) => Some(Ipam::HostLocal(HostLocal::from_conf(conf, args)?)),
-            Some(other) => Some(Ipam::Delegated(other.to_owned())),
+            Some(other) => Some(Ipam::Delegated(Delegate::new(other, conf)?)),
         })
     }
 
@@ -105,25 +137,13 @@ impl Ipam {
             }
             Ipam::Delegated(plugin) => {
                 let result = delegate::add(
-                    plugin,
+                    plugin.as_str(),
                     &request.stdin,
                     &request.cni_path,
                     request.config.cni_version,
                 )
-                .map_err(|e| e.context(format!("IPAM plugin {plugin}")))?;
+                .map_err(|e| e.context(format!("IPAM plugin {}", plugin.as_str())))?;
                 Ok(Lease::Delegated(plugin, result))
-            }
-        }
-    }
-
-    /// DEL: releases the attachment's addresses (success when it holds none).
-    pub fn release(&self, request: &DelRequest) -> Result<(), Error> {
-        match self {
-            Ipam::HostLocal(host_local) => {
-                host_local.release(&request.container_id, &request.ifname)
-            }
-            Ipam::Delegated(plugin) => {
-                delegate::run(plugin, Command::Del, &request.stdin, &request.cni_path)
             }
         }
     }
@@ -137,7 +157,8 @@ impl Ipam {
             Ipam::HostLocal(host_local) => host_local.release(container_id, ifname),
             Ipam::Delegated(plugin) => {
                 log::info!(
-                    "not asking {plugin} to release {container_id}/{ifname}: it runs only for this attachment"
+                    "not asking {} to release {container_id}/{ifname}: it runs only for this attachment",
+                    plugin.as_str()
                 );
                 Ok(())
             }
@@ -150,9 +171,12 @@ impl Ipam {
             Ipam::HostLocal(host_local) => {
                 host_local.check(&request.container_id, &request.ifname, expected)
             }
-            Ipam::Delegated(plugin) => {
-                delegate::run(plugin, Command::Check, &request.stdin, &request.cni_path)
-            }
+            Ipam::Delegated(plugin) => delegate::run(
+                plugin.as_str(),
+                Command::Check,
+                &request.stdin,
+                &request.cni_path,
+            ),
         }
     }
 
@@ -162,9 +186,12 @@ impl Ipam {
     pub fn gc(&self, request: &NetworkRequest, retention: &Retention) -> Result<(), Error> {
         match self {
             Ipam::HostLocal(host_local) => host_local.gc(retention),
-            Ipam::Delegated(plugin) => {
-                delegate::run(plugin, Command::Gc, &request.stdin, &request.cni_path)
-            }
+            Ipam::Delegated(plugin) => delegate::run(
+                plugin.as_str(),
+                Command::Gc,
+                &request.stdin,
+                &request.cni_path,
+            ),
         }
     }
 
@@ -173,10 +200,53 @@ impl Ipam {
     pub fn status(&self, request: &NetworkRequest) -> Result<Vec<Exhausted>, Error> {
         match self {
             Ipam::HostLocal(host_local) => host_local.status(),
-            Ipam::Delegated(plugin) => {
-                delegate::run(plugin, Command::Status, &request.stdin, &request.cni_path)
-                    .map(|()| Vec::new())
+            Ipam::Delegated(plugin) => delegate::run(
+                plugin.as_str(),
+                Command::Status,
+                &request.stdin,
+                &request.cni_path,
+            )
+            .map(|()| Vec::new()),
+        }
+    }
+}
+
+/// The IPAM a DEL gives the attachment's addresses back to, found from what identifies it
+/// (`ipam.type`; for host-local, its store) whatever else in the config changed since ADD.
+#[derive(Debug)]
+pub(crate) enum Release {
+    /// host-local's store, in this process (see [`Teardown`]).
+    HostLocal(Teardown),
+    /// Any other type: that plugin's DEL, with the config as it is (the plugin decides what
+    /// it needs of it).
+    Delegated(Delegate),
+}
+
+impl Release {
+    /// The config's IPAM as a DEL reads it; `None` without an `ipam` section (nothing to
+    /// release). Code 7 when `ipam.type` or host-local's store cannot be told.
+    pub fn of(conf: &NetConf, args: &CniArgs) -> Result<Option<Release>, Error> {
+        Ok(match ipam_type(conf)? {
+            None => None,
+            Some(HOST_LOCAL) => Some(Release::HostLocal(Teardown::from_conf(conf, args)?)),
+            Some(other) => Some(Release::Delegated(Delegate::new(other, conf)?)),
+        })
+    }
+
+    /// DEL: releases the attachment's addresses (success when it holds none).
+    pub fn release(&self, request: &DelRequest) -> Result<(), Error> {
+        match self {
+            Release::HostLocal(teardown) => {
+                teardown.release(&request.container_id, &request.ifname)
             }
+            // Named by the key, since a DEL's config may no longer be the one ADD ran with.
+            Release::Delegated(plugin) => delegate::run(
+                plugin.as_str(),
+                Command::Del,
+                &request.stdin,
+                &request.cni_path,
+            )
+            .map_err(|e| e.context(format!("ipam.type {}", cni::quoted(plugin.as_str())))),
         }
     }
 }

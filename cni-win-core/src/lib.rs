@@ -11,9 +11,11 @@
 //! - `policy`: the endpoint's policies (user V1/V2 policies translated, one merged
 //!   OutBoundNAT, port mappings with their ACLs and the allow-all fallback, loopback DSR);
 //! - `ipam`: host-local in-process, any other IPAM plugin from `CNI_PATH`;
+//! - `delegation`: the guard that keeps delegation from looping back into an HNS plugin;
 //! - `identity`: the deterministic endpoint GUID and name of an attachment;
 //! - ADD, DEL, CHECK, GC and STATUS over `hns::Client`, with the raw-call budgets of each
-//!   documented in its module;
+//!   documented in its module; `teardown`: the little of a config DEL reads, so a config
+//!   edited after ADD never blocks a pod's teardown;
 //! - `flannel`: Flannel-native mode (a config with `subnetFile`: subnet.env read and turned
 //!   into the effective config, Flannel's record kept for DEL);
 //! - `hns_deadline`: how long one HCN call may take (config key, environment variable);
@@ -34,6 +36,7 @@ mod check;
 mod codes;
 mod config;
 mod del;
+mod delegation;
 mod endpoint;
 mod flannel;
 mod gc;
@@ -52,6 +55,7 @@ mod reference;
 mod seconds;
 mod stale;
 mod status;
+mod teardown;
 
 pub use config::ConfigReview;
 pub use kind::{NatException, NetworkKind};

@@ -154,9 +154,8 @@ pub fn del_attachment(
         stdin: request.stdin.clone(),
         cni_path: request.cni_path.clone(),
     };
-    crate::flannel::del(&del.config, &del.container_id, || {
-        crate::del::del(client, &del)
-    })
+    let teardown = crate::teardown::Teardown::of(&del)?;
+    crate::del::del(client, &del, &teardown)
 }
 
 /// STATUS of the network `request` configures, as the runtime's STATUS runs it (in

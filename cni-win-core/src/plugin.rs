@@ -2,14 +2,17 @@
 
 use std::marker::PhantomData;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use cni::{About, DelRequest, Error, ErrorCode, NetConf, NetworkRequest, Request, Success};
 use hns::Client;
 
 use crate::attachment_lock;
+use crate::delegation::admit;
 use crate::hns_deadline::hns_deadline;
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
+use crate::teardown::{self, Teardown};
 use crate::{add, check, del, flannel, gc, status};
 
 /// Runs the plugin of kind `K` as a runtime executes it (environment, stdin, stdout) and
@@ -27,26 +30,41 @@ struct HnsPlugin<K>(PhantomData<K>);
 /// `HCN_EMULATOR_STATE` elsewhere, each call bounded by the config's HNS deadline.
 /// Unreachable is code 11 (HNS may be restarting).
 fn connect(conf: &NetConf) -> Result<Client, Error> {
-    let deadline = hns_deadline(conf)?;
+    connect_within(hns_deadline(conf)?)
+}
+
+/// [`connect`] with each call bounded by `deadline`.
+fn connect_within(deadline: Duration) -> Result<Client, Error> {
     crate::node::hns_client(deadline).map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
 }
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
-    // ADD, DEL and CHECK hold their attachment's lock throughout (see `attachment_lock`).
+    // Every command first refuses a delegation loop (see `delegation`); ADD, DEL and CHECK
+    // hold their attachment's lock throughout (see `attachment_lock`).
     fn add(&self, request: &Request) -> Result<Success, Error> {
+        admit(&request.config)?;
         let _lock = attachment_lock::lock(&request.config, &request.container_id, &request.ifname)?;
         let client = connect(&request.config)?;
         flannel::add(request, &client, |request| add::add::<K>(&client, request))
     }
 
+    // DEL reads only what identifies the attachment's state (see `teardown`).
     fn del(&self, request: &DelRequest) -> Result<(), Error> {
-        let _lock = attachment_lock::lock(&request.config, &request.container_id, &request.ifname)?;
-        flannel::del(&request.config, &request.container_id, || {
-            del::del(&connect(&request.config)?, request)
-        })
+        admit(&request.config)?;
+        let teardown = Teardown::of(request)?;
+        teardown::note_what_add_would_refuse::<K>(&request.config);
+        let (id, ifname) = (&request.container_id, &request.ifname);
+        let _lock = attachment_lock::lock_waiting(
+            &request.config.name,
+            id,
+            ifname,
+            teardown.lock_deadline,
+        )?;
+        del::del(&connect_within(teardown.hns_deadline)?, request, &teardown)
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {
+        admit(&request.config)?;
         let _lock = attachment_lock::lock(&request.config, &request.container_id, &request.ifname)?;
         let client = connect(&request.config)?;
         flannel::check(request, &client, |request| {
@@ -55,10 +73,12 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
     }
 
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {
+        admit(&request.config)?;
         gc::gc::<K>(&connect(&request.config)?, request)
     }
 
     fn status(&self, request: &NetworkRequest) -> Result<(), Error> {
+        admit(&request.config)?;
         let client = connect(&request.config).map_err(|e| {
             Error::new(ErrorCode::NotAvailable, e.msg().to_owned()).with_details(e.details())
         })?;

@@ -7,8 +7,8 @@
 //! IPAM (no HNS call), [`Prepared::network`] finds the HNS network by name, checks it as the
 //! plugin's kind requires, computes each IPAM range's pod gateway once and keeps the gateways
 //! out of host-local's pool; ADD and CHECK take both, with the attachment, as a
-//! [`PreparedAttachment`]. DEL takes only what it needs ([`Identity`], IPAM), so a config or
-//! network that changed since ADD never stops it from cleaning up.
+//! [`PreparedAttachment`]. DEL takes only what it needs ([`Identity`], `teardown`), so a
+//! config or network that changed since ADD never stops it from cleaning up.
 
 use std::net::IpAddr;
 

@@ -32,6 +32,34 @@ impl Seconds {
         )
     }
 
+    /// As [`Seconds::read`], for a command that must not fail on a wait's bound (DEL): a
+    /// config value that is not valid gives way to the variable, one of those to the default,
+    /// each with a warning naming it.
+    pub fn read_leniently(&self, conf: &NetConf) -> Duration {
+        let env = std::env::var(self.env_var).ok();
+        self.leniently(
+            case_insensitive::get(conf.raw(), self.config_key),
+            env.as_deref(),
+        )
+    }
+
+    /// As [`Seconds::read_leniently`], from the values themselves.
+    fn leniently(&self, config: Option<&Value>, env: Option<&str>) -> Duration {
+        self.from(config, env)
+            .or_else(|refused| {
+                log::warn!("{}; ignored", refused.msg());
+                self.from(None, env)
+            })
+            .unwrap_or_else(|refused| {
+                log::warn!(
+                    "{}; using the default, {} s",
+                    refused.msg(),
+                    self.default.as_secs_f64()
+                );
+                self.default
+            })
+    }
+
     /// As [`Seconds::read`], from the values themselves.
     pub fn from(&self, config: Option<&Value>, env: Option<&str>) -> Result<Duration, Error> {
         let example = self.default.as_secs();
@@ -68,5 +96,32 @@ impl Seconds {
             ));
         }
         Ok(Duration::from_secs_f64(seconds))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SETTING: Seconds = Seconds {
+        config_key: "waitSeconds",
+        env_var: "WAIT_SECONDS",
+        default: Duration::from_secs(60),
+        max: 600.0,
+        what: "the wait",
+    };
+
+    /// DEL must not fail on a deadline: each value that is not one gives way to the next
+    /// source, and the default ends the line.
+    #[test]
+    fn leniently_a_bad_value_gives_way_to_the_next_source() {
+        let secs = Duration::from_secs;
+        assert_eq!(SETTING.leniently(Some(&json!(5)), Some("7")), secs(5));
+        assert_eq!(SETTING.leniently(Some(&json!("5")), Some("7")), secs(7));
+        assert_eq!(SETTING.leniently(Some(&json!(-1)), None), secs(60));
+        assert_eq!(SETTING.leniently(Some(&json!(1e9)), Some("soon")), secs(60));
+        assert_eq!(SETTING.leniently(None, Some("0")), secs(60));
+        assert_eq!(SETTING.leniently(None, None), secs(60));
     }
 }

@@ -1,8 +1,14 @@
 //! The network configuration a plugin reads from stdin.
 //!
-//! Only the spec's base keys are typed here; each plugin decodes its own keys from the same JSON
-//! with [`NetConf::plugin_config`], so unknown keys are ignored rather than refused (the spec asks
-//! runtimes to pass them through, and users' configs carry keys from other plugins).
+//! Only what the skeleton itself needs is typed here: `cniVersion` (which version to answer
+//! in), `name` (validated as the spec asks: it names files and HNS objects) and the logging
+//! keys; `type` is kept as text for messages. Every other key, the spec's well-known `ipMasq`,
+//! `ipam` and `dns` included, belongs to the plugin that reads it: each decodes its own keys
+//! from the same JSON ([`NetConf::plugin_config`], [`NetConf::dns`]) in the commands that use
+//! them. So a key no command of a plugin needs never fails it (the reference host-local reads
+//! neither `type` nor `dns`, and kube-proxy's source-VIP configs have no `type`), and unknown
+//! keys are ignored rather than refused (the spec asks runtimes to pass them through, and
+//! users' configs carry keys from other plugins).
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -19,27 +25,24 @@ use crate::version::Version;
 /// Configs larger than this are refused: a real one is a few kilobytes, and stdin is read whole.
 pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
-/// A parsed network configuration: the base keys, typed, plus the whole document.
+/// A parsed network configuration: the keys every command needs, typed, plus the whole
+/// document.
 #[derive(Debug, Clone)]
 pub struct NetConf {
     /// `cniVersion`; a config without one is read as 0.1.0, as libcni does.
     pub cni_version: Version,
     /// `name`: on Windows, the HNS network's name.
     pub name: String,
-    /// `type`: the plugin binary's name.
+    /// `type`: what the config calls the plugin, empty when it does not say (host-local run
+    /// by hand for kube-proxy's source VIP). Never used to find a binary: the runtime already
+    /// found this one, and a plugin that delegates validates the type it runs
+    /// ([`crate::delegate::find_in_path`]).
     pub plugin_type: String,
-    /// `ipMasq`: whether the plugin should SNAT traffic leaving the network (plugins that
-    /// read it decide what "leaving" means).
-    pub ip_masq: bool,
-    /// `ipam.type`, when the config has an `ipam` section.
-    pub ipam_type: Option<String>,
-    /// `dns`: the DNS the plugin should give the container (the runtime's `runtimeConfig.dns`
-    /// may override it).
-    pub dns: Dns,
     /// `logFile`/`logLevel`: where this plugin writes its log (see [`crate::logging`]).
     pub log_file: Option<PathBuf>,
     /// Kept as text: [`crate::logging`] resolves it together with its environment override.
     pub log_level: Option<String>,
+    ignored: Vec<String>,
     raw: Map<String, Value>,
 }
 
@@ -53,40 +56,53 @@ pub struct GcAttachment {
     pub ifname: String,
 }
 
-/// The base keys as they appear on the wire.
+/// The keys no command can do without, as they appear on the wire.
 #[derive(Deserialize)]
 struct BaseKeys {
     #[serde(rename = "cniVersion")]
     cni_version: Option<String>,
     name: Option<String>,
-    #[serde(rename = "type")]
-    plugin_type: Option<String>,
-    #[serde(rename = "ipMasq", default)]
-    ip_masq: bool,
-    ipam: Option<IpamKeys>,
-    #[serde(default)]
-    dns: Dns,
-    #[serde(rename = "logFile")]
-    log_file: Option<PathBuf>,
-    #[serde(rename = "logLevel")]
-    log_level: Option<String>,
 }
 
+/// `cniVersion` alone, as [`NetConf::stated_version`] reads it.
 #[derive(Deserialize)]
-struct IpamKeys {
-    #[serde(rename = "type")]
-    plugin_type: Option<String>,
+struct VersionKey {
+    #[serde(rename = "cniVersion")]
+    cni_version: Option<String>,
+}
+
+/// The version a `cniVersion` value states: none (or empty) is 0.1.0, as libcni reads it; one
+/// this crate does not speak is code 1.
+fn version_of(cni_version: Option<&str>) -> Result<Version, Error> {
+    match cni_version {
+        None | Some("") => Ok(Version::UNSPECIFIED),
+        Some(v) => v.parse(),
+    }
 }
 
 impl NetConf {
-    /// Reads a config from `input`, refusing more than [`MAX_CONFIG_BYTES`].
-    pub fn read(input: &mut dyn Read) -> Result<(NetConf, Vec<u8>), Error> {
-        let bytes = read_capped(input)?;
-        Ok((NetConf::parse(&bytes)?, bytes))
+    /// Reads a config's bytes from `input`, refusing more than [`MAX_CONFIG_BYTES`]; parse
+    /// them with [`NetConf::parse`].
+    pub fn read(input: &mut dyn Read) -> Result<Vec<u8>, Error> {
+        read_capped(input)
+    }
+
+    /// The `cniVersion` config bytes state, read on its own: the version an error about the
+    /// rest of the config is printed in, since a runtime reads a plugin's error in the
+    /// version it asked for. `None` when the bytes are not a JSON object or the version is
+    /// not one this crate speaks; a config without one states 0.1.0, as libcni reads it.
+    pub fn stated_version(bytes: &[u8]) -> Option<Version> {
+        let Ok(Value::Object(raw)) = serde_json::from_slice(bytes) else {
+            return None;
+        };
+        let key: VersionKey =
+            case_insensitive::decode(&Value::Object(raw), "", ErrorCode::InvalidConfig).ok()?;
+        version_of(key.cni_version.as_deref()).ok()
     }
 
     /// Parses config bytes: code 6 when they are not a JSON object, 1 for an unsupported
-    /// `cniVersion`, 7 for base keys with the wrong type or an invalid `name`/`type`.
+    /// `cniVersion`, 7 when `cniVersion` or `name` is not text or the name is invalid. A
+    /// `type`, `logFile` or `logLevel` that is not text is ignored (see [`NetConf::ignored`]).
     pub fn parse(bytes: &[u8]) -> Result<NetConf, Error> {
         let value: Value = serde_json::from_slice(bytes).map_err(|e| {
             Error::new(
@@ -102,41 +118,50 @@ impl NetConf {
         };
         let base: BaseKeys =
             case_insensitive::decode(&Value::Object(raw.clone()), "", ErrorCode::InvalidConfig)?;
-
-        let cni_version = match base.cni_version.as_deref() {
-            None | Some("") => Version::UNSPECIFIED,
-            Some(v) => v.parse()?,
-        };
+        let cni_version = version_of(base.cni_version.as_deref())?;
         let name = base.name.unwrap_or_default();
         validate::network_name(&name)?;
-        let plugin_type = base.plugin_type.unwrap_or_default();
-        validate::plugin_type("type", &plugin_type)?;
-        let ipam_type = match base.ipam {
-            None => None,
-            Some(IpamKeys { plugin_type: None }) => {
-                return Err(Error::invalid_config(
-                    "ipam.type is missing; set it to the IPAM plugin's name (e.g. \"host-local\")",
+
+        let mut ignored = Vec::new();
+        let mut text = |key: &str, consequence: &str| match case_insensitive::get(&raw, key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(other) => {
+                ignored.push(format!(
+                    "{key}: {} is not text; {consequence}",
+                    describe(other)
                 ));
-            }
-            Some(IpamKeys {
-                plugin_type: Some(t),
-            }) => {
-                validate::plugin_type("ipam.type", &t)?;
-                Some(t)
+                None
             }
         };
-
+        let plugin_type = text("type", "ignored").unwrap_or_default();
+        let log_file = text("logFile", "logging to stderr only").map(PathBuf::from);
+        let log_level = text("logLevel", "logging at the default level");
         Ok(NetConf {
             cni_version,
             name,
             plugin_type,
-            ip_masq: base.ip_masq,
-            ipam_type,
-            dns: base.dns,
-            log_file: base.log_file,
-            log_level: base.log_level,
+            log_file,
+            log_level,
+            ignored,
             raw,
         })
+    }
+
+    /// What parsing ignored, one line each: a `type` or logging key that is not text. None of
+    /// them is worth failing a command for; the skeleton logs them once logging is set up.
+    pub fn ignored(&self) -> &[String] {
+        &self.ignored
+    }
+
+    /// `dns`: the DNS the plugin should give the container (the runtime's
+    /// `runtimeConfig.dns` may override it), empty when the config has none. Code 7 naming
+    /// the key at fault when it does not decode; only the plugins that use it read it.
+    pub fn dns(&self) -> Result<Dns, Error> {
+        match case_insensitive::get(&self.raw, "dns") {
+            None | Some(Value::Null) => Ok(Dns::default()),
+            Some(value) => case_insensitive::decode(value, "dns", ErrorCode::InvalidConfig),
+        }
     }
 
     /// The whole config document, for plugins and delegation.
@@ -232,6 +257,18 @@ impl ValidAttachments {
     }
 }
 
+/// What kind of JSON value `value` is, for a message that must not quote a hostile config.
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 fn read_capped(input: &mut dyn Read) -> Result<Vec<u8>, Error> {
     let mut bytes = Vec::new();
     input
@@ -267,6 +304,7 @@ mod tests {
             "cniVersion": "0.3.1", "name": "cbr0", "type": "win-bridge", "ipMasq": true,
             "ipam": {"type": "host-local", "subnet": "10.244.1.0/24"},
             "dns": {"nameservers": ["10.96.0.10"], "search": ["svc.cluster.local"]},
+            "logLevel": "info", "logFile": "C:/k/cni.log",
             "policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT"}}]
         }))
         .unwrap();
@@ -275,10 +313,11 @@ mod tests {
             (conf.name.as_str(), conf.plugin_type.as_str()),
             ("cbr0", "win-bridge")
         );
-        assert!(conf.ip_masq);
-        assert_eq!(conf.ipam_type.as_deref(), Some("host-local"));
-        assert_eq!(conf.dns.nameservers, ["10.96.0.10"]);
+        assert_eq!(conf.log_level.as_deref(), Some("info"));
+        assert_eq!(conf.log_file, Some(PathBuf::from("C:/k/cni.log")));
+        assert_eq!(conf.dns().unwrap().nameservers, ["10.96.0.10"]);
         assert!(conf.raw().contains_key("policies"));
+        assert!(conf.ignored().is_empty());
     }
 
     #[test]
@@ -292,14 +331,62 @@ mod tests {
             "RuntimeConfig": {"DNS": {"Servers": ["10.96.0.10"]}}
         }))
         .unwrap();
-        assert_eq!(conf.dns.nameservers, ["10.96.0.10"]);
-        assert_eq!(conf.dns.search, ["svc.cluster.local"]);
+        let dns = conf.dns().unwrap();
+        assert_eq!(dns.nameservers, ["10.96.0.10"]);
+        assert_eq!(dns.search, ["svc.cluster.local"]);
         #[derive(Deserialize)]
         struct RuntimeDns {
             servers: Vec<String>,
         }
         let dns: RuntimeDns = conf.runtime_config("dns").unwrap().unwrap();
         assert_eq!(dns.servers, ["10.96.0.10"]);
+    }
+
+    /// kube-proxy's source VIP is reserved by running host-local by hand with configs that
+    /// have no `type`; the reference host-local reads neither `type` nor `ipam.type` (nor
+    /// `dns`, `ipMasq`): none of them is the skeleton's to refuse.
+    #[test]
+    fn keys_only_plugins_read_are_not_refused_here() {
+        for conf in [
+            json!({"cniVersion": "0.2.0", "name": "vxlan0",
+                "ipam": {"type": "host-local", "subnet": "10.244.1.0/24"}}),
+            json!({"cniVersion": "1.0.0", "name": "flannel.4096", "type": "",
+                "ipam": {"subnet": "10.244.1.0/24"}}),
+            json!({"name": "n", "type": "../x", "ipam": {"type": "../sh"}}),
+            json!({"name": "n", "ipMasq": "yes", "dns": 5, "ipam": 7}),
+        ] {
+            let parsed = parse(conf.clone()).unwrap_or_else(|e| panic!("{conf}: {e}"));
+            assert!(parsed.ignored().is_empty(), "{conf}");
+        }
+        assert_eq!(
+            parse(json!({"name": "n"})).unwrap().plugin_type,
+            "",
+            "no type is an empty one"
+        );
+        // Only the plugins that use `dns` refuse it, naming the key.
+        let err = parse(json!({"name": "n", "dns": {"nameservers": "10.0.0.1"}}))
+            .unwrap()
+            .dns()
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidConfig);
+        assert!(err.msg().starts_with("dns.nameservers"), "{}", err.msg());
+    }
+
+    /// A `type` or logging key that is not text fails no command: it is ignored, and said so.
+    #[test]
+    fn base_keys_no_command_needs_are_ignored_when_wrong() {
+        let conf =
+            parse(json!({"name": "n", "type": 5, "logFile": ["x"], "LogLevel": {}})).unwrap();
+        assert_eq!(conf.plugin_type, "");
+        assert_eq!((&conf.log_file, &conf.log_level), (&None, &None));
+        assert_eq!(
+            conf.ignored(),
+            [
+                "type: a number is not text; ignored",
+                "logFile: an array is not text; logging to stderr only",
+                "logLevel: an object is not text; logging at the default level",
+            ]
+        );
     }
 
     #[test]
@@ -335,25 +422,18 @@ mod tests {
                 "a/b",
             ),
             (
-                json!({"cniVersion": "1.0.0", "name": "n", "type": "t", "ipMasq": "yes"})
+                json!({"cniVersion": "1.0.0", "name": 5})
                     .to_string()
                     .into_bytes(),
                 ErrorCode::InvalidConfig,
-                "ipMasq",
+                "name",
             ),
             (
-                json!({"cniVersion": "1.0.0", "name": "n", "type": "t", "ipam": {}})
+                json!({"cniVersion": 1, "name": "n"})
                     .to_string()
                     .into_bytes(),
                 ErrorCode::InvalidConfig,
-                "ipam.type",
-            ),
-            (
-                json!({"cniVersion": "1.0.0", "name": "n", "type": "t", "ipam": {"type": "../sh"}})
-                    .to_string()
-                    .into_bytes(),
-                ErrorCode::InvalidConfig,
-                "ipam.type",
+                "cniVersion",
             ),
         ];
         for (bytes, code, needle) in cases {

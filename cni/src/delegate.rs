@@ -2,11 +2,13 @@
 //! name in `CNI_PATH`, given the same environment and the same stdin, with only `CNI_COMMAND`
 //! changed, its stderr passed through and its error JSON (with its code) propagated.
 //!
-//! Delegation must end. An `ipam.type` naming an HNS plugin (or the config's own `type`) makes
-//! the plugin run itself without end, so [`refuse_looping_ipam`] refuses it before anything
-//! runs. A copy under another name escapes any list of names, so every delegation also extends
-//! [`CHAIN_VAR`] in the delegate's environment, and [`DelegationChain::admit`] stops a chain
-//! nested deeper than [`MAX_DEPTH`], whatever the plugins in between.
+//! Delegation must end, and only a plugin that delegates can loop: it refuses a type that
+//! leads back into itself before it runs anything (cni-win's HNS plugins do, in
+//! `cni-win-core`). A copy under another name escapes any list of names, so every delegation
+//! also extends [`CHAIN_VAR`] in the delegate's environment, and a delegating plugin calls
+//! [`DelegationChain::admit`] first, which stops a chain nested deeper than [`MAX_DEPTH`],
+//! whatever the plugins in between. The skeleton checks neither: a plugin that delegates
+//! nothing (`host-local`) runs whatever its config's `ipam.type` says.
 
 use std::ffi::OsString;
 use std::io::Write;
@@ -21,47 +23,6 @@ use crate::quote::quoted;
 use crate::result::Success;
 use crate::validate;
 use crate::version::Version;
-
-/// The HNS plugins of cni-win: never an IPAM plugin, whatever a config says.
-pub const HNS_PLUGINS: &[&str] = &["win-bridge", "win-overlay"];
-
-/// Refuses (code 7) an `ipam.type` that names an HNS plugin or the config's own `type`: the
-/// plugin would find itself (or the other HNS plugin) in `CNI_PATH` and run it as its IPAM, which
-/// delegates again, without end. Names compare as Windows finds binaries: in any case, with or
-/// without `.exe` (and trailing dots, which Windows drops).
-pub fn refuse_looping_ipam(config: &NetConf) -> Result<(), Error> {
-    let Some(ipam_type) = config.ipam_type.as_deref() else {
-        return Ok(());
-    };
-    let ipam = binary_name(ipam_type);
-    let own = binary_name(&config.plugin_type);
-    if ipam != own && !HNS_PLUGINS.contains(&ipam.as_str()) {
-        return Ok(());
-    }
-    let what = if ipam == own {
-        format!("this plugin's own type {}", quoted(&config.plugin_type))
-    } else {
-        format!("the cni-win HNS plugin {ipam}")
-    };
-    Err(Error::invalid_config(format!(
-        "ipam.type {} names {what}: it would run itself as its IPAM plugin, and that one its own, \
-         without end; set ipam.type to an IPAM plugin such as host-local",
-        quoted(ipam_type)
-    )))
-}
-
-/// A plugin type as the file it names: lowercase, without a trailing `.exe` or dots.
-fn binary_name(plugin_type: &str) -> String {
-    let mut name = plugin_type.to_ascii_lowercase();
-    loop {
-        let trimmed = name.trim_end_matches('.');
-        let trimmed = trimmed.strip_suffix(".exe").unwrap_or(trimmed);
-        if trimmed.len() == name.len() {
-            return name;
-        }
-        name = trimmed.to_owned();
-    }
-}
 
 /// The environment variable through which a cni-win plugin tells the plugin it delegates to
 /// which delegations led there: the delegates' types, outermost first, comma-separated.
@@ -113,7 +74,8 @@ impl DelegationChain {
     }
 
     /// Refuses (code 7) to run a plugin nested deeper than [`MAX_DEPTH`], naming the chain from
-    /// the config's `type` (which the outermost plugin was run as) to this plugin.
+    /// the config's `type` (which the outermost plugin was run as) to this plugin. A plugin
+    /// that delegates calls it before it does anything, so a loop ends with that process.
     pub fn admit(&self, config: &NetConf) -> Result<(), Error> {
         if self.delegates.len() <= MAX_DEPTH {
             return Ok(());
@@ -295,48 +257,16 @@ pub fn run(
 }
 
 #[cfg(test)]
-mod loop_tests {
+mod chain_tests {
     use super::*;
 
-    fn conf(plugin_type: &str, ipam_type: &str) -> NetConf {
+    fn conf(plugin_type: &str) -> NetConf {
         NetConf::parse(
-            serde_json::json!({"cniVersion": "1.1.0", "name": "cbr0", "type": plugin_type,
-                "ipam": {"type": ipam_type}})
-            .to_string()
-            .as_bytes(),
+            serde_json::json!({"cniVersion": "1.1.0", "name": "cbr0", "type": plugin_type})
+                .to_string()
+                .as_bytes(),
         )
         .unwrap()
-    }
-
-    #[test]
-    fn hns_plugins_and_the_own_type_are_refused_as_ipam_in_any_spelling() {
-        for (own, ipam) in [
-            ("win-bridge", "win-bridge"),
-            ("win-bridge", "win-overlay"),
-            ("win-overlay", "WIN-Bridge.EXE"),
-            ("win-bridge", "win-bridge.exe."),
-            ("sdnbridge", "SDNBridge"),
-            ("sdnbridge.exe", "sdnbridge"),
-        ] {
-            let err = refuse_looping_ipam(&conf(own, ipam)).unwrap_err();
-            assert_eq!(err.code(), ErrorCode::InvalidConfig, "{own} {ipam}");
-            assert!(
-                err.msg().contains(&format!("ipam.type \"{ipam}\"")),
-                "{}",
-                err.msg()
-            );
-        }
-        for (own, ipam) in [
-            ("win-bridge", "host-local"),
-            ("win-bridge", "win-bridge-ipam"),
-            ("win-overlay", "exe"),
-        ] {
-            assert_eq!(
-                refuse_looping_ipam(&conf(own, ipam)),
-                Ok(()),
-                "{own} {ipam}"
-            );
-        }
     }
 
     fn chain(value: &str) -> Result<DelegationChain, Error> {
@@ -346,7 +276,7 @@ mod loop_tests {
 
     #[test]
     fn the_chain_admits_up_to_the_bound_and_names_itself_beyond() {
-        let conf = conf("win-bridge", "loop");
+        let conf = conf("win-bridge");
         let none = DelegationChain::from_lookup(&|_| None).unwrap();
         assert_eq!(none.admit(&conf), Ok(()));
         assert_eq!(none.extended("loop"), "loop");

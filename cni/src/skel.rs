@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::config::NetConf;
-use crate::delegate;
 use crate::env::{CniArgs, Command, Environment};
 use crate::error::{Error, ErrorCode};
 use crate::logging::{self, LogSettings};
@@ -201,39 +200,33 @@ fn dispatch<P: Plugin>(
     if env.command == Command::Version {
         return (Ok(Some(version_reply(stdin))), Version::LATEST);
     }
-    let (config, raw) = match NetConf::read(stdin) {
-        Ok(parsed) => parsed,
+    let raw = match NetConf::read(stdin) {
+        Ok(bytes) => bytes,
         Err(err) => return (Err(err), Version::LATEST),
+    };
+    // An error about any other key is printed in the version the config asked for.
+    let stated = NetConf::stated_version(&raw).unwrap_or(Version::LATEST);
+    let config = match NetConf::parse(&raw) {
+        Ok(config) => config,
+        Err(err) => return (Err(err), stated),
     };
     let version = config.cni_version;
     init_logging(env_lookup, Some(&config));
+    for ignored in config.ignored() {
+        log::warn!("{ignored}");
+    }
 
-    let outcome = gate(env.command, version)
-        .and_then(|()| refuse_delegation_loops(env_lookup, &config))
-        .and_then(|()| {
-            catch_unwind(AssertUnwindSafe(|| call(plugin, env, config, raw))).unwrap_or_else(
-                |panic| {
-                    let what = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "unknown panic".to_owned());
-                    Err(Error::internal(format!("plugin panicked: {what}")))
-                },
-            )
-        });
+    let outcome = gate(env.command, version).and_then(|()| {
+        catch_unwind(AssertUnwindSafe(|| call(plugin, env, config, raw))).unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            Err(Error::internal(format!("plugin panicked: {what}")))
+        })
+    });
     (outcome, version)
-}
-
-/// Refuses to run when this plugin is nested too deep in delegations, or when its config would
-/// make it delegate to itself (code 7 either way): before any command does anything, so a loop
-/// ends with this process.
-fn refuse_delegation_loops(
-    env_lookup: &dyn Fn(&str) -> Option<OsString>,
-    config: &NetConf,
-) -> Result<(), Error> {
-    delegate::DelegationChain::from_lookup(env_lookup)?.admit(config)?;
-    delegate::refuse_looping_ipam(config)
 }
 
 /// Refuses commands the config's version predates (code 1), as libcni's skel does.

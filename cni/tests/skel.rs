@@ -193,3 +193,42 @@ fn a_panicking_plugin_still_answers_with_a_cni_error() {
     assert_eq!(out.error_code(), 999);
     assert!(out.json()["msg"].as_str().unwrap().contains("boom"));
 }
+
+/// A runtime reads a plugin's error in the version it asked for: whatever else in the config
+/// is wrong, the error states the config's `cniVersion` (and the newest one only when the
+/// config states none this crate speaks, or is not JSON at all).
+#[test]
+fn errors_about_the_config_state_its_version() {
+    for version in ["0.1.0", "0.2.0", "0.3.1", "0.4.0", "1.0.0"] {
+        for broken in [
+            json!({"cniVersion": version, "name": "../x"}),
+            json!({"cniVersion": version}),
+            json!({"cniVersion": version, "name": 5}),
+        ] {
+            let out = run("ADD", &[], &broken.to_string());
+            assert_eq!(out.error_code(), 7, "{broken}");
+            assert_eq!(out.json()["cniVersion"], version, "{broken}");
+            assert!(out.calls.is_empty());
+        }
+    }
+    // Keys match as Go matches them, so does the version an error is printed in.
+    let spelled = json!({"CNIVersion": "0.2.0", "name": "a b"});
+    assert_eq!(
+        run("ADD", &[], &spelled.to_string()).json()["cniVersion"],
+        "0.2.0"
+    );
+    // A config without a version is a 0.1.0 config.
+    let unversioned = json!({"name": "a b"});
+    assert_eq!(
+        run("ADD", &[], &unversioned.to_string()).json()["cniVersion"],
+        "0.1.0"
+    );
+    for unreadable in [
+        r#"{"cniVersion": "9.9.9", "name": "n"}"#,
+        r#"{"cniVersion": 2}"#,
+        "{not json",
+    ] {
+        let out = run("ADD", &[], unreadable);
+        assert_eq!(out.json()["cniVersion"], "1.1.0", "{unreadable}");
+    }
+}

@@ -23,6 +23,7 @@ pub mod cli;
 pub mod exec;
 pub mod fixture;
 pub mod harness;
+pub mod hostile;
 pub mod launcher;
 pub mod protocol;
 pub mod report;

@@ -5,7 +5,7 @@ use cni::{CniArgs, Error, ErrorCode, NetConf, Route, Version, case_insensitive};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -43,27 +43,83 @@ pub struct IpamConfig {
 }
 
 impl IpamConfig {
-    /// A store that only gives addresses back (DEL, GC): no ranges, nothing requested. What a
+    /// A store that only gives addresses back (GC): no ranges, nothing requested. What a
     /// caller has when the ranges live elsewhere and are gone (Flannel's subnet.env at node
-    /// teardown); releasing by attachment needs neither. The lock deadline is read as for any
-    /// config (`lockTimeoutSeconds`, then the environment).
-    pub fn release_only(
-        data_dir: PathBuf,
-        lock_timeout_seconds: Option<f64>,
-    ) -> Result<IpamConfig, Error> {
-        Ok(IpamConfig {
+    /// teardown); releasing by attachment needs neither.
+    pub fn release_only(location: StoreLocation) -> IpamConfig {
+        IpamConfig {
             range_sets: Vec::new(),
             routes: Vec::new(),
-            data_dir,
+            data_dir: location.data_dir,
             resolv_conf: None,
             requested: Ok(Vec::new()),
-            lock_timeout: lock_timeout(
-                lock_timeout_seconds,
-                std::env::var(LOCK_TIMEOUT_ENV).ok().as_deref(),
-            )?,
+            lock_timeout: location.lock_timeout,
             not_ready_when_full: false,
+        }
+    }
+}
+
+/// Where a network's reservations are and how long to wait for their lock: all a command that
+/// only gives addresses back needs of `ipam`, read so that nothing else in the section can
+/// stop it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreLocation {
+    /// `dataDir` (the reference's default when absent, null or empty).
+    pub data_dir: PathBuf,
+    /// `lockTimeoutSeconds`, then the environment, then the default.
+    pub lock_timeout: Duration,
+}
+
+impl StoreLocation {
+    /// From an `ipam` section, or none (a config whose IPAM is derived, as in Flannel-native
+    /// mode). `dataDir` locates the reservations: anything but a path is code 7 naming it. The
+    /// lock deadline only bounds a wait: one that is not valid (in the config or the
+    /// environment) is replaced by the default, with a warning.
+    pub fn from_ipam(ipam: Option<&Map<String, Value>>) -> Result<StoreLocation, Error> {
+        let key = |name: &str| ipam.and_then(|ipam| case_insensitive::get(ipam, name));
+        let data_dir = match key("dataDir") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(PathBuf::from(text)),
+            Some(_) => {
+                return Err(Error::invalid_config(
+                    "ipam.dataDir is not a path, so the reservation store cannot be found; set \
+                     it to the directory the attachment's address was reserved in (default \
+                     /var/lib/cni/networks)",
+                ));
+            }
+        };
+        let configured = match key("lockTimeoutSeconds") {
+            None | Some(Value::Null) => None,
+            Some(value) => {
+                let seconds = value.as_f64();
+                if seconds.is_none() {
+                    log::warn!("ipam.lockTimeoutSeconds is not a number; ignored");
+                }
+                seconds
+            }
+        };
+        let lock_timeout =
+            lock_timeout(configured, std::env::var(LOCK_TIMEOUT_ENV).ok().as_deref())
+                .unwrap_or_else(|err| {
+                    log::warn!(
+                        "{}; waiting the default {} s for the store's lock",
+                        err.msg(),
+                        DEFAULT_LOCK_TIMEOUT.as_secs()
+                    );
+                    DEFAULT_LOCK_TIMEOUT
+                });
+        Ok(StoreLocation {
+            data_dir: data_dir_or_default(data_dir),
+            lock_timeout,
         })
     }
+}
+
+/// `dataDir` as the reference reads it: absent or empty is the default.
+fn data_dir_or_default(configured: Option<PathBuf>) -> PathBuf {
+    configured
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR))
 }
 
 /// The default lock deadline. kubelet gives a sandbox's whole network setup its CRI
@@ -192,9 +248,7 @@ impl IpamConfig {
         Ok(IpamConfig {
             range_sets,
             routes: ipam.routes,
-            data_dir: ipam
-                .data_dir
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR)),
+            data_dir: data_dir_or_default(ipam.data_dir),
             resolv_conf: ipam.resolv_conf,
             requested,
             lock_timeout,
@@ -212,7 +266,8 @@ fn lock_timeout(config: Option<f64>, env: Option<&str>) -> Result<Duration, Erro
             _ => Err(Error::invalid_env(
                 LOCK_TIMEOUT_ENV,
                 format!(
-                    "{text:?} is not a lock deadline; give seconds, more than 0 and at most                      {MAX_LOCK_TIMEOUT_SECONDS}"
+                    "{text:?} is not a lock deadline; give seconds, more than 0 and at most \
+                     {MAX_LOCK_TIMEOUT_SECONDS}"
                 ),
             )),
         };
@@ -221,7 +276,8 @@ fn lock_timeout(config: Option<f64>, env: Option<&str>) -> Result<Duration, Erro
         None => Ok(DEFAULT_LOCK_TIMEOUT),
         Some(seconds) if valid(seconds) => Ok(Duration::from_secs_f64(seconds)),
         Some(seconds) => Err(Error::invalid_config(format!(
-            "ipam.lockTimeoutSeconds: {seconds} is not a lock deadline; give seconds, more than              0 and at most {MAX_LOCK_TIMEOUT_SECONDS} (default {})",
+            "ipam.lockTimeoutSeconds: {seconds} is not a lock deadline; give seconds, more than \
+             0 and at most {MAX_LOCK_TIMEOUT_SECONDS} (default {})",
             DEFAULT_LOCK_TIMEOUT.as_secs()
         ))),
     }
@@ -877,6 +933,45 @@ mod tests {
         )
         .unwrap();
         assert_eq!(all.end, ip("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"));
+    }
+
+    /// As the reference's `disk.New`: an empty `dataDir` is the default one.
+    #[test]
+    fn an_empty_data_dir_is_the_default() {
+        let config = parse(json!({"subnet": "10.0.0.0/24", "dataDir": ""})).unwrap();
+        assert_eq!(config.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+        let ipam = json!({"dataDir": ""});
+        let location = StoreLocation::from_ipam(ipam.as_object()).unwrap();
+        assert_eq!(location.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+    }
+
+    /// A command that only gives addresses back needs the store's directory and nothing else
+    /// of `ipam`: only a `dataDir` that is not a path stops it; a lock deadline that is not
+    /// one is the default.
+    #[test]
+    fn the_store_location_needs_only_a_data_dir() {
+        let location = |ipam: Value| StoreLocation::from_ipam(ipam.as_object());
+        assert_eq!(
+            location(json!({"dataDir": "/run/ipam", "lockTimeoutSeconds": 2, "ranges": 7}))
+                .unwrap(),
+            StoreLocation {
+                data_dir: PathBuf::from("/run/ipam"),
+                lock_timeout: Duration::from_secs(2)
+            }
+        );
+        for lenient in [json!("2"), json!(-1), json!(1e9), json!([])] {
+            let found =
+                location(json!({"DataDir": "/run/ipam", "lockTimeoutSeconds": lenient})).unwrap();
+            assert_eq!(found.lock_timeout, DEFAULT_LOCK_TIMEOUT, "{lenient}");
+            assert_eq!(found.data_dir, PathBuf::from("/run/ipam"));
+        }
+        let derived = StoreLocation::from_ipam(None).unwrap();
+        assert_eq!(derived.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+        for wrong in [json!(7), json!(["/run/ipam"]), json!({}), json!(true)] {
+            let err = location(json!({"dataDir": wrong})).unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidConfig, "{wrong}");
+            assert!(err.msg().starts_with("ipam.dataDir"), "{}", err.msg());
+        }
     }
 
     #[test]

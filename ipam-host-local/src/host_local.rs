@@ -204,22 +204,18 @@ impl HostLocal {
         session.finish()
     }
 
-    /// DEL: releases every address the attachment holds (or, when it holds none, the
-    /// container's legacy ID-only reservations). Succeeds when there is nothing to release.
-    ///
-    /// DEL releases by attachment: requested addresses an ADD would refuse are logged and
-    /// ignored, so a refused ADD never makes the runtime's teardown fail.
+    /// Releases every address the attachment holds (or, when it holds none, the container's
+    /// legacy ID-only reservations). Succeeds when there is nothing to release. Requested
+    /// addresses an ADD would refuse are ignored: this releases by attachment. A DEL, whose
+    /// config may have changed in any way since ADD, uses [`Teardown`](crate::Teardown).
     pub fn release(&self, container_id: &str, ifname: &str) -> Result<(), Error> {
-        validate_attachment(container_id, ifname)?;
         if let Err(ignored) = &self.config.requested {
             log::info!(
-                "DEL ignores the requested addresses ({}); it releases by attachment",
+                "release ignores the requested addresses ({}); it releases by attachment",
                 ignored.msg()
             );
         }
-        let mut session = self.store.open(&self.config.range_sets)?;
-        session.release_attachment(container_id, ifname)?;
-        session.finish()
+        release_attachment(&self.store, &self.config.range_sets, container_id, ifname)
     }
 
     /// CHECK: the attachment's reservations exist and are exactly `expected`'s addresses.
@@ -268,6 +264,28 @@ impl HostLocal {
             Ok(())
         } else {
             Err(Error::new(RESERVATION_MISMATCH, problems.join("; ")))
+        }
+    }
+
+    /// CHECK without the ADD result, as the reference host-local checks every time: the
+    /// attachment holds a reservation (or, the reference's fallback, its container holds a
+    /// legacy ID-only one). Fails with [`RESERVATION_MISMATCH`] naming the attachment.
+    pub fn check_held(&self, container_id: &str, ifname: &str) -> Result<(), Error> {
+        validate_attachment(container_id, ifname)?;
+        let owner = Owner::attachment(container_id, ifname);
+        let legacy = Owner::Legacy {
+            container_id: container_id.to_owned(),
+        };
+        let mut session = self.store.open(&self.config.range_sets)?;
+        let held = !session.held(&owner)?.is_empty() || !session.held(&legacy)?.is_empty();
+        session.finish()?;
+        if held {
+            Ok(())
+        } else {
+            Err(Error::new(
+                RESERVATION_MISMATCH,
+                format!("host-local holds no reservation for {owner}"),
+            ))
         }
     }
 
@@ -442,6 +460,28 @@ fn execute(
             ))
         }
     }
+}
+
+/// Releases what attachment `container_id`/`ifname` holds in `store` (see
+/// [`HostLocal::release`]); `sets` only lay out the index. A store that does not exist holds
+/// nothing and is not created.
+pub(crate) fn release_attachment(
+    store: &Store,
+    sets: &[RangeSet],
+    container_id: &str,
+    ifname: &str,
+) -> Result<(), Error> {
+    validate_attachment(container_id, ifname)?;
+    if store.is_missing() {
+        log::info!(
+            "{} does not exist: no address to release",
+            store.net_dir().display()
+        );
+        return Ok(());
+    }
+    let mut session = store.open(sets)?;
+    session.release_attachment(container_id, ifname)?;
+    session.finish()
 }
 
 /// The attachment's IDs become file names, so they are checked even when a plugin (not the

@@ -11,8 +11,8 @@
 //! let allocation = ipam.allocate("3f2a9c", "eth0")?;
 //! // ... create the endpoint; if that fails, give back only what this ADD reserved:
 //! ipam.undo(&allocation)?;
-//! // DEL:
-//! ipam.release("3f2a9c", "eth0")?;
+//! // DEL, with whatever config the runtime has then (see `Teardown`):
+//! ipam_host_local::Teardown::from_conf(conf, args)?.release("3f2a9c", "eth0")?;
 //! # Ok(())
 //! # }
 //! ```
@@ -135,7 +135,7 @@
 //! | --- | --- | --- |
 //! | 100 | [`POOL_EXHAUSTED`] | a range set has no free address; the message names the set, its ranges and how many addresses it holds |
 //! | 101 | [`ADDRESS_UNAVAILABLE`] | a requested address is reserved by someone else, or the attachment already holds another one in that set |
-//! | 102 | [`RESERVATION_MISMATCH`] | CHECK: the reservations differ from prevResult; the message lists each difference |
+//! | 102 | [`RESERVATION_MISMATCH`] | CHECK: the reservations differ from prevResult (the message lists each difference), or, without prevResult, the attachment holds none |
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -149,13 +149,16 @@ pub mod range;
 mod resolv;
 pub mod retention;
 mod store;
+mod teardown;
 
 pub use config::{
     DEFAULT_DATA_DIR, DEFAULT_LOCK_TIMEOUT, IpamConfig, LOCK_TIMEOUT_ENV, RequestedIp,
+    StoreLocation,
 };
 pub use host_local::{Allocation, Exhausted, HostLocal};
 pub use retention::Retention;
 pub use store::INDEX_DIR;
+pub use teardown::Teardown;
 
 use cni::ErrorCode;
 

@@ -83,6 +83,12 @@ impl Store {
         &self.net_dir
     }
 
+    /// Whether `<dataDir>/<network>` does not exist at all: nothing is reserved there, so a
+    /// command that only gives addresses back has nothing to do (and creates nothing).
+    pub fn is_missing(&self) -> bool {
+        fs::symlink_metadata(&self.net_dir).is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+    }
+
     /// The addresses the network directory has reservation files for (other entries, the
     /// lock and the index among them, are not reservations).
     fn reservation_ips(&self) -> Result<Vec<IpAddr>, Error> {

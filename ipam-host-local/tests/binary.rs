@@ -7,26 +7,17 @@ use common::{Scratch, net_conf, reservations};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::fs;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-
-const BINARY: &str = env!("CARGO_BIN_EXE_host-local");
+use std::process::Child;
 
 fn spawn(command: &str, id: &str, conf: &Value) -> Child {
-    spawn_with(command, id, conf, &[])
+    common::spawn(command, id, conf, &[])
 }
 
 /// Exit success and the stdout JSON (Null when stdout is empty).
 fn finish(child: Child) -> (bool, Value) {
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    let value = if stdout.trim().is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&stdout).unwrap()
-    };
-    (output.status.success(), value)
+    let output = common::wait(child);
+    (output.success, output.json())
 }
 
 fn run(command: &str, id: &str, conf: &Value) -> (bool, Value) {
@@ -96,9 +87,11 @@ fn every_command_works_through_the_binary() {
     let (ok, mismatch) = run("CHECK", "b", &check);
     assert!(!ok);
     assert_eq!(mismatch["code"], 102, "{mismatch}");
-    let (ok, missing_prev) = run("CHECK", "a", &base);
+    // Without prevResult, as the reference: the attachment must hold a reservation.
+    assert_eq!(run("CHECK", "a", &base), (true, Value::Null));
+    let (ok, nothing_held) = run("CHECK", "b", &base);
     assert!(!ok);
-    assert_eq!(missing_prev["code"], 7);
+    assert_eq!(nothing_held["code"], 102, "{nothing_held}");
 
     let mut gc = base.clone();
     gc["cni.dev/valid-attachments"] = json!([{"containerID": "a", "ifname": "eth0"}]);
@@ -150,27 +143,6 @@ fn thirty_two_processes_allocating_at_once_get_distinct_addresses() {
     assert_eq!(owners.len(), 32);
 }
 
-fn spawn_with(command: &str, id: &str, conf: &Value, env: &[(&str, &str)]) -> Child {
-    let mut cmd = Command::new(BINARY);
-    cmd.env("CNI_COMMAND", command)
-        .env("CNI_CONTAINERID", id)
-        .env("CNI_IFNAME", "eth0")
-        .env("CNI_NETNS", "ns")
-        .env("CNI_PATH", "/opt/cni/bin");
-    for (key, value) in env {
-        cmd.env(key, value);
-    }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(conf.to_string().as_bytes()).unwrap();
-    child
-}
-
 /// Waits at most `limit` for `child`; kills it and fails the test when it hangs.
 fn finish_within(mut child: Child, limit: std::time::Duration, what: &str) -> (bool, Value) {
     let start = std::time::Instant::now();
@@ -213,7 +185,7 @@ fn a_lock_held_elsewhere_has_a_deadline() {
     }
     // The environment variable overrides the config.
     base["ipam"]["lockTimeoutSeconds"] = json!(600);
-    let child = spawn_with(
+    let child = common::spawn(
         "ADD",
         "b",
         &base,
@@ -234,7 +206,7 @@ fn resolv_conf_must_be_a_small_regular_file() {
     let dir = Scratch::new("bin-resolv");
     let fifo = dir.path().join("fifo");
     assert!(
-        Command::new("mkfifo")
+        std::process::Command::new("mkfifo")
             .arg(&fifo)
             .status()
             .unwrap()
@@ -269,12 +241,12 @@ fn control_characters_in_the_ifname_round_trip() {
     let base = conf(dir.path(), "1.1.0", json!({"subnet": "10.0.0.0/24"}));
     for ifname in ["e\u{1}", "e\u{7f}", "e\u{1b}[31m", "e\u{81}"] {
         let env = [("CNI_IFNAME", ifname)];
-        let (ok, first) = finish(spawn_with("ADD", "a", &base, &env));
+        let (ok, first) = finish(common::spawn("ADD", "a", &base, &env));
         assert!(ok, "{first}");
-        let (ok, again) = finish(spawn_with("ADD", "a", &base, &env));
+        let (ok, again) = finish(common::spawn("ADD", "a", &base, &env));
         assert!(ok, "{again}");
         assert_eq!(first["ips"], again["ips"], "{ifname:?}");
-        let (ok, error) = finish(spawn_with("DEL", "a", &base, &env));
+        let (ok, error) = finish(common::spawn("DEL", "a", &base, &env));
         assert!(ok, "{error}");
         assert!(
             reservations(&dir.path().join("net")).is_empty(),
@@ -319,10 +291,45 @@ fn del_succeeds_with_the_requests_add_refused() {
     let (ok, added) = run("ADD", "a", &base);
     assert!(ok, "{added}");
     let env = [("CNI_ARGS", "IgnoreUnknown=1;IP=10.9.9.9")];
-    let (ok, refused) = finish(spawn_with("ADD", "a", &base, &env));
+    let (ok, refused) = finish(common::spawn("ADD", "a", &base, &env));
     assert!(!ok);
     assert_eq!(refused["code"], 7, "{refused}");
-    let (ok, error) = finish(spawn_with("DEL", "a", &base, &env));
+    let (ok, error) = finish(common::spawn("DEL", "a", &base, &env));
     assert!(ok, "{error}");
+    assert!(reservations(&dir.path().join("net")).is_empty());
+}
+
+/// host-local delegates to nothing, so it cannot loop: a config whose `ipam.type` names
+/// host-local itself (as a config with `"type": "host-local"` at the top does) is run, not
+/// refused as a delegation loop.
+#[test]
+fn an_ipam_type_naming_host_local_itself_is_no_loop() {
+    let dir = Scratch::new("bin-own-type");
+    let mut base = conf(dir.path(), "1.0.0", json!({"subnet": "10.0.0.0/24"}));
+    base["type"] = json!("host-local");
+    let (ok, added) = run("ADD", "a", &base);
+    assert!(ok, "{added}");
+    assert_eq!(added["ips"][0]["address"], "10.0.0.2/24");
+    assert_eq!(run("DEL", "a", &base), (true, Value::Null));
+    assert!(reservations(&dir.path().join("net")).is_empty());
+}
+
+/// Class 5 (process level): a DEL whose config ADD would refuse says in the log what it
+/// ignored, naming the key, and releases by attachment.
+#[test]
+fn del_says_what_it_ignored() {
+    let dir = Scratch::new("bin-del-ignored");
+    let base = conf(dir.path(), "1.1.0", json!({"subnet": "10.0.0.0/24"}));
+    let (ok, added) = run("ADD", "a", &base);
+    assert!(ok, "{added}");
+    let mut edited = base.clone();
+    edited["ipam"]["rangeEnd"] = json!("10.9.9.9");
+    let deleted = common::wait(spawn("DEL", "a", &edited));
+    assert!(deleted.success, "{deleted:?}");
+    assert!(
+        deleted.stderr.contains("DEL ignores") && deleted.stderr.contains("ipam.rangeEnd"),
+        "{}",
+        deleted.stderr
+    );
     assert!(reservations(&dir.path().join("net")).is_empty());
 }

@@ -6,7 +6,7 @@ mod common;
 
 use cni::{ErrorCode, GcAttachment};
 use common::{Scratch, host_local, host_local_with, ip, reservations};
-use ipam_host_local::{HostLocal, INDEX_DIR, Retention};
+use ipam_host_local::{HostLocal, INDEX_DIR, Retention, Teardown};
 use serde_json::json;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -133,6 +133,55 @@ fn del_succeeds_whatever_was_requested() {
     let moved = host_local_with(dir.path(), json!({"subnet": "10.1.0.0/24"}), json!({}), "");
     moved.release("a", "eth0").unwrap();
     assert!(reservations(moved.network_dir()).is_empty());
+}
+
+/// Class 5: a DEL's config may have changed in any way since ADD. `Teardown` releases by
+/// attachment as long as the store can be found: with ranges ADD would refuse, and even with
+/// none; it refuses only without a store's location.
+#[test]
+fn teardown_needs_only_the_store() {
+    let dir = Scratch::new("teardown");
+    let ipam = host_local(dir.path(), json!({"subnet": "10.0.0.0/24"}));
+    let teardown = |ipam: serde_json::Value| {
+        let conf = common::net_conf(dir.path(), ipam, json!({}));
+        let conf = cni::NetConf::parse(conf.to_string().as_bytes()).unwrap();
+        Teardown::from_conf(&conf, &cni::CniArgs::default())
+    };
+    for refused_by_add in [
+        json!({"subnet": "10.0.0.0/24", "rangeEnd": "10.9.0.1"}),
+        json!({"ranges": [{"subnet": "10.0.0.0/24"}]}),
+        json!({"subnet": "10.0.0.0/24", "resolvConf": 7, "lockTimeoutSeconds": "x"}),
+        json!({}),
+    ] {
+        ipam.allocate("a", "eth0").unwrap();
+        let del = teardown(refused_by_add.clone()).expect("the store is found");
+        del.release("a", "eth0").unwrap();
+        assert!(
+            reservations(del.network_dir()).is_empty(),
+            "{refused_by_add}"
+        );
+    }
+    let mut no_store = common::net_conf(dir.path(), json!({}), json!({}));
+    no_store["ipam"]["dataDir"] = json!(7);
+    let conf = cni::NetConf::parse(no_store.to_string().as_bytes()).unwrap();
+    let err = Teardown::from_conf(&conf, &cni::CniArgs::default()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidConfig);
+    assert!(err.msg().starts_with("ipam.dataDir"), "{}", err.msg());
+    no_store.as_object_mut().unwrap().remove("ipam");
+    let conf = cni::NetConf::parse(no_store.to_string().as_bytes()).unwrap();
+    let err = Teardown::from_conf(&conf, &cni::CniArgs::default()).unwrap_err();
+    assert!(err.msg().starts_with("ipam is missing"), "{}", err.msg());
+}
+
+/// A DEL on a store that does not exist has nothing to release and creates nothing.
+#[test]
+fn teardown_creates_no_store() {
+    let dir = Scratch::new("teardown-no-store");
+    let conf = common::net_conf(&dir.path().join("absent"), json!({}), json!({}));
+    let conf = cni::NetConf::parse(conf.to_string().as_bytes()).unwrap();
+    let teardown = Teardown::from_conf(&conf, &cni::CniArgs::default()).unwrap();
+    teardown.release("a", "eth0").unwrap();
+    assert!(!dir.path().join("absent").exists());
 }
 
 /// Damage one hint at a time and check every command still works and the hint heals.

@@ -6,7 +6,8 @@
 //!   ([`derive`]); a subnet.env that is absent or still incomplete after the retries is code 11
 //!   (50 for STATUS, naming what is missing).
 //! - DEL and GC never read subnet.env (node teardown removes it first): host-local releases
-//!   by attachment ([`teardown_ipam`]).
+//!   by attachment ([`release`], [`teardown_ipam`]); DEL removes Flannel's record
+//!   ([`record`]).
 //! - The same network name (the conflist's `name`), host-local store (its default `dataDir`)
 //!   and Flannel record ([`record`], under the top-level `dataDir`) as Flannel's delegate
 //!   path, so a node can switch between `type: flannel` and the direct conflist with pods
@@ -25,13 +26,13 @@ use std::path::PathBuf;
 
 use cni::{CniArgs, Error, ErrorCode, NetConf, NetworkRequest, Request, Success, case_insensitive};
 use hns::{Client, Feature};
-use ipam_host_local::{DEFAULT_DATA_DIR, HostLocal, IpamConfig};
+use ipam_host_local::{HostLocal, IpamConfig, StoreLocation, Teardown};
 use serde_json::Value;
 
 use crate::codes::CHECK_MISMATCH;
 use crate::hns_error::to_cni;
-use crate::ipam::Ipam;
-use record::Record;
+use crate::ipam::{Ipam, Release};
+pub use record::Record;
 use subnet_env::{Problem, SubnetEnv};
 
 /// Flannel plugin's default `subnetFile` (on Windows, `C:\run\flannel\subnet.env`).
@@ -130,40 +131,60 @@ pub fn add(
     add(&effective)
 }
 
-/// DEL of `container_id` with `config`: the core's DEL (its IPAM from [`teardown_ipam`]),
-/// then Flannel's record goes. Takes the config and the ID rather than the request, so it
-/// fits whichever request type DEL has.
-pub fn del(
-    config: &NetConf,
-    container_id: &str,
-    del: impl FnOnce() -> Result<(), Error>,
-) -> Result<(), Error> {
-    let native = Native::of(config)?;
-    del()?;
-    match native {
-        Some(native) => Record::new(&native.data_dir, container_id)?.remove(),
-        None => Ok(()),
+/// Flannel's record of `container_id`, which a DEL removes, in Flannel-native mode (a
+/// config with `subnetFile`). Only where the record is must be right (the top-level
+/// `dataDir`, code 7 when it is not a path): a DEL never reads subnet.env.
+pub fn record(conf: &NetConf, container_id: &str) -> Result<Option<Record>, Error> {
+    let Some(subnet_file) = case_insensitive::get(conf.raw(), "subnetFile") else {
+        return Ok(None);
+    };
+    if !matches!(subnet_file, Value::String(_) | Value::Null) {
+        log::warn!("subnetFile is not a path; DEL does not read it");
+    }
+    let data_dir = path_key(
+        "dataDir",
+        case_insensitive::get(conf.raw(), "dataDir"),
+        DEFAULT_DATA_DIR_FLANNEL,
+    )?;
+    Record::new(&data_dir, container_id).map(Some)
+}
+
+/// The IPAM a DEL releases from. In Flannel-native mode without ranges in the config,
+/// host-local's store (the config's `ipam.dataDir` or the default, as Flannel's delegate
+/// uses), whatever the ranges were: DEL never reads subnet.env. Otherwise the config's IPAM
+/// as a DEL reads it.
+pub fn release(conf: &NetConf, args: &CniArgs) -> Result<Option<Release>, Error> {
+    match store_of_derived_ranges(conf)? {
+        Some(location) => Ok(Some(Release::HostLocal(Teardown::at(
+            location, &conf.name,
+        )?))),
+        None => Release::of(conf, args),
     }
 }
 
-/// The IPAM of DEL and GC, which only give addresses back. In Flannel-native mode without
-/// ranges in the config, host-local over its store (the config's `ipam.dataDir` or the
-/// default, as Flannel's delegate uses) with no ranges: it releases by attachment and never
-/// needs subnet.env. Otherwise the config's IPAM.
+/// The IPAM of GC, which only gives addresses back: as for DEL, host-local over its store
+/// with no ranges in Flannel-native mode without ranges in the config (it releases by
+/// attachment and never needs subnet.env), otherwise the config's IPAM.
 pub fn teardown_ipam(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Error> {
-    if Native::of(conf)?.is_none() || !derive::ranges_from_subnet_env(conf.raw()) {
-        return Ipam::from_conf(conf, args);
+    match store_of_derived_ranges(conf)? {
+        Some(location) => {
+            let config = IpamConfig::release_only(location);
+            Ok(Some(Ipam::HostLocal(HostLocal::new(config, &conf.name)?)))
+        }
+        None => Ipam::from_conf(conf, args),
+    }
+}
+
+/// host-local's store when the config is Flannel-native (has `subnetFile`) and leaves the
+/// ranges to subnet.env; `None` otherwise.
+fn store_of_derived_ranges(conf: &NetConf) -> Result<Option<StoreLocation>, Error> {
+    if case_insensitive::get(conf.raw(), "subnetFile").is_none()
+        || !derive::ranges_from_subnet_env(conf.raw())
+    {
+        return Ok(None);
     }
     let ipam = case_insensitive::get(conf.raw(), "ipam").and_then(Value::as_object);
-    let data_dir = path_key(
-        "ipam.dataDir",
-        ipam.and_then(|ipam| case_insensitive::get(ipam, "dataDir")),
-        DEFAULT_DATA_DIR,
-    )?;
-    let lock_timeout_seconds =
-        ipam.and_then(|ipam| case_insensitive::get(ipam, "lockTimeoutSeconds")?.as_f64());
-    let config = IpamConfig::release_only(data_dir, lock_timeout_seconds)?;
-    Ok(Some(Ipam::HostLocal(HostLocal::new(config, &conf.name)?)))
+    StoreLocation::from_ipam(ipam).map(Some)
 }
 
 /// CHECK: first whether the pod's addresses are still in the node's subnet, then the core's

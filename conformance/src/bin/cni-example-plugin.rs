@@ -90,7 +90,7 @@ impl Plugin for ExamplePlugin {
                 IpNetwork::V4(Ipv4Network::new(Ipv4Addr::UNSPECIFIED, 0).map_err(internal)?),
                 Some(gateway.into()),
             )],
-            dns: request.config.dns.clone(),
+            dns: request.config.dns()?,
         })
     }
 

@@ -2,7 +2,7 @@
 #![forbid(unsafe_code)]
 
 use cni::{About, CniArgs, DelRequest, Error, NetworkRequest, Plugin, Request, Success};
-use ipam_host_local::{HostLocal, Retention};
+use ipam_host_local::{HostLocal, Retention, Teardown};
 use std::process::ExitCode;
 
 struct HostLocalPlugin;
@@ -15,20 +15,21 @@ impl Plugin for HostLocalPlugin {
             .into_result())
     }
 
+    /// With whatever config the runtime has at teardown: only the store must be found.
     fn del(&self, request: &DelRequest) -> Result<(), Error> {
-        HostLocal::from_conf(&request.config, &request.args)?
+        Teardown::from_conf(&request.config, &request.args)?
             .release(&request.container_id, &request.ifname)
     }
 
+    /// With `prevResult` (as runtimes send it), the reservations must be exactly its
+    /// addresses; without, as the reference checks, the attachment must hold one.
     fn check(&self, request: &Request) -> Result<(), Error> {
-        let expected = request.config.prev_result()?.ok_or_else(|| {
-            Error::invalid_config("CHECK needs prevResult (the ADD result) in the config")
-        })?;
-        HostLocal::from_conf(&request.config, &request.args)?.check(
-            &request.container_id,
-            &request.ifname,
-            &expected,
-        )
+        let ipam = HostLocal::from_conf(&request.config, &request.args)?;
+        let (id, ifname) = (&request.container_id, &request.ifname);
+        match request.config.prev_result()? {
+            Some(expected) => ipam.check(id, ifname, &expected),
+            None => ipam.check_held(id, ifname),
+        }
     }
 
     fn gc(&self, request: &NetworkRequest) -> Result<(), Error> {

@@ -5,8 +5,10 @@ use cni::{CniArgs, NetConf};
 use ipam_host_local::HostLocal;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A unique scratch directory, removed on drop.
@@ -95,5 +97,69 @@ pub fn reference_release(net_dir: &Path, id: &str, ifname: &str) {
                 std::fs::remove_file(entry.path()).unwrap();
             }
         }
+    }
+}
+
+/// The `host-local` binary this package builds.
+pub const BINARY: &str = env!("CARGO_BIN_EXE_host-local");
+
+/// Starts the binary as a runtime runs it: `command` for attachment `id`/`eth0` in netns `ns`
+/// with `CNI_PATH` set, `env` adding or overriding variables, `conf` on stdin.
+pub fn spawn(command: &str, id: &str, conf: &Value, env: &[(&str, &str)]) -> Child {
+    spawn_in(&std::env::temp_dir(), command, id, conf, env)
+}
+
+/// [`spawn`] with `dir` as the working directory, where a relative path in a hostile config
+/// (a log file) lands.
+pub fn spawn_in(dir: &Path, command: &str, id: &str, conf: &Value, env: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(BINARY);
+    cmd.current_dir(dir)
+        .env("CNI_COMMAND", command)
+        .env("CNI_CONTAINERID", id)
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_NETNS", "ns")
+        .env("CNI_PATH", "/opt/cni/bin");
+    for (key, value) in env {
+        cmd.env(key, value);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(conf.to_string().as_bytes()).unwrap();
+    child
+}
+
+/// What one run of the binary printed, once it exited.
+#[derive(Debug)]
+pub struct Output {
+    /// Exit status 0.
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// The JSON on stdout, `Null` when it printed nothing.
+    pub fn json(&self) -> Value {
+        if self.stdout.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&self.stdout)
+                .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+        }
+    }
+}
+
+/// Waits for `child` and collects what it printed.
+pub fn wait(child: Child) -> Output {
+    let output = child.wait_with_output().unwrap();
+    Output {
+        success: output.status.success(),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
 }
