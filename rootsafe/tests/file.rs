@@ -18,6 +18,15 @@ fn creating() -> OpenOptions {
     options
 }
 
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+}
+
 fn read(path: &Path) -> Result<Vec<u8>, OpenError> {
     let file = file::open(path, &reading())?;
     file::read_capped(file, 64).map_err(OpenError::Io)
@@ -99,11 +108,7 @@ fn a_link_is_never_opened_through_nor_created_through() {
 fn special_files_are_refused_without_blocking() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("fifo");
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    mkfifo(&fifo);
     assert!(matches!(
         read(&fifo),
         Err(OpenError::NotRegular(Kind::Fifo))
@@ -312,13 +317,7 @@ fn non_blocking_follows_links_and_never_waits_on_a_fifo() {
         .unwrap();
     assert_eq!(text, "nameserver 10.96.0.10\n");
     let fifo = dir.path().join("fifo");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&fifo);
     // Without a writer an ordinary open would wait for one forever.
     let opened = options.open(&fifo).unwrap();
     assert_eq!(Kind::of(&opened.metadata().unwrap()), Kind::Fifo);
