@@ -98,7 +98,7 @@ fn is_reparse_point(_: &Metadata) -> bool {
 
 /// Sets the flags that make an open refuse to go through a link and never wait on a special
 /// file (see the module docs). They replace any custom flags set before.
-pub fn no_follow(options: &mut OpenOptions) {
+fn no_follow(options: &mut OpenOptions) {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
     #[cfg(windows)]
@@ -165,8 +165,9 @@ pub enum OpenError {
     Io(io::Error),
 }
 
-/// Opens the regular file at `path` with `options` (to which [`no_follow`] is added): never
-/// through a link, never blocking, never anything but a regular file (see the module docs).
+/// Opens the regular file at `path` with `options` (their custom flags replaced by this
+/// module's): never through a link, never blocking, never anything but a regular file (see the
+/// module docs).
 pub fn open(path: &Path, options: &OpenOptions) -> Result<File, OpenError> {
     match Kind::at(path) {
         Ok(None | Some(Kind::Regular)) => {}
