@@ -34,6 +34,7 @@ use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use cni::{Error, ErrorCode, NetConf};
+use rootsafe::deadline::{self, Backoff};
 
 use crate::identity::endpoint_guid;
 use crate::seconds::Seconds;
@@ -52,10 +53,6 @@ pub(crate) const SETTING: Seconds = Seconds {
     max: 3600.0,
     what: "the attachment lock deadline",
 };
-
-/// The first pause between attempts; it doubles up to [`MAX_PAUSE`].
-const FIRST_PAUSE: Duration = Duration::from_millis(1);
-const MAX_PAUSE: Duration = Duration::from_millis(50);
 
 /// The name of the lock of attachment (`network`, `container_id`, `ifname`), as the platform
 /// knows it (see the module docs).
@@ -123,30 +120,25 @@ fn lock_within(
         )
     };
     let mut object = platform::Object::open(guid).map_err(cannot)?;
-    let deadline = Instant::now() + timeout;
-    let mut pause = FIRST_PAUSE;
-    loop {
-        if object.try_take().map_err(cannot)? {
-            return Ok(Guard::new(object));
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(Error::new(
-                ErrorCode::TryAgainLater,
-                format!(
-                    "another command of attachment {container_id}/{ifname} on network {network:?} \
-                     still holds its lock {} after {:.1} s; try again later",
-                    platform::name(guid),
-                    timeout.as_secs_f64()
-                ),
-            )
-            .with_details(format!(
-                "a runtime retry or a DEL racing a slow ADD of the same pod; if that command is \
-                 stuck (see the HNS deadline), stop it. The deadline is {CONFIG_KEY} or {ENV_VAR}"
-            )));
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(MAX_PAUSE);
+    let taken = deadline::poll(Instant::now() + timeout, Backoff::default(), || {
+        object.try_take().map(|taken| taken.then_some(()))
+    })
+    .map_err(cannot)?;
+    match taken {
+        Some(()) => Ok(Guard::new(object)),
+        None => Err(Error::new(
+            ErrorCode::TryAgainLater,
+            format!(
+                "another command of attachment {container_id}/{ifname} on network {network:?} \
+                 still holds its lock {} after {:.1} s; try again later",
+                platform::name(guid),
+                timeout.as_secs_f64()
+            ),
+        )
+        .with_details(format!(
+            "a runtime retry or a DEL racing a slow ADD of the same pod; if that command is \
+             stuck (see the HNS deadline), stop it. The deadline is {CONFIG_KEY} or {ENV_VAR}"
+        ))),
     }
 }
 

@@ -284,25 +284,15 @@ fn check_one_release(args: &Args, report: &mut Report) {
 
 /// The first line `binary --version` prints, within [`VERSION_DEADLINE`].
 fn about_line(binary: &std::path::Path) -> Result<String, String> {
-    let mut child = std::process::Command::new(binary)
-        .arg("--version")
-        .env_remove("CNI_COMMAND")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let started = std::time::Instant::now();
-    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
-        if started.elapsed() > VERSION_DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("still running after {VERSION_DEADLINE:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    use rootsafe::child::{self, Ended, Stderr};
+    let mut command = std::process::Command::new(binary);
+    command.arg("--version").env_remove("CNI_COMMAND");
+    let finished = child::run(&mut command, None, Stderr::Capture, VERSION_DEADLINE)
+        .map_err(|e| std::io::Error::from(e).to_string())?;
+    if finished.ended == Ended::TimedOut {
+        return Err(format!("still running after {VERSION_DEADLINE:?}"));
     }
-    let output = child.wait_with_output().map_err(|e| e.to_string())?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&finished.stdout);
     Ok(stdout.lines().next().unwrap_or_default().trim().to_owned())
 }
 

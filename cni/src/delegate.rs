@@ -11,10 +11,11 @@
 //! nothing (`host-local`) runs whatever its config's `ipam.type` says.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command as Process, Stdio};
+use std::process::Command as Process;
 use std::time::Duration;
+
+use rootsafe::child::{self, Ended, RunError, Stderr};
 
 use crate::config::NetConf;
 use crate::env::Command;
@@ -146,43 +147,43 @@ fn find_with_suffixes(
         })
 }
 
-/// How often a plugin binary that is still open for writing somewhere ("text file busy": an
-/// installer is writing it, or another thread of this process holds a descriptor a concurrent
-/// fork inherited) is started again, with [`TEXT_FILE_BUSY_PAUSE`] between tries: libcni retries
-/// the same condition. Bounded, so a binary that stays busy fails within a second.
-const TEXT_FILE_BUSY_TRIES: u32 = 5;
-/// The pause between two starts of a busy plugin binary.
-const TEXT_FILE_BUSY_PAUSE: Duration = Duration::from_millis(200);
-
-/// Starts `process`, trying a binary that is busy being written again a bounded number of times.
-fn start(process: &mut Process) -> std::io::Result<Child> {
-    let mut tries = 1;
-    loop {
-        match process.spawn() {
-            Err(e)
-                if e.kind() == std::io::ErrorKind::ExecutableFileBusy
-                    && tries < TEXT_FILE_BUSY_TRIES =>
-            {
-                tries += 1;
-                std::thread::sleep(TEXT_FILE_BUSY_PAUSE);
-            }
-            started => return started,
-        }
-    }
-}
+/// How long a delegated plugin may run before it is stopped and the command fails with code 11
+/// ("try again later").
+///
+/// An IPAM plugin answers in milliseconds; one still running after a minute is stuck (on its
+/// own lock, its data store, a full disk), and without a deadline it would hang the command
+/// until the runtime killed the plugin, which then learns nothing and rolls nothing back. The
+/// deadline is fixed rather than a setting: 60 s is as long as the waits for the attachment
+/// lock and for host-local's store lock, far beyond any healthy IPAM, and with the HNS deadline
+/// (30 s for a hung call) a DEL that meets both still answers inside kubelet's 2-minute
+/// `--runtime-request-timeout`. What a stopped IPAM ADD may have reserved is released by the
+/// DEL the runtime sends for the failed pod.
+pub const DEADLINE: Duration = Duration::from_secs(60);
 
 /// How much of a failed plugin's non-error stdout is kept in the error's details.
 const MAX_STDOUT_IN_DETAILS: usize = 1000;
 
 /// Runs `binary` for `command` with `stdin`, returning its stdout on success. A failure with
 /// error JSON on stdout keeps that error's code; any other failure is code 999 naming the exit
-/// status, with what the plugin printed on stdout (its stderr is passed through) in the details.
+/// status, with what the plugin printed on stdout (its stderr is passed through) in the details;
+/// a plugin still running at [`DEADLINE`] is stopped (code 11).
 /// The delegate's [`CHAIN_VAR`] is this process's with `plugin_type` added.
 pub fn exec(
     binary: &Path,
     plugin_type: &str,
     command: Command,
     stdin: &[u8],
+) -> Result<Vec<u8>, Error> {
+    exec_within(binary, plugin_type, command, stdin, DEADLINE)
+}
+
+/// [`exec`] with the deadline as a parameter.
+fn exec_within(
+    binary: &Path,
+    plugin_type: &str,
+    command: Command,
+    stdin: &[u8],
+    deadline: Duration,
 ) -> Result<Vec<u8>, Error> {
     let name = binary.display().to_string();
     // This process was admitted with the same variable (the skeleton reads it before any
@@ -191,35 +192,42 @@ pub fn exec(
     let mut process = Process::new(binary);
     process
         .env("CNI_COMMAND", command.as_str())
-        .env(CHAIN_VAR, chain.extended(plugin_type))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    let mut child = start(&mut process)
-        .map_err(|e| Error::new(ErrorCode::Io, format!("cannot run plugin {name}: {e}")))?;
-    // stdin is fed from its own thread while stdout is drained: a plugin may write its reply
-    // before it has read the whole config, and with both larger than a pipe buffer a write
-    // followed by a read would wait on each other forever.
-    let output = std::thread::scope(|scope| {
-        if let Some(mut input) = child.stdin.take() {
-            // A plugin that exits without reading stdin closes the pipe; its exit status tells
-            // the rest.
-            scope.spawn(move || {
-                let _ = input.write_all(stdin);
-            });
+        .env(CHAIN_VAR, chain.extended(plugin_type));
+    let finished =
+        child::run(&mut process, Some(stdin), Stderr::Inherit, deadline).map_err(|e| match e {
+            RunError::Start(e) => {
+                Error::new(ErrorCode::Io, format!("cannot run plugin {name}: {e}"))
+            }
+            RunError::Wait(e) => {
+                Error::new(ErrorCode::Io, format!("cannot wait for plugin {name}: {e}"))
+            }
+        })?;
+    let status = match finished.ended {
+        Ended::Exited(status) => status,
+        Ended::TimedOut => {
+            return Err(Error::new(
+                ErrorCode::TryAgainLater,
+                format!(
+                    "plugin {name} did not finish {} within {:.1} s: it was stopped; try again \
+                     later",
+                    command.as_str(),
+                    deadline.as_secs_f64()
+                ),
+            )
+            .with_details(
+                "an IPAM plugin answers in well under a second; one still running after this \
+                 long is stuck (on its own lock or data store): see its log",
+            ));
         }
-        child.wait_with_output()
-    })
-    .map_err(|e| Error::new(ErrorCode::Io, format!("cannot wait for plugin {name}: {e}")))?;
-    if output.status.success() {
-        return Ok(output.stdout);
+    };
+    if status.success() {
+        return Ok(finished.stdout);
     }
-    Err(Error::from_json(&output.stdout).unwrap_or_else(|| {
+    Err(Error::from_json(&finished.stdout).unwrap_or_else(|| {
         let error = Error::internal(format!(
-            "plugin {name} failed ({}) without a CNI error on stdout",
-            output.status
+            "plugin {name} failed ({status}) without a CNI error on stdout"
         ));
-        match String::from_utf8_lossy(&output.stdout).trim() {
+        match String::from_utf8_lossy(&finished.stdout).trim() {
             "" => error,
             printed => error.with_details(format!(
                 "stdout: {}",
@@ -401,23 +409,28 @@ echo '{"cniVersion":"0.3.1","ips":[{"version":"4","address":"10.0.0.9/24"}]}'"#,
         assert_eq!(outcome, Ok(()));
     }
 
-    /// A plugin binary still open for writing ("text file busy": being installed, or a
-    /// descriptor a concurrent fork inherited) is started once the writer lets go.
+    /// A delegate that hangs (here: a grandchild holding its stdout too) is stopped at the
+    /// deadline, and the command fails with 11 naming it, instead of hanging with it.
     #[test]
-    fn a_plugin_busy_being_written_is_started_once_it_is_free() {
+    fn a_delegate_that_hangs_is_stopped_at_the_deadline_with_code_11() {
         let (_guard, dir) = scratch();
-        script(&dir, "ipam", "cat >/dev/null");
-        let writer = std::fs::OpenOptions::new()
-            .append(true)
-            .open(dir.join("ipam"))
-            .unwrap();
-        let release = std::thread::spawn(move || {
-            std::thread::sleep(TEXT_FILE_BUSY_PAUSE);
-            drop(writer);
+        script(&dir, "ipam", "sleep 30 & sleep 30");
+        let binary = dir.join("ipam");
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let deadline = std::time::Duration::from_millis(200);
+            let _ = done.send(exec_within(&binary, "ipam", Command::Del, b"{}", deadline));
         });
-        let outcome = run("ipam", Command::Del, b"{}", &[dir]);
-        release.join().unwrap();
-        assert_eq!(outcome, Ok(()));
+        let err = finished
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the delegation hung")
+            .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::TryAgainLater);
+        assert!(
+            err.msg().contains("ipam did not finish DEL within 0.2 s"),
+            "{}",
+            err.msg()
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! line is tagged with the command and container ID, because one log file serves every pod on a node.
 
 use log::{LevelFilter, Log, Metadata, Record};
+use rootsafe::file::{Kind, OpenError};
 use simplelog::{CombinedLogger, ConfigBuilder, SharedLogger, WriteLogger};
 use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
@@ -141,44 +142,23 @@ pub fn init(tag: String, settings: &LogSettings) {
 }
 
 /// Opens the log file for appending, without ever waiting: a FIFO without a reader would block
-/// an ordinary open forever, so the file is opened non-blocking and without following a link,
-/// and anything but a regular file is refused (the caller logs to stderr only).
+/// an ordinary open forever, so the file is opened as [`rootsafe::file::open`] opens (never
+/// through a link, never blocking, only a regular file), and anything else is refused (the
+/// caller logs to stderr only).
 fn open_log_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let not_regular = |what: &str| {
-        std::io::Error::other(format!(
-            "it is {what}, not a regular file; logging to stderr only"
-        ))
-    };
-    if let Ok(metadata) = std::fs::symlink_metadata(path)
-        && !metadata.is_file()
-    {
-        return Err(not_regular(describe(&metadata.file_type())));
-    }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
     let mut options = OpenOptions::new();
     options.create(true).append(true);
-    // Checked above, but the path may change between the check and the open: these flags make
-    // the open itself safe, and the opened file is checked again.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-    }
-    #[cfg(windows)]
-    {
-        use std::os::windows::fs::OpenOptionsExt;
-        /// Opens a link or other reparse point itself rather than its target (winbase.h).
-        const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
-        options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT);
-    }
-    let file = options.open(path)?;
-    let metadata = file.metadata()?;
-    if !metadata.is_file() {
-        return Err(not_regular(describe(&metadata.file_type())));
-    }
-    Ok(file)
+    rootsafe::file::open(path, &options).map_err(|e| match e {
+        OpenError::NotRegular(kind) => std::io::Error::other(format!(
+            "it is {}, not a regular file; logging to stderr only",
+            describe(kind)
+        )),
+        OpenError::Missing => std::io::ErrorKind::NotFound.into(),
+        OpenError::Io(e) => e,
+    })
 }
 
 /// A path in its display form, quoted (see [`crate::quote`]).
@@ -187,26 +167,14 @@ fn quoted_path(path: &Path) -> String {
 }
 
 /// What a non-regular file is, for the warning.
-fn describe(file_type: &std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if file_type.is_fifo() {
-            return "a FIFO";
-        }
-        if file_type.is_char_device() || file_type.is_block_device() {
-            return "a device";
-        }
-        if file_type.is_socket() {
-            return "a socket";
-        }
-    }
-    if file_type.is_dir() {
-        "a directory"
-    } else if file_type.is_symlink() {
-        "a symbolic link"
-    } else {
-        "a special file"
+fn describe(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Fifo => "a FIFO",
+        Kind::Device => "a device",
+        Kind::Socket => "a socket",
+        Kind::Directory => "a directory",
+        Kind::Link => "a symbolic link",
+        Kind::Regular => "a regular file",
     }
 }
 

@@ -1,25 +1,17 @@
 //! Executing a plugin exactly as a container runtime does: chosen environment, config on stdin,
-//! a deadline, and everything it prints captured.
+//! a deadline, and everything it prints captured (through [`rootsafe::child::run`]: stdin fed
+//! and both pipes drained on their own threads, a binary busy being written started again, the
+//! plugin killed and reaped at the deadline, at most 4 MiB kept of each stream).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::Path;
-use std::process::{Child, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use rootsafe::child::{self, Ended, Stderr};
 
 use crate::launcher::Launcher;
-
-/// More output than this from one call is dropped: no real reply comes near it, and a runaway
-/// plugin must not exhaust the harness's memory before its deadline.
-const MAX_CAPTURE_BYTES: usize = 4 * 1024 * 1024;
-
-/// How long to wait for a pipe to close after the plugin exited or was killed. A grandchild that
-/// inherited the pipe can hold it open; the harness reports what it read rather than hanging.
-const PIPE_GRACE: Duration = Duration::from_millis(500);
 
 /// What a runtime hands one plugin call: environment variables and stdin.
 ///
@@ -129,61 +121,28 @@ pub fn execute_with_args(
     invocation: &Invocation,
     timeout: Duration,
 ) -> io::Result<Exec> {
-    let started = Instant::now();
-    let mut child = spawn(launcher, program, args, invocation)?;
-
-    let feeder = child.stdin.take().map(|mut pipe| {
-        let bytes = invocation.stdin.clone();
-        // A plugin may exit without reading stdin; a broken pipe then is its right, not an error.
-        thread::spawn(move || {
-            let _ = pipe.write_all(&bytes);
-        })
-    });
-    let stdout = child.stdout.take().map(Capture::start);
-    let stderr = child.stderr.take().map(Capture::start);
-
-    let exit = wait_until(&mut child, started + timeout, timeout)?;
-    let elapsed = started.elapsed();
-    if let Some(feeder) = feeder {
-        // The process is gone, so the write has finished or failed; the join cannot block.
-        let _ = feeder.join();
-    }
-    Ok(Exec {
-        exit,
-        stdout: stdout.map(Capture::finish).unwrap_or_default(),
-        stderr: stderr.map(Capture::finish).unwrap_or_default(),
-        elapsed,
-    })
-}
-
-fn spawn(
-    launcher: &dyn Launcher,
-    program: &Path,
-    args: &[&str],
-    invocation: &Invocation,
-) -> io::Result<Child> {
     let mut command = launcher.command(program);
     command
         .args(args)
         .env_clear()
         .envs(without_cni_variables(std::env::vars_os()))
         .envs(launcher.env())
-        .envs(&invocation.env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // A binary written just before (a test's script, a fresh build) can be briefly busy while a
-    // forked sibling still holds it open for writing; libcni retries for the same reason.
-    let mut attempts = 0;
-    loop {
-        match command.spawn() {
-            Err(err) if err.kind() == io::ErrorKind::ExecutableFileBusy && attempts < 5 => {
-                attempts += 1;
-                thread::sleep(Duration::from_millis(20 * attempts));
-            }
-            other => return other,
-        }
-    }
+        .envs(&invocation.env);
+    let finished = child::run(
+        &mut command,
+        Some(&invocation.stdin),
+        Stderr::Capture,
+        timeout,
+    )?;
+    Ok(Exec {
+        exit: match finished.ended {
+            Ended::Exited(status) => status.code().map_or(Exit::Signalled, Exit::Status),
+            Ended::TimedOut => Exit::TimedOut(timeout),
+        },
+        stdout: finished.stdout,
+        stderr: finished.stderr,
+        elapsed: finished.elapsed,
+    })
 }
 
 /// The inherited environment minus every `CNI_*` variable (matched without regard to case, as
@@ -200,62 +159,6 @@ pub(crate) fn without_cni_variables(
             .is_some_and(|prefix| prefix.eq_ignore_ascii_case(b"CNI_"))
     })
     .collect()
-}
-
-fn wait_until(child: &mut Child, deadline: Instant, timeout: Duration) -> io::Result<Exit> {
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status.code().map_or(Exit::Signalled, Exit::Status));
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            // The process may have exited in between; either way it is reaped below.
-            let _ = child.kill();
-            child.wait()?;
-            return Ok(Exit::TimedOut(timeout));
-        }
-        thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(Duration::from_millis(10));
-    }
-}
-
-/// A pipe drained by a thread into a shared buffer, so a pipe that never closes still yields
-/// what was read from it.
-struct Capture {
-    buffer: Arc<Mutex<Vec<u8>>>,
-    done: mpsc::Receiver<()>,
-}
-
-impl Capture {
-    fn start(mut pipe: impl Read + Send + 'static) -> Capture {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let (tx, done) = mpsc::channel();
-        let shared = Arc::clone(&buffer);
-        thread::spawn(move || {
-            let mut chunk = [0u8; 8192];
-            while let Ok(n) = pipe.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                if let Ok(mut buffer) = shared.lock()
-                    && buffer.len() < MAX_CAPTURE_BYTES
-                {
-                    buffer.extend_from_slice(&chunk[..n]);
-                }
-            }
-            let _ = tx.send(());
-        });
-        Capture { buffer, done }
-    }
-
-    fn finish(self) -> Vec<u8> {
-        let _ = self.done.recv_timeout(PIPE_GRACE);
-        match self.buffer.lock() {
-            Ok(mut buffer) => std::mem::take(&mut *buffer),
-            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -10,30 +10,20 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cni::{Error, ErrorCode};
+use rootsafe::deadline::{self, Backoff};
 
 use crate::fsutil::io_error;
 
-/// The first pause between attempts; it doubles up to [`MAX_PAUSE`].
-const FIRST_PAUSE: Duration = Duration::from_millis(1);
-const MAX_PAUSE: Duration = Duration::from_millis(50);
-
 /// Takes the exclusive lock on `file` (the store's `lock` at `path`), waiting at most `timeout`.
 pub fn acquire(file: &File, path: &Path, timeout: Duration) -> Result<(), Error> {
-    let deadline = Instant::now() + timeout;
-    let mut pause = FIRST_PAUSE;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(()),
-            Err(TryLockError::Error(e)) => return Err(io_error("lock", path, &e)),
-            Err(TryLockError::WouldBlock) => {}
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(timed_out(file, path, timeout));
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(MAX_PAUSE);
-    }
+    let taken = deadline::poll(Instant::now() + timeout, Backoff::default(), || match file
+        .try_lock()
+    {
+        Ok(()) => Ok(Some(())),
+        Err(TryLockError::WouldBlock) => Ok(None),
+        Err(TryLockError::Error(e)) => Err(io_error("lock", path, &e)),
+    })?;
+    taken.ok_or_else(|| timed_out(file, path, timeout))
 }
 
 fn timed_out(file: &File, path: &Path, timeout: Duration) -> Error {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use cni::Error;
 
-use crate::fsutil::{Access, io_error, open_regular, read_capped};
+use crate::fsutil::{Access, OpenErrorExt, io_error, open_regular, read_capped};
 
 /// First bytes of a map file. The space in it guarantees the reference's release-by-content
 /// scan (which walks subdirectories too) can never mistake the file for a reservation.

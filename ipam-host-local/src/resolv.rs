@@ -19,11 +19,7 @@ pub fn read(path: &Path) -> Result<Dns, Error> {
     const WHAT: &str = "ipam.resolvConf";
     let mut options = OpenOptions::new();
     options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(
-        &mut options,
-        libc::O_NONBLOCK | libc::O_CLOEXEC,
-    );
+    rootsafe::file::non_blocking(&mut options);
     let mut file = options
         .open(path)
         .map_err(|e| io_error(&format!("read {WHAT}"), path, &e))?;

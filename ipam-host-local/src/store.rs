@@ -24,8 +24,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use cni::Error;
 
 use crate::fsutil::{
-    Access, OpenError, ensure_private_dir, hard_link, io_error, is_real_dir, open_regular,
-    overwrite, read_capped, remove_any, remove_optional, sync_dir, write_new,
+    Access, OpenError, OpenErrorExt, describe, ensure_private_dir, hard_link, io_error,
+    is_real_dir, open_regular, overwrite, read_capped, remove_any, remove_optional, sync_dir,
+    write_new,
 };
 use crate::layout::{
     Content, ESCAPES_COLONS, LAST_RESERVED_PREFIX, LOCK_FILE, Owner, ip_file_name, parse_content,
@@ -251,8 +252,8 @@ impl Store {
         let mut file = match open_regular(&path, Access::Read) {
             Ok(file) => file,
             Err(OpenError::Missing) => return Ok(None),
-            Err(OpenError::NotRegular(what)) => {
-                return Ok(Some(Content::Corrupt(format!("it is {what}"))));
+            Err(OpenError::NotRegular(kind)) => {
+                return Ok(Some(Content::Corrupt(format!("it is {}", describe(kind)))));
             }
             Err(e) => return Err(e.into_error("read reservation", &path)),
         };
@@ -678,8 +679,8 @@ impl Session<'_> {
         let path = self.store.last_reserved_path(set);
         let mut file = match open_regular(&path, Access::ReadWriteCreate) {
             Ok(file) => file,
-            Err(OpenError::NotRegular(what)) => {
-                log::warn!("{} is {what}; replacing it", path.display());
+            Err(OpenError::NotRegular(kind)) => {
+                log::warn!("{} is {}; replacing it", path.display(), describe(kind));
                 remove_any(&path)?;
                 open_regular(&path, Access::ReadWriteCreate)
                     .map_err(|e| e.into_error("open", &path))?

@@ -1,9 +1,12 @@
 //! Reading a file a config names, as a SYSTEM/root process must: only a regular file, never
-//! through a link or reparse point, never blocking on a FIFO or device, at most a few KiB.
+//! through a link or reparse point, never blocking on a FIFO or device (see
+//! [`rootsafe::file`]), at most a few KiB.
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Read};
+use std::fs::OpenOptions;
+use std::io;
 use std::path::Path;
+
+use rootsafe::file::{self, Kind, OpenError};
 
 /// The most this module reads; a subnet.env or a Flannel record is a few hundred bytes.
 pub const MAX_BYTES: u64 = 64 * 1024;
@@ -11,42 +14,27 @@ pub const MAX_BYTES: u64 = 64 * 1024;
 /// The whole file, or `None` when it does not exist. A link, a directory, a special file or a
 /// file over [`MAX_BYTES`] is an error naming what was found.
 pub fn read_regular(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    match std::fs::symlink_metadata(path) {
-        Ok(metadata) if !metadata.file_type().is_file() => {
-            return Err(not_regular(path, metadata.file_type()));
-        }
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    }
-    let file = match open_no_follow(path) {
+    let file = match file::open(path, OpenOptions::new().read(true)) {
         Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+        Err(OpenError::Missing) => return Ok(None),
+        Err(OpenError::NotRegular(kind)) => return Err(not_regular(path, kind)),
+        Err(OpenError::Io(e)) => return Err(e),
     };
-    // Checked again on the handle: the path may have been swapped since it was looked at.
-    let metadata = file.metadata()?;
-    if !metadata.file_type().is_file() {
-        return Err(not_regular(path, metadata.file_type()));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(io::Error::new(
+    match file::read_capped(file, MAX_BYTES) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::FileTooLarge => Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!("{} is larger than {MAX_BYTES} bytes", path.display()),
-        ));
+        )),
+        Err(e) => Err(e),
     }
-    Ok(Some(bytes))
 }
 
-fn not_regular(path: &Path, found: std::fs::FileType) -> io::Error {
-    let what = if found.is_symlink() {
-        "a link"
-    } else if found.is_dir() {
-        "a directory"
-    } else {
-        "not a regular file"
+fn not_regular(path: &Path, found: Kind) -> io::Error {
+    let what = match found {
+        Kind::Link => "a link",
+        Kind::Directory => "a directory",
+        Kind::Regular | Kind::Fifo | Kind::Device | Kind::Socket => "not a regular file",
     };
     io::Error::new(
         io::ErrorKind::InvalidInput,
@@ -55,27 +43,6 @@ fn not_regular(path: &Path, found: std::fs::FileType) -> io::Error {
             path.display()
         ),
     )
-}
-
-#[cfg(unix)]
-fn open_no_follow(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-}
-
-#[cfg(windows)]
-fn open_no_follow(path: &Path) -> io::Result<File> {
-    use std::os::windows::fs::OpenOptionsExt;
-    /// `FILE_FLAG_OPEN_REPARSE_POINT`: open a link itself rather than its target, so the
-    /// handle check above sees it.
-    const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
-    OpenOptions::new()
-        .read(true)
-        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
-        .open(path)
 }
 
 #[cfg(test)]

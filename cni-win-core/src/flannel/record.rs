@@ -7,11 +7,12 @@
 //! With containerd, `CNI_NETNS` is an HCN namespace GUID and Flannel's sandbox ID is
 //! `CNI_CONTAINERID`.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use cni::{Error, ErrorCode, NetConf};
+use rootsafe::file::{self, Kind, Mode};
 use serde_json::Value;
 
 /// The Flannel-native keys, which Flannel's delegate config never carries.
@@ -29,10 +30,11 @@ impl Record {
     pub fn new(data_dir: &Path, container_id: &str) -> Result<Record, Error> {
         // Validated by the CNI layer already; checked again because it becomes a file name.
         cni::validate::container_id(container_id)?;
+        let path = data_dir.join(container_id);
         Ok(Record {
             dir: data_dir.to_owned(),
-            path: data_dir.join(container_id),
-            temporary: data_dir.join(format!(".{container_id}.tmp")),
+            temporary: file::beside(&path, "tmp"),
+            path,
         })
     }
 
@@ -55,17 +57,15 @@ impl Record {
     }
 
     fn write(&self, bytes: &[u8]) -> io::Result<()> {
-        create_private_dir(&self.dir)?;
+        Mode::OwnerOnly
+            .dir_builder()
+            .recursive(true)
+            .create(&self.dir)?;
         remove_if_file(&self.temporary)?;
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&self.temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&self.temporary, &self.path)
+        file::replace(&self.path, &self.temporary, Mode::OwnerOnly, |f| {
+            f.write_all(bytes)
+        })
+        .map_err(|e| e.source)
     }
 
     /// Removes the record; a missing one is fine, anything but a regular file is left alone.
@@ -84,27 +84,12 @@ impl Record {
 
 /// Removes `path` if it is a regular file (never through a link).
 fn remove_if_file(path: &Path) -> io::Result<()> {
-    match fs::symlink_metadata(path) {
-        Ok(metadata) if metadata.file_type().is_file() => fs::remove_file(path),
-        Ok(_) => {
+    match Kind::at(path)? {
+        Some(Kind::Regular) => fs::remove_file(path),
+        Some(_) => {
             log::warn!("{} is not a regular file: left alone", path.display());
             Ok(())
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
+        None => Ok(()),
     }
-}
-
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
-#[cfg(windows)]
-fn create_private_dir(dir: &Path) -> io::Result<()> {
-    fs::create_dir_all(dir)
 }

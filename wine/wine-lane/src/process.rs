@@ -1,9 +1,10 @@
-//! Running one helper process with a deadline and capturing what it printed.
+//! Running one helper process with a deadline ([`rootsafe::child::run`]) and capturing what it
+//! printed.
 
-use std::io::Read;
-use std::process::{Child, Command, Stdio};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use rootsafe::child::{self, Ended, RunError, Stderr};
 
 /// A single tool or probe slower than this is killed: each takes well under a second once the
 /// wineserver is up, and a hung one must not hang CI.
@@ -76,63 +77,21 @@ pub fn run_with_stdin(
     deadline: Duration,
 ) -> Result<Ran, String> {
     let command_line = describe(&command);
-    let mut child = command
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start `{command_line}`: {e}"))?;
-    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        // A process that exits without reading closes the pipe; its status tells the rest.
-        thread::spawn(move || {
-            let _ = std::io::Write::write_all(&mut pipe, &bytes);
-        });
-    }
-    let stdout = capture(child.stdout.take());
-    let stderr = capture(child.stderr.take());
-    let status =
-        wait(&mut child, deadline).map_err(|e| format!("waiting for `{command_line}`: {e}"))?;
+    let finished = child::run(&mut command, stdin.as_deref(), Stderr::Capture, deadline).map_err(
+        |e| match e {
+            RunError::Start(e) => format!("cannot start `{command_line}`: {e}"),
+            RunError::Wait(e) => format!("waiting for `{command_line}`: {e}"),
+        },
+    )?;
     Ok(Ran {
         command_line,
-        status,
-        stdout: collect(stdout),
-        stderr: collect(stderr),
+        status: match finished.ended {
+            Ended::Exited(status) => status.code(),
+            Ended::TimedOut => None,
+        },
+        stdout: String::from_utf8_lossy(&finished.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&finished.stderr).into_owned(),
     })
-}
-
-fn wait(child: &mut Child, deadline: Duration) -> std::io::Result<Option<i32>> {
-    let deadline = Instant::now() + deadline;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status.code());
-        }
-        if Instant::now() >= deadline {
-            child.kill()?;
-            child.wait()?;
-            return Ok(None);
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn capture(pipe: Option<impl Read + Send + 'static>) -> Option<JoinHandle<String>> {
-    pipe.map(|mut pipe| {
-        thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-    })
-}
-
-fn collect(reader: Option<JoinHandle<String>>) -> String {
-    reader
-        .and_then(|reader| reader.join().ok())
-        .unwrap_or_default()
 }
 
 fn describe(command: &Command) -> String {
