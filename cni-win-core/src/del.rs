@@ -11,7 +11,7 @@ use hns::{Client, Guid};
 
 use crate::config::namespace_guid;
 use crate::hns_error::to_cni;
-use crate::prepare::Identity;
+use crate::identity::Identity;
 
 pub(crate) fn del(client: &Client, request: &DelRequest) -> Result<(), Error> {
     let network = request.config.name.as_str();

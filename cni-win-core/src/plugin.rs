@@ -28,7 +28,7 @@ struct HnsPlugin<K>(PhantomData<K>);
 /// Unreachable is code 11 (HNS may be restarting).
 fn connect(conf: &NetConf) -> Result<Client, Error> {
     let deadline = hns_deadline(conf)?;
-    crate::node::hns_client(deadline).map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
+    crate::platform::client(deadline).map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
 }
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
@@ -62,9 +62,11 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
         let client = connect(&request.config).map_err(|e| {
             Error::new(ErrorCode::NotAvailable, e.msg().to_owned()).with_details(e.details())
         })?;
-        flannel::status(request, &client, |request| {
-            status::status::<K>(&client, request)
-        })
+        flannel::status(
+            request,
+            || client.supported_features(),
+            |request| status::status::<K>(&client, request),
+        )
         .map(drop)
     }
 }
