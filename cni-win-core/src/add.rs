@@ -20,12 +20,12 @@ use crate::endpoint::{self, Address, Blueprint};
 use crate::hns_error::{details, to_cni};
 use crate::ipam::Lease;
 use crate::kind::NetworkKind;
-use crate::network;
 use crate::policy;
 use crate::port_conflict;
 use crate::prepare::{Attachment, Network, Prepared, PreparedAttachment};
 use crate::reference;
-use crate::stale;
+use crate::requirements;
+use crate::stale_holder;
 
 pub(crate) fn add<K: NetworkKind>(client: &Client, request: &Request) -> Result<Success, Error> {
     let PreparedAttachment {
@@ -266,11 +266,16 @@ impl<K: NetworkKind> Placement<'_, '_, '_, '_, K> {
                 });
             }
         }
-        if retry == Retry::Allowed && stale::is_address_held(error) {
+        if retry == Retry::Allowed && stale_holder::is_address_held(error) {
             let ipam = prepared.required_ipam().map_err(Failure::before_create)?;
-            let removed =
-                stale::remove_holder(client, &network.open, ipam, &blueprint.addresses, error)
-                    .map_err(Failure::before_create)?;
+            let removed = stale_holder::remove_holder(
+                client,
+                &network.open,
+                ipam,
+                &blueprint.addresses,
+                error,
+            )
+            .map_err(Failure::before_create)?;
             if !removed {
                 return Err(Failure::before_create(failed()));
             }
@@ -319,8 +324,8 @@ fn blueprint<K: NetworkKind>(
         .collect::<Result<Vec<_>, Error>>()?;
     let ips: Vec<IpNetwork> = addresses.iter().map(|a| a.ip).collect();
     let conf = &prepared.conf;
-    let requirements = network::requirements(conf.loopback_dsr, &ips, conf.kind.ipv6_caveat());
-    network::require_features(client, &requirements)?;
+    let needed = requirements::requirements(conf.loopback_dsr, &ips, conf.kind.ipv6_caveat());
+    requirements::require_features(client, &needed)?;
     Ok(Blueprint {
         name: attachment.endpoint.name.clone(),
         policies: policy::compose(conf, network.open.properties(), &ips)?,

@@ -37,7 +37,7 @@ use cni::{Error, ErrorCode, NetConf};
 use rootsafe::deadline::{self, Backoff};
 
 use crate::identity::endpoint_guid;
-use crate::seconds::Seconds;
+use cni::seconds::Seconds;
 
 /// The config key of the deadline.
 pub const CONFIG_KEY: &str = "attachmentLockTimeoutSeconds";
@@ -336,6 +336,13 @@ mod tests {
         assert_eq!(
             SETTING.from(None, Some("2.5")).unwrap(),
             Duration::from_millis(2500)
+        );
+        assert_eq!(
+            SETTING
+                .from(Some(&serde_json::json!(5)), Some("2.5"))
+                .unwrap(),
+            Duration::from_secs(5),
+            "the config key wins over the variable"
         );
         let error = SETTING.from(Some(&serde_json::json!(0)), None).unwrap_err();
         assert_eq!(error.code(), ErrorCode::InvalidConfig);

@@ -12,8 +12,9 @@ use hns::schema::MacAddress;
 use crate::codes::CHECK_MISMATCH;
 use crate::endpoint::addresses_of;
 use crate::hns_error::to_cni;
+use crate::identity::Identity;
 use crate::kind::NetworkKind;
-use crate::prepare::{Identity, PreparedAttachment};
+use crate::prepare::PreparedAttachment;
 use crate::{policy, reference};
 
 pub(crate) fn check<K: NetworkKind>(client: &Client, request: &Request) -> Result<(), Error> {

@@ -12,7 +12,7 @@ use hns::{Client, Guid};
 
 use crate::config::namespace_guid;
 use crate::hns_error::to_cni;
-use crate::prepare::Identity;
+use crate::identity::Identity;
 use crate::teardown::Teardown;
 
 pub(crate) fn del(client: &Client, request: &DelRequest, teardown: &Teardown) -> Result<(), Error> {

@@ -1,6 +1,6 @@
 //! GC: the only enumeration the plugins do. Every endpoint of this network that is provably
 //! an attachment's (cni-win's under its deterministic GUID, or the reference plugin's
-//! `<containerID>_<network>`: see [`crate::reference`]) and whose attachment is not listed in
+//! `<containerID>_<network>`: the one rule of [`crate::ownership`]) and whose attachment is not listed in
 //! `cni.dev/valid-attachments` is removed (all of them when the config has no list, as libcni
 //! means it); remote endpoints, endpoints named otherwise
 //! (Flannel's `cbr0_ep`, kube-proxy's) and other networks are never touched. Then IPAM's GC,
@@ -16,14 +16,13 @@ use std::net::IpAddr;
 
 use cni::{Error, GcAttachment, NetworkRequest};
 use hns::Client;
-use ipam_host_local::Retention;
 
 use crate::attachment_lock;
 use crate::codes::GC_INCOMPLETE;
 use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
+use crate::ownership::{self, Liveness, Retention, Verdict};
 use crate::prepare::{Prepared, Unusable};
-use crate::reference;
 
 pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> Result<(), Error> {
     let mut prepared = Prepared::<K>::load_for_teardown(&request.config, &cni::CniArgs::default())?;
@@ -82,17 +81,16 @@ fn sweep(
     let endpoints = client
         .list_endpoints(Some(id))
         .map_err(|e| to_cni(&e, &format!("list the endpoints of {network:?}")))?;
+    let valid = keep.clone();
     for endpoint in endpoints {
         let addresses = endpoint.ip_configurations.iter().map(|c| c.ip_address);
-        let Some(owner) = reference::owner(network, id, &endpoint) else {
-            held.extend(addresses);
-            continue;
+        let attachment = match ownership::judge(network, id, &endpoint, Liveness::Listed(&valid)) {
+            Verdict::Dead(attachment, _) => attachment,
+            Verdict::NotOurs | Verdict::Alive(_) => {
+                held.extend(addresses);
+                continue;
+            }
         };
-        if owner.is_valid(keep) {
-            held.extend(addresses);
-            continue;
-        }
-        let attachment = owner.attachment();
         let _lock = match attachment_lock::try_lock(
             network,
             &attachment.container_id,
@@ -135,7 +133,7 @@ fn sweep(
             Err(e) if e.is_not_found() => {}
             Err(e) => {
                 problems.push(format!("endpoint {} ({}): {e}", endpoint.name, endpoint.id));
-                keep.push(owner.attachment());
+                keep.push(attachment);
                 held.extend(addresses);
             }
         }

@@ -30,7 +30,7 @@ use cni::{Error, NetConf};
 #[cfg(test)]
 use serde_json::Value;
 
-use crate::seconds::Seconds;
+use cni::seconds::Seconds;
 
 /// The config key.
 pub const CONFIG_KEY: &str = "hnsTimeoutSeconds";
@@ -53,6 +53,12 @@ pub(crate) const SETTING: Seconds = Seconds {
 /// environment variable, else [`DEFAULT`].
 pub fn hns_deadline(conf: &NetConf) -> Result<Duration, Error> {
     SETTING.read(conf)
+}
+
+/// The deadline of the node tools (`cni-win sweep`, `doctor`), which serve every network at
+/// once: the environment variable, else [`DEFAULT`] (a per-network key cannot apply).
+pub fn node_deadline() -> Result<Duration, Error> {
+    SETTING.from_env()
 }
 
 #[cfg(test)]

@@ -13,6 +13,27 @@
 
 use hns::Guid;
 
+/// Who an attachment's endpoint is: its deterministic ID and its name. Public because it is
+/// the contract between releases and tools: an operator's tooling (and the node tools' tests)
+/// find an attachment's endpoint by it, as every plugin command does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The endpoint's GUID ([`endpoint_guid`]).
+    pub guid: Guid,
+    /// The endpoint's name ([`endpoint_name`]).
+    pub name: String,
+}
+
+impl Identity {
+    /// Derived from the names alone, so every command, DEL included, finds what ADD made.
+    pub fn of(network: &str, container_id: &str, ifname: &str) -> Identity {
+        Identity {
+            guid: endpoint_guid(network, container_id, ifname),
+            name: endpoint_name(network, container_id, ifname),
+        }
+    }
+}
+
 /// FNV-1a 128-bit offset basis and prime (IETF draft-eastlake-fnv).
 const FNV128_OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
 const FNV128_PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;

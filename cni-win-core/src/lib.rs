@@ -12,15 +12,24 @@
 //!   OutBoundNAT, port mappings with their ACLs and the allow-all fallback, loopback DSR);
 //! - `ipam`: host-local in-process, any other IPAM plugin from `CNI_PATH`;
 //! - `delegation`: the guard that keeps delegation from looping back into an HNS plugin;
-//! - `identity`: the deterministic endpoint GUID and name of an attachment;
+//! - [`identity`]: the deterministic endpoint GUID and name of an attachment;
+//! - `requirements`: the HNS features an ADD needs (DSR, dual-stack) and the message when one
+//!   is missing;
+//! - `stale_holder`: ADD's removal of a dead endpoint that holds the new pod's address;
 //! - ADD, DEL, CHECK, GC and STATUS over `hns::Client`, with the raw-call budgets of each
 //!   documented in its module; `teardown`: the little of a config DEL reads, so a config
 //!   edited after ADD never blocks a pod's teardown;
 //! - `flannel`: Flannel-native mode (a config with `subnetFile`: subnet.env read and turned
 //!   into the effective config, Flannel's record kept for DEL);
-//! - `hns_deadline`: how long one HCN call may take (config key, environment variable);
+//! - [`hns_deadline`]: how long one HCN call may take (config key, environment variable);
+//! - [`platform`]: the platform's HNS, as the plugins and the node tools reach it;
 //! - `endpoint`: the endpoint document and the result read back from it;
-//! - [`node`]: what the node tools (`cni-win sweep`, `doctor`) share with the plugins;
+//!
+//! What the node tools (`cni-win sweep`, `doctor`) share with the plugins, so they judge with
+//! the plugins' own rules rather than a copy: [`ownership`] (the one rule of what is whose and
+//! what is dead, which GC applies too), [`snapshot`] (the node read once, each configured
+//! network judged and its STATUS answered from that read), [`identity`],
+//! [`attachment_lock`] (a command in flight) and [`load_config`];
 //! - `codes` and `hns_error`: the plugin error codes (110-114) and how HNS errors map to
 //!   CNI codes.
 //!
@@ -40,20 +49,21 @@ mod delegation;
 mod endpoint;
 mod flannel;
 mod gc;
-mod hns_deadline;
+pub mod hns_deadline;
 mod hns_error;
-mod identity;
+pub mod identity;
 mod ipam;
 mod kind;
-mod network;
-pub mod node;
+pub mod ownership;
+pub mod platform;
 mod plugin;
 mod policy;
 mod port_conflict;
 mod prepare;
 mod reference;
-mod seconds;
-mod stale;
+mod requirements;
+pub mod snapshot;
+mod stale_holder;
 mod status;
 mod teardown;
 

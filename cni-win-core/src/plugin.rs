@@ -35,7 +35,7 @@ fn connect(conf: &NetConf) -> Result<Client, Error> {
 
 /// [`connect`] with each call bounded by `deadline`.
 fn connect_within(deadline: Duration) -> Result<Client, Error> {
-    crate::node::hns_client(deadline).map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
+    crate::platform::client(deadline).map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
 }
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
@@ -82,9 +82,11 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
         let client = connect(&request.config).map_err(|e| {
             Error::new(ErrorCode::NotAvailable, e.msg().to_owned()).with_details(e.details())
         })?;
-        flannel::status(request, &client, |request| {
-            status::status::<K>(&client, request)
-        })
+        flannel::status(
+            request,
+            || client.supported_features(),
+            |request| status::status::<K>(&client, request),
+        )
         .map(drop)
     }
 }

@@ -19,7 +19,7 @@ use ipnetwork::IpNetwork;
 
 use crate::config::{Conf, namespace_guid};
 use crate::hns_error::to_cni;
-use crate::identity::{endpoint_guid, endpoint_name};
+use crate::identity::Identity;
 use crate::ipam::Ipam;
 use crate::kind::NetworkKind;
 
@@ -67,23 +67,6 @@ pub(crate) struct Attachment<'r> {
     pub request: &'r Request,
     pub namespace: Guid,
     pub endpoint: Identity,
-}
-
-/// Who an attachment's endpoint is: its deterministic ID and its name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Identity {
-    pub guid: Guid,
-    pub name: String,
-}
-
-impl Identity {
-    /// Derived from the names alone, so every command, DEL included, finds what ADD made.
-    pub fn of(network: &str, container_id: &str, ifname: &str) -> Identity {
-        Identity {
-            guid: endpoint_guid(network, container_id, ifname),
-            name: endpoint_name(network, container_id, ifname),
-        }
-    }
 }
 
 impl<'c, 'r, K: NetworkKind> PreparedAttachment<'c, 'r, K> {
@@ -144,19 +127,30 @@ impl<K: NetworkKind> Prepared<K> {
         })
     }
 
-    /// Opens the network (3 raw calls), checks its type and the kind's rules, computes the
-    /// pod gateway of every host-local range and keeps those gateways and the HNS subnets'
-    /// own gateways out of host-local's pool.
+    /// Opens the network (3 raw calls) and fits the config to it ([`Prepared::fit`]).
     pub fn network<'c>(&mut self, client: &'c Client) -> Result<Network<'c>, Unusable> {
+        let open = client
+            .find_network_by_name(&self.conf.network)
+            .map_err(|e| {
+                if e.is_not_found() {
+                    Unusable::Missing(e)
+                } else {
+                    Unusable::Hns(e)
+                }
+            })?;
+        let gateways = self.fit(open.properties())?;
+        Ok(Network { open, gateways })
+    }
+
+    /// Checks the network's type and the kind's rules, computes the pod gateway of every
+    /// host-local range and keeps those gateways and the HNS subnets' own gateways out of
+    /// host-local's pool; returns each range's subnet with its pod gateway. No HCN call: the
+    /// node tools fit a config to the network a snapshot read.
+    pub fn fit(
+        &mut self,
+        properties: &HostComputeNetwork,
+    ) -> Result<Vec<(IpNetwork, IpAddr)>, Unusable> {
         let name = &self.conf.network;
-        let open = client.find_network_by_name(name).map_err(|e| {
-            if e.is_not_found() {
-                Unusable::Missing(e)
-            } else {
-                Unusable::Hns(e)
-            }
-        })?;
-        let properties = open.properties();
         let network_type = &properties.network_type;
         if !K::NETWORK_TYPES.contains(&network_type.as_str()) {
             return Err(Unusable::Unfit(Error::invalid_config(format!(
@@ -187,7 +181,7 @@ impl<K: NetworkKind> Prepared<K> {
         if let Some(ipam) = &mut self.ipam {
             ipam.exclude(&excluded);
         }
-        Ok(Network { open, gateways })
+        Ok(gateways)
     }
 
     /// The pod gateway of an address IPAM gave: its range's, computed by

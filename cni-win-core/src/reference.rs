@@ -7,18 +7,9 @@
 //! endpoint; every lookup here runs only after the by-ID path missed, so the normal paths keep
 //! their call counts.
 //!
-//! An endpoint is **provably the endpoint of an attachment of this network** (the rule GC
-//! applies before it deletes anything, see [`owner`]) when it is local (no `RemoteEndpoint`
-//! flag), on this network (its `HostComputeNetwork` is the ID of the network found by name),
-//! and either
-//! - its name is cni-win's name of an attachment (`<containerID>_<network>` or
-//!   `<containerID>_<network>@<ifname>`) **and** its ID is that attachment's deterministic GUID
-//!   (made by cni-win), or
-//! - its name is `<containerID>_<network>` with a valid container ID and any other ID (made
-//!   by the reference plugin for the attachment of that container on this network).
-//!
-//! Anything else on the network (Flannel's `cbr0_ep`, kube-proxy's, remote endpoints, an
-//! `…@ifname` name under an ID cni-win did not derive) belongs to someone else.
+//! Which endpoints are the reference's is decided by the one ownership rule
+//! ([`crate::ownership::owner`]); this module adopts such an endpoint on a repeated ADD and
+//! compares its policies by effect on CHECK.
 //!
 //! Raw HCN calls of the fallbacks, measured on the emulator (closes in brackets): a CHECK
 //! whose by-ID open misses adds one `HcnEnumerateEndpoints` by name, so a CHECK with no
@@ -27,19 +18,14 @@
 //! plus the by-name lookup, no attach. A new pod's ADD (7 (10)) gets here only when its
 //! create fails because something holds its address: then the lookup adds 1 before the error.
 
-use cni::{Error, GcAttachment, Success};
-use hns::schema::{EndpointFlags, EndpointPolicy, HostComputeEndpoint};
+use cni::{Error, Success};
+use hns::schema::{EndpointFlags, EndpointPolicy};
 use hns::{Client, Guid, HResult, HnsError, OpenEndpoint, OpenNetwork, RawHcn};
 use ipnetwork::IpNetwork;
 
 use crate::codes::ENDPOINT_CONFLICT;
 use crate::endpoint::{self, Address};
 use crate::hns_error::to_cni;
-use crate::identity::{endpoint_guid, parse_endpoint_name};
-
-/// The interface name the runtime gives a pod's only interface (containerd's default), under
-/// which host-local holds the addresses of the reference's attachments.
-const DEFAULT_IFNAME: &str = "eth0";
 
 /// The reference plugins' endpoint name for container `container_id` on `network`.
 pub fn endpoint_name(network: &str, container_id: &str) -> String {
@@ -160,76 +146,6 @@ fn sorted_ips(addresses: impl Iterator<Item = IpNetwork>) -> Vec<std::net::IpAdd
     ips
 }
 
-/// The attachment an endpoint of network `network` (named so, with ID `network_id`) is
-/// provably the endpoint of (see the module docs), or `None`: GC never touches it.
-pub fn owner<'e>(
-    network: &str,
-    network_id: Guid,
-    endpoint: &'e HostComputeEndpoint,
-) -> Option<Owner<'e>> {
-    let local = !endpoint.flags.contains(EndpointFlags::REMOTE_ENDPOINT);
-    if !local || endpoint.host_compute_network != network_id {
-        return None;
-    }
-    let (container_id, ifname) = parse_endpoint_name(network, &endpoint.name)?;
-    if endpoint.id == endpoint_guid(network, container_id, ifname) {
-        Some(Owner::CniWin {
-            container_id,
-            ifname,
-        })
-    } else if endpoint.name == endpoint_name(network, container_id) {
-        Some(Owner::Reference { container_id })
-    } else {
-        None
-    }
-}
-
-/// Whose endpoint a local endpoint of the network is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Owner<'e> {
-    /// cni-win's, for exactly this attachment.
-    CniWin {
-        container_id: &'e str,
-        ifname: &'e str,
-    },
-    /// The reference plugin's, for the attachment of this container (whatever its ifname:
-    /// the reference names one endpoint per container and network).
-    Reference { container_id: &'e str },
-}
-
-impl Owner<'_> {
-    /// Whether the attachment this endpoint belongs to is among `valid`.
-    pub fn is_valid(&self, valid: &[GcAttachment]) -> bool {
-        match *self {
-            Owner::CniWin {
-                container_id,
-                ifname,
-            } => valid
-                .iter()
-                .any(|a| a.container_id == container_id && a.ifname == ifname),
-            Owner::Reference { container_id } => {
-                valid.iter().any(|a| a.container_id == container_id)
-            }
-        }
-    }
-
-    /// The attachment whose addresses IPAM must keep while the endpoint exists (the
-    /// reference's pods were all `eth0`: it ran only under containerd, one interface per pod).
-    pub fn attachment(&self) -> GcAttachment {
-        let (container_id, ifname) = match *self {
-            Owner::CniWin {
-                container_id,
-                ifname,
-            } => (container_id, ifname),
-            Owner::Reference { container_id } => (container_id, DEFAULT_IFNAME),
-        };
-        GcAttachment {
-            container_id: container_id.to_owned(),
-            ifname: ifname.to_owned(),
-        }
-    }
-}
-
 /// The policies of `expected` that `present` does not carry, compared by what they do rather
 /// than how they are laid out: the reference writes the `ipMasqNetwork` exception as a second
 /// OutBoundNAT next to the user's (cni-win merges them into one) and a PortMapping's "any host
@@ -310,16 +226,6 @@ mod tests {
         })
     }
 
-    fn endpoint(name: &str, id: Guid, network: Guid, flags: EndpointFlags) -> HostComputeEndpoint {
-        HostComputeEndpoint {
-            id,
-            name: name.to_owned(),
-            host_compute_network: network,
-            flags,
-            ..HostComputeEndpoint::default()
-        }
-    }
-
     #[test]
     fn the_references_split_layout_carries_the_merged_policies() {
         let ours = [nat(&["10.244.0.0/16", "10.96.0.0/12"]), port(None)];
@@ -349,72 +255,5 @@ mod tests {
             .len(),
             1
         );
-    }
-
-    #[test]
-    fn provably_ours_means_our_guid_or_the_references_plain_name() {
-        let network = Guid::from_u128(7);
-        let ours = endpoint_guid("cbr0", "pod", "eth1");
-        let random = Guid::from_u128(42);
-        let owner = |name: &str, id, net, flags| {
-            let e = endpoint(name, id, net, flags);
-            owner("cbr0", network, &e).map(|o| o.attachment())
-        };
-        let attachment = |container_id: &str, ifname: &str| GcAttachment {
-            container_id: container_id.to_owned(),
-            ifname: ifname.to_owned(),
-        };
-        assert_eq!(
-            owner("pod_cbr0@eth1", ours, network, EndpointFlags::NONE),
-            Some(attachment("pod", "eth1"))
-        );
-        assert_eq!(
-            owner("pod_cbr0", random, network, EndpointFlags::NONE),
-            Some(attachment("pod", "eth0"))
-        );
-        // An @ifname name under an ID we did not derive, a remote endpoint, another network,
-        // foreign names: nobody's.
-        assert_eq!(
-            owner("pod_cbr0@eth1", random, network, EndpointFlags::NONE),
-            None
-        );
-        assert_eq!(
-            owner("pod_cbr0", random, network, EndpointFlags::REMOTE_ENDPOINT),
-            None
-        );
-        assert_eq!(
-            owner("pod_cbr0", random, Guid::from_u128(8), EndpointFlags::NONE),
-            None
-        );
-        assert_eq!(owner("cbr0_ep", random, network, EndpointFlags::NONE), None);
-    }
-
-    #[test]
-    fn a_reference_endpoint_is_valid_whatever_ifname_its_attachment_has() {
-        let e = endpoint(
-            "pod_cbr0",
-            Guid::from_u128(42),
-            Guid::from_u128(7),
-            EndpointFlags::NONE,
-        );
-        let owner = owner("cbr0", Guid::from_u128(7), &e).unwrap();
-        let valid = |ifname: &str| {
-            vec![GcAttachment {
-                container_id: "pod".to_owned(),
-                ifname: ifname.to_owned(),
-            }]
-        };
-        assert!(owner.is_valid(&valid("eth0")));
-        assert!(owner.is_valid(&valid("net1")));
-        assert!(!owner.is_valid(&[]));
-        let ours = endpoint(
-            "pod_cbr0",
-            endpoint_guid("cbr0", "pod", "eth0"),
-            Guid::from_u128(7),
-            EndpointFlags::NONE,
-        );
-        let ours = super::owner("cbr0", Guid::from_u128(7), &ours).unwrap();
-        assert!(ours.is_valid(&valid("eth0")));
-        assert!(!ours.is_valid(&valid("net1")));
     }
 }

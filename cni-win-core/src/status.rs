@@ -10,6 +10,7 @@
 
 use cni::{Error, ErrorCode, NetworkRequest};
 use hns::Client;
+use hns::schema::HostComputeNetwork;
 use ipam_host_local::Exhausted;
 
 use crate::hns_error::details;
@@ -17,35 +18,69 @@ use crate::kind::NetworkKind;
 use crate::prepare::{Prepared, Unusable};
 
 /// Ready, with the IPAM range sets that have no free address (after the same exclusions ADD
-/// makes); code 50 when not ready.
+/// makes); code 50 when not ready. Opens the network by name: 3 raw calls (+1 close).
 pub(crate) fn status<K: NetworkKind>(
     client: &Client,
     request: &NetworkRequest,
 ) -> Result<Vec<Exhausted>, Error> {
-    let not_available = |msg: String| Error::new(ErrorCode::NotAvailable, msg);
     let mut prepared = Prepared::<K>::load(&request.config, &cni::CniArgs::default())?;
-    let network = prepared.network(client).map_err(|unusable| {
-        let name = &request.config.name;
-        match unusable {
-            Unusable::Missing(e) => not_available(format!(
-                "HNS network {name:?} does not exist (yet); flanneld or the node's setup creates it"
-            ))
-            .with_details(details(&e)),
-            Unusable::Hns(e) => {
-                not_available(format!("HNS cannot be queried: {e}")).with_details(details(&e))
-            }
-            Unusable::Unfit(e) => not_available(e.msg().to_owned()),
-        }
-    })?;
-    // What ADD takes from the network (the overlay's ProviderAddress) must be there already.
+    let network = prepared
+        .network(client)
+        .map_err(|unusable| not_ready(&request.config.name, unusable))?;
+    ready(&mut prepared, network.open.properties(), request)
+}
+
+/// STATUS over a network already read (`None`: there is none of that name), as the node tools
+/// judge it from a snapshot: the same checks, no HCN call.
+pub(crate) fn status_of<K: NetworkKind>(
+    network: Option<&HostComputeNetwork>,
+    request: &NetworkRequest,
+) -> Result<Vec<Exhausted>, Error> {
+    let mut prepared = Prepared::<K>::load(&request.config, &cni::CniArgs::default())?;
+    let name = &request.config.name;
+    let Some(network) = network else {
+        return Err(missing(name));
+    };
+    prepared
+        .fit(network)
+        .map_err(|unusable| not_ready(name, unusable))?;
+    ready(&mut prepared, network, request)
+}
+
+/// What STATUS checks once the config fits the network: what ADD takes from it (the
+/// overlay's ProviderAddress) is there, and IPAM is usable.
+fn ready<K: NetworkKind>(
+    prepared: &mut Prepared<K>,
+    network: &HostComputeNetwork,
+    request: &NetworkRequest,
+) -> Result<Vec<Exhausted>, Error> {
     prepared
         .conf
         .kind
-        .extra_policies(network.open.properties(), &[])
-        .map_err(|e| not_available(e.msg().to_owned()))?;
-    drop(network);
+        .extra_policies(network, &[])
+        .map_err(|e| Error::new(ErrorCode::NotAvailable, e.msg().to_owned()))?;
     match &prepared.ipam {
         Some(ipam) => ipam.status(request),
         None => Ok(Vec::new()),
+    }
+}
+
+fn missing(name: &str) -> Error {
+    Error::new(
+        ErrorCode::NotAvailable,
+        format!(
+            "HNS network {name:?} does not exist (yet); flanneld or the node's setup creates it"
+        ),
+    )
+}
+
+fn not_ready(name: &str, unusable: Unusable) -> Error {
+    let not_available = |msg: String| Error::new(ErrorCode::NotAvailable, msg);
+    match unusable {
+        Unusable::Missing(e) => missing(name).with_details(details(&e)),
+        Unusable::Hns(e) => {
+            not_available(format!("HNS cannot be queried: {e}")).with_details(details(&e))
+        }
+        Unusable::Unfit(e) => not_available(e.msg().to_owned()),
     }
 }

@@ -18,25 +18,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::checksums::file_sha256;
 use crate::error::Error;
 use crate::fsutil::{self, Existing};
-
-/// The binaries a release ships and install copies, by name without the `.exe`.
-pub const SHIPPED: [&str; 5] = [
-    "win-bridge",
-    "win-overlay",
-    "host-local",
-    "hnsctl",
-    "cni-win",
-];
+use crate::shipped;
 
 /// Marks a running binary moved aside; what follows is unique per move.
 const ASIDE_TAG: &str = ".cni-win-old-";
 /// Suffix of the file install found in place and kept for uninstall.
 const BACKUP_SUFFIX: &str = ".pre-cni-win";
-
-/// A binary's file name on this platform (`win-bridge.exe` on Windows).
-pub fn file_name(binary: &str) -> String {
-    format!("{binary}{}", std::env::consts::EXE_SUFFIX)
-}
 
 /// Where a foreign file at `dest` is kept.
 pub fn backup_path(dest: &Path) -> PathBuf {
@@ -135,9 +122,9 @@ pub fn moved_aside(bin_dir: &Path) -> Result<Vec<PathBuf>, Error> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(err) => return Err(Error::io("list", bin_dir, &err)),
     };
-    let prefixes: Vec<String> = SHIPPED
+    let prefixes: Vec<String> = shipped::binaries()
         .iter()
-        .map(|binary| format!("{}{ASIDE_TAG}", file_name(binary)))
+        .map(|binary| format!("{}{ASIDE_TAG}", binary.file_name()))
         .collect();
     let mut found = Vec::new();
     for entry in entries {
@@ -218,11 +205,14 @@ mod tests {
     #[test]
     fn cleans_only_files_it_moved_aside() {
         let dir = tempfile::tempdir().unwrap();
-        let ours = dir
-            .path()
-            .join(format!("{}{ASIDE_TAG}1", file_name("win-bridge")));
+        let ours = dir.path().join(format!(
+            "win-bridge{}{ASIDE_TAG}1",
+            std::env::consts::EXE_SUFFIX
+        ));
         let other = dir.path().join(format!("other{ASIDE_TAG}1"));
-        let plugin = dir.path().join(file_name("win-bridge"));
+        let plugin = dir
+            .path()
+            .join(format!("win-bridge{}", std::env::consts::EXE_SUFFIX));
         for path in [&ours, &other, &plugin] {
             fs::write(path, b"x").unwrap();
         }

@@ -17,34 +17,10 @@ use serde_json::{Map, Value};
 
 use crate::error::Error;
 use crate::lint::plugin_conf;
+use crate::shipped::Plugin;
 
 /// The file extensions libcni loads.
 const EXTENSIONS: [&str; 3] = ["conf", "conflist", "json"];
-
-/// Which of cni-win's plugins serves a network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plugin {
-    Bridge,
-    Overlay,
-}
-
-impl Plugin {
-    /// The plugin's `type` in a config.
-    pub fn type_name(self) -> &'static str {
-        match self {
-            Plugin::Bridge => "win-bridge",
-            Plugin::Overlay => "win-overlay",
-        }
-    }
-
-    fn of(plugin_type: &str) -> Option<Plugin> {
-        match plugin_type {
-            "win-bridge" => Some(Plugin::Bridge),
-            "win-overlay" => Some(Plugin::Overlay),
-            _ => None,
-        }
-    }
-}
 
 /// A network cni-win serves: which plugin and the config it runs with.
 #[derive(Debug, Clone)]

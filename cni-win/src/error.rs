@@ -1,28 +1,61 @@
-//! The one error type of `cni-win`: a message that names the file or setting at fault and,
-//! where there is one, the fix.
+//! The error type of the `cni-win` library: what went wrong, naming the file or setting at
+//! fault and, where there is one, the fix, with the underlying cause kept as its source so the
+//! command can print the whole chain.
 
-use std::fmt;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-#[derive(Debug)]
-pub struct Error(String);
+/// Why a `cni-win` operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file operation on a path failed.
+    #[error("cannot {action} {}", path.display())]
+    Io {
+        /// What was being done ("read", "create", "remove the leftover").
+        action: String,
+        /// The path it was done to.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: io::Error,
+    },
+    /// HNS could not be reached or read.
+    #[error("cannot {action}")]
+    Hns {
+        /// What was being asked of HNS.
+        action: &'static str,
+        /// What HNS (or its client) said.
+        #[source]
+        source: hns::HnsError,
+    },
+    /// The command refuses its input (a setting, a file's contents, a release that does not
+    /// fit together): the message says what and how to fix it.
+    #[error("{0}")]
+    Refused(String),
+    /// The command ran and what it found is a failure (an unhealthy node, stale objects it
+    /// could not remove): the report it printed has the details.
+    #[error("{0}")]
+    Found(String),
+}
 
 impl Error {
+    /// Input refused, with the message an operator acts on.
     pub fn new(message: impl Into<String>) -> Error {
-        Error(message.into())
+        Error::Refused(message.into())
     }
 
-    /// An I/O failure while doing `action` (e.g. "read") on `path`.
-    pub fn io(action: &str, path: &Path, err: &io::Error) -> Error {
-        Error(format!("cannot {action} {}: {err}", path.display()))
+    /// An I/O failure while doing `action` (e.g. "read") on `path`. The cause is kept as
+    /// its kind and message (`io::Error` cannot be cloned, and callers keep theirs).
+    pub fn io(action: &str, path: &Path, source: &io::Error) -> Error {
+        Error::Io {
+            action: action.to_owned(),
+            path: path.to_owned(),
+            source: io::Error::new(source.kind(), source.to_string()),
+        }
+    }
+
+    /// HNS failed while doing `action` (e.g. "reach HNS").
+    pub fn hns(action: &'static str, source: hns::HnsError) -> Error {
+        Error::Hns { action, source }
     }
 }
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Error {}

@@ -7,45 +7,79 @@ use std::path::{Path, PathBuf};
 
 use crate::binaries::{self, Swap};
 use crate::checksums::{self, Sha256Sums};
-use crate::containerd;
-use crate::defaults;
 use crate::error::Error;
 use crate::fsutil::{self, Existing};
 use crate::lint;
-use crate::record::{Record, Written};
-use crate::templates::{self, Template};
+use crate::record::{InstallRecord, Written};
+use crate::shipped::{self, Binary};
+use crate::templates::Template;
 
-/// Installs the plugins and a conflist (what a HostProcess init container runs).
-#[derive(Debug, clap::Args)]
-#[command(after_help = format!("Settings for --set:\n{}", templates::settings_help()))]
-pub struct Args {
-    /// Where the release's binaries (and optionally its SHA256SUMS) are [default: the directory
-    /// holding cni-win itself]
-    #[arg(long, value_name = "DIR")]
-    source: Option<PathBuf>,
-    /// The CNI bin directory containerd runs plugins from
-    #[arg(long, value_name = "DIR", default_value = defaults::BIN_DIR)]
-    bin_dir: PathBuf,
-    /// The CNI config directory containerd reads
-    #[arg(long, value_name = "DIR", default_value = defaults::CONF_DIR)]
-    conf_dir: PathBuf,
-    /// The conflist to write
-    #[arg(long, value_name = "TEMPLATE")]
-    conflist: Template,
-    /// Changes a template setting (repeatable); see the list below
-    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = templates::parse_set)]
-    sets: Vec<(String, String)>,
-    /// The conflist's file name (containerd uses the first config file in name order)
-    #[arg(long, value_name = "FILE", default_value = "10-cni-win.conflist", value_parser = conflist_file_name)]
-    conflist_name: String,
-    /// Shows what install would do and changes nothing
-    #[arg(long)]
-    dry_run: bool,
+/// What an install is asked to do.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where the release's binaries (and its SHA256SUMS) are.
+    pub source: PathBuf,
+    /// The CNI bin directory containerd runs plugins from.
+    pub bin_dir: PathBuf,
+    /// The CNI config directory containerd reads.
+    pub conf_dir: PathBuf,
+    /// The conflist to write.
+    pub conflist: Template,
+    /// Template settings changed with `--set KEY=VALUE`.
+    pub sets: Vec<(String, String)>,
+    /// The conflist's file name (see [`conflist_file_name`]).
+    pub conflist_name: String,
+    /// Say what would change and change nothing.
+    pub dry_run: bool,
+}
+
+/// What an install did (or, in a dry run, would do), in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The source has no `SHA256SUMS`: copies are checked against the source files only.
+    NoChecksums {
+        /// The source directory.
+        source: PathBuf,
+    },
+    /// A file an earlier run moved aside would be removed (dry run).
+    WouldRemoveMovedAside(PathBuf),
+    /// A file an earlier run moved aside is still running; a later run removes it.
+    StillRunning(PathBuf),
+    /// A running binary was moved aside to make room for the new one.
+    MovedAside {
+        /// The binary's place.
+        dest: PathBuf,
+        /// Where the running file went.
+        aside: PathBuf,
+    },
+    /// One file was put in place (or, in a dry run, would be).
+    File {
+        /// The file's place.
+        dest: PathBuf,
+        /// What changes there.
+        change: Change,
+        /// Whether it was only planned.
+        dry_run: bool,
+    },
+    /// Everything was in place already.
+    NothingToDo {
+        /// The release installed.
+        version: &'static str,
+    },
+    /// Another config file in the conf directory, which containerd may read instead.
+    OtherConfig {
+        /// The other file.
+        path: PathBuf,
+        /// Whether it sorts before ours (then containerd reads it, not ours).
+        before: bool,
+        /// Our conflist's name.
+        ours: String,
+    },
 }
 
 /// A file name in the conf directory (never a path out of it) that containerd reads as a
 /// conflist.
-fn conflist_file_name(text: &str) -> Result<String, String> {
+pub fn conflist_file_name(text: &str) -> Result<String, String> {
     let plain = Path::new(text).file_name().is_some_and(|name| name == text)
         && !text.contains(['/', '\\', ':'])
         && !text.starts_with('.');
@@ -71,44 +105,42 @@ enum Content {
     Conflist(Vec<u8>),
 }
 
+/// What putting one file in place changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Change {
+pub enum Change {
     /// Already there with these contents.
     None,
     /// Nothing there yet.
     Create,
     /// Replacing what an earlier install wrote.
     Update,
-    /// Replacing a file install did not write (kept for uninstall).
+    /// Replacing a file install did not write (kept for uninstall, as
+    /// [`binaries::backup_path`] names it).
     ReplaceForeign,
 }
 
-pub fn run(args: &Args) -> Result<(), Error> {
-    let source = match &args.source {
-        Some(dir) => dir.clone(),
-        None => own_dir()?,
-    };
-    let record = Record::load(&args.bin_dir)?.unwrap_or_default();
-    let conflist = render(args)?;
-    let sums = Sha256Sums::read(&source)?;
+/// Installs the release in `settings.source`, reporting each step to `report`.
+pub fn install(settings: &Settings, report: &mut dyn FnMut(Event)) -> Result<(), Error> {
+    let source = &settings.source;
+    let record = InstallRecord::load(&settings.bin_dir)?.unwrap_or_default();
+    let conflist = render(settings)?;
+    let sums = Sha256Sums::read(source)?;
     if sums.is_none() {
-        println!(
-            "note: no {} in {}: copies are checked against the source files only",
-            checksums::FILE_NAME,
-            source.display()
-        );
+        report(Event::NoChecksums {
+            source: source.clone(),
+        });
     }
     let mut steps = Vec::new();
-    for binary in binaries::SHIPPED {
+    for binary in shipped::binaries() {
         steps.push(binary_step(
-            &source,
+            source,
             sums.as_ref(),
-            &args.bin_dir,
+            &settings.bin_dir,
             binary,
             &record,
         )?);
     }
-    let conflist_path = args.conf_dir.join(&args.conflist_name);
+    let conflist_path = settings.conf_dir.join(&settings.conflist_name);
     let conflist_sha256 = checksums::bytes_sha256(&conflist);
     steps.push(step(
         conflist_path,
@@ -116,52 +148,45 @@ pub fn run(args: &Args) -> Result<(), Error> {
         conflist_sha256,
         &record,
     )?);
-    let aside = binaries::moved_aside(&args.bin_dir)?;
+    let aside = binaries::moved_aside(&settings.bin_dir)?;
 
-    let verb = if args.dry_run { "would " } else { "" };
-    if args.dry_run {
+    if settings.dry_run {
         for path in &aside {
-            println!(
-                "would remove {} (moved aside by an earlier run)",
-                path.display()
-            );
+            report(Event::WouldRemoveMovedAside(path.clone()));
         }
         for step in &steps {
-            println!("{}", describe(step, verb));
+            report(step.event(true));
         }
     } else {
-        for path in binaries::clean_moved_aside(&args.bin_dir)? {
-            println!(
-                "{} is still running; it is removed on a later run",
-                path.display()
-            );
+        for path in binaries::clean_moved_aside(&settings.bin_dir)? {
+            report(Event::StillRunning(path));
         }
-        fs::create_dir_all(&args.bin_dir).map_err(|e| Error::io("create", &args.bin_dir, &e))?;
-        fs::create_dir_all(&args.conf_dir).map_err(|e| Error::io("create", &args.conf_dir, &e))?;
+        fs::create_dir_all(&settings.bin_dir)
+            .map_err(|e| Error::io("create", &settings.bin_dir, &e))?;
+        fs::create_dir_all(&settings.conf_dir)
+            .map_err(|e| Error::io("create", &settings.conf_dir, &e))?;
         let mut written = Vec::new();
         for step in &steps {
-            written.push(apply(step, &record)?);
+            written.push(apply(step, &record, report)?);
         }
         let updated = updated_record(&record, written);
         if updated != record {
-            updated.save(&args.bin_dir)?;
+            updated.save(&settings.bin_dir)?;
         }
     }
     let changed = steps.iter().any(|s| s.change != Change::None);
     if !changed && aside.is_empty() {
-        println!(
-            "nothing to do: cni-win {} is installed already",
-            cni::build!().version
-        );
+        report(Event::NothingToDo {
+            version: cni::build!().version,
+        });
     }
-    warn_about_other_configs(&args.conf_dir, &args.conflist_name);
-    println!("\ncontainerd's CRI config for these directories:\n");
-    print!("{}", containerd::snippets(&args.bin_dir, &args.conf_dir));
+    other_configs(&settings.conf_dir, &settings.conflist_name, report);
     Ok(())
 }
 
-/// The directory holding this executable: the release's files sit beside it.
-fn own_dir() -> Result<PathBuf, Error> {
+/// The directory holding this executable: a release's files sit beside it, so it is where
+/// install looks when it is not told.
+pub fn own_dir() -> Result<PathBuf, Error> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::new(format!("cannot locate cni-win itself ({e}); pass --source")))?;
     exe.parent()
@@ -170,12 +195,12 @@ fn own_dir() -> Result<PathBuf, Error> {
 }
 
 /// The conflist's bytes, after the plugins' config code accepted it.
-fn render(args: &Args) -> Result<Vec<u8>, Error> {
-    let conflist = args.conflist.render(&args.sets)?;
+fn render(settings: &Settings) -> Result<Vec<u8>, Error> {
+    let conflist = settings.conflist.render(&settings.sets)?;
     lint::check(&conflist).map_err(|e| {
         Error::new(format!(
             "the {} template with these settings is not a config the plugins accept: {e}",
-            args.conflist
+            settings.conflist
         ))
     })?;
     let mut bytes = serde_json::to_vec_pretty(&conflist).expect("a JSON value always serializes");
@@ -187,10 +212,10 @@ fn binary_step(
     source_dir: &Path,
     sums: Option<&Sha256Sums>,
     bin_dir: &Path,
-    binary: &str,
-    record: &Record,
+    binary: &Binary,
+    record: &InstallRecord,
 ) -> Result<Step, Error> {
-    let name = binaries::file_name(binary);
+    let name = binary.file_name();
     let source = source_dir.join(&name);
     if fsutil::existing(&source)? != Existing::RegularFile {
         return Err(Error::new(format!(
@@ -217,7 +242,12 @@ fn binary_step(
     step(bin_dir.join(&name), Content::Binary(source), sha256, record)
 }
 
-fn step(dest: PathBuf, content: Content, sha256: String, record: &Record) -> Result<Step, Error> {
+fn step(
+    dest: PathBuf,
+    content: Content,
+    sha256: String,
+    record: &InstallRecord,
+) -> Result<Step, Error> {
     let change = change(&dest, &sha256, record)?;
     Ok(Step {
         dest,
@@ -228,7 +258,7 @@ fn step(dest: PathBuf, content: Content, sha256: String, record: &Record) -> Res
 }
 
 /// What putting contents with hash `sha256` at `dest` changes.
-fn change(dest: &Path, sha256: &str, record: &Record) -> Result<Change, Error> {
+fn change(dest: &Path, sha256: &str, record: &InstallRecord) -> Result<Change, Error> {
     if fsutil::existing(dest)? == Existing::Nothing {
         return Ok(Change::Create);
     }
@@ -242,21 +272,22 @@ fn change(dest: &Path, sha256: &str, record: &Record) -> Result<Change, Error> {
     })
 }
 
-fn describe(step: &Step, verb: &str) -> String {
-    let dest = step.dest.display();
-    match step.change {
-        Change::None => format!("{dest}: unchanged"),
-        Change::Create => format!("{dest}: {verb}install"),
-        Change::Update => format!("{dest}: {verb}replace the earlier install's copy"),
-        Change::ReplaceForeign => format!(
-            "{dest}: {verb}replace a file install did not write, kept as {}",
-            binaries::backup_path(&step.dest).display()
-        ),
+impl Step {
+    fn event(&self, dry_run: bool) -> Event {
+        Event::File {
+            dest: self.dest.clone(),
+            change: self.change,
+            dry_run,
+        }
     }
 }
 
 /// Puts one file in place; returns its record entry.
-fn apply(step: &Step, record: &Record) -> Result<Written, Error> {
+fn apply(
+    step: &Step,
+    record: &InstallRecord,
+    report: &mut dyn FnMut(Event),
+) -> Result<Written, Error> {
     let kept_before = record.find(&step.dest).and_then(|w| w.kept.clone());
     let foreign = step.change == Change::ReplaceForeign;
     if step.change != Change::None {
@@ -265,11 +296,10 @@ fn apply(step: &Step, record: &Record) -> Result<Written, Error> {
                 if let Swap::MovedAside(aside) =
                     binaries::put(source, &step.dest, &step.sha256, foreign)?
                 {
-                    println!(
-                        "{} was running: moved to {} (removed on a later run)",
-                        step.dest.display(),
-                        aside.display()
-                    );
+                    report(Event::MovedAside {
+                        dest: step.dest.clone(),
+                        aside,
+                    });
                 }
             }
             Content::Conflist(bytes) => {
@@ -280,7 +310,7 @@ fn apply(step: &Step, record: &Record) -> Result<Written, Error> {
             }
         }
     }
-    println!("{}", describe(step, ""));
+    report(step.event(false));
     let kept = kept_before.or_else(|| foreign.then(|| binaries::backup_path(&step.dest)));
     Ok(Written {
         path: step.dest.clone(),
@@ -300,21 +330,21 @@ fn keep_foreign_conflist(dest: &Path) -> Result<(), Error> {
 
 /// The record after this run: this run's files, and earlier entries for files it did not
 /// touch (a conflist written under another name, say), which uninstall still removes.
-fn updated_record(before: &Record, written: Vec<Written>) -> Record {
+fn updated_record(before: &InstallRecord, written: Vec<Written>) -> InstallRecord {
     let mut files = written;
     for earlier in &before.files {
         if !files.iter().any(|w| w.path == earlier.path) {
             files.push(earlier.clone());
         }
     }
-    Record {
+    InstallRecord {
         written_by: cni::build!().version.to_owned(),
         files,
     }
 }
 
 /// containerd reads only the first config file in name order: say which others are there.
-fn warn_about_other_configs(conf_dir: &Path, ours: &str) {
+fn other_configs(conf_dir: &Path, ours: &str, report: &mut dyn FnMut(Event)) {
     let Ok(entries) = fs::read_dir(conf_dir) else {
         return;
     };
@@ -330,15 +360,11 @@ fn warn_about_other_configs(conf_dir: &Path, ours: &str) {
         .collect();
     others.sort();
     for other in others {
-        let order = if other.as_str() < ours {
-            "before"
-        } else {
-            "after"
-        };
-        println!(
-            "warning: {} sorts {order} {ours}; containerd uses only the first config file: remove the one you are replacing",
-            conf_dir.join(&other).display()
-        );
+        report(Event::OtherConfig {
+            before: other.as_str() < ours,
+            path: conf_dir.join(&other),
+            ours: ours.to_owned(),
+        });
     }
 }
 

@@ -13,6 +13,7 @@ use cni_win_overlay::Overlay;
 use serde_json::{Map, Value};
 
 use crate::error::Error;
+use crate::shipped::Plugin;
 
 /// Checks every plugin of `conflist`; the error names the entry and what the plugin said.
 pub fn check(conflist: &Value) -> Result<(), Error> {
@@ -32,10 +33,15 @@ pub fn check(conflist: &Value) -> Result<(), Error> {
         let conf = plugin_conf(list, entry);
         let bytes = serde_json::to_vec(&conf).expect("a JSON value always serializes");
         let conf = NetConf::parse(&bytes).map_err(|e| at(e.to_string()))?;
-        match conf.plugin_type.as_str() {
-            "win-bridge" => cni_win_core::load_config::<Bridge>(&conf),
-            "win-overlay" => cni_win_core::load_config::<Overlay>(&conf),
-            other => return Err(at(format!("{other:?} is not a cni-win plugin"))),
+        match Plugin::of(&conf.plugin_type) {
+            Some(Plugin::Bridge) => cni_win_core::load_config::<Bridge>(&conf),
+            Some(Plugin::Overlay) => cni_win_core::load_config::<Overlay>(&conf),
+            None => {
+                return Err(at(format!(
+                    "{:?} is not a cni-win plugin",
+                    conf.plugin_type
+                )));
+            }
         }
         .map_err(|e| at(format!("{} refuses it: {e}", conf.plugin_type)))?;
     }

@@ -17,6 +17,7 @@ pub mod error;
 pub mod logging;
 pub mod quote;
 pub mod result;
+pub mod seconds;
 pub mod skel;
 pub mod validate;
 pub mod version;

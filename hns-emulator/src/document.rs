@@ -20,8 +20,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::failure::HcnFailure;
-use crate::hresult::HResult;
-use crate::schema::{self, DecodeError};
+use hns::hresult::HResult;
+use hns::schema::{self, DecodeError};
 
 /// What HNS answers for a malformed value at one field.
 #[derive(Debug, Clone, Copy)]
@@ -175,7 +175,7 @@ fn locate<'a>(document: &'a Value, path: &str) -> Option<(Vec<&'a str>, &'a Valu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{HostComputeEndpoint, HostComputeNetwork};
+    use hns::schema::{HostComputeEndpoint, HostComputeNetwork};
 
     fn endpoint(json: &str) -> HcnFailure {
         read::<HostComputeEndpoint>("endpoint settings", json, ENDPOINT_RULES).unwrap_err()

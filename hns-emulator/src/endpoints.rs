@@ -14,9 +14,9 @@ use super::state::{
     ENDPOINT_NAMES, IPS, MAC_CURSOR, MACS, NAMESPACE_ENDPOINTS, NETWORK_ENDPOINTS, ip_key,
 };
 use super::store::{self, ObjectDir};
-use crate::guid::Guid;
-use crate::hresult::HResult;
-use crate::schema::{
+use hns::guid::Guid;
+use hns::hresult::HResult;
+use hns::schema::{
     HostComputeEndpoint, HostComputeNetwork, MacAddress, SchemaVersion, SubnetFlags,
 };
 
@@ -61,7 +61,7 @@ impl State<'_> {
     /// address) and is not held by another endpoint of the network; a given MAC
     /// is not held by another endpoint of the network either; policies are
     /// V2 and their host ports free on the host. A refusal because of a holder
-    /// names it in the error record (see [`crate::error::Holder`]). Assigns the prefix length from the subnet and a MAC from the network's
+    /// names it in the error record (see [`hns::error::Holder`]). Assigns the prefix length from the subnet and a MAC from the network's
     /// MacPool when none is given.
     pub fn create_endpoint(
         &self,

@@ -13,9 +13,9 @@ use super::failure::HcnFailure;
 use super::host::HostState;
 use super::outage::{Dropped, Outage};
 use super::store::{self, Locked, Store};
-use crate::features::{HnsVersion, WindowsBuild};
-use crate::hresult::HResult;
-use crate::raw::Function;
+use hns::features::{HnsVersion, WindowsBuild};
+use hns::hresult::HResult;
+use hns::raw::Function;
 
 /// The emulated HNS of one host, rooted at a state directory.
 #[derive(Debug, Clone)]

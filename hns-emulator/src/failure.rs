@@ -3,9 +3,9 @@
 
 use std::fmt;
 
-use crate::error::{ErrorRecord, RawError};
-use crate::hresult::HResult;
-use crate::raw::Function;
+use hns::error::{ErrorRecord, RawError};
+use hns::hresult::HResult;
+use hns::raw::Function;
 
 /// A failed emulated HCN call.
 #[derive(Debug, Clone, PartialEq, Eq)]

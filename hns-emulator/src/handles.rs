@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::failure::HcnFailure;
-use crate::guid::Guid;
-use crate::hresult::HResult;
+use hns::guid::Guid;
+use hns::hresult::HResult;
 
 /// What a handle refers to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::features::{HnsVersion, WindowsBuild};
-use crate::hresult::HResult;
-use crate::raw::Function;
+use hns::features::{HnsVersion, WindowsBuild};
+use hns::hresult::HResult;
+use hns::raw::Function;
 
 /// Contents of `host.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -45,16 +45,12 @@ pub use handles::{HandleKind, Handles};
 pub use host::{CrashPoint, Fault, HostState};
 pub use outage::{Dropped, Outage};
 
-// The engine's modules name hns's modules by path (`crate::schema::...`), as
-// they did when the emulator lived inside `hns`.
-use hns::{error, features, guid, hresult, raw, schema};
-
-use crate::error::{ErrorKind, HnsError, RawError};
-use crate::guid::Guid;
-use crate::raw::{
+use hns::Client;
+use hns::error::{ErrorKind, HnsError, RawError};
+use hns::guid::Guid;
+use hns::raw::{
     EndpointHandle, Function, Handle, LoadBalancerHandle, NamespaceHandle, NetworkHandle, RawHcn,
 };
-use hns::Client;
 
 /// Environment variable naming the emulator's state root.
 pub const STATE_ENV: &str = "HCN_EMULATOR_STATE";

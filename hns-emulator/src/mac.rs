@@ -1,8 +1,8 @@
 //! MAC pool arithmetic: HNS gives an endpoint created without a MAC the next free
 //! address of its network's `MacPool`.
 
-use crate::guid::Guid;
-use crate::schema::{MacAddress, MacPool, MacRange};
+use hns::guid::Guid;
+use hns::schema::{MacAddress, MacPool, MacRange};
 
 fn offset(mac: MacAddress, by: u64) -> MacAddress {
     MacAddress::from_u64(mac.to_u64() + by)

@@ -5,9 +5,9 @@ use super::failure::HcnFailure;
 use super::query::{Query, id_list};
 use super::state::NAMESPACE_ENDPOINTS;
 use super::store::ObjectDir;
-use crate::guid::Guid;
-use crate::hresult::HResult;
-use crate::schema::{
+use hns::guid::Guid;
+use hns::hresult::HResult;
+use hns::schema::{
     HostComputeNamespace, ModifyRequest, NamespaceEndpointSettings, NamespaceResource, RequestType,
     ResourceType, SchemaVersion,
 };

@@ -8,10 +8,10 @@ use super::policies::{apply_policy_modify, check_policies};
 use super::query::{Query, detailed_health, id_list};
 use super::state::{IPS, MAC_CURSOR, MACS, NETWORK_ENDPOINTS};
 use super::store::{self, ObjectDir};
-use crate::guid::Guid;
-use crate::hresult::HResult;
-use crate::schema::policy::DrMacAddressPolicy;
-use crate::schema::{HostComputeNetwork, NetworkPolicy, NetworkType, SchemaVersion};
+use hns::guid::Guid;
+use hns::hresult::HResult;
+use hns::schema::policy::DrMacAddressPolicy;
+use hns::schema::{HostComputeNetwork, NetworkPolicy, NetworkType, SchemaVersion};
 
 impl State<'_> {
     /// `HcnEnumerateNetworks`.

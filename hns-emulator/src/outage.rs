@@ -19,7 +19,7 @@ use super::failure::HcnFailure;
 use super::host::first_namespace_id;
 use super::state::NAMESPACE_ENDPOINTS;
 use super::store::{self, ObjectDir};
-use crate::schema::{HostComputeEndpoint, HostComputeNetwork, NetworkFlags};
+use hns::schema::{HostComputeEndpoint, HostComputeNetwork, NetworkFlags};
 
 /// Which outage to simulate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

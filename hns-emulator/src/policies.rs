@@ -1,9 +1,9 @@
 //! Policy validation and policy modify requests, shared by networks, subnets and endpoints.
 
 use super::failure::HcnFailure;
-use crate::hresult::HResult;
-use crate::schema::policy::Policy;
-use crate::schema::{ModifyRequest, PolicyList, RequestType, ResourceType};
+use hns::hresult::HResult;
+use hns::schema::policy::Policy;
+use hns::schema::{ModifyRequest, PolicyList, RequestType, ResourceType};
 
 /// Rejects what HNS rejects: a `Type` not documented for the object kind
 /// (`HCN_E_INVALID_POLICY_TYPE`), or a documented type whose known settings

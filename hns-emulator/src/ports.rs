@@ -15,11 +15,11 @@ use std::net::IpAddr;
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::store;
-use crate::guid::Guid;
-use crate::hresult::HResult;
-use crate::schema::NatFlags;
-use crate::schema::policy::{PortMappingPolicy, protocol};
-use crate::schema::{EndpointPolicy, HostComputeEndpoint};
+use hns::guid::Guid;
+use hns::hresult::HResult;
+use hns::schema::NatFlags;
+use hns::schema::policy::{PortMappingPolicy, protocol};
+use hns::schema::{EndpointPolicy, HostComputeEndpoint};
 
 const HOST_PORTS: &str = "host-ports";
 
@@ -85,7 +85,7 @@ fn host_ports(policies: &[EndpointPolicy]) -> Vec<HostPort> {
 impl State<'_> {
     /// Refuses `policies` for endpoint `id` if one of their host ports overlaps another of
     /// them or one held by another endpoint of the host. The error record names the port and
-    /// the holder (see [`crate::error::Holder`] for the format).
+    /// the holder (see [`hns::error::Holder`] for the format).
     pub(super) fn check_host_ports(
         &self,
         id: Guid,

@@ -3,9 +3,9 @@
 use serde_json::{Map, Value};
 
 use super::failure::HcnFailure;
-use crate::guid::Guid;
-use crate::hresult::HResult;
-use crate::schema::{HostComputeQuery, QueryFlags};
+use hns::guid::Guid;
+use hns::hresult::HResult;
+use hns::schema::{HostComputeQuery, QueryFlags};
 
 /// A parsed query: detail flag and filter object.
 #[derive(Debug, Clone, Default)]

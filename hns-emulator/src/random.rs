@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::guid::Guid;
+use hns::guid::Guid;
 
 /// A new random (version 4) GUID.
 pub fn new_guid() -> Guid {

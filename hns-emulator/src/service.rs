@@ -4,9 +4,9 @@ use super::engine::State;
 use super::failure::HcnFailure;
 use super::query::{Query, id_list};
 use super::store::ObjectDir;
-use crate::guid::Guid;
-use crate::hresult::HResult;
-use crate::schema::HostComputeLoadBalancer;
+use hns::guid::Guid;
+use hns::hresult::HResult;
+use hns::schema::HostComputeLoadBalancer;
 
 impl State<'_> {
     /// `HcnEnumerateLoadBalancers`. The emulator does not create load balancers

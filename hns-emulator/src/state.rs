@@ -10,9 +10,9 @@ use super::engine::State;
 use super::failure::HcnFailure;
 use super::random::new_guid;
 use super::store::{self, ObjectDir};
-use crate::guid::Guid;
-use crate::hresult::HResult;
-use crate::schema::{HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork};
+use hns::guid::Guid;
+use hns::hresult::HResult;
+use hns::schema::{HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork};
 
 /// Index directories.
 pub(super) const NETWORK_ENDPOINTS: &str = "network-endpoints";

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::store::ObjectDir;
-use crate::guid::Guid;
-use crate::schema::{HostComputeNetwork, NetworkPolicy};
+use hns::guid::Guid;
+use hns::schema::{HostComputeNetwork, NetworkPolicy};
 
 /// A V1 `HNSNetwork`, as far as it can be derived from a V2 network.
 #[derive(Debug, Serialize)]

@@ -30,11 +30,11 @@ use super::engine::State;
 use super::failure::HcnFailure;
 use super::store::{self, ObjectDir};
 use super::v1::{V1Reply, comma_joined};
-use crate::guid::Guid;
-use crate::hresult::HResult;
-use crate::schema::policy::protocol;
-use crate::schema::v1::endpoint_policy_from_conf;
-use crate::schema::{EndpointPolicy, HostComputeEndpoint};
+use hns::guid::Guid;
+use hns::hresult::HResult;
+use hns::schema::policy::protocol;
+use hns::schema::v1::endpoint_policy_from_conf;
+use hns::schema::{EndpointPolicy, HostComputeEndpoint};
 
 const V1_ATTACHMENTS: &str = "v1-attachments";
 const NOT_FOUND: &str = "Element not found.";

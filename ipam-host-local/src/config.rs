@@ -1,6 +1,7 @@
 //! The `ipam` section (plus requested addresses) read, defaulted and validated as the reference
 //! host-local does, with every refusal a code 7 that names the field at fault.
 
+use cni::seconds::Seconds;
 use cni::{CniArgs, Error, ErrorCode, NetConf, Route, Version, case_insensitive};
 use ipnetwork::IpNetwork;
 use serde::Deserialize;
@@ -88,26 +89,9 @@ impl StoreLocation {
                 ));
             }
         };
-        let configured = match key("lockTimeoutSeconds") {
-            None | Some(Value::Null) => None,
-            Some(value) => {
-                let seconds = value.as_f64();
-                if seconds.is_none() {
-                    log::warn!("ipam.lockTimeoutSeconds is not a number; ignored");
-                }
-                seconds
-            }
-        };
-        let lock_timeout =
-            lock_timeout(configured, std::env::var(LOCK_TIMEOUT_ENV).ok().as_deref())
-                .unwrap_or_else(|err| {
-                    log::warn!(
-                        "{}; waiting the default {} s for the store's lock",
-                        err.msg(),
-                        DEFAULT_LOCK_TIMEOUT.as_secs()
-                    );
-                    DEFAULT_LOCK_TIMEOUT
-                });
+        let configured = key("lockTimeoutSeconds").filter(|value| !value.is_null());
+        let lock_timeout = LOCK_SETTING
+            .from_leniently(configured, std::env::var(LOCK_TIMEOUT_ENV).ok().as_deref());
         Ok(StoreLocation {
             data_dir: data_dir_or_default(data_dir),
             lock_timeout,
@@ -129,11 +113,19 @@ fn data_dir_or_default(configured: Option<PathBuf>) -> PathBuf {
 /// 5,000 reservations well under a second), so 60 s only expires when the holder is stuck.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The environment variable that overrides `ipam.lockTimeoutSeconds` on a node.
+/// The environment variable that sets the lock deadline for every network on a node without
+/// `ipam.lockTimeoutSeconds`.
 pub const LOCK_TIMEOUT_ENV: &str = "CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT";
 
-/// The longest lock deadline accepted (an hour): anything longer is a wait without end.
-const MAX_LOCK_TIMEOUT_SECONDS: f64 = 3600.0;
+/// The lock deadline's setting. The longest accepted is an hour: anything longer is a wait
+/// without end.
+const LOCK_SETTING: Seconds = Seconds {
+    config_key: "ipam.lockTimeoutSeconds",
+    env_var: LOCK_TIMEOUT_ENV,
+    default: DEFAULT_LOCK_TIMEOUT,
+    max: 3600.0,
+    what: "the store lock's deadline",
+};
 
 /// An address the runtime requested (`runtimeConfig.ips`, `args.cni.ips` or `CNI_ARGS` `IP`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,30 +249,10 @@ impl IpamConfig {
     }
 }
 
-/// The lock deadline: the environment's value, else the config's, else the default.
+/// The lock deadline, by cni-win's one precedence rule ([`Seconds`]): `ipam.lockTimeoutSeconds`,
+/// else [`LOCK_TIMEOUT_ENV`], else [`DEFAULT_LOCK_TIMEOUT`].
 fn lock_timeout(config: Option<f64>, env: Option<&str>) -> Result<Duration, Error> {
-    let valid = |seconds: f64| seconds > 0.0 && seconds <= MAX_LOCK_TIMEOUT_SECONDS;
-    if let Some(text) = env {
-        return match text.trim().parse::<f64>() {
-            Ok(seconds) if valid(seconds) => Ok(Duration::from_secs_f64(seconds)),
-            _ => Err(Error::invalid_env(
-                LOCK_TIMEOUT_ENV,
-                format!(
-                    "{text:?} is not a lock deadline; give seconds, more than 0 and at most \
-                     {MAX_LOCK_TIMEOUT_SECONDS}"
-                ),
-            )),
-        };
-    }
-    match config {
-        None => Ok(DEFAULT_LOCK_TIMEOUT),
-        Some(seconds) if valid(seconds) => Ok(Duration::from_secs_f64(seconds)),
-        Some(seconds) => Err(Error::invalid_config(format!(
-            "ipam.lockTimeoutSeconds: {seconds} is not a lock deadline; give seconds, more than \
-             0 and at most {MAX_LOCK_TIMEOUT_SECONDS} (default {})",
-            DEFAULT_LOCK_TIMEOUT.as_secs()
-        ))),
-    }
+    LOCK_SETTING.from(config.map(Value::from).as_ref(), env)
 }
 
 /// Deserialises `value`, naming the failing key's full path (`ipam.ranges[0][1].subnet`).
@@ -849,15 +821,15 @@ mod tests {
     }
 
     #[test]
-    fn lock_deadline_comes_from_the_environment_then_the_config() {
+    fn lock_deadline_comes_from_the_config_then_the_environment() {
         assert_eq!(lock_timeout(None, None).unwrap(), DEFAULT_LOCK_TIMEOUT);
         assert_eq!(
-            lock_timeout(Some(2.5), None).unwrap(),
-            Duration::from_millis(2500)
+            lock_timeout(None, Some("1")).unwrap(),
+            Duration::from_secs(1)
         );
         assert_eq!(
             lock_timeout(Some(2.5), Some("1")).unwrap(),
-            Duration::from_secs(1)
+            Duration::from_millis(2500)
         );
         for bad in ["0", "-1", "x", "NaN", "inf", "3601"] {
             let err = lock_timeout(None, Some(bad)).unwrap_err();

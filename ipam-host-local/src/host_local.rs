@@ -323,28 +323,9 @@ impl HostLocal {
         }
     }
 
-    /// The reservations [`HostLocal::gc`] with `retention` would release, by address: what
-    /// `cni-win sweep` removes and `doctor` reports, decided by GC's own rule.
-    pub fn releasable(&self, retention: &Retention) -> Result<Vec<(IpAddr, Owner)>, Error> {
-        let session = self.store.lock(&self.config.range_sets)?;
-        let holding = owners_holding(&session, retention)?;
-        let reservations = session.reservations()?;
-        session.finish()?;
-        Ok(reservations
-            .into_iter()
-            .filter_map(|(ip, content)| match content {
-                Content::Owned(owner)
-                    if !retention.keeps_owner(&owner) && !holding.contains(&owner) =>
-                {
-                    Some((ip, owner))
-                }
-                _ => None,
-            })
-            .collect())
-    }
-
     /// Every reservation of the network with who holds it (see `Session::reservations`):
-    /// what `cni-win sweep` and `doctor` compare with the endpoints HNS has.
+    /// what `cni-win sweep` and `doctor` compare with the endpoints HNS has, and judge with
+    /// [`Retention::releasable`], GC's own rule.
     pub fn reservations(&self) -> Result<Vec<(IpAddr, Content)>, Error> {
         let session = self.store.lock(&self.config.range_sets)?;
         let reservations = session.reservations()?;

@@ -17,7 +17,7 @@ use std::net::IpAddr;
 
 use cni::GcAttachment;
 
-use crate::layout::Owner;
+use crate::layout::{Content, Owner};
 
 /// What a collector keeps; see the module docs for the rule.
 #[derive(Debug, Clone, Default)]
@@ -51,6 +51,29 @@ impl Retention {
     /// The addresses endpoints hold.
     pub fn held(&self) -> impl Iterator<Item = IpAddr> + '_ {
         self.held.iter().copied()
+    }
+
+    /// The reservations among `reservations` (a store as [`crate::HostLocal::reservations`]
+    /// read it) that GC with this retention releases: what a sweep removes and doctor
+    /// reports, by GC's own rule. Empty or corrupt files are GC's to reclaim, not a sweep's.
+    pub fn releasable(&self, reservations: &[(IpAddr, Content)]) -> Vec<(IpAddr, Owner)> {
+        let holding: HashSet<&Owner> = reservations
+            .iter()
+            .filter(|(ip, _)| self.held.contains(ip))
+            .filter_map(|(_, content)| match content {
+                Content::Owned(owner) => Some(owner),
+                _ => None,
+            })
+            .collect();
+        reservations
+            .iter()
+            .filter_map(|(ip, content)| match content {
+                Content::Owned(owner) if !self.keeps_owner(owner) && !holding.contains(owner) => {
+                    Some((*ip, owner.clone()))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Whether `owner`'s reservations stay whatever their addresses: a node component's, or

@@ -183,8 +183,21 @@ fn a_lock_held_elsewhere_has_a_deadline() {
             "{msg}"
         );
     }
-    // The environment variable overrides the config.
-    base["ipam"]["lockTimeoutSeconds"] = json!(600);
+    // cni-win's one precedence rule: the config key wins over the environment variable, which
+    // applies to a config without the key.
+    let child = common::spawn(
+        "ADD",
+        "b",
+        &base,
+        &[("CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT", "600")],
+    );
+    let (ok, error) = finish_within(child, limit, "ADD with the config's deadline");
+    assert!(!ok);
+    assert_eq!(error["code"], 11, "{error}");
+    base["ipam"]
+        .as_object_mut()
+        .unwrap()
+        .remove("lockTimeoutSeconds");
     let child = common::spawn(
         "ADD",
         "b",

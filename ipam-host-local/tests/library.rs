@@ -352,8 +352,8 @@ fn gc_never_releases_kube_proxys_source_vip() {
     kept.push("10.0.0.200".to_owned());
     ipam.allocate("pod", "eth0").unwrap();
     assert_eq!(
-        ipam.releasable(&Retention::default())
-            .unwrap()
+        Retention::default()
+            .releasable(&ipam.reservations().unwrap())
             .into_iter()
             .map(|(ip, owner)| format!("{ip} {owner}"))
             .collect::<Vec<_>>(),
@@ -383,7 +383,7 @@ fn gc_keeps_every_address_of_an_attachment_an_endpoint_holds() {
     ipam.allocate("gone", "eth0").unwrap();
     let v4 = held.result().ips[0].address.ip();
     let retention = Retention::default().holding([v4]);
-    let releasable = ipam.releasable(&retention).unwrap();
+    let releasable = retention.releasable(&ipam.reservations().unwrap());
     assert_eq!(
         releasable
             .iter()

@@ -25,7 +25,7 @@ mod subnet_env;
 use std::path::PathBuf;
 
 use cni::{CniArgs, Error, ErrorCode, NetConf, NetworkRequest, Request, Success, case_insensitive};
-use hns::{Client, Feature};
+use hns::{Client, Feature, HnsError, SupportedFeatures};
 use ipam_host_local::{HostLocal, IpamConfig, StoreLocation, Teardown};
 use serde_json::Value;
 
@@ -96,12 +96,19 @@ fn subnet_env_for_pod(native: &Native) -> Result<SubnetEnv, Error> {
 
 /// Whether the IPv6 subnet may become a range set: only asked of HNS when there is one.
 fn dual_stack(client: &Client, env: &SubnetEnv) -> Result<bool, Error> {
+    dual_stack_with(env, || client.supported_features())
+}
+
+/// [`dual_stack`] with the HNS features from wherever the caller has them (a node snapshot
+/// read them already); asked only when subnet.env has an IPv6 subnet.
+fn dual_stack_with(
+    env: &SubnetEnv,
+    features: impl FnOnce() -> Result<SupportedFeatures, HnsError>,
+) -> Result<bool, Error> {
     if env.ipv6_subnet.is_none() {
         return Ok(false);
     }
-    let features = client
-        .supported_features()
-        .map_err(|e| to_cni(&e, "read the HNS version"))?;
+    let features = features().map_err(|e| to_cni(&e, "read the HNS version"))?;
     Ok(features.supports(Feature::Ipv6DualStack))
 }
 
@@ -235,7 +242,7 @@ pub fn check(
 /// STATUS on the effective config (network, its type and settings, IPAM with a free address).
 pub fn status<T>(
     request: &NetworkRequest,
-    client: &Client,
+    features: impl FnOnce() -> Result<SupportedFeatures, HnsError>,
     status: impl FnOnce(&NetworkRequest) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let Some(native) = Native::of(&request.config)? else {
@@ -245,7 +252,7 @@ pub fn status<T>(
     let env = native
         .subnet_env()
         .map_err(|problem| not_available(problem.to_string()))?;
-    let dual = dual_stack(client, &env).map_err(|e| not_available(e.msg().to_owned()))?;
+    let dual = dual_stack_with(&env, features).map_err(|e| not_available(e.msg().to_owned()))?;
     let (config, stdin) = derive::effective(&request.config, &env, dual)
         .map_err(|e| not_available(e.msg().to_owned()))?;
     status(&NetworkRequest {

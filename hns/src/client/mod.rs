@@ -264,6 +264,16 @@ impl<R: RawHcn + ?Sized> Client<R> {
         self.read_all(parse_ids(&json)?, |id| self.open_namespace(id))
     }
 
+    /// The IDs of every namespace, for callers that only ask whether one exists. Raw calls:
+    /// `HcnEnumerateNamespaces` = 1.
+    pub fn list_namespace_ids(&self) -> Result<Vec<Guid>, HnsError> {
+        let json = self
+            .raw
+            .enumerate_namespaces(&HostComputeQuery::all().to_json())
+            .map_err(|e| HnsError::from_raw(e, "list namespaces"))?;
+        parse_ids(&json)
+    }
+
     /// Deletes a namespace. Raw calls: `HcnDeleteNamespace` = 1.
     pub fn delete_namespace(&self, id: Guid) -> Result<(), HnsError> {
         self.raw

@@ -28,7 +28,7 @@ use crate::codes::HNS_CALL_FAILED;
 use crate::endpoint::{self, Address};
 use crate::hns_error::{details, to_cni};
 use crate::ipam::Ipam;
-use crate::reference::{self, Owner};
+use crate::ownership::{self, Owner};
 
 /// Whether `failure` is HNS refusing the create because an endpoint holds an address.
 pub fn is_address_held(failure: &HnsError) -> bool {
@@ -77,7 +77,7 @@ pub fn remove_holder(
     let Some(Owner::CniWin {
         container_id,
         ifname,
-    }) = reference::owner(network_name, network.id(), &properties)
+    }) = ownership::owner(network_name, network.id(), &properties)
     else {
         return Err(refuse(
             format!(

@@ -1,0 +1,254 @@
+//! One read of a node for the node tools (`cni-win sweep`, `cni-win doctor`): every HNS
+//! network, endpoint, namespace and load balancer and the HNS version, read once, and each
+//! network's host-local store read once, then judged by the one rule ([`crate::ownership`])
+//! that the plugins' GC applies too. Every check and every stale object comes from the same
+//! read, so a tool never re-asks HNS for what it already has.
+//!
+//! Raw HCN calls of [`NodeSnapshot::read`] (closes not counted, one each per network,
+//! endpoint and load balancer): the version 1, networks 1 + 2 each, endpoints 1 + 2 each,
+//! namespaces 1 (IDs only), load balancers 1 + 2 each. A node with one network and three pods:
+//! 13.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use cni::{CniArgs, DelRequest, Error, GcAttachment, NetworkRequest};
+use hns::schema::{HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNetwork};
+use hns::{Client, Guid, HnsError, SupportedFeatures};
+pub use ipam_host_local::Exhausted;
+use ipam_host_local::layout::{Content, Owner};
+
+use crate::ipam::Ipam;
+use crate::kind::NetworkKind;
+use crate::ownership::{self, Dead, Liveness, Retention, Verdict};
+
+/// What HNS holds, read once.
+#[derive(Debug, Clone)]
+pub struct NodeSnapshot {
+    /// The HNS version's features.
+    pub features: SupportedFeatures,
+    /// Every network.
+    pub networks: Vec<HostComputeNetwork>,
+    /// Every endpoint, of every network, local and remote.
+    pub endpoints: Vec<HostComputeEndpoint>,
+    /// The IDs of the namespaces that exist.
+    pub namespaces: BTreeSet<Guid>,
+    /// Every load balancer.
+    pub load_balancers: Vec<HostComputeLoadBalancer>,
+}
+
+/// A pod's reservation in a network's host-local store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    /// The reserved address.
+    pub ip: IpAddr,
+    /// The attachment holding it.
+    pub attachment: GcAttachment,
+}
+
+/// Something of a dead attachment, which the attachment's DEL removes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stale {
+    /// An endpoint the rule judged dead; DEL detaches it from `namespace` first.
+    Endpoint {
+        /// The endpoint.
+        endpoint: Box<HostComputeEndpoint>,
+        /// Its attachment.
+        attachment: GcAttachment,
+        /// Why it is dead.
+        why: Dead,
+    },
+    /// A pod's reservation whose attachment has no endpoint, which no endpoint's address
+    /// holds (GC's retention rule).
+    Reservation(Reservation),
+}
+
+impl Stale {
+    /// The attachment the object belongs to.
+    pub fn attachment(&self) -> &GcAttachment {
+        match self {
+            Stale::Endpoint { attachment, .. } => attachment,
+            Stale::Reservation(reservation) => &reservation.attachment,
+        }
+    }
+
+    /// The namespace DEL detaches the endpoint from (none once it is gone or was never set).
+    pub fn namespace(&self) -> Option<Guid> {
+        match self {
+            Stale::Endpoint { endpoint, .. } => {
+                let namespace = endpoint.host_compute_namespace;
+                (!namespace.is_zero()).then_some(namespace)
+            }
+            Stale::Reservation(_) => None,
+        }
+    }
+}
+
+/// One configured network as the snapshot shows it: its HNS network (if any), its endpoints
+/// and its store.
+#[derive(Debug)]
+pub struct NetworkView<'s> {
+    snapshot: &'s NodeSnapshot,
+    request: &'s NetworkRequest,
+    /// The HNS network of the config's name; `None` when HNS has none.
+    pub network: Option<&'s HostComputeNetwork>,
+    /// Every reservation of the network's host-local store (read once, with the IPAM DEL
+    /// uses: in Flannel-native mode without subnet.env); `None` for a delegated IPAM, whose
+    /// store is its own.
+    pub reservations: Option<Vec<(IpAddr, Content)>>,
+}
+
+impl NodeSnapshot {
+    /// Reads HNS once (see the module docs for the raw calls).
+    pub fn read(client: &Client) -> Result<NodeSnapshot, HnsError> {
+        Ok(NodeSnapshot {
+            features: client.supported_features()?,
+            networks: client.list_networks()?,
+            endpoints: client.list_endpoints(None)?,
+            namespaces: client.list_namespace_ids()?.into_iter().collect(),
+            load_balancers: client.list_load_balancers()?,
+        })
+    }
+
+    /// The network `request` configures, with its store read once.
+    pub fn view<'s>(&'s self, request: &'s NetworkRequest) -> Result<NetworkView<'s>, Error> {
+        let name = &request.config.name;
+        let reservations =
+            match crate::flannel::teardown_ipam(&request.config, &CniArgs::default())? {
+                Some(Ipam::HostLocal(host_local)) => Some(host_local.reservations()?),
+                _ => None,
+            };
+        Ok(NetworkView {
+            snapshot: self,
+            request,
+            network: self.networks.iter().find(|network| &network.name == name),
+            reservations,
+        })
+    }
+}
+
+impl<'s> NetworkView<'s> {
+    /// The endpoints on this network, local and remote.
+    pub fn endpoints(&self) -> impl Iterator<Item = &'s HostComputeEndpoint> + 's {
+        let id = self.network.map(|network| network.id);
+        self.snapshot
+            .endpoints
+            .iter()
+            .filter(move |endpoint| Some(endpoint.host_compute_network) == id)
+    }
+
+    /// Each endpoint on this network with the rule's verdict (alive while attached to a
+    /// namespace that exists).
+    pub fn verdicts(&self) -> Vec<(&'s HostComputeEndpoint, Verdict)> {
+        let Some(network) = self.network else {
+            return Vec::new();
+        };
+        let liveness = Liveness::Namespaces(&self.snapshot.namespaces);
+        self.endpoints()
+            .map(|endpoint| {
+                let verdict = ownership::judge(&network.name, network.id, endpoint, liveness);
+                (endpoint, verdict)
+            })
+            .collect()
+    }
+
+    /// The pods' reservations: not the node components' (kube-proxy's source VIP), not the
+    /// pre-2018 ID-only ones (which name no interface, so no attachment), not empty or
+    /// corrupt files (GC reclaims those).
+    pub fn pod_reservations(&self) -> Vec<Reservation> {
+        self.reservations
+            .iter()
+            .flatten()
+            .filter_map(|(ip, content)| match content {
+                Content::Owned(owner) => pod_reservation(*ip, owner.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// What the rule says is dead: the endpoints judged dead, then the pods' reservations GC's
+    /// retention releases when the attachments with an endpoint are kept and every address an
+    /// endpoint on the network holds stays. Whether a command of the attachment is in flight
+    /// is the caller's to ask before it removes anything.
+    pub fn stale(&self) -> Vec<Stale> {
+        let verdicts = self.verdicts();
+        let mut stale = Vec::new();
+        let mut with_endpoint = Vec::new();
+        for (endpoint, verdict) in &verdicts {
+            match verdict {
+                Verdict::NotOurs => {}
+                Verdict::Alive(attachment) => with_endpoint.push(attachment.clone()),
+                Verdict::Dead(attachment, why) => {
+                    with_endpoint.push(attachment.clone());
+                    stale.push(Stale::Endpoint {
+                        endpoint: Box::new((*endpoint).clone()),
+                        attachment: attachment.clone(),
+                        why: why.clone(),
+                    });
+                }
+            }
+        }
+        let held = self
+            .endpoints()
+            .flat_map(|endpoint| endpoint.ip_configurations.iter().map(|c| c.ip_address));
+        let retention = Retention::attachments(&with_endpoint).holding(held);
+        if let Some(reservations) = &self.reservations {
+            stale.extend(
+                retention
+                    .releasable(reservations)
+                    .into_iter()
+                    .filter_map(|(ip, owner)| pod_reservation(ip, owner))
+                    .map(Stale::Reservation),
+            );
+        }
+        stale
+    }
+
+    /// STATUS of the network as the runtime's STATUS would answer now (in Flannel-native mode
+    /// subnet.env first), judged from the snapshot: no HCN call.
+    pub fn status<K: NetworkKind>(&self) -> Result<Vec<Exhausted>, Error> {
+        let features = self.snapshot.features;
+        crate::flannel::status(
+            self.request,
+            || Ok(features),
+            |request| crate::status::status_of::<K>(self.network, request),
+        )
+    }
+
+    /// Removes `stale` as the runtime's DEL of its attachment would: detach, delete the
+    /// endpoint (by its GUID, else the reference plugin's by name), release its addresses,
+    /// drop Flannel's record. Succeeds only when nothing of the attachment is left.
+    pub fn remove(&self, client: &Client, stale: &Stale) -> Result<(), Error> {
+        let attachment = stale.attachment();
+        let del = DelRequest {
+            container_id: attachment.container_id.clone(),
+            ifname: attachment.ifname.clone(),
+            netns: stale.namespace().map(|guid| guid.to_string()),
+            args: CniArgs::default(),
+            config: self.request.config.clone(),
+            stdin: self.request.stdin.clone(),
+            cni_path: self.request.cni_path.clone(),
+        };
+        let teardown = crate::teardown::Teardown::of(&del)?;
+        crate::del::del(client, &del, &teardown)
+    }
+}
+
+fn pod_reservation(ip: IpAddr, owner: Owner) -> Option<Reservation> {
+    if owner.is_node_component() {
+        return None;
+    }
+    match owner {
+        Owner::Attachment {
+            container_id,
+            ifname,
+        } => Some(Reservation {
+            ip,
+            attachment: GcAttachment {
+                container_id,
+                ifname,
+            },
+        }),
+        Owner::Legacy { .. } => None,
+    }
+}

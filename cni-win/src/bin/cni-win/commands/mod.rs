@@ -1,0 +1,7 @@
+//! One module per subcommand: its clap arguments, the settings it hands the library, and what
+//! it prints. The work is the `cni_win` library's.
+
+pub mod doctor;
+pub mod install;
+pub mod sweep;
+pub mod uninstall;

@@ -1,0 +1,69 @@
+//! `cni-win`: the operator's command on a Windows node, a thin binary over the `cni_win`
+//! library: `install`, `uninstall`, `sweep` and `doctor` parse their arguments and print what
+//! the library reports (see [`commands`]).
+
+use std::process::ExitCode;
+use std::sync::LazyLock;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+mod commands;
+
+/// `cni-win 0.1.0 (commit 0123456789ab)`: clap prints it for `--version`.
+static VERSION_LINE: LazyLock<String> = LazyLock::new(|| {
+    let build = cni::build!();
+    format!(
+        "{} (commit {})",
+        build.version,
+        build.commit.unwrap_or("unknown")
+    )
+});
+
+/// Installs and looks after cni-win on a Windows node.
+#[derive(Debug, Parser)]
+#[command(name = "cni-win")]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(Debug, Subcommand)]
+enum Commands {
+    Install(commands::install::Args),
+    Uninstall(commands::uninstall::Args),
+    Sweep(commands::sweep::Args),
+    Doctor(commands::doctor::Args),
+}
+
+fn main() -> ExitCode {
+    let command = Cli::command().version(VERSION_LINE.as_str());
+    let cli = match Cli::from_arg_matches(&command.get_matches()) {
+        Ok(cli) => cli,
+        Err(err) => err.exit(),
+    };
+    let outcome = match cli.command {
+        Commands::Install(args) => commands::install::run(args),
+        Commands::Uninstall(args) => commands::uninstall::run(args),
+        Commands::Sweep(args) => commands::sweep::run(args),
+        Commands::Doctor(args) => commands::doctor::run(args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("cni-win: {}", chain(&err));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and every cause under it: `cannot read C:\x: Access is denied.`
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

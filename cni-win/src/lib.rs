@@ -1,0 +1,34 @@
+//! `cni-win`: what an operator does to a Windows node's pod networking, as a library the
+//! `cni-win` command is a thin binary over (the way cargo's commands are thin over `cargo::ops`).
+//!
+//! The operations, each taking its settings and reporting what it did or found, never
+//! printing: [`install`] puts the plugins and a conflist in place (what a HostProcess init
+//! container runs), [`uninstall`] takes back exactly what install wrote, [`sweep`] removes the
+//! endpoints and reservations of dead attachments, [`doctor`] checks the node and says what to
+//! fix. `sweep` and `doctor` read the node once ([`cni_win_core::snapshot`]) and judge it by the
+//! plugins' own rule ([`cni_win_core::ownership`]).
+//!
+//! What they share: the shipped binaries and plugin kinds ([`shipped`]), the CNI config
+//! directory as libcni reads it ([`confdir`]), the binary swap ([`binaries`]), `SHA256SUMS`
+//! ([`checksums`]), the conflist templates ([`templates`]) and their validation by the plugins'
+//! own config code ([`lint`]), what install recorded ([`record`]), safe file writes
+//! ([`fsutil`]), containerd's config ([`containerd`]) and the default directories
+//! ([`defaults`]).
+
+pub mod binaries;
+pub mod checksums;
+pub mod confdir;
+pub mod containerd;
+pub mod defaults;
+pub mod doctor;
+mod error;
+pub mod fsutil;
+pub mod install;
+pub mod lint;
+pub mod record;
+pub mod shipped;
+pub mod sweep;
+pub mod templates;
+pub mod uninstall;
+
+pub use error::Error;

@@ -1,0 +1,153 @@
+//! A scratch node for the node tools' tests, on cni-win-conformance's emulated node: network
+//! `cbr0` (win-bridge, host-local over 10.244.1.0/24) in a config directory, and the means to
+//! build what ADD, DEL and crashes leave behind.
+#![allow(dead_code)] // each test file uses part of it
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use cni::NetConf;
+use cni_win::confdir::{self, Network};
+use cni_win::sweep::{self, Commands, Pass};
+use cni_win_conformance::node::{Node, network_settings};
+use cni_win_core::identity::Identity;
+use cni_win_core::snapshot::NodeSnapshot;
+use hns::schema::{EndpointFlags, HostComputeEndpoint, IpConfig, Route};
+use hns::{Client, Guid};
+use hns_emulator::Engine;
+use ipam_host_local::HostLocal;
+
+/// The scratch node: the emulated node, a client and the engine's controls on it, its
+/// configured networks and the store's host-local.
+pub struct ScratchNode {
+    pub client: Client,
+    pub engine: Engine,
+    pub host_local: HostLocal,
+    node: Node,
+}
+
+impl ScratchNode {
+    pub fn new() -> ScratchNode {
+        // No plugin runs on this node: the path only names its scratch directory.
+        let node = Node::new("cni-win", "tools");
+        node.create_network(&network_settings(
+            "cbr0",
+            "L2Bridge",
+            &[("10.244.1.0/24", "10.244.1.1")],
+        ));
+        let config = serde_json::json!({
+            "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+            "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
+                     "dataDir": node.ipam_dir()}
+        });
+        let conf_dir = node.dir().join("net.d");
+        fs::create_dir_all(&conf_dir).unwrap();
+        fs::write(
+            conf_dir.join("10-cbr0.conf"),
+            serde_json::to_vec(&config).unwrap(),
+        )
+        .unwrap();
+        let conf = NetConf::parse(&serde_json::to_vec(&config).unwrap()).unwrap();
+        ScratchNode {
+            client: node.client(),
+            engine: node.engine(),
+            host_local: HostLocal::from_conf(&conf, &cni::CniArgs::default()).unwrap(),
+            node,
+        }
+    }
+
+    /// The config directory holding `10-cbr0.conf`.
+    pub fn conf_dir(&self) -> PathBuf {
+        self.node.dir().join("net.d")
+    }
+
+    /// The networks the config directory configures now.
+    pub fn networks(&self) -> Vec<Network> {
+        confdir::read(&self.conf_dir(), &[]).unwrap().networks
+    }
+
+    pub fn network_id(&self) -> Guid {
+        self.node.network_id("cbr0")
+    }
+
+    pub fn namespace(&self) -> Guid {
+        self.node.namespace().parse().unwrap()
+    }
+
+    /// Reserves an address for the attachment, as ADD's IPAM step does.
+    pub fn reserve(&self, container_id: &str) -> String {
+        self.reserve_as(container_id, "eth0")
+    }
+
+    /// Reserves an address under any owner, as a script running host-local directly does.
+    pub fn reserve_as(&self, container_id: &str, ifname: &str) -> String {
+        let allocation = self.host_local.allocate(container_id, ifname).unwrap();
+        allocation.result().ips[0].address.ip().to_string()
+    }
+
+    /// An endpoint as cni-win's ADD creates it (its deterministic ID and name).
+    pub fn ours(&self, container_id: &str, ip: &str) -> Guid {
+        let identity = Identity::of("cbr0", container_id, "eth0");
+        self.endpoint(identity.guid, &identity.name, ip, EndpointFlags::NONE)
+    }
+
+    pub fn endpoint(&self, id: Guid, name: &str, ip: &str, flags: EndpointFlags) -> Guid {
+        let network = self.client.open_network(self.network_id()).unwrap();
+        let settings = HostComputeEndpoint {
+            name: name.to_owned(),
+            flags,
+            ip_configurations: vec![IpConfig {
+                ip_address: ip.parse().unwrap(),
+                prefix_length: None,
+            }],
+            routes: vec![Route::default_via("10.244.1.1".parse().unwrap())],
+            ..HostComputeEndpoint::default()
+        };
+        network.create_endpoint(id, &settings).unwrap().id()
+    }
+
+    pub fn endpoints(&self) -> BTreeSet<String> {
+        self.client
+            .list_endpoints(None)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect()
+    }
+
+    pub fn reserved(&self) -> BTreeSet<String> {
+        self.host_local
+            .reservations()
+            .unwrap()
+            .into_iter()
+            .map(|(ip, _)| ip.to_string())
+            .collect()
+    }
+
+    /// One sweep pass over the configured networks, on a fresh read of the node.
+    pub fn sweep(&self, commands: &impl Commands, apply: bool) -> Pass {
+        self.sweep_networks(&self.networks(), commands, apply)
+    }
+
+    /// One sweep pass over `networks`.
+    pub fn sweep_networks(
+        &self,
+        networks: &[Network],
+        commands: &impl Commands,
+        apply: bool,
+    ) -> Pass {
+        let snapshot = NodeSnapshot::read(&self.client).unwrap();
+        sweep::sweep(&self.client, &snapshot, networks, commands, apply)
+    }
+
+    /// Raw HCN calls since the last reading, without and with the `HcnClose*` calls.
+    pub fn calls(&self) -> (u64, u64) {
+        self.node.calls()
+    }
+
+    /// The emulated node's scratch root.
+    pub fn dir(&self) -> &Path {
+        self.node.dir()
+    }
+}
