@@ -26,11 +26,8 @@
 
 use std::time::Duration;
 
-use cni::{Error, NetConf};
-#[cfg(test)]
-use serde_json::Value;
-
 use cni::seconds::Seconds;
+use cni::{Error, NetConf};
 
 /// The config key.
 pub const CONFIG_KEY: &str = "hnsTimeoutSeconds";
@@ -62,11 +59,6 @@ pub fn node_deadline() -> Result<Duration, Error> {
 }
 
 #[cfg(test)]
-fn deadline_from(config: Option<&Value>, env: Option<&str>) -> Result<Duration, Error> {
-    SETTING.from(config, env)
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use cni::ErrorCode;
@@ -74,13 +66,13 @@ mod tests {
 
     #[test]
     fn default_then_variable_then_key() {
-        assert_eq!(deadline_from(None, None).unwrap(), DEFAULT);
+        assert_eq!(SETTING.from(None, None).unwrap(), DEFAULT);
         assert_eq!(
-            deadline_from(None, Some(" 12.5 ")).unwrap(),
+            SETTING.from(None, Some(" 12.5 ")).unwrap(),
             Duration::from_millis(12_500)
         );
         assert_eq!(
-            deadline_from(Some(&json!(5)), Some("12")).unwrap(),
+            SETTING.from(Some(&json!(5)), Some("12")).unwrap(),
             Duration::from_secs(5)
         );
     }
@@ -106,7 +98,7 @@ mod tests {
             (None, Some("NaN"), ErrorCode::InvalidEnvironment, ENV_VAR),
             (None, Some("inf"), ErrorCode::InvalidEnvironment, ENV_VAR),
         ] {
-            let error = deadline_from(config.as_ref(), env).unwrap_err();
+            let error = SETTING.from(config.as_ref(), env).unwrap_err();
             assert_eq!(error.code(), code, "{config:?} {env:?}");
             assert!(error.msg().starts_with(source), "{}", error.msg());
             assert!(error.msg().contains("seconds"), "{}", error.msg());
