@@ -16,11 +16,13 @@ use cni::{CniArgs, DelRequest, Error, GcAttachment, NetworkRequest};
 use hns::schema::{HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNetwork};
 use hns::{Client, Guid, HnsError, SupportedFeatures};
 pub use ipam_host_local::Exhausted;
+use ipam_host_local::HostLocal;
 use ipam_host_local::layout::{Content, Owner};
 
 use crate::ipam::Ipam;
 use crate::kind::NetworkKind;
 use crate::ownership::{self, Dead, Liveness, Retention, Verdict};
+use crate::prepare::Prepared;
 
 /// What HNS holds, read once.
 #[derive(Debug, Clone)]
@@ -212,6 +214,40 @@ impl<'s> NetworkView<'s> {
             self.request,
             || Ok(features),
             |request| crate::status::status_of::<K>(self.network, request),
+        )
+    }
+
+    /// host-local over the pods' store with exactly the ranges and exclusions ADD of plugin
+    /// `K` allocates from (in Flannel-native mode subnet.env's, the pod gateways and the HNS
+    /// subnets' gateways kept out), judged from the snapshot: no HCN call. What a node
+    /// component reserves here (kube-proxy's source VIP) is an address ADD would hand out,
+    /// and no pod ever gets it. Refused (naming the cause) when the network is missing or does
+    /// not fit the config, or the IPAM is not host-local.
+    pub fn pod_pool<K: NetworkKind>(&self) -> Result<HostLocal, Error> {
+        let features = self.snapshot.features;
+        crate::flannel::status(
+            self.request,
+            || Ok(features),
+            |request| {
+                let name = &request.config.name;
+                let mut prepared = Prepared::<K>::load(&request.config, &CniArgs::default())?;
+                prepared.required_ipam()?;
+                let network = self.network.ok_or_else(|| {
+                Error::try_again_later(format!(
+                    "HNS network {name:?} does not exist (yet); flanneld or the node's setup creates it"
+                ))
+            })?;
+                prepared
+                    .fit(network)
+                    .map_err(|unusable| unusable.into_error(name))?;
+                match prepared.ipam {
+                    Some(Ipam::HostLocal(host_local)) => Ok(host_local),
+                    _ => Err(Error::invalid_config(format!(
+                        "network {name:?}: ipam.type is not host-local, so the pods' addresses are \
+                     another IPAM plugin's to give; reserve the address with that plugin"
+                    ))),
+                }
+            },
         )
     }
 

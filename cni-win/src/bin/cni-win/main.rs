@@ -1,5 +1,5 @@
 //! `cni-win`: the operator's command on a Windows node, a thin binary over the `cni_win`
-//! library: `install`, `uninstall`, `sweep` and `doctor` parse their arguments and print what
+//! library: `install`, `uninstall`, `sweep`, `doctor` and `source-vip` parse their arguments and print what
 //! the library reports (see [`commands`]).
 
 use std::process::ExitCode;
@@ -33,6 +33,7 @@ enum Commands {
     Uninstall(commands::uninstall::Args),
     Sweep(commands::sweep::Args),
     Doctor(commands::doctor::Args),
+    SourceVip(commands::source_vip::Args),
 }
 
 fn main() -> ExitCode {
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         Commands::Uninstall(args) => commands::uninstall::run(args),
         Commands::Sweep(args) => commands::sweep::run(args),
         Commands::Doctor(args) => commands::doctor::run(args),
+        Commands::SourceVip(args) => commands::source_vip::run(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

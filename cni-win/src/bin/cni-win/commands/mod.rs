@@ -3,5 +3,6 @@
 
 pub mod doctor;
 pub mod install;
+pub mod source_vip;
 pub mod sweep;
 pub mod uninstall;

@@ -1,0 +1,215 @@
+//! `cni-win source-vip` on an emulated Flannel vxlan node: the VIP comes from the pods' store
+//! and ranges, never the gateway, the same every run, a script's reservation adopted, and
+//! kube-proxy's endpoint created exactly as kube-proxy would.
+#![cfg(not(windows))]
+
+use std::fs;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use cni::NetConf;
+use cni_win::source_vip::{self, Settings};
+use cni_win_conformance::node::{Node, network_settings};
+use hns::Client;
+use hns::schema::policy::{IsolationIdPolicy, ProviderAddressPolicy, VxlanPortPolicy};
+use hns::schema::{EndpointFlags, MacAddress, NetworkPolicy, SubnetPolicy};
+use ipam_host_local::HostLocal;
+use serde_json::{Value, json};
+
+const HOST_MAC: &str = "00-15-5D-52-C0-01";
+
+struct Overlay {
+    node: Node,
+    client: Client,
+}
+
+impl Overlay {
+    /// `flannel.4096` as flanneld's vxlan backend leaves it (Overlay 10.244.1.0/24, HNS
+    /// gateway .1, VNI 4096, the provider address) and its plain win-overlay config.
+    fn new() -> Overlay {
+        Overlay::with("Overlay", "win-overlay")
+    }
+
+    fn with(network_type: &str, plugin: &str) -> Overlay {
+        let node = Node::new("cni-win", "source-vip");
+        let mut network = network_settings(
+            "flannel.4096",
+            network_type,
+            &[("10.244.1.0/24", "10.244.1.1")],
+        );
+        for subnet in network.ipams.iter_mut().flat_map(|ipam| &mut ipam.subnets) {
+            subnet.policies = vec![SubnetPolicy::Vsid(IsolationIdPolicy { isolation_id: 4096 })];
+        }
+        network.policies = vec![
+            NetworkPolicy::VxlanPort(VxlanPortPolicy { port: 4789 }),
+            NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
+                provider_address: "10.127.130.38".parse().unwrap(),
+            }),
+        ];
+        node.create_network(&network);
+        let overlay = Overlay {
+            client: node.client(),
+            node,
+        };
+        fs::create_dir_all(overlay.conf_dir()).unwrap();
+        overlay.write_config(&json!({
+            "cniVersion": "1.0.0", "name": "flannel.4096", "type": plugin,
+            "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
+                     "dataDir": overlay.node.ipam_dir()}
+        }));
+        overlay
+    }
+
+    fn conf_dir(&self) -> PathBuf {
+        self.node.dir().join("net.d")
+    }
+
+    fn write_config(&self, config: &Value) {
+        fs::write(
+            self.conf_dir().join("10-net.conf"),
+            serde_json::to_vec(config).unwrap(),
+        )
+        .unwrap();
+    }
+
+    fn settings(&self) -> Settings {
+        Settings {
+            conf_dir: self.conf_dir(),
+            cni_path: Vec::new(),
+            network: None,
+        }
+    }
+
+    /// host-local over the pods' store, as a script running it by hand would.
+    fn script(&self) -> HostLocal {
+        let conf = NetConf::parse(
+            &serde_json::to_vec(&json!({
+                "cniVersion": "0.2.0", "name": "flannel.4096",
+                "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
+                         "dataDir": self.node.ipam_dir()}
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+        HostLocal::from_conf(&conf, &cni::CniArgs::default()).unwrap()
+    }
+
+    fn reservations(&self) -> Vec<String> {
+        self.node.reservations("flannel.4096")
+    }
+}
+
+fn ip(text: &str) -> IpAddr {
+    text.parse().unwrap()
+}
+
+#[test]
+fn reserves_one_address_of_the_pods_range_the_same_every_run() {
+    let node = Overlay::new();
+    let first = source_vip::reserve(&node.client, &node.settings(), None).unwrap();
+    assert_eq!(first.network, "flannel.4096");
+    // .1 is the pod gateway (HNS's): never the VIP.
+    assert_eq!(first.ip, ip("10.244.1.2"));
+    assert_eq!(first.owner, "kube-proxy/source-vip");
+    assert!(first.reserved_now);
+    assert_eq!(first.endpoint, None);
+    let again = source_vip::reserve(&node.client, &node.settings(), None).unwrap();
+    assert_eq!(again.ip, first.ip);
+    assert!(!again.reserved_now);
+    assert_eq!(node.reservations(), ["10.244.1.2"]);
+    // A pod's ADD never gets it.
+    let pod = node.script().allocate("pod", "eth0").unwrap();
+    assert_ne!(pod.result().ips[0].address.ip(), first.ip);
+}
+
+#[test]
+fn adopts_the_reservation_a_start_script_made() {
+    let node = Overlay::new();
+    node.script().allocate("pod-a", "eth0").unwrap();
+    let script = node.script().allocate("dummy", "dummy").unwrap();
+    let vip = source_vip::reserve(&node.client, &node.settings(), None).unwrap();
+    assert_eq!(vip.ip, script.result().ips[0].address.ip());
+    assert_eq!(vip.owner, "dummy/dummy");
+    assert!(!vip.reserved_now);
+    assert_eq!(node.reservations().len(), 2);
+}
+
+#[test]
+fn refuses_an_l2bridge_network_and_changes_nothing() {
+    let node = Overlay::with("L2Bridge", "win-bridge");
+    let err = source_vip::reserve(&node.client, &node.settings(), None).unwrap_err();
+    assert!(err.to_string().contains("no win-overlay network"), "{err}");
+    let named = Settings {
+        network: Some("flannel.4096".to_owned()),
+        ..node.settings()
+    };
+    let err = source_vip::reserve(&node.client, &named, None).unwrap_err();
+    assert!(err.to_string().contains("L2Bridge"), "{err}");
+    assert!(node.reservations().is_empty());
+}
+
+#[test]
+fn refuses_a_network_hns_does_not_have_and_changes_nothing() {
+    let node = Overlay::new();
+    node.write_config(&json!({
+        "cniVersion": "1.0.0", "name": "vxlan0", "type": "win-overlay",
+        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24", "dataDir": node.node.ipam_dir()}
+    }));
+    let err = source_vip::reserve(&node.client, &node.settings(), None).unwrap_err();
+    assert!(err.to_string().contains("does not exist"), "{err}");
+    assert!(node.node.reservations("vxlan0").is_empty());
+}
+
+#[test]
+fn creates_kube_proxys_endpoint_once_and_release_gives_everything_back() {
+    let node = Overlay::new();
+    let mac: MacAddress = HOST_MAC.parse().unwrap();
+    let vip = source_vip::reserve(&node.client, &node.settings(), Some(mac)).unwrap();
+    assert!(vip.endpoint_created);
+    let endpoints = node.node.endpoints("flannel.4096");
+    assert_eq!(endpoints.len(), 1);
+    let endpoint = &endpoints[0];
+    assert_eq!(Some(endpoint.id), vip.endpoint);
+    assert!(source_vip::is_source_vip_endpoint(endpoint, vip.ip));
+    assert_eq!(endpoint.mac_address, Some(mac));
+    assert_eq!(endpoint.flags, EndpointFlags::NONE);
+
+    let again = source_vip::reserve(&node.client, &node.settings(), Some(mac)).unwrap();
+    assert!(!again.endpoint_created);
+    assert_eq!(again.endpoint, vip.endpoint);
+    assert_eq!(node.node.endpoints("flannel.4096").len(), 1);
+
+    let released = source_vip::release(&node.client, &node.settings()).unwrap();
+    assert_eq!(released.ips, [vip.ip]);
+    assert_eq!(released.endpoints, [endpoint.id]);
+    assert!(node.node.endpoints("flannel.4096").is_empty());
+    assert!(node.reservations().is_empty());
+}
+
+#[test]
+fn release_leaves_everything_when_another_endpoint_holds_the_vip() {
+    let node = Overlay::new();
+    let vip = source_vip::reserve(&node.client, &node.settings(), None).unwrap();
+    node.node.foreign_endpoint(
+        "flannel.4096",
+        "someone",
+        &vip.ip.to_string(),
+        EndpointFlags::NONE,
+    );
+    let err = source_vip::release(&node.client, &node.settings()).unwrap_err();
+    assert!(err.to_string().contains("nothing was released"), "{err}");
+    assert_eq!(node.reservations(), [vip.ip.to_string()]);
+}
+
+#[test]
+fn flags_add_the_feature_gate_only_before_it_was_on_by_default() {
+    let node = Overlay::new();
+    let vip = source_vip::reserve(&node.client, &node.settings(), None).unwrap();
+    let base = ["--source-vip=10.244.1.2", "--network-name=flannel.4096"];
+    assert_eq!(source_vip::kube_proxy_flags(&vip, None), base);
+    assert_eq!(source_vip::kube_proxy_flags(&vip, Some(33)), base);
+    assert_eq!(
+        source_vip::kube_proxy_flags(&vip, Some(32)).last().unwrap(),
+        "--feature-gates=WinOverlay=true"
+    );
+}
