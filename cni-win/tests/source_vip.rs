@@ -213,3 +213,62 @@ fn flags_add_the_feature_gate_only_before_it_was_on_by_default() {
         "--feature-gates=WinOverlay=true"
     );
 }
+
+/// A Flannel conflist delegating to win-overlay: the ranges are subnet.env's (here the node's
+/// 10.244.1.0/24 in a config that names none), the store the one Flannel's delegate uses.
+#[test]
+fn a_flannel_native_config_takes_its_range_from_subnet_env() {
+    let node = Overlay::new();
+    let subnet_env = node.node.dir().join("subnet.env");
+    fs::write(
+        &subnet_env,
+        "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n",
+    )
+    .unwrap();
+    fs::remove_file(node.conf_dir().join("10-net.conf")).unwrap();
+    fs::write(
+        node.conf_dir().join("10-flannel.conflist"),
+        serde_json::to_vec(&json!({
+            "cniVersion": "0.3.0", "name": "flannel.4096", "plugins": [{
+                "type": "flannel", "subnetFile": subnet_env,
+                "dataDir": node.node.dir().join("flannel"),
+                "delegate": {"type": "win-overlay", "ipam": {"dataDir": node.node.ipam_dir()}}
+            }]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let vip = source_vip::reserve(&node.client, &node.settings(), None).unwrap();
+    assert_eq!(vip.ip, ip("10.244.1.2"));
+    assert_eq!(node.reservations(), ["10.244.1.2"]);
+
+    fs::remove_file(&subnet_env).unwrap();
+    let again = source_vip::reserve(&node.client, &node.settings(), None).unwrap_err();
+    assert!(again.to_string().contains("subnet"), "{again}");
+    assert_eq!(node.reservations(), ["10.244.1.2"]);
+}
+
+/// A node that rejoined with another pod subnet: the VIP it held in the old one is given back
+/// and a new one reserved in the current range.
+#[test]
+fn a_vip_left_outside_the_current_range_is_replaced() {
+    let node = Overlay::new();
+    let old_range = NetConf::parse(
+        &serde_json::to_vec(&json!({
+            "cniVersion": "1.0.0", "name": "flannel.4096",
+            "ipam": {"type": "host-local", "subnet": "10.244.9.0/24",
+                     "dataDir": node.node.ipam_dir()}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    HostLocal::from_conf(&old_range, &cni::CniArgs::default())
+        .unwrap()
+        .allocate("kube-proxy", "source-vip")
+        .unwrap();
+    assert_eq!(node.reservations(), ["10.244.9.2"]);
+    let vip = source_vip::reserve(&node.client, &node.settings(), None).unwrap();
+    assert_eq!(vip.ip, ip("10.244.1.2"));
+    assert!(vip.reserved_now);
+    assert_eq!(node.reservations(), ["10.244.1.2"]);
+}
