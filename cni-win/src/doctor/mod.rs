@@ -11,7 +11,8 @@
 //! Flannel mode, a usable store, each IPAM range inside the network's subnets), a free address
 //! in every range set, the plugin binaries in `--bin-dir`, and the store against HNS
 //! (endpoints without reservations, what `sweep` would remove, two endpoints holding one IP, a
-//! remote endpoint holding a local pod's IP).
+//! remote endpoint holding a local pod's IP); on an overlay network, what kube-proxy needs
+//! (`kube_proxy`).
 //!
 //! Every check runs over one read of the node ([`NodeSnapshot`]): on a node with one network
 //! and three pods a run costs 13 raw HCN calls (the snapshot's), plus one for the Windows
@@ -36,6 +37,8 @@ use serde::Serialize;
 use crate::confdir::{self, Network};
 use crate::shipped::{self, Plugin};
 use crate::sweep::{self, AttachmentLocks};
+
+mod kube_proxy;
 
 /// Where doctor looks.
 #[derive(Debug, Clone)]
@@ -376,6 +379,9 @@ fn check_network(node: Option<&Reached<'_>>, network: &Network, report: &mut Rep
         ),
     }
     check_store(node, network, &view, report);
+    if network.plugin == Plugin::Overlay {
+        kube_proxy::check(node, name, &view, report);
+    }
 }
 
 /// A full range set leaves STATUS ready (so the node keeps its pods) but fails every new pod's

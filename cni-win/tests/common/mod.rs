@@ -3,6 +3,8 @@
 //! build what ADD, DEL and crashes leave behind.
 #![allow(dead_code)] // each test file uses part of it
 
+pub mod overlay;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,227 @@
+//! `cni-win doctor` on a Flannel vxlan node: what kube-proxy's winkernel proxier needs there,
+//! with kube-proxy's objects created exactly as it creates them.
+#![cfg(not(windows))]
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+
+use cni_win::doctor::{Report, Settings, Verdict, diagnose};
+use cni_win::source_vip;
+use cni_win_core::identity::Identity;
+use common::overlay::{HOST_MAC, Overlay};
+use hns::Guid;
+use hns::features::HnsVersion;
+use hns::schema::{HostComputeEndpoint, IpConfig};
+use serde_json::json;
+
+struct Doctor {
+    node: Overlay,
+    bin: tempfile::TempDir,
+}
+
+impl Doctor {
+    fn new() -> Doctor {
+        let bin = tempfile::tempdir().unwrap();
+        let path = bin.path().join("win-overlay");
+        fs::write(
+            &path,
+            "#!/bin/sh\necho 'CNI win-overlay plugin 0.1.0 (commit aaaaaaaaaaaa)'\n",
+        )
+        .unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        Doctor {
+            node: Overlay::new(),
+            bin,
+        }
+    }
+
+    fn report(&self) -> Report {
+        let settings = Settings {
+            conf_dir: self.node.conf_dir(),
+            bin_dir: self.bin.path().to_owned(),
+        };
+        diagnose(Ok(&self.node.client), &settings)
+    }
+
+    /// `cni-win source-vip --create-endpoint`: kube-proxy's VIP and its endpoint.
+    fn source_vip(&self) -> source_vip::SourceVip {
+        source_vip::reserve(
+            &self.node.client,
+            &self.node.settings(),
+            Some(HOST_MAC.parse().unwrap()),
+        )
+        .unwrap()
+    }
+
+    /// A pod as cni-win's ADD leaves it: reservation and endpoint (not attached).
+    fn pod(&self, container_id: &str) -> Guid {
+        let allocation = self.node.script().allocate(container_id, "eth0").unwrap();
+        let ip = allocation.result().ips[0].address.ip();
+        self.endpoint(container_id, ip)
+    }
+
+    fn endpoint(&self, container_id: &str, ip: std::net::IpAddr) -> Guid {
+        let identity = Identity::of("flannel.4096", container_id, "eth0");
+        let network = self
+            .node
+            .client
+            .find_network_by_name("flannel.4096")
+            .unwrap();
+        let settings = HostComputeEndpoint {
+            name: identity.name.clone(),
+            ip_configurations: vec![IpConfig {
+                ip_address: ip,
+                prefix_length: None,
+            }],
+            ..HostComputeEndpoint::default()
+        };
+        let id = network
+            .create_endpoint(identity.guid, &settings)
+            .unwrap()
+            .id();
+        let ns = self.node.node.namespace().parse().unwrap();
+        self.node.client.attach_endpoint(ns, id).unwrap();
+        id
+    }
+
+    /// kube-proxy's load balancer for a service: source VIP, ClusterIP, pods' backends.
+    fn load_balancer(&self, vip: std::net::IpAddr, backends: &[Guid]) {
+        let dir = self.node.node.state().join("loadbalancers");
+        fs::create_dir_all(&dir).unwrap();
+        let id = "1B000000-0000-4000-8000-000000000001";
+        let balancer = json!({
+            "ID": id,
+            "HostComputeEndpoints": backends.iter().map(Guid::to_string).collect::<Vec<_>>(),
+            "SourceVIP": vip,
+            "FrontendVIPs": ["10.96.0.50"],
+            "SchemaVersion": {"Major": 2, "Minor": 0}
+        });
+        fs::write(dir.join(format!("{id}.json")), balancer.to_string()).unwrap();
+    }
+}
+
+/// The findings that are not a pass, as (check, verdict).
+fn problems(report: &Report) -> Vec<(String, Verdict)> {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.verdict != Verdict::Pass)
+        .map(|f| (f.check.clone(), f.verdict))
+        .collect()
+}
+
+fn finding(check: &str) -> (String, Verdict) {
+    (
+        format!("network \"flannel.4096\": kube-proxy {check}"),
+        Verdict::Warn,
+    )
+}
+
+#[test]
+fn a_synced_kube_proxy_passes_every_check() {
+    let doctor = Doctor::new();
+    let vip = doctor.source_vip();
+    let backends = [doctor.pod("a"), doctor.pod("b")];
+    doctor.load_balancer(vip.ip, &backends);
+    let report = doctor.report();
+    println!("{report}");
+    assert_eq!(problems(&report), [], "{report}");
+    let kube_proxy: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.check.contains("kube-proxy"))
+        .map(|f| f.check.rsplit("kube-proxy ").next().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        kube_proxy,
+        [
+            "remote subnets",
+            "source VIP",
+            "source VIP endpoint",
+            "load balancers"
+        ]
+    );
+}
+
+#[test]
+fn no_vip_reserved_is_a_warning_with_the_command_that_fixes_it() {
+    let doctor = Doctor::new();
+    let report = doctor.report();
+    assert_eq!(problems(&report), [finding("source VIP")], "{report}");
+    assert!(report.healthy);
+    assert!(
+        report.to_string().contains("cni-win source-vip"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_vip_no_endpoint_holds_yet_is_a_warning() {
+    let doctor = Doctor::new();
+    source_vip::reserve(&doctor.node.client, &doctor.node.settings(), None).unwrap();
+    let report = doctor.report();
+    assert_eq!(
+        problems(&report),
+        [finding("source VIP endpoint")],
+        "{report}"
+    );
+}
+
+/// A pod got the VIP (reserved elsewhere before, then reserved here under a script's owner
+/// while the pod's endpoint held it): kube-proxy's endpoint cannot be created.
+#[test]
+fn a_pod_holding_the_vip_fails() {
+    let doctor = Doctor::new();
+    let vip = source_vip::reserve(&doctor.node.client, &doctor.node.settings(), None).unwrap();
+    doctor.endpoint("thief", vip.ip);
+    let report = doctor.report();
+    let failed: Vec<_> = problems(&report)
+        .into_iter()
+        .filter(|(_, verdict)| *verdict == Verdict::Fail)
+        .collect();
+    assert!(
+        failed.contains(&(
+            "network \"flannel.4096\": kube-proxy source VIP endpoint".to_owned(),
+            Verdict::Fail
+        )),
+        "{report}"
+    );
+    assert!(!report.healthy);
+}
+
+/// A pod's DEL removed a backend of kube-proxy's load balancer before kube-proxy synced.
+#[test]
+fn a_load_balancer_backend_gone_is_reported() {
+    let doctor = Doctor::new();
+    let vip = doctor.source_vip();
+    let backends = [doctor.pod("a"), doctor.pod("b")];
+    doctor.load_balancer(vip.ip, &backends);
+    doctor.node.client.delete_endpoint(backends[1]).unwrap();
+    doctor.node.script().release("b", "eth0").unwrap();
+    let report = doctor.report();
+    println!("{report}");
+    assert_eq!(problems(&report), [finding("load balancers")], "{report}");
+    assert!(report.to_string().contains(&backends[1].to_string()));
+}
+
+#[test]
+fn hns_without_remote_subnets_fails() {
+    let doctor = Doctor::new();
+    doctor.source_vip();
+    doctor
+        .node
+        .node
+        .engine()
+        .set_version(HnsVersion::new(8, 0))
+        .unwrap();
+    let report = doctor.report();
+    assert!(
+        problems(&report).contains(&(
+            "network \"flannel.4096\": kube-proxy remote subnets".to_owned(),
+            Verdict::Fail
+        )),
+        "{report}"
+    );
+}
