@@ -188,3 +188,25 @@ fn a_vip_left_outside_the_current_range_is_replaced() {
     assert!(vip.reserved_now);
     assert_eq!(node.reservations(), ["10.244.1.2"]);
 }
+
+/// `cni-win sweep --apply` keeps the VIP and kube-proxy's endpoint: neither is a pod's.
+#[test]
+fn sweep_keeps_the_vip_and_kube_proxys_endpoint() {
+    let node = Overlay::new();
+    let mac: MacAddress = HOST_MAC.parse().unwrap();
+    let vip = source_vip::reserve(&node.client, &node.settings(), Some(mac)).unwrap();
+    let networks = cni_win::confdir::read(&node.conf_dir(), &[])
+        .unwrap()
+        .networks;
+    let snapshot = cni_win_core::snapshot::NodeSnapshot::read(&node.client).unwrap();
+    let pass = cni_win::sweep::sweep(
+        &node.client,
+        &snapshot,
+        &networks,
+        &cni_win::sweep::AttachmentLocks,
+        true,
+    );
+    assert!(pass.stale.is_empty() && !pass.failed(), "{pass:?}");
+    assert_eq!(node.reservations(), [vip.ip.to_string()]);
+    assert_eq!(node.node.endpoints("flannel.4096").len(), 1);
+}
