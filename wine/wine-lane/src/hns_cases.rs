@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use cni_win_conformance::hns::L2BRIDGE_NETWORK;
+use cni_win_conformance::hns::{L2BRIDGE_NETWORK, OVERLAY_NETWORK};
 use serde_json::{Value, json};
 
 use crate::lane::{Bench, Lane, Side};
@@ -61,6 +61,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("win-bridge.hung-hns", hung_hns),
         HnsCase::new("cni-win.sweep", sweep),
         HnsCase::new("cni-win.doctor", doctor),
+        HnsCase::new("cni-win.source-vip", source_vip),
         HnsCase::new("win-bridge.attachment-lock", attachment_lock),
         HnsCase::new("win-bridge.flannel-native", flannel_native),
         HnsCase {
@@ -822,6 +823,70 @@ fn doctor(bench: &Bench<'_>) -> Result<String, String> {
         },
     )?;
     Ok("healthy node exits 0; without the HNS network readiness fails, exit non-zero".to_owned())
+}
+
+/// `cni-win source-vip` on the side, on Flannel vxlan's network: two runs print the same VIP
+/// (never the gateway), `--create-endpoint` creates kube-proxy's nameless endpoint on it, and
+/// `--release` takes both back.
+fn source_vip(bench: &Bench<'_>) -> Result<String, String> {
+    let mut create = vec!["network", "create"];
+    create.extend(OVERLAY_NETWORK.split_whitespace());
+    bench.hnsctl(&create)?.ok()?;
+    let config = json!({
+        "cniVersion": "1.0.0", "name": "flannel.4096", "type": "win-overlay",
+        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
+            "dataDir": bench.side_path(&bench.state().join("ipam"))}
+    });
+    let conf_dir = bench.state().join("net.d");
+    std::fs::create_dir_all(&conf_dir).map_err(|e| format!("create {conf_dir:?}: {e}"))?;
+    std::fs::write(conf_dir.join("10-flannel.conf"), config.to_string())
+        .map_err(|e| format!("write the config: {e}"))?;
+    let conf_dir = bench.side_path(&conf_dir);
+    let first = bench
+        .cni_win(&["source-vip", "--conf-dir", &conf_dir])?
+        .ok()?;
+    let second = bench
+        .cni_win(&["source-vip", "--conf-dir", &conf_dir])?
+        .ok()?;
+    ensure(first.trim() == "10.244.1.2" && second == first, || {
+        format!("two runs printed {first:?} and {second:?}")
+    })?;
+    let created = parse(
+        "source-vip --format json",
+        &bench
+            .cni_win(&[
+                "source-vip",
+                "--conf-dir",
+                &conf_dir,
+                "--create-endpoint",
+                "00-15-5D-52-C0-01",
+                "--format",
+                "json",
+            ])?
+            .ok()?,
+    )?;
+    let endpoints = parse(
+        "Linux endpoint list",
+        &bench.linux_hnsctl(&["--json", "endpoint", "list"])?.ok()?,
+    )?;
+    ensure(
+        created["endpointCreated"] == true
+            && endpoints.as_array().map(Vec::len) == Some(1)
+            && endpoints[0]["IpConfigurations"][0]["IpAddress"] == "10.244.1.2"
+            && endpoints[0]["Name"].as_str().unwrap_or_default().is_empty(),
+        || format!("--create-endpoint said {created}; the endpoints are {endpoints}"),
+    )?;
+    bench
+        .cni_win(&["source-vip", "--conf-dir", &conf_dir, "--release"])?
+        .ok()?;
+    let endpoints = parse(
+        "Linux endpoint list",
+        &bench.linux_hnsctl(&["--json", "endpoint", "list"])?.ok()?,
+    )?;
+    ensure(endpoints.as_array().is_some_and(Vec::is_empty), || {
+        format!("after --release the endpoints are {endpoints}")
+    })?;
+    Ok("two runs print 10.244.1.2; --create-endpoint made kube-proxy's endpoint; --release took it back".to_owned())
 }
 
 /// Per-call latency while the first ADD of the lock case holds the attachment's lock.
