@@ -221,14 +221,18 @@ fn wait_until(child: &mut Child, deadline: Instant, timeout: Duration) -> io::Re
 }
 
 /// A pipe drained by a thread into a shared buffer, so a pipe that never closes still yields
-/// what was read from it.
-struct Capture {
+/// what was read from it. Public for other harnesses that run processes a grandchild may
+/// outlive (the first Wine process of a session starts Wine's services, which inherit its
+/// stderr and keep it open).
+#[derive(Debug)]
+pub struct Capture {
     buffer: Arc<Mutex<Vec<u8>>>,
     done: mpsc::Receiver<()>,
 }
 
 impl Capture {
-    fn start(mut pipe: impl Read + Send + 'static) -> Capture {
+    /// Starts draining `pipe` (at most 4 MiB is kept).
+    pub fn start(mut pipe: impl Read + Send + 'static) -> Capture {
         let buffer = Arc::new(Mutex::new(Vec::new()));
         let (tx, done) = mpsc::channel();
         let shared = Arc::clone(&buffer);
@@ -249,7 +253,9 @@ impl Capture {
         Capture { buffer, done }
     }
 
-    fn finish(self) -> Vec<u8> {
+    /// What was read, once the pipe closed or, after the process ended, at most half a second
+    /// later.
+    pub fn finish(self) -> Vec<u8> {
         let _ = self.done.recv_timeout(PIPE_GRACE);
         match self.buffer.lock() {
             Ok(mut buffer) => std::mem::take(&mut *buffer),

@@ -1,9 +1,10 @@
 //! Running one helper process with a deadline and capturing what it printed.
 
-use std::io::Read;
 use std::process::{Child, Command, Stdio};
-use std::thread::{self, JoinHandle};
+use std::thread;
 use std::time::{Duration, Instant};
+
+use conformance::exec::Capture;
 
 /// A single tool or probe slower than this is killed: each takes well under a second once the
 /// wineserver is up, and a hung one must not hang CI.
@@ -92,8 +93,8 @@ pub fn run_with_stdin(
             let _ = std::io::Write::write_all(&mut pipe, &bytes);
         });
     }
-    let stdout = capture(child.stdout.take());
-    let stderr = capture(child.stderr.take());
+    let stdout = child.stdout.take().map(Capture::start);
+    let stderr = child.stderr.take().map(Capture::start);
     let status =
         wait(&mut child, deadline).map_err(|e| format!("waiting for `{command_line}`: {e}"))?;
     Ok(Ran {
@@ -119,19 +120,11 @@ fn wait(child: &mut Child, deadline: Duration) -> std::io::Result<Option<i32>> {
     }
 }
 
-fn capture(pipe: Option<impl Read + Send + 'static>) -> Option<JoinHandle<String>> {
-    pipe.map(|mut pipe| {
-        thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-    })
-}
-
-fn collect(reader: Option<JoinHandle<String>>) -> String {
-    reader
-        .and_then(|reader| reader.join().ok())
+/// What a pipe carried, read until it closed or shortly after the process ended: the first
+/// Wine process of a session starts Wine's services, which keep its stderr open.
+fn collect(capture: Option<Capture>) -> String {
+    capture
+        .map(|capture| String::from_utf8_lossy(&capture.finish()).into_owned())
         .unwrap_or_default()
 }
 
