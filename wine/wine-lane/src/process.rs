@@ -1,6 +1,6 @@
 //! Running one helper process with a deadline and capturing what it printed.
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,8 @@ pub struct Ran {
     pub command_line: String,
     /// Exit status; `None` when killed (deadline or signal).
     pub status: Option<i32>,
+    /// The signal that ended it, when one did and the deadline did not.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -39,14 +41,21 @@ impl Ran {
         }
     }
 
+    /// How it ended: `exit status N`, `killed by signal N` or `killed at the deadline`.
+    pub fn ending(&self) -> String {
+        match (self.status, self.signal) {
+            (Some(code), _) => format!("exit status {code}"),
+            (None, Some(signal)) => format!("killed by signal {signal}"),
+            (None, None) => "killed at the deadline".to_owned(),
+        }
+    }
+
     /// What went wrong, for a run that did not succeed.
     pub fn failure(&self) -> String {
-        let status = self
-            .status
-            .map_or_else(|| "killed".to_owned(), |code| format!("exit status {code}"));
         format!(
-            "`{}` failed ({status}): {}",
+            "`{}` failed ({}): {}",
             self.command_line,
+            self.ending(),
             self.stderr.trim()
         )
     }
@@ -95,21 +104,23 @@ pub fn run_with_stdin(
     }
     let stdout = child.stdout.take().map(Capture::start);
     let stderr = child.stderr.take().map(Capture::start);
-    let status =
+    let ended =
         wait(&mut child, deadline).map_err(|e| format!("waiting for `{command_line}`: {e}"))?;
     Ok(Ran {
         command_line,
-        status,
+        status: ended.and_then(|status| status.code()),
+        signal: ended.and_then(signal),
         stdout: collect(stdout),
         stderr: collect(stderr),
     })
 }
 
-fn wait(child: &mut Child, deadline: Duration) -> std::io::Result<Option<i32>> {
+/// How the child ended; `None` when it was killed at the deadline.
+fn wait(child: &mut Child, deadline: Duration) -> std::io::Result<Option<ExitStatus>> {
     let deadline = Instant::now() + deadline;
     loop {
         if let Some(status) = child.try_wait()? {
-            return Ok(status.code());
+            return Ok(Some(status));
         }
         if Instant::now() >= deadline {
             child.kill()?;
@@ -118,6 +129,16 @@ fn wait(child: &mut Child, deadline: Duration) -> std::io::Result<Option<i32>> {
         }
         thread::sleep(Duration::from_millis(5));
     }
+}
+
+#[cfg(unix)]
+fn signal(status: ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(&status)
+}
+
+#[cfg(not(unix))]
+fn signal(_: ExitStatus) -> Option<i32> {
+    None
 }
 
 /// What a pipe carried, read until it closed or shortly after the process ended: the first
