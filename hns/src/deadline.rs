@@ -7,6 +7,17 @@
 //! the time waited and "HNS did not answer". The call is then *abandoned*: its
 //! thread keeps running until HNS answers or the process exits.
 //!
+//! A call that answers in time returns only once its thread has exited,
+//! thread-local destructors and DLL thread-detach code included, so no thread
+//! of a finished call is still exiting when the command's process ends. Under
+//! Wine a process that ended while one was crashed (exit 139 after a command
+//! that had succeeded): ending a process signals every thread wineserver
+//! still counts, and a thread already past its Windows exit crashes on the
+//! signal. The wait cannot hang where ending the process would not: on
+//! Windows an exiting thread waits only for the loader lock, which
+//! `ExitProcess` takes as well. An abandoned call's thread is not waited for
+//! (its handle is dropped); if the process exits first, the system ends it.
+//!
 //! What makes abandoning safe:
 //! - The thread owns everything the call uses: the backend (an `Arc`, so
 //!   dropping the client frees nothing the call needs; computenetwork.dll is
@@ -251,23 +262,34 @@ impl Deadlined {
                     }
                 })
         };
-        if let Err(error) = spawned {
-            self.shared.returned(self.backend.as_ref(), handle);
-            return Err(RawError::new(
-                function,
-                HResult::E_FAIL,
-                format!("not sent: cannot start a thread to wait on it: {error}"),
-            ));
-        }
+        let thread = match spawned {
+            Ok(thread) => thread,
+            Err(error) => {
+                self.shared.returned(self.backend.as_ref(), handle);
+                return Err(RawError::new(
+                    function,
+                    HResult::E_FAIL,
+                    format!("not sent: cannot start a thread to wait on it: {error}"),
+                ));
+            }
+        };
 
         let (outcome, answered) = &*slot;
-        let (mut outcome, _) = answered
-            .wait_timeout_while(lock(outcome), wait, |outcome| {
-                matches!(outcome, Slot::Waiting)
-            })
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        match std::mem::replace(&mut *outcome, Slot::Abandoned) {
-            Slot::Done(result) => result,
+        let taken = {
+            let (mut outcome, _) = answered
+                .wait_timeout_while(lock(outcome), wait, |outcome| {
+                    matches!(outcome, Slot::Waiting)
+                })
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            std::mem::replace(&mut *outcome, Slot::Abandoned)
+        };
+        match taken {
+            Slot::Done(result) => {
+                // The reply is in hand and the thread only has to exit: wait for that as
+                // well (see the module docs). Nothing it still does can change the reply.
+                let _ = thread.join();
+                result
+            }
             Slot::Waiting | Slot::Abandoned => {
                 self.shared.abandoned.fetch_add(1, Ordering::SeqCst);
                 if let Some(raw) = handle
@@ -529,5 +551,98 @@ impl RawHcn for Deadlined {
 
     fn windows_build(&self) -> Result<u32, RawError> {
         self.call(Function::RtlGetVersion, |b| b.windows_build())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+
+    /// Set by a thread-local's destructor, which runs as the thread that made the call exits.
+    struct ThreadExit(Arc<AtomicBool>);
+
+    impl Drop for ThreadExit {
+        fn drop(&mut self) {
+            // Long enough that a caller who does not wait for the thread returns first.
+            std::thread::sleep(Duration::from_millis(200));
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    thread_local! {
+        static ON_EXIT: RefCell<Option<ThreadExit>> = const { RefCell::new(None) };
+    }
+
+    /// A backend whose `HcnEnumerateNetworks` answers `[]` at once and leaves a thread-local
+    /// behind on the thread that ran it; no other call is made.
+    #[derive(Debug, Default)]
+    struct LeavesThreadLocal {
+        exited: Arc<AtomicBool>,
+    }
+
+    macro_rules! not_called {
+        ($($name:ident($($arg:ty),*) -> $reply:ty;)*) => {$(
+            fn $name(&self, $(_: $arg),*) -> Result<$reply, RawError> {
+                unreachable!(concat!(stringify!($name), " is not called"))
+            }
+        )*};
+    }
+
+    impl RawHcn for LeavesThreadLocal {
+        fn enumerate_networks(&self, _: &str) -> Result<String, RawError> {
+            let exit = ThreadExit(Arc::clone(&self.exited));
+            ON_EXIT.with(|slot| *slot.borrow_mut() = Some(exit));
+            Ok("[]".to_owned())
+        }
+
+        not_called! {
+            create_network(&Guid, &str) -> NetworkHandle;
+            open_network(&Guid) -> NetworkHandle;
+            modify_network(&NetworkHandle, &str) -> ();
+            query_network_properties(&NetworkHandle, &str) -> String;
+            delete_network(&Guid) -> ();
+            close_network(NetworkHandle) -> ();
+            enumerate_endpoints(&str) -> String;
+            create_endpoint(&NetworkHandle, &Guid, &str) -> EndpointHandle;
+            open_endpoint(&Guid) -> EndpointHandle;
+            modify_endpoint(&EndpointHandle, &str) -> ();
+            query_endpoint_properties(&EndpointHandle, &str) -> String;
+            delete_endpoint(&Guid) -> ();
+            close_endpoint(EndpointHandle) -> ();
+            enumerate_namespaces(&str) -> String;
+            create_namespace(&Guid, &str) -> NamespaceHandle;
+            open_namespace(&Guid) -> NamespaceHandle;
+            modify_namespace(&NamespaceHandle, &str) -> ();
+            query_namespace_properties(&NamespaceHandle, &str) -> String;
+            delete_namespace(&Guid) -> ();
+            close_namespace(NamespaceHandle) -> ();
+            enumerate_load_balancers(&str) -> String;
+            open_load_balancer(&Guid) -> LoadBalancerHandle;
+            query_load_balancer_properties(&LoadBalancerHandle, &str) -> String;
+            close_load_balancer(LoadBalancerHandle) -> ();
+            hns_call(&str, &str, &str) -> String;
+            windows_build() -> u32;
+        }
+    }
+
+    /// A process may exit as soon as its last call returns (a plugin's does): no thread of a
+    /// call that answered may still be exiting then, running thread-local destructors or DLL
+    /// detach code while the process ends its threads (under Wine, such a thread crashed the
+    /// process: exit 139 after a command that succeeded).
+    #[test]
+    fn a_call_that_answered_returns_after_its_thread_has_exited() {
+        let backend = Arc::new(LeavesThreadLocal::default());
+        let exited = Arc::clone(&backend.exited);
+        let layer = Deadlined::new(backend, Duration::from_secs(30));
+
+        assert_eq!(layer.enumerate_networks("").unwrap(), "[]");
+
+        assert!(
+            exited.load(Ordering::SeqCst),
+            "the call returned while its thread was still exiting"
+        );
     }
 }

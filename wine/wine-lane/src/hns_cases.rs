@@ -64,6 +64,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("cni-win.source-vip", source_vip),
         HnsCase::new("win-bridge.attachment-lock", attachment_lock),
         HnsCase::new("win-bridge.flannel-native", flannel_native),
+        HnsCase::new("win-bridge.exit-status", crate::exit_status::exit_status),
         HnsCase {
             windows_only: Some("the C ABI exists only in the Windows build"),
             ..HnsCase::new("probe.dll-edge-arguments", dll_edge_arguments)
@@ -617,7 +618,7 @@ fn netns_path(bench: &Bench<'_>) -> Result<String, String> {
 /// What the win-bridge cases on a slow or hung host share: the network `cbr0` and a namespace
 /// made by Linux hnsctl, and the side's win-bridge config for `cbr0` (host-local under the
 /// bench's state) with `key` set to `value`. Returns the namespace, the IPAM dir and the config.
-fn cbr0_pod_setup(
+pub fn cbr0_pod_setup(
     bench: &Bench<'_>,
     key: &str,
     value: Value,

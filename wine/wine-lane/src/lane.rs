@@ -38,17 +38,20 @@ pub struct Lane {
     windows_bin: PathBuf,
     scratch: PathBuf,
     wine: Wine,
+    cycles: usize,
 }
 
 impl Lane {
     /// `native_bin` holds the Linux builds, `windows_bin` the `.exe` files with the DLLs
-    /// staged beside them; every case gets a fresh directory under `scratch`.
-    pub fn new(native_bin: PathBuf, windows_bin: PathBuf, scratch: PathBuf) -> Lane {
+    /// staged beside them; every case gets a fresh directory under `scratch`. `cycles` is how
+    /// many pod cycles `win-bridge.exit-status` runs per side.
+    pub fn new(native_bin: PathBuf, windows_bin: PathBuf, scratch: PathBuf, cycles: usize) -> Lane {
         Lane {
             native_bin,
             windows_bin,
             scratch,
             wine: Wine::from_env(),
+            cycles,
         }
     }
 
@@ -104,6 +107,11 @@ pub struct Bench<'a> {
 impl Bench<'_> {
     pub fn side(&self) -> Side {
         self.side
+    }
+
+    /// How many pod cycles a case that repeats commands runs.
+    pub fn cycles(&self) -> usize {
+        self.lane.cycles
     }
 
     /// The state directory on the host.

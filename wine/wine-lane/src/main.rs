@@ -8,6 +8,7 @@
 //! `WINEDLLOVERRIDES`) before running this.
 #![forbid(unsafe_code)]
 
+mod exit_status;
 mod hns_cases;
 mod lane;
 mod process;
@@ -22,12 +23,14 @@ use lane::{Lane, Side};
 use table::Row;
 
 const USAGE: &str = "\
-usage: wine-lane --native-bin DIR --windows-bin DIR --scratch DIR
+usage: wine-lane --native-bin DIR --windows-bin DIR --scratch DIR [--only NAME] [--cycles N]
 
   --native-bin DIR    the Linux builds (hnsctl, hns-probe, cni-conformance, cni-win-conformance, the plugins)
   --windows-bin DIR   the .exe builds with computenetwork.dll, vmcompute.dll and
                       bcryptprimitives.dll staged beside them
-  --scratch DIR       emptied, then used for every case's state";
+  --scratch DIR       emptied, then used for every case's state
+  --only NAME         runs one plugin's catalogue (its name), the HNS cases (hns) or one HNS case
+  --cycles N          ADD, CHECK, DEL cycles of win-bridge.exit-status per side (default 100)";
 
 /// What cannot run under Wine, and why; printed under the table so the gap stays visible.
 const NOT_UNDER_WINE: &[(&str, &str)] = &[
@@ -43,21 +46,50 @@ const NOT_UNDER_WINE: &[(&str, &str)] = &[
     ),
 ];
 
+/// What to run, from the command line.
+struct Options {
+    lane: Lane,
+    /// `--only`: a plugin's name, `hns`, or an HNS case's id.
+    only: Option<String>,
+}
+
+impl Options {
+    /// Whether to run the catalogue `suite`, or the HNS case `case` (suite `hns`).
+    fn runs(&self, suite: &str, case: Option<&str>) -> bool {
+        self.only
+            .as_deref()
+            .is_none_or(|only| only == suite || Some(only) == case)
+    }
+}
+
 fn main() -> ExitCode {
-    let lane = match parse(std::env::args().skip(1)) {
-        Ok(lane) => lane,
+    let options = match parse(std::env::args().skip(1)) {
+        Ok(options) => options,
         Err(message) => {
             eprintln!("wine-lane: {message}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
+    let plugins: Vec<_> = protocol::plugins()
+        .into_iter()
+        .filter(|plugin| options.runs(plugin.name, None))
+        .collect();
+    let cases: Vec<_> = hns_cases::all()
+        .into_iter()
+        .filter(|case| options.runs("hns", Some(case.id)))
+        .collect();
+    if plugins.is_empty() && cases.is_empty() {
+        eprintln!("wine-lane: --only names no plugin, `hns` or HNS case\n{USAGE}");
+        return ExitCode::from(2);
+    }
+    let lane = &options.lane;
     let started = Instant::now();
     let mut rows: Vec<Row> = Vec::new();
-    for plugin in protocol::plugins() {
-        rows.extend(plugin.rows(&lane));
+    for plugin in plugins {
+        rows.extend(plugin.rows(lane));
     }
-    for case in hns_cases::all() {
-        let [native, wine] = Side::BOTH.map(|side| case.run(&lane, side));
+    for case in cases {
+        let [native, wine] = Side::BOTH.map(|side| case.run(lane, side));
         rows.push(Row {
             suite: "hns".to_owned(),
             case: case.id.to_owned(),
@@ -78,18 +110,27 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse(args: impl Iterator<Item = String>) -> Result<Lane, String> {
+fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let (mut native, mut windows, mut scratch) = (None, None, None);
+    let (mut only, mut cycles) = (None, exit_status::DEFAULT_CYCLES);
     let mut args = args;
     while let Some(flag) = args.next() {
-        let slot = match flag.as_str() {
-            "--native-bin" => &mut native,
-            "--windows-bin" => &mut windows,
-            "--scratch" => &mut scratch,
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--native-bin" => native = Some(PathBuf::from(value()?)),
+            "--windows-bin" => windows = Some(PathBuf::from(value()?)),
+            "--scratch" => scratch = Some(PathBuf::from(value()?)),
+            "--only" => only = Some(value()?),
+            "--cycles" => {
+                let value = value()?;
+                cycles = value
+                    .parse()
+                    .ok()
+                    .filter(|cycles| *cycles > 0)
+                    .ok_or_else(|| format!("--cycles {value:?}: a positive number"))?;
+            }
             other => return Err(format!("unknown argument {other:?}")),
-        };
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        *slot = Some(PathBuf::from(value));
+        }
     }
     // Absolute, because Wine resolves paths from its own working directory.
     let required = |value: Option<PathBuf>, flag: &str| {
@@ -102,5 +143,8 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Lane, String> {
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch)
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
-    Ok(Lane::new(native, windows, scratch))
+    Ok(Options {
+        lane: Lane::new(native, windows, scratch, cycles),
+        only,
+    })
 }

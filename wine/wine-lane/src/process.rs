@@ -21,6 +21,8 @@ pub struct Ran {
     pub command_line: String,
     /// Exit status; `None` when killed (deadline or signal).
     pub status: Option<i32>,
+    /// The signal that ended it, when one did and the deadline did not.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -39,14 +41,21 @@ impl Ran {
         }
     }
 
+    /// How it ended: `exit status N`, `killed by signal N` or `killed at the deadline`.
+    pub fn ending(&self) -> String {
+        match (self.status, self.signal) {
+            (Some(code), _) => format!("exit status {code}"),
+            (None, Some(signal)) => format!("killed by signal {signal}"),
+            (None, None) => "killed at the deadline".to_owned(),
+        }
+    }
+
     /// What went wrong, for a run that did not succeed.
     pub fn failure(&self) -> String {
-        let status = self
-            .status
-            .map_or_else(|| "killed".to_owned(), |code| format!("exit status {code}"));
         format!(
-            "`{}` failed ({status}): {}",
+            "`{}` failed ({}): {}",
             self.command_line,
+            self.ending(),
             self.stderr.trim()
         )
     }
@@ -89,9 +98,23 @@ pub fn run_with_stdin(
             Ended::Exited(status) => status.code(),
             Ended::TimedOut => None,
         },
+        signal: match finished.ended {
+            Ended::Exited(status) => signal(status),
+            Ended::TimedOut => None,
+        },
         stdout: String::from_utf8_lossy(&finished.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&finished.stderr).into_owned(),
     })
+}
+
+#[cfg(unix)]
+fn signal(status: std::process::ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(&status)
+}
+
+#[cfg(not(unix))]
+fn signal(_: std::process::ExitStatus) -> Option<i32> {
+    None
 }
 
 fn describe(command: &Command) -> String {

@@ -92,10 +92,6 @@ impl Plugin {
     /// The catalogue natively and under Wine, one row per case.
     pub fn rows(&self, lane: &Lane) -> Vec<Row> {
         let [native, wine] = Side::BOTH.map(|side| self.report(lane, side));
-        let wine = match (&native, wine) {
-            (Ok(native), Ok(wine)) => Ok(self.second_wine_run(lane, native, wine)),
-            (_, wine) => wine,
-        };
         let row = |case: &str, native: Outcome, wine: Outcome| Row {
             suite: self.name.to_owned(),
             case: case.to_owned(),
@@ -128,64 +124,6 @@ impl Plugin {
                 vec![row("(catalogue)", summary(native), summary(wine))]
             }
         }
-    }
-
-    /// Runs the Wine side's catalogue once more when a case that passed natively failed under
-    /// Wine, and keeps the second outcome of those cases with the first failure in its message.
-    /// Wine on a loaded machine now and then loses a process (killed by a signal, or exit 1
-    /// with nothing printed) that no retry of ours could cause; a case that fails twice is a
-    /// failure, and one that passed only on the second run says so in the table.
-    fn second_wine_run(
-        &self,
-        lane: &Lane,
-        native: &[(String, Outcome)],
-        wine: Vec<(String, Outcome)>,
-    ) -> Vec<(String, Outcome)> {
-        let passed_natively = |case: &str| {
-            native
-                .iter()
-                .any(|(name, outcome)| name == case && outcome.verdict == Verdict::Pass)
-        };
-        let failed: Vec<&String> = wine
-            .iter()
-            .filter(|(case, outcome)| outcome.verdict == Verdict::Fail && passed_natively(case))
-            .map(|(case, _)| case)
-            .collect();
-        if failed.is_empty() {
-            return wine;
-        }
-        eprintln!(
-            "wine-lane: {} under Wine failed {} case(s) that passed natively: running them again",
-            self.name,
-            failed.len()
-        );
-        let Ok(again) = self.report(lane, Side::Wine) else {
-            return wine;
-        };
-        let again: BTreeMap<String, Outcome> = again.into_iter().collect();
-        wine.into_iter()
-            .map(|(case, first)| match again.get(&case) {
-                Some(second) if first.verdict == Verdict::Fail && passed_natively(&case) => {
-                    let message = if second.verdict == Verdict::Pass {
-                        format!(
-                            "{} (passed on a second run; the first: {})",
-                            second.message, first.message
-                        )
-                    } else {
-                        format!(
-                            "{} (failed twice; the first: {})",
-                            second.message, first.message
-                        )
-                    };
-                    let outcome = Outcome {
-                        verdict: second.verdict,
-                        message,
-                    };
-                    (case, outcome)
-                }
-                _ => (case, first),
-            })
-            .collect()
     }
 
     /// Runs `cni-conformance` (`cni-win-conformance` on an HNS host) for one side and reads its
