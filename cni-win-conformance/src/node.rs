@@ -212,6 +212,11 @@ impl Node {
         Emulator::open(&self.state()).unwrap().engine().clone()
     }
 
+    /// Reboots the emulated host: endpoints, namespaces and non-persistent networks are gone.
+    pub fn reboot(&self) {
+        self.engine().suffer(hns_emulator::Outage::Reboot).unwrap();
+    }
+
     /// Creates an HNS network, as Flannel or an operator does before the first pod starts.
     pub fn create_network(&self, settings: &HostComputeNetwork) -> Guid {
         self.client()
