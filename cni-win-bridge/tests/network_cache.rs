@@ -248,6 +248,28 @@ fn a_network_gone_at_the_create_is_looked_up_again_once() {
 }
 
 #[test]
+fn an_endpoint_gone_before_the_attach_does_not_blame_cni_netns() {
+    // Its network was deleted between the create and the attach, which removed it.
+    let node = warm_node("endpoint-gone-at-attach");
+    node.engine()
+        .inject_fault(
+            Function::ModifyNamespace,
+            1,
+            HResult::HCN_E_ENDPOINT_NOT_FOUND,
+        )
+        .unwrap();
+    let msg = node
+        .add("pod", &node.namespace(), &config(&node, "1.1.0"))
+        .error(110);
+    assert!(!msg.contains("CNI_NETNS"), "{msg}");
+    assert_eq!(
+        node.reservations(NETWORK).len(),
+        1,
+        "the rollback gave the address back"
+    );
+}
+
+#[test]
 fn concurrent_adds_racing_a_recreation_never_use_the_stale_network() {
     let node = warm_node("cache-race");
     let config = config(&node, "1.1.0");

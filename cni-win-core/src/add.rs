@@ -419,7 +419,9 @@ fn attach(client: &Client, attachment: &Attachment<'_>) -> Result<(), Error> {
     client
         .attach_endpoint(attachment.namespace, attachment.endpoint.guid)
         .map_err(|e| {
-            if e.is_not_found() {
+            // The namespace, not the endpoint: an endpoint whose network was deleted since its
+            // create is gone too, which is no fault of CNI_NETNS.
+            if e.is_not_found() && e.hresult() != Some(HResult::HCN_E_ENDPOINT_NOT_FOUND) {
                 Error::invalid_env(
                     "CNI_NETNS",
                     format!("HCN namespace {} does not exist: {e}", attachment.namespace),
