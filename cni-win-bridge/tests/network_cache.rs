@@ -80,6 +80,35 @@ fn a_recreated_network_with_another_subnet_refuses_the_old_config() {
 }
 
 #[test]
+fn a_network_created_again_under_the_same_id_with_another_subnet_is_not_trusted() {
+    let node = warm_node("cache-same-id");
+    let id = node.network_id(NETWORK);
+    let reservations = node.reservations(NETWORK);
+    delete_network(&node);
+    let mut settings = recreated();
+    settings.id = id;
+    node.client().create_network(id, &settings).unwrap();
+    // The old config: HNS refuses its address on the new subnet, so ADD looks the network up
+    // by name and reports what the lookup finds, as it would have with no cache.
+    let msg = node
+        .add("pod", &node.namespace(), &config(&node, "1.1.0"))
+        .error(7);
+    assert!(msg.contains("10.244.7.0/24"), "{msg}");
+    assert!(node.endpoints(NETWORK).is_empty());
+    assert_eq!(
+        node.reservations(NETWORK),
+        reservations,
+        "the failed ADD gave its address back"
+    );
+    // The new config fits the network as HNS has it now.
+    let result = node
+        .add("pod", &node.namespace(), &recreated_config(&node))
+        .result();
+    assert_eq!(result["ips"][0]["gateway"], "10.244.7.2", "{result}");
+    assert_eq!(node.endpoint("pod_cbr0").host_compute_network, id);
+}
+
+#[test]
 fn a_deleted_network_is_missing_not_cached() {
     let node = warm_node("cache-deleted");
     let config = config(&node, "1.1.0");

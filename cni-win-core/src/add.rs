@@ -45,8 +45,9 @@ pub(crate) fn add<K: NetworkKind>(client: &Client, request: &Request) -> Result<
 
 /// Why one pass of ADD failed.
 enum Failed {
-    /// The network opened by its cached ID was deleted before the endpoint was created on it;
-    /// everything this pass created is rolled back and the cache forgotten.
+    /// HNS refused the endpoint on the network opened by its cached ID for a reason ADD cannot
+    /// explain (the network gone, or created again under the ID): this pass rolled back
+    /// everything it created and forgot the cache.
     StaleNetwork(Error),
     /// Anything else: the ADD's answer.
     Error(Error),
@@ -216,16 +217,6 @@ impl<K: NetworkKind> Placement<'_, '_, '_, '_, K> {
             .open
             .create_endpoint(attachment.endpoint.guid, &settings)
         {
-            // The network opened by its cached ID was deleted since: nothing was created, and
-            // ADD runs again with a lookup by name.
-            Err(CreateEndpointError::NotCreated(e))
-                if network.found == Found::ByCachedId && e.is_not_found() =>
-            {
-                Err(Failure {
-                    stale_network: true,
-                    ..Failure::before_create(create_error(&e, attachment, &prepared.conf.policies))
-                })
-            }
             Ok(created) => {
                 let properties = created.properties().clone();
                 drop(created);
@@ -291,6 +282,8 @@ impl<K: NetworkKind> Placement<'_, '_, '_, '_, K> {
     /// the endpoint is looked up by its ID before anything is given back: under the attachment
     /// lock, an endpoint with this ID holding the addresses IPAM just gave is this ADD's. Then a
     /// stale endpoint holding the address is removed and the create retried once (see `stale`).
+    /// A refusal left unexplained on a network opened by its cached ID (gone since, or created
+    /// again under the ID with other subnets) is marked stale: ADD runs again by name.
     fn refused(&self, error: &HnsError, retry: Retry) -> Result<Success, Failure> {
         let Placement {
             client,
@@ -301,6 +294,10 @@ impl<K: NetworkKind> Placement<'_, '_, '_, '_, K> {
             blueprint,
         } = *self;
         let failed = || create_error(error, attachment, &prepared.conf.policies);
+        let unexplained = || Failure {
+            stale_network: network.found == Found::ByCachedId,
+            ..Failure::before_create(failed())
+        };
         if error.hresult() == Some(HResult::ERROR_TIMEOUT) {
             return Err(Failure {
                 error: failed(),
@@ -355,11 +352,11 @@ impl<K: NetworkKind> Placement<'_, '_, '_, '_, K> {
             )
             .map_err(Failure::before_create)?;
             if !removed {
-                return Err(Failure::before_create(failed()));
+                return Err(unexplained());
             }
             return self.create(Retry::Spent);
         }
-        Err(Failure::before_create(failed()))
+        Err(unexplained())
     }
 }
 

@@ -22,9 +22,9 @@
 //!
 //! - **ID**: opened every time. A network deleted (flanneld's re-creation, a reboot that drops
 //!   a non-persistent network, an operator) fails to open: the lookup by name runs once and
-//!   the cache is rewritten. HNS gives every created network a fresh GUID (flanneld, hcsshim
-//!   and the node tools create with a zero ID), so a re-created network, a network of another
-//!   type under the name, or two networks swapped all have IDs the cache does not hold.
+//!   the cache is rewritten. HNS gives every network created without an ID a fresh GUID
+//!   (flanneld and hcsshim create so), so a re-created network, a network of another type
+//!   under the name, or two networks swapped all have IDs the cache does not hold.
 //! - **Name, type, subnets** (prefixes, default routes, subnet policies such as the VSID):
 //!   HCN has no modify request for them (`HcnModifyNetwork` takes only `Policy`, `DNS` and
 //!   `Extension`), so they are what they were when the ID was looked up. The cached copy is
@@ -36,8 +36,14 @@
 //!   the overlay) queries the network after opening it and uses only what HNS answers; the
 //!   cache then saves the enumeration only.
 //!
-//! A network deleted between the open and the endpoint create fails the create with "not
-//! found": ADD rolls back, forgets the cache and runs again with the lookup by name, once.
+//! The one assumption: a network ID is not reused. HNS never reuses one, but `HcnCreateNetwork`
+//! takes a caller's ID, so a network deleted and created again *under the same ID* on purpose
+//! (`hnsctl network create --id`) is a new network the open cannot tell from the old. Its
+//! name and type cannot differ unless its creator chose that too; other subnets are caught:
+//! HNS refuses the endpoint's address outside them, and any refusal ADD cannot explain (not
+//! an address another endpoint holds, a host port, a timeout) on a network opened by its
+//! cached ID makes ADD roll back, forget the cache and run again with the lookup by name, once.
+//! The same covers a network deleted between the open and the create ("not found").
 
 use std::fs::OpenOptions;
 use std::io::Write;
