@@ -3,8 +3,9 @@
 //! costs 5 raw HCN calls on a warm network cache (open network, create endpoint, query it, open
 //! namespace, modify it; 8 with handle closes; win-overlay queries the network too: 6), 7 when
 //! the network is found by name (no cache, or the first ADD), whatever the number of endpoints
-//! on the node. A cached network that proved gone at the create is forgotten and the ADD runs
-//! again once with the lookup by name (see [`crate::network_cache`]).
+//! on the node. When HNS refuses the endpoint on a network opened by its cached ID for a reason
+//! ADD cannot name (the network gone, or created again under the ID), the cache is forgotten
+//! and ADD runs again once with the lookup by name (see [`crate::network_cache`]).
 //!
 //! A failure after IPAM removes what this ADD created (the endpoint if it created it, the
 //! addresses if it reserved them) and nothing else: an endpoint that already existed, and its
@@ -34,7 +35,7 @@ pub(crate) fn add<K: NetworkKind>(client: &Client, request: &Request) -> Result<
     match add_once::<K>(client, request, Lookup::CacheFirst) {
         Err(Failed::StaleNetwork(error)) => {
             log::info!(
-                "the cached network is gone ({}): adding again with a lookup by name",
+                "the cached network may be stale ({}): adding again with a lookup by name",
                 error.msg()
             );
             add_once::<K>(client, request, Lookup::ByName).map_err(Failed::into_error)
@@ -126,7 +127,8 @@ fn add_once<K: NetworkKind>(
 struct Failure {
     error: Error,
     endpoint: Created,
-    /// The create failed because the network, opened by its cached ID, no longer exists.
+    /// HNS refused the create on a network opened by its cached ID for a reason ADD cannot
+    /// name: the cached network may be stale.
     stale_network: bool,
 }
 

@@ -8,8 +8,9 @@
 //! plugin's kind requires, computes each IPAM range's pod gateway once and keeps the gateways
 //! out of host-local's pool; ADD and CHECK take both, with the attachment, as a
 //! [`PreparedAttachment`], and open the network by the ID the network cache holds when it
-//! holds one ([`crate::network_cache`]), so they skip the lookup by name. DEL takes only what it needs ([`Identity`], `teardown`), so a
-//! config or network that changed since ADD never stops it from cleaning up.
+//! holds one ([`crate::network_cache`]), so they skip the lookup by name. DEL takes only what
+//! it needs ([`Identity`], `teardown`), so a config or network that changed since ADD never
+//! stops it from cleaning up.
 
 use std::net::IpAddr;
 
