@@ -171,3 +171,33 @@ fn call_budgets_do_not_depend_on_the_number_of_endpoints() {
         "the budgets are exact: a change must update the README"
     );
 }
+
+#[test]
+fn a_provider_address_changed_under_the_same_network_id_is_read_again() {
+    use hns::schema::policy::ProviderAddressPolicy;
+    use hns::schema::{ModifyRequest, NetworkPolicy, RequestType};
+
+    let node = common::node("cache-provider-address");
+    let config = config(&node, "1.1.0");
+    // The first ADD warms the network cache with the network as it is now.
+    node.add("first", &node.namespace(), &config).result();
+    let policy = |ip: &str| {
+        NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
+            provider_address: ip.parse().unwrap(),
+        })
+    };
+    let client = node.client();
+    let network = client.open_network(node.network_id(NETWORK)).unwrap();
+    let (old, new) = (PROVIDER_ADDRESS, "10.127.130.99");
+    for (request, ip) in [(RequestType::Remove, old), (RequestType::Add, new)] {
+        network
+            .modify(&ModifyRequest::policies(request, vec![policy(ip)]))
+            .unwrap();
+    }
+    drop(network);
+    node.add("pod", &node.namespace(), &config).result();
+    let endpoint = serde_json::to_value(node.endpoint("pod_flannel.4096")).unwrap();
+    let policies = endpoint["Policies"].as_array().unwrap();
+    assert!(policies.contains(&provider_address(new)), "{policies:?}");
+    assert!(!policies.contains(&provider_address(old)), "{policies:?}");
+}
