@@ -163,10 +163,12 @@ fn check_finds_and_checks_the_reference_endpoint() {
         "CHECK raw HCN calls (without, with closes): own endpoint {normal:?}, \
          reference endpoint {fallback:?}, no endpoint {missing:?}"
     );
-    assert_eq!(normal, (5, 7), "the by-ID CHECK's calls changed");
-    // The by-ID open misses (1 call), the by-name lookup finds it (3, +1 close).
+    // The network by its cached ID (1 call, +1 close), the endpoint by its ID (2, +1 close).
+    assert_eq!(normal, (3, 5), "the by-ID CHECK's calls changed");
+    // Before any cni-win ADD, so the network is found by name (3, +1 close); the by-ID open
+    // misses (1 call), the by-name lookup finds the endpoint (3, +1 close).
     assert_eq!(fallback, (7, 9), "CHECK of a reference pod");
-    assert_eq!(missing, (5, 6), "CHECK without an endpoint");
+    assert_eq!(missing, (3, 4), "CHECK without an endpoint");
 }
 
 #[test]

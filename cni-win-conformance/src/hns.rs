@@ -83,6 +83,11 @@ impl HnsFixture {
         &self.network_name
     }
 
+    /// The network's type as `hnsctl network create` gets it, if the arguments name one.
+    pub fn network_type(&self) -> Option<String> {
+        option_value(&self.network_args, "--type")
+    }
+
     /// The same host without the network (it "does not exist yet").
     pub fn without_network(&self) -> HnsFixture {
         HnsFixture {

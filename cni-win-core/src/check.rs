@@ -14,7 +14,7 @@ use crate::endpoint::addresses_of;
 use crate::hns_error::to_cni;
 use crate::identity::Identity;
 use crate::kind::NetworkKind;
-use crate::prepare::PreparedAttachment;
+use crate::prepare::{Lookup, PreparedAttachment};
 use crate::{policy, reference};
 
 pub(crate) fn check<K: NetworkKind>(client: &Client, request: &Request) -> Result<(), Error> {
@@ -27,7 +27,7 @@ pub(crate) fn check<K: NetworkKind>(client: &Client, request: &Request) -> Resul
         prepared,
         attachment,
         network,
-    } = PreparedAttachment::<K>::new(client, request)?;
+    } = PreparedAttachment::<K>::new(client, request, Lookup::CacheFirst)?;
     let open = &network.open;
     let conf = &prepared.conf;
     let namespace = attachment.namespace;

@@ -12,6 +12,7 @@ use ipam_host_local::{Allocation, Exhausted, HostLocal, Retention, Teardown};
 use serde_json::Value;
 
 use crate::delegation::Delegate;
+use crate::network_cache::NetworkCache;
 
 /// The config's IPAM.
 #[derive(Debug)]
@@ -104,6 +105,15 @@ impl Ipam {
             Some(HOST_LOCAL) => Some(Ipam::HostLocal(HostLocal::from_conf(conf, args)?)),
             Some(other) => Some(Ipam::Delegated(Delegate::new(other, conf)?)),
         })
+    }
+
+    /// Where this config's network cache lives: beside host-local's store; a delegated IPAM
+    /// names no directory the plugin may write in, so it has none.
+    pub fn network_cache(&self) -> Option<NetworkCache> {
+        match self {
+            Ipam::HostLocal(host_local) => Some(NetworkCache::in_store(host_local.network_dir())),
+            Ipam::Delegated(_) => None,
+        }
     }
 
     pub fn is_delegated(&self) -> bool {

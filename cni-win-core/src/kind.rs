@@ -50,6 +50,12 @@ pub trait NetworkKind: fmt::Debug + Sized {
     /// refused: attaching a bridge endpoint to an overlay network breaks the node's routing).
     const NETWORK_TYPES: &'static [&'static str];
 
+    /// Whether the kind reads the network's policies ([`NetworkKind::check_network`],
+    /// [`NetworkKind::nat_exceptions`], [`NetworkKind::extra_policies`]). `HcnModifyNetwork`
+    /// changes them under an unchanged network ID, so such a kind re-reads the network on
+    /// every command rather than trusting the network cache's copy (one more HCN call).
+    const READS_NETWORK_POLICIES: bool = false;
+
     /// The plugin's own config keys as they appear on the wire, decoded from the whole
     /// network config as Go decodes it (keys matched regardless of case, unknown keys
     /// ignored). Decode errors are code 7 naming the key.

@@ -54,6 +54,7 @@ mod hns_error;
 pub mod identity;
 mod ipam;
 mod kind;
+mod network_cache;
 pub mod ownership;
 pub mod platform;
 mod plugin;

@@ -7,8 +7,10 @@
 //! IPAM (no HNS call), [`Prepared::network`] finds the HNS network by name, checks it as the
 //! plugin's kind requires, computes each IPAM range's pod gateway once and keeps the gateways
 //! out of host-local's pool; ADD and CHECK take both, with the attachment, as a
-//! [`PreparedAttachment`]. DEL takes only what it needs ([`Identity`], `teardown`), so a
-//! config or network that changed since ADD never stops it from cleaning up.
+//! [`PreparedAttachment`], and open the network by the ID the network cache holds when it
+//! holds one ([`crate::network_cache`]), so they skip the lookup by name. DEL takes only what
+//! it needs ([`Identity`], `teardown`), so a config or network that changed since ADD never
+//! stops it from cleaning up.
 
 use std::net::IpAddr;
 
@@ -22,6 +24,7 @@ use crate::hns_error::to_cni;
 use crate::identity::Identity;
 use crate::ipam::Ipam;
 use crate::kind::NetworkKind;
+use crate::network_cache::NetworkCache;
 
 /// The validated config and the IPAM it names.
 #[derive(Debug)]
@@ -36,8 +39,29 @@ pub(crate) struct Prepared<K> {
 #[derive(Debug)]
 pub(crate) struct Network<'c> {
     pub open: OpenNetwork<'c, dyn RawHcn>,
+    /// How the network was found, which decides whether ADD records it in the cache or may
+    /// retry with a lookup by name.
+    pub found: Found,
     /// Each host-local range's subnet and the pod gateway the kind chose for it.
     gateways: Vec<(IpNetwork, IpAddr)>,
+}
+
+/// How a command found its network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// By the ID the network cache held.
+    ByCachedId,
+    /// By name (no cache, a miss, or a cached ID that no longer fits).
+    ByName,
+}
+
+/// How a command may find its network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    /// By the cached ID when the cache holds one, else by name.
+    CacheFirst,
+    /// By name only: the cached network just proved stale.
+    ByName,
 }
 
 /// Why a prepared config cannot use its network. Each command answers differently: ADD and
@@ -75,6 +99,7 @@ impl<'c, 'r, K: NetworkKind> PreparedAttachment<'c, 'r, K> {
     pub fn new(
         client: &'c Client,
         request: &'r Request,
+        lookup: Lookup,
     ) -> Result<PreparedAttachment<'c, 'r, K>, Error> {
         let mut prepared = Prepared::<K>::load(&request.config, &request.args)?;
         let attachment = Attachment {
@@ -86,10 +111,16 @@ impl<'c, 'r, K: NetworkKind> PreparedAttachment<'c, 'r, K> {
                 &request.ifname,
             ),
         };
-        prepared.required_ipam()?;
-        let network = prepared
-            .network(client)
-            .map_err(|e| e.into_error(&prepared.conf.network))?;
+        let ipam = prepared.required_ipam()?;
+        let cache = match lookup {
+            Lookup::CacheFirst => ipam.network_cache(),
+            Lookup::ByName => None,
+        };
+        let network = match cache {
+            Some(cache) => prepared.cached_network(client, &cache),
+            None => prepared.network(client),
+        }
+        .map_err(|e| e.into_error(&prepared.conf.network))?;
         Ok(PreparedAttachment {
             prepared,
             attachment,
@@ -139,7 +170,51 @@ impl<K: NetworkKind> Prepared<K> {
                 }
             })?;
         let gateways = self.fit(open.properties())?;
-        Ok(Network { open, gateways })
+        Ok(Network {
+            open,
+            gateways,
+            found: Found::ByName,
+        })
+    }
+
+    /// Opens the network by the ID `cache` holds and fits the config to it, or, on a miss or
+    /// when that network is gone or no longer fits, finds it by name ([`Prepared::network`]).
+    /// Raw calls on a hit: 1 (`HcnOpenNetwork`; the cached properties cannot change under the
+    /// ID), or 2 for a kind that reads the network's policies (open + query, and the name
+    /// checked); a stale ID costs one call more than the lookup by name.
+    pub fn cached_network<'c>(
+        &mut self,
+        client: &'c Client,
+        cache: &NetworkCache,
+    ) -> Result<Network<'c>, Unusable> {
+        let name = self.conf.network.clone();
+        if let Some(known) = cache.read(&name) {
+            let id = known.id;
+            let opened = if K::READS_NETWORK_POLICIES {
+                client.open_network(id)
+            } else {
+                client.open_network_known(known)
+            };
+            match opened {
+                Ok(open) if open.properties().name != name => {
+                    log::info!("network {id} is no longer named {name:?}: looking it up by name");
+                }
+                Ok(open) => match self.fit(open.properties()) {
+                    Ok(gateways) => {
+                        return Ok(Network {
+                            open,
+                            gateways,
+                            found: Found::ByCachedId,
+                        });
+                    }
+                    Err(_) => log::info!(
+                        "cached network {id} no longer fits {name:?}: looking it up by name"
+                    ),
+                },
+                Err(e) => log::info!("cached network {id} of {name:?}: {e}; looking it up by name"),
+            }
+        }
+        self.network(client)
     }
 
     /// Checks the network's type and the kind's rules, computes the pod gateway of every

@@ -104,6 +104,8 @@ fn parse_mac_prefix(text: &str) -> Option<[u8; 2]> {
 impl NetworkKind for Overlay {
     const PLUGIN: &'static str = "win-overlay";
     const NETWORK_TYPES: &'static [&'static str] = &["Overlay"];
+    // The ProviderAddress and VxlanPort policies are read from the network.
+    const READS_NETWORK_POLICIES: bool = true;
     type Keys = OverlayKeys;
 
     fn from_keys(keys: OverlayKeys) -> Result<Overlay, Error> {

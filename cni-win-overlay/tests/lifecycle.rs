@@ -6,8 +6,8 @@
 
 mod common;
 
-use cni_win_conformance::node::first_address;
 use cni_win_conformance::node::policy::{nat, provider_address, route};
+use cni_win_conformance::node::{Budget, first_address};
 use common::{NETWORK, Node, PLUGIN, PROVIDER_ADDRESS, config, overlay_network};
 use serde_json::{Value, json};
 
@@ -155,5 +155,49 @@ fn ipv6_only_is_refused_since_hns_has_no_ipv6_only_overlay() {
 #[test]
 fn call_budgets_do_not_depend_on_the_number_of_endpoints() {
     let node = common::node("budget");
-    node.assert_budgets(NETWORK, &config(&node, "1.1.0"));
+    // The overlay reads the network's policies, which change under an unchanged ID: a warm
+    // ADD and CHECK query the network after opening it by its cached ID (one call more than
+    // win-bridge), and skip the lookup by name.
+    let limits = Budget {
+        cold_add: (7, 10),
+        add: (6, 9),
+        repeated_add: (5, 7),
+        check: (4, 6),
+        del: (3, 4),
+    };
+    let (few, _) = node.assert_budgets(NETWORK, &config(&node, "1.1.0"), &limits);
+    assert_eq!(
+        few, limits,
+        "the budgets are exact: a change must update the README"
+    );
+}
+
+#[test]
+fn a_provider_address_changed_under_the_same_network_id_is_read_again() {
+    use hns::schema::policy::ProviderAddressPolicy;
+    use hns::schema::{ModifyRequest, NetworkPolicy, RequestType};
+
+    let node = common::node("cache-provider-address");
+    let config = config(&node, "1.1.0");
+    // The first ADD warms the network cache with the network as it is now.
+    node.add("first", &node.namespace(), &config).result();
+    let policy = |ip: &str| {
+        NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
+            provider_address: ip.parse().unwrap(),
+        })
+    };
+    let client = node.client();
+    let network = client.open_network(node.network_id(NETWORK)).unwrap();
+    let (old, new) = (PROVIDER_ADDRESS, "10.127.130.99");
+    for (request, ip) in [(RequestType::Remove, old), (RequestType::Add, new)] {
+        network
+            .modify(&ModifyRequest::policies(request, vec![policy(ip)]))
+            .unwrap();
+    }
+    drop(network);
+    node.add("pod", &node.namespace(), &config).result();
+    let endpoint = serde_json::to_value(node.endpoint("pod_flannel.4096")).unwrap();
+    let policies = endpoint["Policies"].as_array().unwrap();
+    assert!(policies.contains(&provider_address(new)), "{policies:?}");
+    assert!(!policies.contains(&provider_address(old)), "{policies:?}");
 }

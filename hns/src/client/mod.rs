@@ -103,6 +103,30 @@ impl<R: RawHcn + ?Sized> Client<R> {
         Open::query_new(self, handle, &context)
     }
 
+    /// Opens a network by ID without reading its properties again: `known` is what the caller
+    /// read under this ID before, and travels with the handle as its properties. Only for
+    /// callers that know the properties they use cannot change while the ID stays (HCN has no
+    /// modify request for a network's name, type or subnets; its policies do change).
+    ///
+    /// Raw calls: `HcnOpenNetwork` = 1 (+1 close on drop). `known` without an ID is an
+    /// [`ErrorKind::InvalidInput`] error, before any call.
+    pub fn open_network_known(
+        &self,
+        known: HostComputeNetwork,
+    ) -> Result<OpenNetwork<'_, R>, HnsError> {
+        if known.id.is_zero() {
+            return Err(HnsError::new(
+                ErrorKind::InvalidInput,
+                "known network properties carry no ID",
+            ));
+        }
+        let handle = self
+            .raw
+            .open_network(&known.id)
+            .map_err(|e| HnsError::from_raw(e, format!("open network {}", known.id)))?;
+        Ok(Open::with_properties(self, handle, known))
+    }
+
     /// Every network's properties.
     ///
     /// Raw calls: 1 `HcnEnumerateNetworks` + 3 per network (open, query, close).

@@ -154,6 +154,19 @@ impl<'c, R: RawHcn + ?Sized, K: ObjectKind> Open<'c, R, K> {
         })
     }
 
+    /// Takes ownership of a fresh handle whose properties the caller already has (no call).
+    pub(super) fn with_properties(
+        client: &'c Client<R>,
+        handle: K::Handle,
+        properties: K::Properties,
+    ) -> Self {
+        Open {
+            client,
+            handle: Some(handle),
+            properties,
+        }
+    }
+
     /// The object's ID, from the properties read when it was opened.
     pub fn id(&self) -> Guid {
         K::id(&self.properties)

@@ -36,6 +36,11 @@ const NETWORK_ARGS: [&str; 10] = [
     "--id",
     "be7c0000-0000-4000-8000-000000000001",
 ];
+/// The reference win-bridge's HCN calls (closes included) for a new pod's ADD and a live pod's
+/// DEL, measured by running its Go binary under Wine against the same emulator DLL (README, "HCN
+/// calls per pod"): what its pod start costs on the same latency model.
+const REFERENCE_ADD_CALLS: u64 = 15;
+const REFERENCE_DEL_CALLS: u64 = 13;
 /// How often the one-pod ADD and DEL run; the report gives the median.
 const SINGLE_RUNS: usize = 5;
 /// A plugin call may wait behind 30 others, each paying L per call.
@@ -386,6 +391,34 @@ fn render(options: &Options, rows: &[Row]) -> String {
             ms(d.percentile(99.0)),
             d.calls,
             ratio(d.wall, d.calls, row.latency_ms),
+        );
+    }
+    let _ = writeln!(out, "\n## Against the reference's calls\n");
+    let _ = writeln!(
+        out,
+        "The reference win-bridge makes {REFERENCE_ADD_CALLS} HCN calls per new pod's ADD and \
+         {REFERENCE_DEL_CALLS} per DEL (closes included). On the same model its phases cannot \
+         take less than those calls x L; \"calls ratio\" is this side's calls over the reference's \
+         (the first single ADD finds the network by name, the others by its cached ID).\n"
+    );
+    let _ = writeln!(
+        out,
+        "| side | L ms | ADD calls / reference | calls ratio | one pod ADD ms / reference bound ms | {pods} pods ready s / reference bound s |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+    for row in rows {
+        let reference_all = pods as u64 * REFERENCE_ADD_CALLS;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} / {REFERENCE_ADD_CALLS} | {:.2} | {} / {} | {} / {:.2} |",
+            row.side,
+            row.latency_ms,
+            row.add.calls,
+            row.add.calls as f64 / REFERENCE_ADD_CALLS as f64,
+            ms(row.add.wall),
+            REFERENCE_ADD_CALLS * row.latency_ms,
+            secs(row.add_all.wall),
+            (reference_all * row.latency_ms) as f64 / 1000.0,
         );
     }
     let _ = writeln!(out, "\n## Serialisation\n");
