@@ -59,6 +59,28 @@ fn kube_proxy_endpoint(node: &Node, ip: &str) -> HostComputeEndpoint {
     held_by(node, ip).expect("the endpoint kube-proxy created")
 }
 
+/// kube-proxy's remote endpoint on `ip` (a Service's ClusterIP, or a pod of another node):
+/// `RemoteEndpoint`, the host's MAC and the node IP as its ProviderAddress, as the winkernel
+/// proxier creates it; returns it as HNS reports it.
+fn kube_proxy_remote_endpoint(node: &Node, ip: &str) -> HostComputeEndpoint {
+    let document = json!({
+        "SchemaVersion": {"Major": 2, "Minor": 0},
+        "IpConfigurations": [{"IpAddress": ip}],
+        "MacAddress": HOST_MAC,
+        "Flags": 1,
+        "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.38"}}]
+    });
+    let client = node.client();
+    let raw = client.raw();
+    let network = raw.open_network(&node.network_id(NETWORK)).unwrap();
+    let endpoint = raw
+        .create_endpoint(&network, &Guid::ZERO, &document.to_string())
+        .unwrap();
+    raw.close_endpoint(endpoint).unwrap();
+    raw.close_network(network).unwrap();
+    held_by(node, ip).expect("the remote endpoint kube-proxy created")
+}
+
 fn held_by(node: &Node, ip: &str) -> Option<HostComputeEndpoint> {
     node.endpoints(NETWORK).into_iter().find(|endpoint| {
         endpoint
@@ -112,6 +134,11 @@ fn add_check_del_and_gc_leave_kube_proxys_objects_alone() {
         .collect();
     let balancer = load_balancer(&node, &backends);
     let before = std::fs::read(&balancer).unwrap();
+    // kube-proxy's remote endpoints: the Service's ClusterIP and a pod of another node.
+    let remote: Vec<HostComputeEndpoint> = ["10.96.0.50", "10.244.2.7"]
+        .iter()
+        .map(|ip| kube_proxy_remote_endpoint(&node, ip))
+        .collect();
 
     let mut check = config.clone();
     check["prevResult"] = a.clone();
@@ -125,6 +152,10 @@ fn add_check_del_and_gc_leave_kube_proxys_objects_alone() {
     assert_ne!(address(&c), VIP);
 
     assert_eq!(held_by(&node, VIP), Some(source_vip));
+    for endpoint in &remote {
+        let ip = endpoint.ip_configurations[0].ip_address.to_string();
+        assert_eq!(held_by(&node, &ip).as_ref(), Some(endpoint), "{ip}");
+    }
     assert!(node.reservations(NETWORK).contains(&VIP.to_owned()));
     // HNS keeps the load balancer; its backend b went with b's DEL (doctor reports that).
     assert_eq!(std::fs::read(&balancer).unwrap(), before);
