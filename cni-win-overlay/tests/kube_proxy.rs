@@ -48,6 +48,12 @@ fn kube_proxy_endpoint(node: &Node, ip: &str) -> HostComputeEndpoint {
         "MacAddress": HOST_MAC,
         "Flags": 0
     });
+    create_raw(node, &document, ip)
+}
+
+/// Creates an endpoint on the network from the raw HCN `document`, as kube-proxy's hcsshim
+/// calls do; returns the endpoint holding `ip` as HNS reports it.
+fn create_raw(node: &Node, document: &Value, ip: &str) -> HostComputeEndpoint {
     let client = node.client();
     let raw = client.raw();
     let network = raw.open_network(&node.network_id(NETWORK)).unwrap();
@@ -70,15 +76,7 @@ fn kube_proxy_remote_endpoint(node: &Node, ip: &str) -> HostComputeEndpoint {
         "Flags": 1,
         "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.38"}}]
     });
-    let client = node.client();
-    let raw = client.raw();
-    let network = raw.open_network(&node.network_id(NETWORK)).unwrap();
-    let endpoint = raw
-        .create_endpoint(&network, &Guid::ZERO, &document.to_string())
-        .unwrap();
-    raw.close_endpoint(endpoint).unwrap();
-    raw.close_network(network).unwrap();
-    held_by(node, ip).expect("the remote endpoint kube-proxy created")
+    create_raw(node, &document, ip)
 }
 
 fn held_by(node: &Node, ip: &str) -> Option<HostComputeEndpoint> {

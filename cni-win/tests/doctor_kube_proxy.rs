@@ -86,31 +86,6 @@ impl Doctor {
         id
     }
 
-    /// kube-proxy's remote endpoint on `ip` (a Service's ClusterIP, a pod of another node): the
-    /// host's MAC, `RemoteEndpoint`, the node IP as ProviderAddress, as the proxier makes it.
-    fn remote_endpoint(&self, ip: &str) {
-        let document = json!({
-            "SchemaVersion": {"Major": 2, "Minor": 0},
-            "IpConfigurations": [{"IpAddress": ip}],
-            "MacAddress": "00-15-5D-52-C0-01",
-            "Flags": 1,
-            "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.38"}}]
-        });
-        let raw = self.node.client.raw();
-        let id = self
-            .node
-            .client
-            .find_network_by_name("flannel.4096")
-            .unwrap()
-            .id();
-        let network = raw.open_network(&id).unwrap();
-        let endpoint = raw
-            .create_endpoint(&network, &Guid::ZERO, &document.to_string())
-            .unwrap();
-        raw.close_endpoint(endpoint).unwrap();
-        raw.close_network(network).unwrap();
-    }
-
     /// kube-proxy's load balancer for a service: source VIP, ClusterIP, pods' backends.
     fn load_balancer(&self, vip: std::net::IpAddr, backends: &[Guid]) {
         let dir = self.node.node.state().join("loadbalancers");
@@ -151,7 +126,7 @@ fn a_synced_kube_proxy_passes_every_check() {
     let backends = [doctor.pod("a"), doctor.pod("b")];
     doctor.load_balancer(vip.ip, &backends);
     for ip in ["10.96.0.50", "10.244.2.7"] {
-        doctor.remote_endpoint(ip);
+        doctor.node.kube_proxy_remote_endpoint(ip);
     }
     let report = doctor.report();
     println!("{report}");

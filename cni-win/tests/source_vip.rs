@@ -196,26 +196,8 @@ fn sweep_keeps_the_vip_and_kube_proxys_endpoints() {
     let node = Overlay::new();
     let mac: MacAddress = HOST_MAC.parse().unwrap();
     let vip = source_vip::reserve(&node.client, &node.settings(), Some(mac)).unwrap();
-    let raw = node.client.raw();
-    let id = node
-        .client
-        .find_network_by_name("flannel.4096")
-        .unwrap()
-        .id();
     for ip in ["10.96.0.50", "10.244.2.7"] {
-        let document = serde_json::json!({
-            "SchemaVersion": {"Major": 2, "Minor": 0},
-            "IpConfigurations": [{"IpAddress": ip}],
-            "MacAddress": HOST_MAC,
-            "Flags": 1,
-            "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.38"}}]
-        });
-        let network = raw.open_network(&id).unwrap();
-        let endpoint = raw
-            .create_endpoint(&network, &hns::Guid::ZERO, &document.to_string())
-            .unwrap();
-        raw.close_endpoint(endpoint).unwrap();
-        raw.close_network(network).unwrap();
+        node.kube_proxy_remote_endpoint(ip);
     }
     let networks = cni_win::confdir::read(&node.conf_dir(), &[])
         .unwrap()
