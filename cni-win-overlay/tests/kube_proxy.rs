@@ -48,6 +48,12 @@ fn kube_proxy_endpoint(node: &Node, ip: &str) -> HostComputeEndpoint {
         "MacAddress": HOST_MAC,
         "Flags": 0
     });
+    create_raw(node, &document, ip)
+}
+
+/// Creates an endpoint on the network from the raw HCN `document`, as kube-proxy's hcsshim
+/// calls do; returns the endpoint holding `ip` as HNS reports it.
+fn create_raw(node: &Node, document: &Value, ip: &str) -> HostComputeEndpoint {
     let client = node.client();
     let raw = client.raw();
     let network = raw.open_network(&node.network_id(NETWORK)).unwrap();
@@ -57,6 +63,20 @@ fn kube_proxy_endpoint(node: &Node, ip: &str) -> HostComputeEndpoint {
     raw.close_endpoint(endpoint).unwrap();
     raw.close_network(network).unwrap();
     held_by(node, ip).expect("the endpoint kube-proxy created")
+}
+
+/// kube-proxy's remote endpoint on `ip` (a Service's ClusterIP, or a pod of another node):
+/// `RemoteEndpoint`, the host's MAC and the node IP as its ProviderAddress, as the winkernel
+/// proxier creates it; returns it as HNS reports it.
+fn kube_proxy_remote_endpoint(node: &Node, ip: &str) -> HostComputeEndpoint {
+    let document = json!({
+        "SchemaVersion": {"Major": 2, "Minor": 0},
+        "IpConfigurations": [{"IpAddress": ip}],
+        "MacAddress": HOST_MAC,
+        "Flags": 1,
+        "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.38"}}]
+    });
+    create_raw(node, &document, ip)
 }
 
 fn held_by(node: &Node, ip: &str) -> Option<HostComputeEndpoint> {
@@ -112,6 +132,11 @@ fn add_check_del_and_gc_leave_kube_proxys_objects_alone() {
         .collect();
     let balancer = load_balancer(&node, &backends);
     let before = std::fs::read(&balancer).unwrap();
+    // kube-proxy's remote endpoints: the Service's ClusterIP and a pod of another node.
+    let remote: Vec<HostComputeEndpoint> = ["10.96.0.50", "10.244.2.7"]
+        .iter()
+        .map(|ip| kube_proxy_remote_endpoint(&node, ip))
+        .collect();
 
     let mut check = config.clone();
     check["prevResult"] = a.clone();
@@ -125,6 +150,10 @@ fn add_check_del_and_gc_leave_kube_proxys_objects_alone() {
     assert_ne!(address(&c), VIP);
 
     assert_eq!(held_by(&node, VIP), Some(source_vip));
+    for endpoint in &remote {
+        let ip = endpoint.ip_configurations[0].ip_address.to_string();
+        assert_eq!(held_by(&node, &ip).as_ref(), Some(endpoint), "{ip}");
+    }
     assert!(node.reservations(NETWORK).contains(&VIP.to_owned()));
     // HNS keeps the load balancer; its backend b went with b's DEL (doctor reports that).
     assert_eq!(std::fs::read(&balancer).unwrap(), before);

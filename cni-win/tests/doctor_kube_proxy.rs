@@ -125,6 +125,9 @@ fn a_synced_kube_proxy_passes_every_check() {
     let vip = doctor.source_vip();
     let backends = [doctor.pod("a"), doctor.pod("b")];
     doctor.load_balancer(vip.ip, &backends);
+    for ip in ["10.96.0.50", "10.244.2.7"] {
+        doctor.node.kube_proxy_remote_endpoint(ip);
+    }
     let report = doctor.report();
     println!("{report}");
     assert_eq!(problems(&report), [], "{report}");

@@ -189,12 +189,16 @@ fn a_vip_left_outside_the_current_range_is_replaced() {
     assert_eq!(node.reservations(), ["10.244.1.2"]);
 }
 
-/// `cni-win sweep --apply` keeps the VIP and kube-proxy's endpoint: neither is a pod's.
+/// `cni-win sweep --apply` keeps the VIP, kube-proxy's endpoint on it and its remote endpoints
+/// (a Service's ClusterIP, a pod of another node): none is a pod's.
 #[test]
-fn sweep_keeps_the_vip_and_kube_proxys_endpoint() {
+fn sweep_keeps_the_vip_and_kube_proxys_endpoints() {
     let node = Overlay::new();
     let mac: MacAddress = HOST_MAC.parse().unwrap();
     let vip = source_vip::reserve(&node.client, &node.settings(), Some(mac)).unwrap();
+    for ip in ["10.96.0.50", "10.244.2.7"] {
+        node.kube_proxy_remote_endpoint(ip);
+    }
     let networks = cni_win::confdir::read(&node.conf_dir(), &[])
         .unwrap()
         .networks;
@@ -208,5 +212,5 @@ fn sweep_keeps_the_vip_and_kube_proxys_endpoint() {
     );
     assert!(pass.stale.is_empty() && !pass.failed(), "{pass:?}");
     assert_eq!(node.reservations(), [vip.ip.to_string()]);
-    assert_eq!(node.node.endpoints("flannel.4096").len(), 1);
+    assert_eq!(node.node.endpoints("flannel.4096").len(), 3);
 }

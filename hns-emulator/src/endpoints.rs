@@ -17,7 +17,7 @@ use super::store::{self, ObjectDir};
 use hns::guid::Guid;
 use hns::hresult::HResult;
 use hns::schema::{
-    HostComputeEndpoint, HostComputeNetwork, MacAddress, SchemaVersion, SubnetFlags,
+    EndpointFlags, HostComputeEndpoint, HostComputeNetwork, MacAddress, SchemaVersion, SubnetFlags,
 };
 
 /// Endpoints are filtered by network with `VirtualNetwork` (what hcsshim sends) or `HostComputeNetwork`.
@@ -58,8 +58,12 @@ impl State<'_> {
     /// `HcnCreateEndpoint` on `network`. Validates like HNS: the network exists,
     /// the ID is free, `HostComputeNamespace` is not set, every IP parses, lies in
     /// a subnet of the network, is not reserved (network, broadcast or gateway
-    /// address) and is not held by another endpoint of the network; a given MAC
-    /// is not held by another endpoint of the network either; policies are
+    /// address) and is not held by another endpoint of the network; a remote endpoint
+    /// (`RemoteEndpoint` flag) may hold any address, since it stands for one reached through
+    /// another host (kube-proxy makes one per Service ClusterIP and per pod of another node,
+    /// with that host's ProviderAddress); a local endpoint's given MAC
+    /// is not held by another local endpoint of the network either (remote endpoints share
+    /// their host's); policies are
     /// V2 and their host ports free on the host. A refusal because of a holder
     /// names it in the error record (see [`hns::error::Holder`]). Assigns the prefix length from the subnet and a MAC from the network's
     /// MacPool when none is given.
@@ -97,10 +101,15 @@ impl State<'_> {
         check_policies(&endpoint.policies)?;
         self.check_host_ports(id, &endpoint.policies)?;
         let mut ips = Vec::new();
+        let remote = endpoint.flags.contains(EndpointFlags::REMOTE_ENDPOINT);
         for config in &mut endpoint.ip_configurations {
             let ip = config.ip_address;
-            let subnet = subnet_for(&network, ip)?;
-            config.prefix_length.get_or_insert(subnet.prefix());
+            let prefix = match subnet_for(&network, ip) {
+                Ok(subnet) => subnet.prefix(),
+                Err(_) if remote && !in_any_subnet(&network, ip) => host_prefix(ip),
+                Err(refused) => return Err(refused),
+            };
+            config.prefix_length.get_or_insert(prefix);
             if ips.contains(&ip) {
                 return Err(reserved(ip, "is listed twice"));
             }
@@ -114,8 +123,11 @@ impl State<'_> {
             }
             ips.push(ip);
         }
+        // Remote endpoints carry the MAC of the host that stands for them, shared by all of
+        // them (kube-proxy gives each its own host's MAC): only a local endpoint claims one.
         let mac = match endpoint.mac_address {
             None => self.allocate_mac(&network)?,
+            Some(mac) if remote => mac,
             Some(mac) => self.claim_mac(network_id, mac)?,
         };
         endpoint.mac_address = Some(mac);
@@ -128,7 +140,9 @@ impl State<'_> {
         for ip in &ips {
             self.set_holder(IPS, network_id, &ip_key(*ip), id)?;
         }
-        self.set_holder(MACS, network_id, &mac.to_string(), id)?;
+        if !remote {
+            self.set_holder(MACS, network_id, &mac.to_string(), id)?;
+        }
         self.claim_host_ports(&endpoint)?;
         self.forget_v1_attachments(id)?;
         self.add_marker(NETWORK_ENDPOINTS, network_id, id)?;
@@ -306,6 +320,18 @@ impl State<'_> {
             &format!("{:016x}.json", fnv1a(name.as_bytes())),
         ])
     }
+}
+
+/// Whether `ip` lies in a subnet of `network` at all (reserved addresses included).
+fn in_any_subnet(network: &HostComputeNetwork, ip: IpAddr) -> bool {
+    network
+        .subnets()
+        .any(|subnet| subnet.ip_address_prefix.network().contains(ip))
+}
+
+/// The prefix of a single host: what a remote endpoint outside every subnet is given.
+fn host_prefix(ip: IpAddr) -> u8 {
+    if ip.is_ipv4() { 32 } else { 128 }
 }
 
 /// The subnet of `network` that contains `ip`, after the reserved-address checks.

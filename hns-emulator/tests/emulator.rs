@@ -186,6 +186,49 @@ fn hns_fills_in_mac_and_prefix_length() {
     );
 }
 
+/// kube-proxy's remote endpoints stand for addresses behind another host (a Service's
+/// ClusterIP, a pod of another node), all with the MAC of the host it gives them: HNS takes an
+/// address outside the network's subnets and a shared MAC for a remote endpoint (kube-proxy's
+/// Services work on it), never for a local one.
+#[test]
+fn a_remote_endpoint_may_hold_any_address_and_share_its_hosts_mac() {
+    let dir = TempDir::new("remote");
+    let client = client(&dir);
+    let network = client.open_network(bridge(&client)).unwrap();
+    let remote = |ip: &str| {
+        let mut settings = endpoint_settings("", ip);
+        settings.flags = hns::schema::EndpointFlags::REMOTE_ENDPOINT;
+        settings.mac_address = Some("00-15-5D-52-C0-01".parse().unwrap());
+        settings
+    };
+    for ip in ["10.96.0.50", "10.244.2.7"] {
+        let endpoint = network.create_endpoint(Guid::ZERO, &remote(ip)).unwrap();
+        assert_eq!(
+            endpoint.properties().ip_configurations[0].prefix_length,
+            Some(32),
+            "{ip}"
+        );
+    }
+    // Local endpoints still must lie in a subnet and hold their own MAC.
+    let mut local = remote("10.244.2.8");
+    local.flags = hns::schema::EndpointFlags::NONE;
+    let error = HnsError::from(network.create_endpoint(Guid::ZERO, &local).unwrap_err());
+    assert_eq!(code(&error), HResult::HCN_E_ADDR_INVALID_OR_RESERVED);
+    local.ip_configurations[0].ip_address = "10.244.1.8".parse().unwrap();
+    network.create_endpoint(Guid::ZERO, &local).unwrap();
+    let mut second = local.clone();
+    second.ip_configurations[0].ip_address = "10.244.1.9".parse().unwrap();
+    let error = HnsError::from(network.create_endpoint(Guid::ZERO, &second).unwrap_err());
+    assert_eq!(code(&error), HResult::HCN_E_ADDR_INVALID_OR_RESERVED);
+    // A remote endpoint's address is still one endpoint's on the network.
+    let error = HnsError::from(
+        network
+            .create_endpoint(Guid::ZERO, &remote("10.96.0.50"))
+            .unwrap_err(),
+    );
+    assert_eq!(code(&error), HResult::HCN_E_ADDR_INVALID_OR_RESERVED);
+}
+
 #[test]
 fn a_mac_is_held_by_one_endpoint_per_network() {
     let dir = TempDir::new("mac-unique");

@@ -94,4 +94,28 @@ impl Overlay {
     pub fn reservations(&self) -> Vec<String> {
         self.node.reservations("flannel.4096")
     }
+
+    /// kube-proxy's remote endpoint on `ip` (a Service's ClusterIP, a pod of another node): the
+    /// host's MAC, `RemoteEndpoint`, the node IP as ProviderAddress, as the proxier makes it.
+    pub fn kube_proxy_remote_endpoint(&self, ip: &str) {
+        let document = json!({
+            "SchemaVersion": {"Major": 2, "Minor": 0},
+            "IpConfigurations": [{"IpAddress": ip}],
+            "MacAddress": HOST_MAC,
+            "Flags": 1,
+            "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.38"}}]
+        });
+        let raw = self.client.raw();
+        let id = self
+            .client
+            .find_network_by_name("flannel.4096")
+            .unwrap()
+            .id();
+        let network = raw.open_network(&id).unwrap();
+        let endpoint = raw
+            .create_endpoint(&network, &hns::Guid::ZERO, &document.to_string())
+            .unwrap();
+        raw.close_endpoint(endpoint).unwrap();
+        raw.close_network(network).unwrap();
+    }
 }
