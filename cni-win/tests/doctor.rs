@@ -6,7 +6,7 @@ mod common;
 use std::fs;
 
 use cni_win::doctor::{Finding, Report, Settings, Verdict, diagnose};
-use common::ScratchNode;
+use common::{ScratchNode, plugin, problems};
 use hns::Guid;
 use hns::schema::EndpointFlags;
 
@@ -36,16 +36,6 @@ impl Doctor {
         };
         diagnose(Ok(&self.node.client), &settings)
     }
-}
-
-/// The findings that are not a pass, as (check, verdict).
-fn problems(report: &Report) -> Vec<(String, Verdict)> {
-    report
-        .findings
-        .iter()
-        .filter(|f| f.verdict != Verdict::Pass)
-        .map(|f| (f.check.clone(), f.verdict))
-        .collect()
 }
 
 fn evidence(report: &Report, check: &str) -> String {
@@ -302,14 +292,6 @@ fn a_range_outside_the_hns_subnet_fails_once() {
     );
     let finding = report.findings.iter().find(|f| f.check.ends_with("ready"));
     assert!(finding.unwrap().fix.contains("ipam subnet"), "{report}");
-}
-
-/// A plugin that prints `about` for `--version`.
-fn plugin(bin: &std::path::Path, name: &str, about: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let path = bin.join(name);
-    fs::write(&path, format!("#!/bin/sh\necho '{about}'\n")).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 #[test]

@@ -5,12 +5,12 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 
 use cni_win::doctor::{Report, Settings, Verdict, diagnose};
 use cni_win::source_vip;
 use cni_win_core::identity::Identity;
 use common::overlay::{HOST_MAC, Overlay};
+use common::{plugin, problems};
 use hns::Guid;
 use hns::features::HnsVersion;
 use hns::schema::{HostComputeEndpoint, IpConfig};
@@ -24,13 +24,11 @@ struct Doctor {
 impl Doctor {
     fn new() -> Doctor {
         let bin = tempfile::tempdir().unwrap();
-        let path = bin.path().join("win-overlay");
-        fs::write(
-            &path,
-            "#!/bin/sh\necho 'CNI win-overlay plugin 0.1.0 (commit aaaaaaaaaaaa)'\n",
-        )
-        .unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        plugin(
+            bin.path(),
+            "win-overlay",
+            "CNI win-overlay plugin 0.1.0 (commit aaaaaaaaaaaa)",
+        );
         Doctor {
             node: Overlay::new(),
             bin,
@@ -100,16 +98,6 @@ impl Doctor {
         });
         fs::write(dir.join(format!("{id}.json")), balancer.to_string()).unwrap();
     }
-}
-
-/// The findings that are not a pass, as (check, verdict).
-fn problems(report: &Report) -> Vec<(String, Verdict)> {
-    report
-        .findings
-        .iter()
-        .filter(|f| f.verdict != Verdict::Pass)
-        .map(|f| (f.check.clone(), f.verdict))
-        .collect()
 }
 
 fn finding(check: &str) -> (String, Verdict) {

@@ -153,3 +153,21 @@ impl ScratchNode {
         self.node.dir()
     }
 }
+
+/// A plugin binary in `bin` that answers `--version` with `about`, as doctor asks it.
+pub fn plugin(bin: &Path, name: &str, about: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = bin.join(name);
+    fs::write(&path, format!("#!/bin/sh\necho '{about}'\n")).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// doctor's findings that are not a pass, as (check, verdict).
+pub fn problems(report: &cni_win::doctor::Report) -> Vec<(String, cni_win::doctor::Verdict)> {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.verdict != cni_win::doctor::Verdict::Pass)
+        .map(|f| (f.check.clone(), f.verdict))
+        .collect()
+}
