@@ -333,6 +333,21 @@ impl HostLocal {
         Ok(reservations)
     }
 
+    /// How full each range set is, from the reservation files (not the index): what the node
+    /// daemon's metrics report, so an operator sees a pool filling up (a leak, or a node
+    /// with more pods than addresses) before ADD fails with [`crate::POOL_EXHAUSTED`].
+    pub fn usage(&self) -> Result<Vec<PoolUsage>, Error> {
+        let sets = &self.config.range_sets;
+        let session = self.store.lock(sets)?;
+        let reserved = session.reserved_ips()?;
+        session.finish()?;
+        Ok(sets
+            .iter()
+            .enumerate()
+            .map(|(index, set)| PoolUsage::of(index, set, &reserved))
+            .collect())
+    }
+
     /// STATUS: ready (`Ok`) when the store is usable, otherwise code 50. A range set with no
     /// free address is returned (and logged) rather than failed on: runtimes poll STATUS and
     /// take the node NotReady on a failure, which evicts its pods, so only a config that set
@@ -402,6 +417,40 @@ impl fmt::Display for Exhausted {
                 self.set, self.ranges
             ),
         }
+    }
+}
+
+/// How full one range set is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolUsage {
+    /// The range set's index in the config.
+    pub set: usize,
+    /// The subnets of its ranges, in config order (what a dashboard labels the pool with).
+    pub subnets: Vec<IpNetwork>,
+    /// How many addresses it can hand out (gateways and excluded addresses left out).
+    pub usable: u128,
+    /// How many of those have a reservation, a pod's or a node component's (kube-proxy's
+    /// source VIP).
+    pub reserved: u128,
+}
+
+impl PoolUsage {
+    fn of(index: usize, set: &RangeSet, reserved: &[IpAddr]) -> PoolUsage {
+        let taken = reserved
+            .iter()
+            .filter(|ip| set.contains(**ip) && !set.is_reserved(**ip))
+            .count();
+        PoolUsage {
+            set: index,
+            subnets: set.ranges().iter().map(|range| range.subnet).collect(),
+            usable: set.usable(),
+            reserved: taken as u128,
+        }
+    }
+
+    /// How many addresses ADD can still hand out.
+    pub fn free(&self) -> u128 {
+        self.usable.saturating_sub(self.reserved)
     }
 }
 

@@ -155,7 +155,7 @@ pub use config::{
     DEFAULT_DATA_DIR, DEFAULT_LOCK_TIMEOUT, IpamConfig, LOCK_TIMEOUT_ENV, RequestedIp,
     StoreLocation,
 };
-pub use host_local::{Allocation, Exhausted, HostLocal};
+pub use host_local::{Allocation, Exhausted, HostLocal, PoolUsage};
 pub use retention::Retention;
 pub use store::INDEX_DIR;
 pub use teardown::Teardown;

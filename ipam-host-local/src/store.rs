@@ -443,6 +443,12 @@ impl Session<'_> {
         self.store.read_reservation(ip)
     }
 
+    /// The addresses that have a reservation file, whatever the file holds (a file that is
+    /// empty or damaged still keeps its address from being handed out).
+    pub fn reserved_ips(&self) -> Result<Vec<IpAddr>, Error> {
+        self.store.reservation_ips()
+    }
+
     /// Every reservation file of the network and what it holds, read from the files
     /// themselves (not the index), for tools that compare the store with HNS.
     pub fn reservations(&self) -> Result<Vec<(IpAddr, Content)>, Error> {

@@ -568,3 +568,46 @@ fn a_requested_address_that_is_excluded_is_refused() {
     assert!(err.msg().contains("10.0.0.2 is reserved"), "{}", err.msg());
     assert!(reservations(ipam.network_dir()).is_empty());
 }
+
+#[test]
+fn usage_counts_what_each_range_set_can_still_hand_out() {
+    let dir = Scratch::new("usage");
+    // Set 0: .2-.6 of a /29 (.1 is the gateway) minus the excluded x.2: 4 usable. Set 1: fd00::2-fd00::5: 4 usable.
+    let mut ipam = host_local(
+        dir.path(),
+        json!({"ranges": [[{"subnet": "10.0.0.0/29"}],
+                          [{"subnet": "fd00::/64", "rangeEnd": "fd00::5"}]]}),
+    );
+    ipam.exclude(&[ip("10.0.0.2")]);
+    let usage = |ipam: &ipam_host_local::HostLocal| {
+        ipam.usage()
+            .unwrap()
+            .iter()
+            .map(|pool| {
+                let subnets: Vec<String> = pool.subnets.iter().map(ToString::to_string).collect();
+                (subnets.join(","), pool.usable, pool.reserved, pool.free())
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        usage(&ipam),
+        [
+            ("10.0.0.0/29".to_owned(), 4, 0, 4),
+            ("fd00::/64".to_owned(), 4, 0, 4)
+        ]
+    );
+    ipam.allocate("a", "eth0").unwrap();
+    ipam.allocate("b", "eth0").unwrap();
+    // A file for an address outside every set, or for an excluded one, takes nothing of the pool.
+    fs::write(ipam.network_dir().join("10.9.9.9"), "x\r\neth0").unwrap();
+    fs::write(ipam.network_dir().join("10.0.0.2"), "y\r\neth0").unwrap();
+    assert_eq!(
+        usage(&ipam),
+        [
+            ("10.0.0.0/29".to_owned(), 4, 2, 2),
+            ("fd00::/64".to_owned(), 4, 2, 2)
+        ]
+    );
+    ipam.release("a", "eth0").unwrap();
+    assert_eq!(usage(&ipam)[0], ("10.0.0.0/29".to_owned(), 4, 1, 3));
+}
