@@ -25,6 +25,7 @@ mod error;
 pub mod fsutil;
 pub mod install;
 pub mod lint;
+pub mod metrics;
 pub mod record;
 pub mod shipped;
 pub mod source_vip;

@@ -22,6 +22,9 @@ use serde::Serialize;
 
 use crate::confdir::{self, Network};
 use crate::error::Error;
+use crate::shipped::Plugin;
+use cni_win_bridge::Bridge;
+use cni_win_overlay::Overlay;
 
 /// What a sweep is asked to do.
 #[derive(Debug, Clone)]
@@ -73,9 +76,13 @@ impl Commands for AttachmentLocks {
 pub struct StaleObject {
     /// `endpoint <name> (<id>)` or `reservation <ip>`.
     pub object: String,
+    /// An endpoint or a reservation.
+    pub kind: ObjectKind,
     /// The network it is on.
     pub network: String,
-    /// Why it is stale.
+    /// Why it is stale, as a word (the metrics' label).
+    pub reason: Reason,
+    /// Why it is stale, in a sentence.
     pub why: String,
     /// The attachment it belongs to.
     pub container_id: String,
@@ -83,6 +90,80 @@ pub struct StaleObject {
     pub ifname: String,
     /// What `apply` did: `None` in a dry run.
     pub outcome: Option<Outcome>,
+}
+
+/// What a stale object is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectKind {
+    /// An HNS endpoint.
+    Endpoint,
+    /// A host-local reservation.
+    Reservation,
+}
+
+impl ObjectKind {
+    /// The word for it (JSON, metrics).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectKind::Endpoint => "endpoint",
+            ObjectKind::Reservation => "reservation",
+        }
+    }
+}
+
+/// Why an object is stale: [`Dead`] for an endpoint, and the one reason a reservation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// The runtime's GC did not list the endpoint's attachment.
+    NotListed,
+    /// The endpoint is attached to a namespace HNS no longer has (a pod sandbox gone without
+    /// DEL, an HNS restart).
+    NamespaceGone,
+    /// The endpoint is attached to no namespace and no command of its attachment runs.
+    Unattached,
+    /// The reservation's attachment has no endpoint (an ADD that died after reserving).
+    NoEndpoint,
+}
+
+impl Reason {
+    /// The word for it (JSON, metrics).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::NotListed => "not-listed",
+            Reason::NamespaceGone => "namespace-gone",
+            Reason::Unattached => "unattached",
+            Reason::NoEndpoint => "no-endpoint",
+        }
+    }
+
+    fn of(stale: &Stale) -> Reason {
+        match stale {
+            Stale::Endpoint { why, .. } => match why {
+                Dead::NotListed => Reason::NotListed,
+                Dead::NamespaceGone(_) => Reason::NamespaceGone,
+                Dead::Unattached => Reason::Unattached,
+            },
+            Stale::Reservation(_) => Reason::NoEndpoint,
+        }
+    }
+}
+
+/// How full one range set of a network's pool is, after the pass removed what it removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pool {
+    /// The network.
+    pub network: String,
+    /// The range set's subnets, comma-separated.
+    pub subnets: String,
+    /// How many addresses it can hand out.
+    pub usable: u128,
+    /// How many of those are reserved.
+    pub reserved: u128,
+    /// How many ADD can still hand out.
+    pub free: u128,
 }
 
 /// What removing a stale object came to.
@@ -93,6 +174,9 @@ pub enum Outcome {
     Removed,
     /// A command for the attachment started meanwhile: left for the next pass.
     Skipped,
+    /// Read again under the claim, it is no longer stale (its ADD finished after the pass's
+    /// first read): left alone.
+    Alive,
     /// DEL failed, with its error.
     Failed(String),
 }
@@ -105,6 +189,9 @@ pub struct Pass {
     pub stale: Vec<StaleObject>,
     /// Networks whose conflist sets libcni's `disableGC`: not examined.
     pub left_alone: Vec<String>,
+    /// How full each host-local pool is at the end of the pass (networks whose HNS network
+    /// does not exist, or whose IPAM is another plugin's, have none).
+    pub pools: Vec<Pool>,
     /// Networks (or files) that could not be examined, with the reason.
     pub errors: Vec<String>,
 }
@@ -150,6 +237,13 @@ pub fn pass(settings: &Settings) -> Result<Pass, Error> {
 
 /// One pass over `networks` as `snapshot` shows them: finds what is stale and, with `apply`,
 /// removes it through `client`.
+///
+/// What `snapshot` shows may be old by the time a claim is taken: an ADD that finished in
+/// between left a reservation the snapshot saw without its endpoint. So removal claims every
+/// candidate first, reads the node again while holding the claims (no command of a claimed
+/// attachment can run meanwhile), and removes only what that read still judges stale; the
+/// rest is [`Outcome::Alive`]. The second read costs one [`NodeSnapshot::read`] per pass,
+/// only when there is something to remove.
 pub fn sweep<C: Commands>(
     client: &Client,
     snapshot: &NodeSnapshot,
@@ -158,14 +252,11 @@ pub fn sweep<C: Commands>(
     apply: bool,
 ) -> Pass {
     let mut pass = Pass::default();
+    let mut candidates = Vec::new();
     for network in networks {
-        if network.gc_disabled {
-            pass.left_alone.push(network.name().to_owned());
-            continue;
-        }
         let view = match snapshot.view(&network.request) {
             Ok(view) => view,
-            Err(e) => {
+            Err(e) if !network.gc_disabled => {
                 pass.errors.push(format!(
                     "network {:?}: cannot read its reservations: {}",
                     network.name(),
@@ -173,15 +264,129 @@ pub fn sweep<C: Commands>(
                 ));
                 continue;
             }
-        };
-        for (stale, mut row) in find(&view, network.name(), commands) {
-            if apply {
-                row.outcome = Some(remove(client, &view, network.name(), &stale, commands));
+            Err(_) => {
+                pass.left_alone.push(network.name().to_owned());
+                continue;
             }
-            pass.stale.push(row);
+        };
+        if network.gc_disabled {
+            pass.left_alone.push(network.name().to_owned());
+        } else {
+            candidates.extend(
+                find(&view, network.name(), commands)
+                    .into_iter()
+                    .map(|(stale, row)| (network, stale, row)),
+            );
+        }
+    }
+    if apply && !candidates.is_empty() {
+        remove_confirmed(client, candidates, commands, &mut pass);
+    } else {
+        pass.stale
+            .extend(candidates.into_iter().map(|(_, _, row)| row));
+    }
+    for network in networks {
+        if let Ok(view) = snapshot.view(&network.request) {
+            pass.pools.extend(pools(&view, network));
         }
     }
     pass
+}
+
+/// Claims every candidate, reads the node again and removes what is still stale (see
+/// [`sweep`]). Claims are held until every removal is done; two rows of one attachment share
+/// its claim.
+fn remove_confirmed<C: Commands>(
+    client: &Client,
+    candidates: Vec<(&Network, Stale, StaleObject)>,
+    commands: &C,
+    pass: &mut Pass,
+) {
+    let mut claims: Vec<((String, GcAttachment), C::Claim)> = Vec::new();
+    let mut claimed = Vec::with_capacity(candidates.len());
+    for (network, stale, _) in &candidates {
+        let key = (network.name().to_owned(), stale.attachment().clone());
+        let held = claims.iter().any(|(k, _)| *k == key);
+        let ok = held
+            || match commands.try_claim(network.name(), stale.attachment()) {
+                Some(claim) => {
+                    claims.push((key, claim));
+                    true
+                }
+                None => false,
+            };
+        claimed.push(ok);
+    }
+    let fresh = NodeSnapshot::read(client);
+    for ((network, stale, mut row), ok) in candidates.into_iter().zip(claimed) {
+        row.outcome = Some(if !ok {
+            Outcome::Skipped
+        } else {
+            match &fresh {
+                Err(e) => Outcome::Failed(format!("cannot read HNS again before removing: {e}")),
+                Ok(fresh) => remove_if_still_stale(client, fresh, network, &stale),
+            }
+        });
+        pass.stale.push(row);
+    }
+    drop(claims);
+}
+
+/// Removes `stale` as its attachment's DEL would, if the fresh read still judges it stale.
+fn remove_if_still_stale(
+    client: &Client,
+    fresh: &NodeSnapshot,
+    network: &Network,
+    stale: &Stale,
+) -> Outcome {
+    let view = match fresh.view(&network.request) {
+        Ok(view) => view,
+        Err(e) => return Outcome::Failed(e.to_string()),
+    };
+    let Some(still) = view.stale().into_iter().find(|now| same_object(now, stale)) else {
+        return Outcome::Alive;
+    };
+    match view.remove(client, &still) {
+        Ok(()) => Outcome::Removed,
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
+/// Whether two reads' stale objects are the same endpoint, or the same reservation of the
+/// same attachment.
+fn same_object(a: &Stale, b: &Stale) -> bool {
+    match (a, b) {
+        (Stale::Endpoint { endpoint: x, .. }, Stale::Endpoint { endpoint: y, .. }) => x.id == y.id,
+        (Stale::Reservation(x), Stale::Reservation(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// How full `network`'s pool is now, read from its store after the pass's removals; nothing
+/// when the pool is not host-local's or its HNS network is missing (doctor and STATUS say so).
+fn pools(view: &NetworkView<'_>, network: &Network) -> Vec<Pool> {
+    let pool = match network.plugin {
+        Plugin::Bridge => view.pod_pool::<Bridge>(),
+        Plugin::Overlay => view.pod_pool::<Overlay>(),
+    };
+    let Ok(usage) = pool.and_then(|pool| pool.usage()) else {
+        return Vec::new();
+    };
+    usage
+        .into_iter()
+        .map(|set| Pool {
+            network: network.name().to_owned(),
+            subnets: set
+                .subnets
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            usable: set.usable,
+            reserved: set.reserved,
+            free: set.free(),
+        })
+        .collect()
 }
 
 /// What a pass finds stale on the network `view` shows (named `network`), each with its
@@ -230,29 +435,15 @@ fn row(network: &str, stale: &Stale) -> StaleObject {
     let attachment = stale.attachment();
     StaleObject {
         object,
+        kind: match stale {
+            Stale::Endpoint { .. } => ObjectKind::Endpoint,
+            Stale::Reservation(_) => ObjectKind::Reservation,
+        },
         network: network.to_owned(),
+        reason: Reason::of(stale),
         why,
         container_id: attachment.container_id.clone(),
         ifname: attachment.ifname.clone(),
         outcome: None,
-    }
-}
-
-/// Removes one stale object's attachment as DEL would, holding its claim meanwhile. An
-/// attachment removed by an earlier row (its endpoint, then its reservation) is gone already:
-/// DEL of it again succeeds.
-fn remove<C: Commands>(
-    client: &Client,
-    view: &NetworkView<'_>,
-    network: &str,
-    stale: &Stale,
-    commands: &C,
-) -> Outcome {
-    let Some(_claim) = commands.try_claim(network, stale.attachment()) else {
-        return Outcome::Skipped;
-    };
-    match view.remove(client, stale) {
-        Ok(()) => Outcome::Removed,
-        Err(e) => Outcome::Failed(e.to_string()),
     }
 }

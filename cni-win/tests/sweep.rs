@@ -301,3 +301,24 @@ fn a_removal_that_fails_makes_the_pass_fail() {
     assert_eq!(node.endpoints().len(), 1);
     assert_eq!(node.reserved().len(), 1);
 }
+
+/// A pod whose ADD finished between the pass's read of HNS and its claim on the attachment
+/// looked stale in that read (a reservation without an endpoint) but is alive: the pass
+/// judges again on a read made while it holds the claims, and leaves the pod alone.
+#[test]
+fn never_removes_a_pod_whose_add_finished_after_the_read() {
+    let node = ScratchNode::new();
+    let networks = node.networks();
+    let ip = node.reserve("just-started");
+    let before_add = cni_win_core::snapshot::NodeSnapshot::read(&node.client).unwrap();
+    let namespace = node.namespace();
+    let endpoint = node.ours("just-started", &ip);
+    node.client.attach_endpoint(namespace, endpoint).unwrap();
+
+    let pass = cni_win::sweep::sweep(&node.client, &before_add, &networks, &AttachmentLocks, true);
+    assert_eq!(objects(&pass), pairs(&[("just-started", "reservation")]));
+    assert_eq!(pass.stale[0].outcome, Some(Outcome::Alive));
+    assert!(!pass.failed(), "{pass:?}");
+    assert_eq!(node.reserved(), BTreeSet::from([ip]));
+    assert_eq!(node.endpoints().len(), 1);
+}

@@ -128,6 +128,15 @@ impl fmt::Display for Report {
     }
 }
 
+/// Runs every check against this node's HNS (every call bounded by the node tools' HNS
+/// deadline).
+pub fn examine(settings: &Settings) -> Report {
+    let client = cni_win_core::hns_deadline::node_deadline()
+        .map_err(|e| e.msg().to_owned())
+        .and_then(|deadline| cni_win_core::platform::client(deadline).map_err(|e| e.to_string()));
+    diagnose(client.as_ref().map_err(Clone::clone), settings)
+}
+
 /// Runs every check; `client` is the node's HNS or why it could not be reached.
 pub fn diagnose(client: Result<&Client, String>, settings: &Settings) -> Report {
     let mut report = Report::default();

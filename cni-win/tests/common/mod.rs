@@ -148,6 +148,11 @@ impl ScratchNode {
         self.node.calls()
     }
 
+    /// The emulator's state directory: `HCN_EMULATOR_STATE` for a process on this node.
+    pub fn state(&self) -> PathBuf {
+        self.node.state()
+    }
+
     /// The emulated node's scratch root.
     pub fn dir(&self) -> &Path {
         self.node.dir()

@@ -24,10 +24,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         conf_dir: args.conf_dir,
         bin_dir: args.bin_dir,
     };
-    let client = cni_win_core::hns_deadline::node_deadline()
-        .map_err(|e| e.msg().to_owned())
-        .and_then(|deadline| cni_win_core::platform::client(deadline).map_err(|e| e.to_string()));
-    let report = doctor::diagnose(client.as_ref().map_err(Clone::clone), &settings);
+    let report = doctor::examine(&settings);
     if args.json {
         let json = serde_json::to_string(&report).map_err(|e| Error::new(e.to_string()))?;
         println!("{json}");

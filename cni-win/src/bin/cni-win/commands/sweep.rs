@@ -3,10 +3,13 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
+use cni_win::metrics::http::MetricsEndpoint;
+use cni_win::metrics::{NodeMetrics, Round};
 use cni_win::sweep::{self, Outcome, Pass, Settings};
-use cni_win::{Error, defaults};
+use cni_win::{Error, defaults, doctor};
 
 /// Removes stale endpoints and reservations of cni-win's networks (dry run unless --apply).
 #[derive(Debug, clap::Args)]
@@ -26,6 +29,10 @@ pub struct Args {
     /// Run again every DURATION (e.g. 30s, 5m, 1h), logging each pass: a DaemonSet's loop.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     every: Option<Duration>,
+    /// With --every: serve Prometheus metrics at http://ADDRESS/metrics (e.g. 0.0.0.0:9760),
+    /// updated each pass, with doctor's checks run after each pass.
+    #[arg(long, value_name = "ADDRESS", requires = "every")]
+    metrics_address: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
@@ -45,26 +52,64 @@ pub fn run(args: Args) -> Result<(), Error> {
             Ok(())
         };
     };
+    let metrics = match &args.metrics_address {
+        Some(address) => Some(serve_metrics(address)?),
+        None => None,
+    };
+    // doctor's plugins are where the runtime finds them: the first CNI_PATH entry given.
+    let doctor_settings = doctor::Settings {
+        conf_dir: settings.conf_dir.clone(),
+        bin_dir: (settings.cni_path.first().cloned())
+            .unwrap_or_else(|| PathBuf::from(defaults::BIN_DIR)),
+    };
     loop {
-        match sweep::pass(&settings) {
+        let started = Instant::now();
+        let pass = sweep::pass(&settings);
+        let duration = started.elapsed();
+        match &pass {
             Ok(pass) => {
-                log_pass(&pass, settings.apply);
-                print(&pass, args.json)?;
+                log_pass(pass, settings.apply);
+                print(pass, args.json)?;
             }
-            Err(e) => eprintln!("cni-win sweep: pass failed: {}", crate::chain(&e)),
+            Err(e) => eprintln!("cni-win sweep: pass failed: {}", crate::chain(e)),
+        }
+        if let Some(metrics) = &metrics {
+            let report = doctor::examine(&doctor_settings);
+            metrics.observe(&Round {
+                pass: pass.as_ref(),
+                duration,
+                ended: SystemTime::now(),
+                doctor: &report,
+            });
         }
         std::thread::sleep(every);
     }
+}
+
+/// Starts serving the metrics and says where (port 0 picks a free port: the line tells it).
+fn serve_metrics(address: &str) -> Result<Arc<NodeMetrics>, Error> {
+    let build = cni::build!();
+    let metrics = Arc::new(NodeMetrics::new(
+        build.version,
+        build.commit.unwrap_or("unknown"),
+    ));
+    let endpoint = MetricsEndpoint::serve(address, Arc::clone(&metrics))?;
+    eprintln!(
+        "cni-win sweep: serving metrics on http://{}/metrics",
+        endpoint.address()
+    );
+    Ok(metrics)
 }
 
 fn log_pass(pass: &Pass, apply: bool) {
     if apply {
         let removed = pass.count(&Outcome::Removed);
         let skipped = pass.count(&Outcome::Skipped);
+        let alive = pass.count(&Outcome::Alive);
         eprintln!(
-            "cni-win sweep: {} stale, {removed} removed, {skipped} skipped (command in flight), {} failed, {} error(s)",
+            "cni-win sweep: {} stale, {removed} removed, {skipped} skipped (command in flight), {alive} no longer stale, {} failed, {} error(s)",
             pass.stale.len(),
-            pass.stale.len() - removed - skipped,
+            pass.stale.len() - removed - skipped - alive,
             pass.errors.len()
         );
     } else {
@@ -109,6 +154,7 @@ impl fmt::Display for Table<'_> {
                     None => "would remove".to_owned(),
                     Some(Outcome::Removed) => "removed".to_owned(),
                     Some(Outcome::Skipped) => "skipped: command in flight".to_owned(),
+                    Some(Outcome::Alive) => "left: no longer stale".to_owned(),
                     Some(Outcome::Failed(e)) => format!("FAILED: {e}"),
                 };
                 [

@@ -1,0 +1,399 @@
+//! The node daemon's metrics, scraped over HTTP from a running `cni-win sweep --every 1s
+//! --metrics-address 127.0.0.1:0` on an emulated node while pods come and go, get killed and
+//! HNS restarts under them.
+#![cfg(not(windows))]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use cni_win::doctor::{self, Verdict};
+use cni_win_bridge::Bridge;
+use cni_win_core::snapshot::NodeSnapshot;
+use common::ScratchNode;
+use hns::Guid;
+use hns_emulator::Outage;
+use ipam_host_local::HostLocal;
+
+/// A scrape: each sample's `name{labels}` and value.
+#[derive(Debug)]
+struct Scrape(BTreeMap<String, f64>);
+
+impl Scrape {
+    fn parse(text: &str) -> Scrape {
+        let samples = text
+            .lines()
+            .filter(|line| !line.starts_with('#') && !line.is_empty())
+            .map(|line| {
+                let (series, value) = line.rsplit_once(' ').expect("a sample line");
+                (series.to_owned(), value.parse().expect("a number"))
+            })
+            .collect();
+        Scrape(samples)
+    }
+
+    fn get(&self, series: &str) -> Option<f64> {
+        self.0.get(series).copied()
+    }
+
+    fn value(&self, series: &str) -> f64 {
+        self.get(series)
+            .unwrap_or_else(|| panic!("no {series} in the scrape: {:#?}", self.0))
+    }
+
+    /// The sum over every series of `name` whose labels contain `labels`.
+    fn sum(&self, name: &str, labels: &str) -> f64 {
+        self.0
+            .iter()
+            .filter(|(series, _)| series.split('{').next() == Some(name) && series.contains(labels))
+            .map(|(_, value)| value)
+            .sum()
+    }
+
+    fn passes(&self) -> f64 {
+        self.sum("cniwin_sweep_passes_total", "")
+    }
+}
+
+/// `cni-win sweep --every 1s` with its metrics on a free port of the loopback, killed on drop.
+struct Daemon {
+    child: Child,
+    address: String,
+}
+
+impl Daemon {
+    fn start(node: &ScratchNode, apply: bool) -> Daemon {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cni-win"));
+        command
+            .args(["sweep", "--conf-dir"])
+            .arg(node.conf_dir())
+            .args(["--bin-dir"])
+            .arg(node.dir().join("bin"))
+            .args(["--every", "1s", "--metrics-address", "127.0.0.1:0"])
+            .env(hns_emulator::STATE_ENV, node.state())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if apply {
+            command.arg("--apply");
+        }
+        let mut child = command.spawn().unwrap();
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("cni-win sweep: serving metrics on http://") {
+                    let _ = tx.send(url.trim_end_matches("/metrics").to_owned());
+                }
+            }
+        });
+        let address = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the daemon says where it serves its metrics");
+        Daemon { child, address }
+    }
+
+    fn get(&self, path: &str) -> (String, String) {
+        let mut stream = TcpStream::connect(&self.address).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.address
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
+        (head.to_owned(), body.to_owned())
+    }
+
+    fn scrape(&self) -> Scrape {
+        let (head, body) = self.get("/metrics");
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert!(head.contains("application/openmetrics-text"), "{head}");
+        assert!(body.ends_with("# EOF\n"), "{body}");
+        Scrape::parse(&body)
+    }
+
+    /// The first scrape after two more passes have ended: the second began after whatever
+    /// the test changed before calling this.
+    fn after_next_pass(&self) -> Scrape {
+        let start = self.scrape().passes();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let scrape = self.scrape();
+            if scrape.passes() >= start + 2.0 {
+                return scrape;
+            }
+            assert!(Instant::now() < deadline, "no pass in 60 s: {scrape:#?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const POOL: &str = r#"{network="cbr0",subnets="10.244.1.0/24"}"#;
+
+/// Holds the attachment's lock as ADD and DEL do, so the daemon never takes a pod half set
+/// up or half torn down for a leftover.
+fn command_in_flight(container_id: &str) -> cni_win_core::attachment_lock::Guard {
+    cni_win_core::attachment_lock::try_lock("cbr0", container_id, "eth0")
+        .unwrap()
+        .expect("no other command for the attachment")
+}
+
+/// host-local over the pods' pool exactly as win-bridge's ADD allocates (its pod gateway
+/// .2 kept out).
+fn pod_pool(node: &ScratchNode) -> HostLocal {
+    let snapshot = NodeSnapshot::read(&node.client).unwrap();
+    let networks = node.networks();
+    let view = snapshot.view(&networks[0].request).unwrap();
+    view.pod_pool::<Bridge>().unwrap()
+}
+
+/// What ADD's IPAM step leaves: a reservation.
+fn reserve(node: &ScratchNode, container_id: &str) -> String {
+    let allocation = pod_pool(node).allocate(container_id, "eth0").unwrap();
+    allocation.result().ips[0].address.ip().to_string()
+}
+
+/// A running pod: a reservation and cni-win's endpoint attached to a live namespace.
+fn start_pod(node: &ScratchNode, container_id: &str) -> Guid {
+    let _add = command_in_flight(container_id);
+    let ip = reserve(node, container_id);
+    let endpoint = node.ours(container_id, &ip);
+    let namespace = node.namespace();
+    node.client.attach_endpoint(namespace, endpoint).unwrap();
+    namespace
+}
+
+/// A pod's clean DEL: endpoint and reservation gone.
+fn stop_pod(node: &ScratchNode, container_id: &str, namespace: Guid) {
+    let _del = command_in_flight(container_id);
+    let identity = cni_win_core::identity::Identity::of("cbr0", container_id, "eth0");
+    node.client
+        .detach_endpoint(namespace, identity.guid)
+        .unwrap();
+    node.client.delete_endpoint(identity.guid).unwrap();
+    node.client.delete_namespace(namespace).unwrap();
+    node.host_local.release(container_id, "eth0").unwrap();
+}
+
+#[test]
+fn the_scrape_follows_the_pool_and_the_sweep_through_pod_churn() {
+    let node = ScratchNode::new();
+    let daemon = Daemon::start(&node, true);
+
+    let empty = daemon.after_next_pass();
+    let usable = empty.value(&format!("cniwin_ipam_addresses{POOL}"));
+    // 10.244.1.0/24 less the gateway .1 and win-bridge's pod gateway .2, less .255.
+    assert_eq!(usable, 252.0);
+    assert_eq!(
+        empty.value(&format!("cniwin_ipam_reserved_addresses{POOL}")),
+        0.0
+    );
+    assert_eq!(
+        empty.value(&format!("cniwin_ipam_free_addresses{POOL}")),
+        usable
+    );
+    assert_eq!(empty.value("cniwin_hns_up"), 1.0);
+    assert!(empty.value("cniwin_sweep_last_success_timestamp_seconds") > 1.7e9);
+    assert_eq!(
+        empty.sum("cniwin_sweep_passes_total", r#"result="failed""#),
+        0.0
+    );
+    assert!(empty.value("cniwin_sweep_pass_duration_seconds_count") >= 2.0);
+
+    // The pool fills.
+    let mut pods: Vec<(String, Guid)> = (0..30)
+        .map(|i| {
+            let id = format!("pod-{i}");
+            let namespace = start_pod(&node, &id);
+            (id, namespace)
+        })
+        .collect();
+    let full = daemon.after_next_pass();
+    assert_eq!(
+        full.value(&format!("cniwin_ipam_reserved_addresses{POOL}")),
+        30.0
+    );
+    assert_eq!(
+        full.value(&format!("cniwin_ipam_free_addresses{POOL}")),
+        usable - 30.0
+    );
+    assert_eq!(full.sum("cniwin_stale_objects_removed_total", ""), 0.0);
+
+    // Three pods are killed (their sandboxes' namespaces vanish without DEL) and an ADD dies
+    // after reserving its address: the sweep removes what they left.
+    for (_, namespace) in pods.drain(..3) {
+        node.client.delete_namespace(namespace).unwrap();
+    }
+    reserve(&node, "crashed-add");
+    let swept = daemon.after_next_pass();
+    assert_eq!(
+        swept.sum("cniwin_stale_objects_removed_total", r#"kind="endpoint""#),
+        3.0
+    );
+    assert_eq!(
+        swept.sum(
+            "cniwin_stale_objects_removed_total",
+            r#"network="cbr0",kind="reservation",reason="no-endpoint""#
+        ),
+        1.0
+    );
+    assert_eq!(
+        swept.value(&format!("cniwin_ipam_reserved_addresses{POOL}")),
+        27.0
+    );
+    assert_eq!(
+        swept.sum("cniwin_stale_objects", ""),
+        0.0,
+        "nothing is left to find"
+    );
+    assert_eq!(node.endpoints().len(), 27);
+
+    // HNS restarts: every endpoint is gone, every reservation is a leftover.
+    node.engine.suffer(Outage::Restart).unwrap();
+    let restarted = daemon.after_next_pass();
+    assert_eq!(
+        restarted.sum(
+            "cniwin_stale_objects_removed_total",
+            r#"reason="no-endpoint""#
+        ),
+        28.0
+    );
+    assert_eq!(
+        restarted.value(&format!("cniwin_ipam_reserved_addresses{POOL}")),
+        0.0
+    );
+
+    // The pool fills and drains again through clean ADDs and DELs.
+    for (id, namespace) in pods.drain(..) {
+        let _ = node.client.delete_namespace(namespace);
+        let _ = id;
+    }
+    let again: Vec<(String, Guid)> = (0..10)
+        .map(|i| {
+            let id = format!("again-{i}");
+            let namespace = start_pod(&node, &id);
+            (id, namespace)
+        })
+        .collect();
+    assert_eq!(
+        daemon
+            .after_next_pass()
+            .value(&format!("cniwin_ipam_reserved_addresses{POOL}")),
+        10.0
+    );
+    for (id, namespace) in &again {
+        stop_pod(&node, id, *namespace);
+    }
+    let drained = daemon.after_next_pass();
+    assert_eq!(
+        drained.value(&format!("cniwin_ipam_free_addresses{POOL}")),
+        usable
+    );
+    assert_eq!(
+        drained.sum("cniwin_sweep_passes_total", r#"result="failed""#),
+        0.0
+    );
+    assert_eq!(
+        drained.sum("cniwin_stale_objects_remove_failures_total", ""),
+        0.0
+    );
+}
+
+#[test]
+fn a_dry_run_counts_what_it_finds_and_removes_nothing() {
+    let node = ScratchNode::new();
+    let daemon = Daemon::start(&node, false);
+    let namespace = start_pod(&node, "killed");
+    node.client.delete_namespace(namespace).unwrap();
+    reserve(&node, "crashed-add");
+    let scrape = daemon.after_next_pass();
+    assert_eq!(
+        scrape.sum("cniwin_stale_objects", r#"kind="endpoint""#),
+        1.0
+    );
+    assert_eq!(
+        scrape.sum(
+            "cniwin_stale_objects",
+            r#"network="cbr0",kind="reservation",reason="no-endpoint""#
+        ),
+        1.0
+    );
+    assert_eq!(scrape.sum("cniwin_stale_objects_removed_total", ""), 0.0);
+    assert_eq!(
+        scrape.value(&format!("cniwin_ipam_reserved_addresses{POOL}")),
+        2.0
+    );
+}
+
+#[test]
+fn doctors_failing_checks_are_served_by_name() {
+    let node = ScratchNode::new();
+    let daemon = Daemon::start(&node, false);
+    let scrape = daemon.after_next_pass();
+    // What doctor says of the same node with the same settings, run here.
+    let report = doctor::diagnose(
+        Ok(&node.client),
+        &doctor::Settings {
+            conf_dir: node.conf_dir(),
+            bin_dir: node.dir().join("bin"),
+        },
+    );
+    let failing: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| f.verdict == Verdict::Fail)
+        .map(|f| f.check.as_str())
+        .collect();
+    assert!(
+        !failing.is_empty(),
+        "the bin dir is empty: the binaries check fails"
+    );
+    for finding in &report.findings {
+        let series = format!(
+            "cniwin_doctor_check_failing{{check=\"{}\"}}",
+            finding.check.replace('"', "\\\"")
+        );
+        let expected = f64::from(u8::from(failing.contains(&finding.check.as_str())));
+        assert_eq!(scrape.value(&series), expected, "{series}");
+    }
+    assert_eq!(
+        scrape.sum("cniwin_doctor_check_failing", ""),
+        failing.len() as f64
+    );
+}
+
+#[test]
+fn only_metrics_is_served() {
+    let node = ScratchNode::new();
+    let daemon = Daemon::start(&node, false);
+    let (head, body) = daemon.get("/");
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    assert!(body.contains("/metrics"), "{body}");
+    let scrape = daemon.scrape();
+    let build = scrape
+        .0
+        .keys()
+        .find(|series| series.starts_with("cniwin_build_info{"))
+        .expect("build info");
+    assert!(
+        build.contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))),
+        "{build}"
+    );
+}
