@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -13,6 +13,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cni_win::doctor::{self, Verdict};
+use cni_win::metrics::{NodeMetrics, Round};
+use cni_win::sweep::{ObjectKind, Outcome, Pass, Pool, Reason, StaleObject};
 use cni_win_bridge::Bridge;
 use cni_win_core::snapshot::NodeSnapshot;
 use common::ScratchNode;
@@ -68,13 +70,17 @@ struct Daemon {
 
 impl Daemon {
     fn start(node: &ScratchNode, apply: bool) -> Daemon {
+        Daemon::start_on(node, apply, "127.0.0.1:0", "1s")
+    }
+
+    fn start_on(node: &ScratchNode, apply: bool, address: &str, every: &str) -> Daemon {
         let mut command = Command::new(env!("CARGO_BIN_EXE_cni-win"));
         command
             .args(["sweep", "--conf-dir"])
             .arg(node.conf_dir())
             .args(["--bin-dir"])
             .arg(node.dir().join("bin"))
-            .args(["--every", "1s", "--metrics-address", "127.0.0.1:0"])
+            .args(["--every", every, "--metrics-address", address])
             .env(hns_emulator::STATE_ENV, node.state())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -396,4 +402,225 @@ fn only_metrics_is_served() {
         build.contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))),
         "{build}"
     );
+}
+
+/// Every metric deploy/grafana-dashboard.json queries is a family the daemon serves, and every
+/// family is on some panel.
+#[test]
+fn the_dashboard_queries_what_the_daemon_serves() {
+    // Every family has a series once a round saw a pool, a removal and a failed removal.
+    let metrics = NodeMetrics::new("0.1.0", "abc");
+    let row = |outcome| StaleObject {
+        object: "reservation 10.244.1.9".to_owned(),
+        kind: ObjectKind::Reservation,
+        network: "cbr0".to_owned(),
+        reason: Reason::NoEndpoint,
+        why: String::new(),
+        container_id: "c".to_owned(),
+        ifname: "eth0".to_owned(),
+        outcome: Some(outcome),
+    };
+    let pass = Pass {
+        stale: vec![
+            row(Outcome::Removed),
+            row(Outcome::Failed("denied".to_owned())),
+        ],
+        pools: vec![Pool {
+            network: "cbr0".to_owned(),
+            subnets: "10.244.1.0/24".to_owned(),
+            usable: 252,
+            reserved: 2,
+            free: 250,
+        }],
+        ..Pass::default()
+    };
+    metrics.observe(&Round {
+        pass: Ok(&pass),
+        duration: Duration::from_millis(30),
+        ended: std::time::SystemTime::now(),
+        doctor: &doctor::Report {
+            healthy: true,
+            findings: vec![doctor::Finding {
+                check: "HNS reachable".to_owned(),
+                verdict: Verdict::Pass,
+                evidence: String::new(),
+                fix: String::new(),
+            }],
+        },
+    });
+    let served: BTreeSet<String> = Scrape::parse(&metrics.render())
+        .0
+        .keys()
+        .map(|series| family(series.split('{').next().unwrap()))
+        .collect();
+    assert_eq!(served.len(), 12, "{served:?}");
+
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/grafana-dashboard.json"
+    );
+    let dashboard: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let mut queries = Vec::new();
+    collect_queries(&dashboard, &mut queries);
+    assert!(queries.len() >= 10, "{queries:?}");
+    let mut queried = BTreeSet::new();
+    for query in &queries {
+        for name in metric_names(query) {
+            let family = family(&name);
+            assert!(
+                served.contains(&family),
+                "{name} in {query:?} is not served: {served:?}"
+            );
+            queried.insert(family);
+        }
+    }
+    let unused: Vec<&String> = served.difference(&queried).collect();
+    assert!(unused.is_empty(), "served but on no panel: {unused:?}");
+}
+
+/// A sample's family: the name without the suffixes a histogram, a counter or an info adds.
+fn family(name: &str) -> String {
+    for suffix in ["_bucket", "_count", "_sum", "_total", "_info"] {
+        if let Some(family) = name.strip_suffix(suffix) {
+            return family.to_owned();
+        }
+    }
+    name.to_owned()
+}
+
+/// Every `expr` and templating `query` of the dashboard.
+fn collect_queries(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                match (key.as_str(), value) {
+                    ("expr" | "definition", serde_json::Value::String(query)) => {
+                        out.push(query.clone())
+                    }
+                    _ => collect_queries(value, out),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_queries(v, out)),
+        _ => {}
+    }
+}
+
+/// The `cniwin_*` names in a query.
+fn metric_names(query: &str) -> Vec<String> {
+    query
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| word.starts_with("cniwin_"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Not a check: the pod churn `scripts/render-dashboard` runs (`--ignored`) while Prometheus
+/// scrapes two daemons, to draw the dashboard of the README. Two nodes for
+/// `CNI_WIN_CHURN_SECONDS` (default 240): pools filling and draining, pods killed without DEL,
+/// ADDs dying after their reservation, then on the first node an HNS outage and restart.
+/// The daemons listen on `CNI_WIN_CHURN_ADDRESSES` (two, comma-separated).
+#[test]
+#[ignore = "a tool for scripts/render-dashboard, minutes long"]
+fn churn_for_the_dashboard() {
+    let seconds: u64 = std::env::var("CNI_WIN_CHURN_SECONDS")
+        .map(|s| s.parse().unwrap())
+        .unwrap_or(240);
+    let addresses = std::env::var("CNI_WIN_CHURN_ADDRESSES")
+        .unwrap_or_else(|_| "127.0.0.1:19760,127.0.0.1:19761".to_owned());
+    let nodes: Vec<ScratchNode> = (0..2).map(|_| ScratchNode::new()).collect();
+    let _daemons: Vec<Daemon> = nodes
+        .iter()
+        .zip(addresses.split(','))
+        .map(|(node, address)| {
+            let bin = node.dir().join("bin");
+            std::fs::create_dir_all(&bin).unwrap();
+            common::plugin(
+                &bin,
+                "win-bridge",
+                "CNI win-bridge plugin 0.1.0 (commit aaaaaaaaaaaa)",
+            );
+            Daemon::start_on(node, true, address, "2s")
+        })
+        .collect();
+    let targets = [180.0_f64, 80.0];
+    let mut pods: Vec<Vec<(String, Guid)>> = vec![Vec::new(), Vec::new()];
+    let mut serial = 0_u64;
+    let mut random = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |below: usize| {
+        random ^= random << 13;
+        random ^= random >> 7;
+        random ^= random << 17;
+        (random % below.max(1) as u64) as usize
+    };
+    let started = Instant::now();
+    let mut outage_done = false;
+    let mut restart_done = false;
+    while started.elapsed().as_secs() < seconds {
+        let t = started.elapsed().as_secs_f64() / seconds as f64;
+        for (n, node) in nodes.iter().enumerate() {
+            if n == 0 && outage_done && !restart_done {
+                continue; // HNS does not answer: no pod starts or stops there either.
+            }
+            // Up for the first quarter, steady, then the second node drains.
+            let want = match (n, t) {
+                (_, t) if t < 0.25 => targets[n] * t / 0.25,
+                (1, t) if t > 0.7 => targets[1] * (1.0 - (t - 0.7) / 0.3).max(0.1),
+                _ => targets[n],
+            } as usize;
+            let live = &mut pods[n];
+            if live.len() < want {
+                for _ in 0..(want - live.len()).min(6) {
+                    serial += 1;
+                    let id = format!("pod-{serial}");
+                    let namespace = start_pod(node, &id);
+                    live.push((id, namespace));
+                }
+            } else {
+                for _ in 0..(live.len() - want).min(6) {
+                    let (id, namespace) = live.swap_remove(next(live.len()));
+                    stop_pod(node, &id, namespace);
+                }
+            }
+            // Churn: a pod deleted and a pod killed without DEL now and then, an ADD that
+            // died after reserving now and then.
+            if !live.is_empty() && next(2) == 0 {
+                let (id, namespace) = live.swap_remove(next(live.len()));
+                stop_pod(node, &id, namespace);
+            }
+            if !live.is_empty() && next(6) == 0 {
+                let (_, namespace) = live.swap_remove(next(live.len()));
+                node.client.delete_namespace(namespace).unwrap();
+            }
+            if next(15) == 0 {
+                serial += 1;
+                reserve(node, &format!("crashed-{serial}"));
+            }
+        }
+        // The first node: HNS stops answering for a while, then restarts and loses every
+        // endpoint (the pods' sandboxes are re-created by kubelet: the loop adds them again).
+        if t > 0.45 && !outage_done {
+            outage_done = true;
+            for nth in 1..=400 {
+                nodes[0]
+                    .engine
+                    .inject_fault(
+                        hns::raw::Function::EnumerateNetworks,
+                        nth,
+                        hns::HResult::ERROR_TIMEOUT,
+                    )
+                    .unwrap();
+            }
+        }
+        if t > 0.55 && !restart_done {
+            restart_done = true;
+            nodes[0].engine.clear_controls().unwrap();
+            nodes[0].engine.suffer(Outage::Restart).unwrap();
+            for (_, namespace) in pods[0].drain(..) {
+                let _ = nodes[0].client.delete_namespace(namespace);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
