@@ -28,6 +28,7 @@ pub mod lint;
 pub mod record;
 pub mod shipped;
 pub mod source_vip;
+pub mod support_bundle;
 pub mod sweep;
 pub mod templates;
 pub mod uninstall;
