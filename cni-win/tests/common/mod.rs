@@ -148,6 +148,16 @@ impl ScratchNode {
         self.node.calls()
     }
 
+    /// Another client on the node's HNS, for an operation that takes its own.
+    pub fn new_client(&self) -> Client {
+        self.node.client()
+    }
+
+    /// The emulator's state directory: `HCN_EMULATOR_STATE` for a command run on this node.
+    pub fn hcn_state(&self) -> PathBuf {
+        self.node.state()
+    }
+
     /// The emulated node's scratch root.
     pub fn dir(&self) -> &Path {
         self.node.dir()
