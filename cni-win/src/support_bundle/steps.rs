@@ -14,6 +14,7 @@ use hns::schema::HostComputeQuery;
 use hns::{Client, Guid, RawError, RawHcn};
 use ipam_host_local::StoreLocation;
 use rootsafe::child::{self, Ended, Stderr};
+use rootsafe::file::Kind;
 use serde_json::{Value, json};
 
 use super::Settings;
@@ -101,8 +102,8 @@ impl From<String> for StepError {
     }
 }
 
-/// Every step for `settings`, in the bundle's order, and the problems found reading the
-/// config directory to plan them.
+/// Every step for `settings`, in the bundle's order. A config directory that cannot be read
+/// names no logs, subnet.env or stores here; its own step reports why.
 pub(crate) fn plan(settings: &Settings) -> Vec<Step> {
     let networks = confdir::read(&settings.conf_dir, std::slice::from_ref(&settings.bin_dir))
         .map(|found| found.networks)
@@ -197,7 +198,7 @@ fn store_dir(network: &Network) -> Option<PathBuf> {
 }
 
 /// A shipped binary in the bin directory: its size, SHA-256 and answer to `--version`, run
-/// with the step's deadline. Only the bin directory's own file runs.
+/// with the step's deadline. Only the bin directory's own regular file runs.
 fn binary_step(bin_dir: &Path, file: &str) -> Step {
     let path = bin_dir.join(file);
     let entry = format!("binaries/{file}.json");
@@ -205,69 +206,64 @@ fn binary_step(bin_dir: &Path, file: &str) -> Step {
         name: format!("binary {file}"),
         source: format!("{} (size, SHA-256, `--version`)", path.display()),
         work: Box::new(move |_, collected, deadline| {
-            let size = match rootsafe::file::Kind::at(&path) {
-                Ok(Some(rootsafe::file::Kind::Regular)) => {
-                    std::fs::symlink_metadata(&path).map(|m| m.len()).ok()
-                }
-                Ok(None) => {
-                    return Err(StepError::Failed(format!(
-                        "{} does not exist",
-                        path.display()
-                    )));
-                }
-                Ok(Some(_)) => {
-                    return Err(StepError::Failed(format!(
-                        "{} is not a regular file: not run",
-                        path.display()
-                    )));
-                }
-                Err(e) => {
-                    return Err(StepError::Failed(format!(
-                        "cannot inspect {}: {e}",
-                        path.display()
-                    )));
-                }
-            };
+            let size = regular_size(&path)?;
             let sha256 = file_sha256(&path).map_err(|e| e.to_string())?;
-            let mut command = Command::new(&path);
-            command.arg("--version").env_remove("CNI_COMMAND");
-            let timeout = deadline.saturating_duration_since(Instant::now());
-            let run = child::run(&mut command, None, Stderr::Capture, timeout);
-            let text = |bytes: &[u8]| {
-                String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_VERSION_BYTES)])
-                    .trim()
-                    .to_owned()
-            };
-            let (version, problem) = match run {
-                Ok(finished) if finished.ended == Ended::TimedOut => (
-                    json!({"timed_out_after_ms": finished.elapsed.as_millis() as u64}),
-                    Some(StepError::TimedOut(format!(
-                        "{} --version did not answer within {timeout:?}",
-                        path.display()
-                    ))),
-                ),
-                Ok(finished) => {
-                    let exit = match finished.ended {
-                        Ended::Exited(status) => status.code(),
-                        Ended::TimedOut => None,
-                    };
-                    (
-                        json!({"stdout": text(&finished.stdout), "stderr": text(&finished.stderr), "exit_code": exit}),
-                        None,
-                    )
-                }
-                Err(e) => {
-                    let message =
-                        format!("cannot run {}: {}", path.display(), std::io::Error::from(e));
-                    (json!({"error": message}), Some(StepError::Failed(message)))
-                }
-            };
+            let (version, problem) = version(&path, deadline);
             collected.add_json(
                 &entry,
                 &json!({"path": path, "size": size, "sha256": sha256, "version": version}),
             );
             problem.map_or(Ok(()), Err)
         }),
+    }
+}
+
+/// The size of the regular file at `path`; anything else is not run.
+fn regular_size(path: &Path) -> Result<u64, String> {
+    match Kind::at(path) {
+        Ok(Some(Kind::Regular)) => std::fs::symlink_metadata(path)
+            .map(|metadata| metadata.len())
+            .map_err(|e| format!("cannot inspect {}: {e}", path.display())),
+        Ok(None) => Err(format!("{} does not exist", path.display())),
+        Ok(Some(_)) => Err(format!("{} is not a regular file: not run", path.display())),
+        Err(e) => Err(format!("cannot inspect {}: {e}", path.display())),
+    }
+}
+
+/// What `binary --version` printed by `deadline` (killed then), and the step's problem if it
+/// did not answer.
+fn version(binary: &Path, deadline: Instant) -> (Value, Option<StepError>) {
+    let mut command = Command::new(binary);
+    command.arg("--version").env_remove("CNI_COMMAND");
+    let timeout = deadline.saturating_duration_since(Instant::now());
+    let text = |bytes: &[u8]| {
+        String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_VERSION_BYTES)])
+            .trim()
+            .to_owned()
+    };
+    match child::run(&mut command, None, Stderr::Capture, timeout) {
+        Ok(finished) => match finished.ended {
+            Ended::Exited(status) => (
+                json!({"stdout": text(&finished.stdout), "stderr": text(&finished.stderr),
+                       "exit_code": status.code()}),
+                None,
+            ),
+            Ended::TimedOut => (
+                json!({"timed_out_after_ms": finished.elapsed.as_millis() as u64}),
+                Some(StepError::TimedOut(format!(
+                    "{} --version did not answer within {timeout:?}: killed",
+                    binary.display()
+                ))),
+            ),
+        },
+        Err(e) => {
+            let message = format!(
+                "cannot run {}: {}",
+                binary.display(),
+                std::io::Error::from(e)
+            );
+            (json!({"error": message}), Some(StepError::Failed(message)))
+        }
     }
 }
 
@@ -434,10 +430,11 @@ fn log_step(log: PathBuf, tail: u64) -> Step {
                 source::tail(&log, tail).map_err(|why| format!("{}: {why}", log.display()))?;
             let missing = tail - current.len() as u64;
             collected.add(source::mirrored("logs", &log), current);
-            if missing > 0 {
+            // Never rotated (yet): nothing more to read.
+            let rotated_exists = !matches!(Kind::at(&rotated), Ok(None));
+            if missing > 0 && rotated_exists {
                 match source::tail(&rotated, missing) {
                     Ok(older) => collected.add(source::mirrored("logs", &rotated), older),
-                    Err(why) if why == "does not exist" => {}
                     Err(why) => collected.skipped.push(Skipped::new(&rotated, why)),
                 }
             }
