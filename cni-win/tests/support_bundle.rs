@@ -283,10 +283,8 @@ fn the_bundle_holds_every_item_and_no_secret() {
     // subnet.env, the store's reservation files, the log's tail into its rotation, the record.
     assert!(entries.contains_key(&mirrored("flannel", &scene.subnet_file)));
     let store = scene.node.dir().join("ipam").join("cbr0");
-    assert_eq!(
-        entries[&mirrored("stores", &store.join(&scene.pod_ip))].starts_with(b"pod-a"),
-        true
-    );
+    let reservation = &entries[&mirrored("stores", &store.join(&scene.pod_ip))];
+    assert!(reservation.starts_with(b"pod-a"), "{reservation:?}");
     assert!(
         !entries
             .keys()

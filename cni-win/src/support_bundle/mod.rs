@@ -243,11 +243,11 @@ impl std::fmt::Display for Plan {
         }
         writeln!(
             f,
-            "limits: each step {:?}, at most {} bytes in all (uncompressed), log tails {} KiB; \
-             secrets redacted; links and special files skipped",
+            "limits: each step {:?}, at most {} in all (uncompressed), log tails {}; secrets \
+             redacted; links and special files skipped",
             self.settings.step_timeout,
-            self.settings.max_bytes,
-            self.settings.log_tail_bytes / 1024
+            in_units(self.settings.max_bytes),
+            in_units(self.settings.log_tail_bytes)
         )
     }
 }
@@ -299,6 +299,17 @@ fn run(step: Step, hns: Arc<Hns>, timeout: Duration) -> (Collected, Result<(), S
             Collected::default(),
             Err(StepError::Failed("the step panicked".to_owned())),
         ),
+    }
+}
+
+/// `64 MiB`, `512 KiB` or `4000 bytes`: a size as an operator gave it.
+fn in_units(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    match bytes {
+        0 => "0 bytes".to_owned(),
+        _ if bytes.is_multiple_of(MIB) => format!("{} MiB", bytes / MIB),
+        _ if bytes.is_multiple_of(1024) => format!("{} KiB", bytes / 1024),
+        _ => format!("{bytes} bytes"),
     }
 }
 

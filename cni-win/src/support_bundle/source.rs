@@ -93,7 +93,7 @@ pub(crate) fn regular_files(dir: &Path, depth: usize) -> io::Result<(Vec<PathBuf
                 Err(e) => skipped.push(Skipped::new(&path, format!("cannot list it: {e}"))),
             },
             Ok(Some(Kind::Directory)) => {
-                skipped.push(Skipped::new(&path, "a directory deeper than collected"));
+                skipped.push(Skipped::new(&path, "a subdirectory: not collected"));
             }
             Ok(Some(kind)) => skipped.push(Skipped::new(
                 &path,

@@ -323,7 +323,7 @@ fn hns_step<K: ObjectKind + 'static>(
 ) -> Step {
     Step {
         name: format!("HNS {what}"),
-        source: format!("HNS: enumerate and query every {what} object"),
+        source: format!("HNS: all {what}, each queried for its whole document"),
         work: Box::new(move |hns, collected, _| {
             let client = hns.as_ref().map_err(Clone::clone)?;
             let raw = client.raw();
@@ -362,8 +362,9 @@ fn conf_dir_step(conf_dir: &Path) -> Step {
     Step {
         name: "CNI config directory".to_owned(),
         source: format!(
-            "regular files under {} ({CONF_DIR_DEPTH} levels deep, at most {MAX_FILE_BYTES} bytes each)",
-            dir.display()
+            "regular files under {} ({CONF_DIR_DEPTH} levels deep, at most {} each)",
+            dir.display(),
+            super::in_units(MAX_FILE_BYTES)
         ),
         work: Box::new(move |_, collected, _| {
             let (files, skipped) = source::regular_files(&dir, CONF_DIR_DEPTH)
@@ -382,7 +383,11 @@ fn conf_dir_step(conf_dir: &Path) -> Step {
 fn file_step(what: &str, prefix: &'static str, path: PathBuf) -> Step {
     Step {
         name: what.to_owned(),
-        source: format!("{} (at most {MAX_FILE_BYTES} bytes)", path.display()),
+        source: format!(
+            "{} (at most {})",
+            path.display(),
+            super::in_units(MAX_FILE_BYTES)
+        ),
         work: Box::new(move |_, collected, _| {
             let bytes = source::read(&path, MAX_FILE_BYTES)
                 .map_err(|why| format!("{}: {why}", path.display()))?;
@@ -420,8 +425,8 @@ fn log_step(log: PathBuf, tail: u64) -> Step {
     Step {
         name: format!("plugin log {}", log.display()),
         source: format!(
-            "the last {} KiB of {}, continued into {} when shorter",
-            tail / 1024,
+            "the last {} of {}, continued into {} when shorter",
+            super::in_units(tail),
             log.display(),
             rotated.display()
         ),
