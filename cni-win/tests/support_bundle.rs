@@ -103,8 +103,8 @@ impl Scene {
             "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\nFLANNEL_MTU=1450\n",
         )
         .unwrap();
-        // The rotated file first, then the current one: each 3000 bytes.
-        fs::write(source_rotated(&log), "r".repeat(2999) + "\n").unwrap();
+        // The rotated file first (30 lines of 100 bytes), then the current one (3000 bytes).
+        fs::write(source_rotated(&log), ("r".repeat(99) + "\n").repeat(30)).unwrap();
         let line = format!("ADD stdin={{\"password\":\"{}\"}}\n", SECRETS[5]);
         fs::write(&log, line.clone() + &"c".repeat(2999 - line.len()) + "\n").unwrap();
 

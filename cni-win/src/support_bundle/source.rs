@@ -59,16 +59,39 @@ pub(crate) fn read(path: &Path, cap: u64) -> Result<Vec<u8>, String> {
     })
 }
 
-/// The last `bytes` bytes of the regular file at `path` (all of it when shorter).
-pub(crate) fn tail(path: &Path, bytes: u64) -> Result<Vec<u8>, String> {
+/// The end of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Tail {
+    /// Its last whole lines within the bytes asked for.
+    pub bytes: Vec<u8>,
+    /// Whether that is the whole file.
+    pub whole: bool,
+}
+
+/// The last `bytes` bytes of the regular file at `path` (all of it when shorter), from the
+/// first whole line in them: a line cut at its start could hold a secret whose key was cut
+/// off, which redaction would not recognize.
+pub(crate) fn tail(path: &Path, bytes: u64) -> Result<Tail, String> {
     let mut file = file::open(path, fs::OpenOptions::new().read(true)).map_err(not_read)?;
-    let mut read = || -> io::Result<Vec<u8>> {
+    let mut read = || -> io::Result<Tail> {
         let len = file.metadata()?.len();
-        file.seek(SeekFrom::Start(len.saturating_sub(bytes)))?;
+        let start = len.saturating_sub(bytes);
+        // One byte more, to tell whether `start` begins a line.
+        let from = start.saturating_sub(1);
+        file.seek(SeekFrom::Start(from))?;
         let mut tail = Vec::new();
         // A log still being appended to may have grown since: read no more than asked.
-        (&mut file).take(bytes).read_to_end(&mut tail)?;
-        Ok(tail)
+        (&mut file)
+            .take(bytes + (start - from))
+            .read_to_end(&mut tail)?;
+        if start > 0 {
+            let first_line_end = tail.iter().position(|b| *b == b'\n');
+            tail.drain(..first_line_end.map_or(tail.len(), |end| end + 1));
+        }
+        Ok(Tail {
+            bytes: tail,
+            whole: start == 0,
+        })
     };
     read().map_err(|e| format!("cannot read it: {e}"))
 }
@@ -165,11 +188,25 @@ mod tests {
     }
 
     #[test]
-    fn a_tail_is_the_end_of_the_file() {
+    fn a_tail_is_the_whole_lines_at_the_end_of_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
-        fs::write(&path, b"0123456789").unwrap();
-        assert_eq!(tail(&path, 4).unwrap(), b"6789");
-        assert_eq!(tail(&path, 40).unwrap(), b"0123456789");
+        fs::write(&path, b"0123\n56789\n").unwrap();
+        let tail_of = |bytes| {
+            let tail = tail(&path, bytes).unwrap();
+            (String::from_utf8(tail.bytes).unwrap(), tail.whole)
+        };
+        assert_eq!(tail_of(40), ("0123\n56789\n".to_owned(), true));
+        assert_eq!(
+            tail_of(8),
+            ("56789\n".to_owned(), false),
+            "a cut line is dropped"
+        );
+        assert_eq!(
+            tail_of(6),
+            ("56789\n".to_owned(), false),
+            "a line starting at the cut is kept"
+        );
+        assert_eq!(tail_of(3), (String::new(), false));
     }
 }

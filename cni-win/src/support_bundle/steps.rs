@@ -433,13 +433,18 @@ fn log_step(log: PathBuf, tail: u64) -> Step {
         work: Box::new(move |_, collected, _| {
             let current =
                 source::tail(&log, tail).map_err(|why| format!("{}: {why}", log.display()))?;
-            let missing = tail - current.len() as u64;
-            collected.add(source::mirrored("logs", &log), current);
+            // The current file is all in: the rest of the tail comes from the rotated one.
+            let missing = if current.whole {
+                tail.saturating_sub(current.bytes.len() as u64)
+            } else {
+                0
+            };
+            collected.add(source::mirrored("logs", &log), current.bytes);
             // Never rotated (yet): nothing more to read.
             let rotated_exists = !matches!(Kind::at(&rotated), Ok(None));
             if missing > 0 && rotated_exists {
                 match source::tail(&rotated, missing) {
-                    Ok(older) => collected.add(source::mirrored("logs", &rotated), older),
+                    Ok(older) => collected.add(source::mirrored("logs", &rotated), older.bytes),
                     Err(why) => collected.skipped.push(Skipped::new(&rotated, why)),
                 }
             }
