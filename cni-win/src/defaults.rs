@@ -15,3 +15,10 @@ pub const BIN_DIR: &str = "/opt/cni/bin";
 /// The network configs (libcni's default).
 #[cfg(not(windows))]
 pub const CONF_DIR: &str = "/etc/cni/net.d";
+/// Flannel's subnet.env (flanneld's `--subnet-file` default; the plugins' default for an
+/// empty `subnetFile`, `/run/flannel/subnet.env` on the system drive).
+#[cfg(windows)]
+pub const SUBNET_FILE: &str = r"C:\run\flannel\subnet.env";
+/// Flannel's subnet.env (flanneld's `--subnet-file` default).
+#[cfg(not(windows))]
+pub const SUBNET_FILE: &str = "/run/flannel/subnet.env";

@@ -5,7 +5,8 @@
 //! printing: [`install`] puts the plugins and a conflist in place (what a HostProcess init
 //! container runs), [`uninstall`] takes back exactly what install wrote, [`sweep`] removes the
 //! endpoints and reservations of dead attachments, [`doctor`] checks the node and says what to
-//! fix, [`source_vip`] reserves kube-proxy's source VIP in the pods' store. `sweep` and `doctor` read the node once ([`cni_win_core::snapshot`]) and judge it by the
+//! fix, [`source_vip`] reserves kube-proxy's source VIP in the pods' store, [`support_bundle`]
+//! collects what a bug report needs into one zip. `sweep` and `doctor` read the node once ([`cni_win_core::snapshot`]) and judge it by the
 //! plugins' own rule ([`cni_win_core::ownership`]).
 //!
 //! What they share: the shipped binaries and plugin kinds ([`shipped`]), the CNI config
@@ -29,6 +30,7 @@ pub mod metrics;
 pub mod record;
 pub mod shipped;
 pub mod source_vip;
+pub mod support_bundle;
 pub mod sweep;
 pub mod templates;
 pub mod uninstall;

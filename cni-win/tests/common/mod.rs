@@ -148,7 +148,12 @@ impl ScratchNode {
         self.node.calls()
     }
 
-    /// The emulator's state directory: `HCN_EMULATOR_STATE` for a process on this node.
+    /// Another client on the node's HNS, for an operation that takes its own.
+    pub fn new_client(&self) -> Client {
+        self.node.client()
+    }
+
+    /// The emulator's state directory: `HCN_EMULATOR_STATE` for a command run on this node.
     pub fn state(&self) -> PathBuf {
         self.node.state()
     }

@@ -1,5 +1,5 @@
 //! `cni-win`: the operator's command on a Windows node, a thin binary over the `cni_win`
-//! library: `install`, `uninstall`, `sweep`, `doctor` and `source-vip` parse their arguments and print what
+//! library: `install`, `uninstall`, `sweep`, `doctor`, `source-vip` and `support-bundle` parse their arguments and print what
 //! the library reports (see [`commands`]).
 
 use std::process::ExitCode;
@@ -34,6 +34,7 @@ enum Commands {
     Sweep(commands::sweep::Args),
     Doctor(commands::doctor::Args),
     SourceVip(commands::source_vip::Args),
+    SupportBundle(commands::support_bundle::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +49,7 @@ fn main() -> ExitCode {
         Commands::Sweep(args) => commands::sweep::run(args),
         Commands::Doctor(args) => commands::doctor::run(args),
         Commands::SourceVip(args) => commands::source_vip::run(args),
+        Commands::SupportBundle(args) => commands::support_bundle::run(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

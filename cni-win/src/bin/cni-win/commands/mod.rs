@@ -4,5 +4,6 @@
 pub mod doctor;
 pub mod install;
 pub mod source_vip;
+pub mod support_bundle;
 pub mod sweep;
 pub mod uninstall;
