@@ -7,6 +7,14 @@ use std::time::Duration;
 
 use hns::{Client, HnsError};
 
+/// The platform's HNS for the node tools (`cni-win sweep`, `doctor`, `support-bundle`), each
+/// raw call waiting at most the node tools' deadline ([`crate::hns_deadline::node_deadline`]);
+/// the error says why HNS cannot be reached, or why the deadline setting is unusable.
+pub fn node_client() -> Result<Client, String> {
+    let deadline = crate::hns_deadline::node_deadline().map_err(|e| e.msg().to_owned())?;
+    client(deadline).map_err(|e| e.to_string())
+}
+
 /// The platform's HNS, each raw call waiting at most `deadline`.
 pub fn client(deadline: Duration) -> Result<Client, HnsError> {
     #[cfg(windows)]

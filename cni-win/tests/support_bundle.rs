@@ -142,6 +142,7 @@ impl Scene {
             subnet_file: self.subnet_file.clone(),
             log_tail_bytes: 4000,
             step_timeout: Duration::from_secs(2),
+            timeout: Duration::from_secs(120),
             max_bytes: 64 * 1024 * 1024,
         }
     }
@@ -481,4 +482,38 @@ fn the_command_writes_the_zip_and_reports_each_step() {
     let again = command(&scene, &output).output().unwrap();
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+}
+
+/// However many steps hang, the bundle ends at its overall deadline: the step running then is
+/// cut short, and the steps left are recorded as not run.
+#[test]
+fn the_bundle_keeps_its_overall_deadline() {
+    let scene = Scene::new();
+    let settings = Settings {
+        timeout: Duration::from_millis(1500),
+        step_timeout: Duration::from_secs(20),
+        ..scene.settings()
+    };
+    let bundle = scene.collect(&settings);
+    let manifest = serde_json::to_value(&bundle.manifest).unwrap();
+    // hnsctl's --version hangs: killed when the bundle's time ran out, not at its own 20 s.
+    let hnsctl = step(&manifest, "binary hnsctl");
+    assert_eq!(hnsctl["outcome"], "timed_out", "{hnsctl:#}");
+    assert!(
+        hnsctl["duration_ms"].as_u64().unwrap() < 10_000,
+        "{hnsctl:#}"
+    );
+    let doctor = step(&manifest, "doctor");
+    assert_eq!(doctor["outcome"], "timed_out", "{doctor:#}");
+    assert!(
+        doctor["error"].as_str().unwrap().contains("not run"),
+        "{doctor:#}"
+    );
+    assert_eq!(manifest["limits"]["timeout_ms"], 1500);
+    assert!(
+        bundle
+            .entries
+            .iter()
+            .any(|entry| entry.name == "manifest.json")
+    );
 }

@@ -131,9 +131,7 @@ impl fmt::Display for Report {
 /// Runs every check against this node's HNS (every call bounded by the node tools' HNS
 /// deadline).
 pub fn examine(settings: &Settings) -> Report {
-    let client = cni_win_core::hns_deadline::node_deadline()
-        .map_err(|e| e.msg().to_owned())
-        .and_then(|deadline| cni_win_core::platform::client(deadline).map_err(|e| e.to_string()));
+    let client = cni_win_core::platform::node_client();
     diagnose(client.as_ref().map_err(Clone::clone), settings)
 }
 

@@ -40,6 +40,9 @@ pub const DEFAULT_LOG_TAIL_BYTES: u64 = 512 * 1024;
 /// answers in milliseconds), short enough that a hung HNS leaves the operator waiting minutes,
 /// not forever.
 pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default `--timeout`: the whole bundle, however many steps hang; ten steps hung to
+/// their own deadline would otherwise keep an operator waiting five minutes.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(180);
 /// The default `--max-size`: room for thousands of endpoints and a full log tail, and still an
 /// attachment an issue tracker takes.
 pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
@@ -63,6 +66,9 @@ pub struct Settings {
     pub log_tail_bytes: u64,
     /// How long one step may take.
     pub step_timeout: Duration,
+    /// How long the whole collection may take: a step left when it has passed is recorded as
+    /// not run, and a step is never given more than what is left.
+    pub timeout: Duration,
     /// The most the entries may hold together, uncompressed (the manifest comes on top).
     pub max_bytes: u64,
 }
@@ -110,6 +116,7 @@ pub struct Redaction {
 #[derive(Debug, Clone, Serialize)]
 pub struct Limits {
     pub step_timeout_ms: u64,
+    pub timeout_ms: u64,
     pub max_bytes: u64,
     pub log_tail_bytes: u64,
 }
@@ -158,10 +165,22 @@ impl Plan {
         let mut redacted = Vec::new();
         let mut records = Vec::new();
         let mut total = 0u64;
+        let overall = Instant::now() + settings.timeout;
         for step in self.steps {
             let (name, source) = (step.name.clone(), step.source.clone());
             let started = Instant::now();
-            let (collected, result) = run(step, Arc::clone(&hns), settings.step_timeout);
+            let left = overall.saturating_duration_since(started);
+            let (collected, result) = if left.is_zero() {
+                (
+                    Collected::default(),
+                    Err(StepError::TimedOut(format!(
+                        "not run: the bundle's deadline of {:?} had passed",
+                        settings.timeout
+                    ))),
+                )
+            } else {
+                run(step, Arc::clone(&hns), settings.step_timeout.min(left))
+            };
             let mut record = StepRecord {
                 name,
                 source,
@@ -214,6 +233,7 @@ impl Plan {
             host: host_name(),
             limits: Limits {
                 step_timeout_ms: settings.step_timeout.as_millis() as u64,
+                timeout_ms: settings.timeout.as_millis() as u64,
                 max_bytes: settings.max_bytes,
                 log_tail_bytes: settings.log_tail_bytes,
             },
@@ -243,9 +263,10 @@ impl std::fmt::Display for Plan {
         }
         writeln!(
             f,
-            "limits: each step {:?}, at most {} in all (uncompressed), log tails {}; secrets \
-             redacted; links and special files skipped",
+            "limits: each step {:?}, all steps {:?}, at most {} in all (uncompressed), log tails \
+             {}; secrets redacted; links and special files skipped",
             self.settings.step_timeout,
+            self.settings.timeout,
             in_units(self.settings.max_bytes),
             in_units(self.settings.log_tail_bytes)
         )

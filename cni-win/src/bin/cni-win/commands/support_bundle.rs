@@ -26,6 +26,10 @@ pub struct Args {
     /// How long one step may take, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = support_bundle::DEFAULT_STEP_TIMEOUT.as_secs_f64())]
     step_timeout: f64,
+    /// How long all steps may take together, in seconds (a step left then is recorded as not
+    /// run).
+    #[arg(long, value_name = "SECONDS", default_value_t = support_bundle::DEFAULT_TIMEOUT.as_secs_f64())]
+    timeout: f64,
     /// The most the bundle may hold, uncompressed, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = support_bundle::DEFAULT_MAX_BYTES / (1024 * 1024))]
     max_size: u64,
@@ -39,16 +43,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
-    let step_timeout = Duration::try_from_secs_f64(args.step_timeout)
-        .ok()
-        .filter(|timeout| !timeout.is_zero())
-        .ok_or_else(|| Error::new("--step-timeout: give a positive number of seconds"))?;
+    let step_timeout = seconds("--step-timeout", args.step_timeout)?;
+    let timeout = seconds("--timeout", args.timeout)?;
     let settings = Settings {
         conf_dir: args.conf_dir,
         bin_dir: args.bin_dir,
         subnet_file: args.subnet_file,
         log_tail_bytes: args.log_tail.saturating_mul(1024),
         step_timeout,
+        timeout,
         max_bytes: args.max_size.saturating_mul(1024 * 1024),
     };
     let output = args
@@ -60,10 +63,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         println!("output: {} (not written: dry run)", output.display());
         return Ok(());
     }
-    let client = cni_win_core::hns_deadline::node_deadline()
-        .map_err(|e| e.msg().to_owned())
-        .and_then(|deadline| cni_win_core::platform::client(deadline).map_err(|e| e.to_string()));
-    let bundle = plan.collect(client);
+    let bundle = plan.collect(cni_win_core::platform::node_client());
     bundle.publish(&output)?;
     for step in &bundle.manifest.steps {
         let outcome = match step.outcome {
@@ -85,4 +85,12 @@ pub fn run(args: Args) -> Result<(), Error> {
         manifest.redacted.len()
     );
     Ok(())
+}
+
+/// A positive number of seconds from flag `flag`.
+fn seconds(flag: &str, value: f64) -> Result<Duration, Error> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|timeout| !timeout.is_zero())
+        .ok_or_else(|| Error::new(format!("{flag}: give a positive number of seconds")))
 }
