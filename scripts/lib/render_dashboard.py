@@ -1,5 +1,8 @@
 """Draws deploy/grafana-dashboard.json as a PNG from a Prometheus server's data.
 
+Usage: render_dashboard.py DASHBOARD PROMETHEUS_URL START END INSTANT STEP RATE_INTERVAL SUBTITLE PNG
+(times in Unix seconds: time series span START..END, stat and table panels show INSTANT).
+
 Every panel's queries are evaluated by Prometheus itself (its HTTP API), over the time range
 given; only the drawing is ours (matplotlib), laid out on the dashboard's own grid with its
 titles, units, legends and thresholds. Grafana variables take their "All" values and
@@ -79,12 +82,13 @@ def frame(ax, title):
     for spine in ax.spines.values():
         spine.set_color(BORDER)
     ax.set_title(title, loc="left", color=TEXT, fontsize=9, fontweight="bold", pad=6)
+    ax.title.set_x(0.0)
 
 
-def draw_stat(ax, panel, server, end, rate_interval):
+def draw_stat(ax, panel, server, instant, rate_interval):
     frame(ax, panel["title"])
     target = panel["targets"][0]
-    result = query(server, "query", {"query": expand(target["expr"], rate_interval), "time": end})
+    result = query(server, "query", {"query": expand(target["expr"], rate_interval), "time": instant})
     value = float(result[0]["value"][1]) if result else None
     defaults = panel["fieldConfig"]["defaults"]
     ax.set_facecolor(threshold_color(value, defaults["thresholds"]["steps"]) if value is not None else PANEL)
@@ -126,7 +130,8 @@ def draw_timeseries(ax, panel, server, start, end, step, rate_interval):
     ax.set_ylim(bottom=0)
     if unit == "percentunit":
         ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
-    ax.xaxis.set_major_formatter(DateFormatter("%H:%M"))
+    ax.xaxis.set_major_formatter(DateFormatter("%H:%M:%S"))
+    ax.set_xlim(datetime.fromtimestamp(float(start), tz=timezone.utc), datetime.fromtimestamp(float(end), tz=timezone.utc))
     ax.tick_params(colors=MUTED, labelsize=7)
     ax.grid(color=BORDER, linewidth=0.5)
     if series:
@@ -135,11 +140,11 @@ def draw_timeseries(ax, panel, server, start, end, step, rate_interval):
         ax.text(0.5, 0.5, "No data", ha="center", va="center", color=MUTED, transform=ax.transAxes)
 
 
-def draw_table(ax, panel, server, end, rate_interval):
+def draw_table(ax, panel, server, instant, rate_interval):
     frame(ax, panel["title"])
     ax.set_xticks([])
     ax.set_yticks([])
-    result = query(server, "query", {"query": expand(panel["targets"][0]["expr"], rate_interval), "time": end})
+    result = query(server, "query", {"query": expand(panel["targets"][0]["expr"], rate_interval), "time": instant})
     rows = sorted((r["metric"].get("instance", ""), r["metric"].get("check", "")) for r in result)
     ax.text(0.01, 0.86, "node", color=MUTED, fontsize=8, fontweight="bold", transform=ax.transAxes)
     ax.text(0.2, 0.86, "check", color=MUTED, fontsize=8, fontweight="bold", transform=ax.transAxes)
@@ -152,7 +157,7 @@ def draw_table(ax, panel, server, end, rate_interval):
 
 
 def main():
-    dashboard_path, server, start, end, step, rate_interval, subtitle, output = sys.argv[1:9]
+    dashboard_path, server, start, end, instant, step, rate_interval, subtitle, output = sys.argv[1:10]
     dashboard = json.load(open(dashboard_path))
     panels = dashboard["panels"]
     rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels)
@@ -165,18 +170,20 @@ def main():
     pad = 0.08
     for panel in panels:
         g = panel["gridPos"]
-        left = (g["x"] * unit_w + pad) / (24 * unit_w)
-        width = (g["w"] * unit_w - 2 * pad) / (24 * unit_w)
+        # Time series keep room on their left for the value axis.
+        inset = 0.45 if panel["type"] == "timeseries" else 0.0
+        left = (g["x"] * unit_w + pad + inset) / (24 * unit_w)
+        width = (g["w"] * unit_w - 2 * pad - inset) / (24 * unit_w)
         bottom = 1 - (top_margin + (g["y"] + g["h"]) * unit_h - pad) / height
         panel_height = (g["h"] * unit_h - 2 * pad - 0.28) / height
         ax = fig.add_axes([left, bottom, width, panel_height])
         kind = panel["type"]
         if kind == "stat":
-            draw_stat(ax, panel, server, end, rate_interval)
+            draw_stat(ax, panel, server, instant, rate_interval)
         elif kind == "timeseries":
             draw_timeseries(ax, panel, server, start, end, step, rate_interval)
         elif kind == "table":
-            draw_table(ax, panel, server, end, rate_interval)
+            draw_table(ax, panel, server, instant, rate_interval)
     fig.savefig(output, dpi=80, facecolor=BACKGROUND)
 
 
