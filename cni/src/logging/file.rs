@@ -10,21 +10,22 @@
 //!   the system applies at the end of the file as one step: lines of different processes never
 //!   mix. The handle is opened for the line and closed after it (a plugin writes a few lines),
 //!   so no process keeps a handle to a file that a rotation renames.
-//! - **One lock, around check, rotation and write.** A cross-process lock on `<logFile>.lock`
-//!   (`flock` on Unix, `LockFileEx` on Windows, through std's `File::try_lock`) is held
-//!   exclusively while a writer looks at the file's size, rotates if the line would not fit,
-//!   and writes. A separate file, because Windows byte-range locks are mandatory: locking the
-//!   log itself would fail other processes' writes instead of making them wait. A shared lock
-//!   for writers and an exclusive one for the rotator was the other design: it bounds nothing
-//!   (every writer that looked before the rotation writes after the cap), and a rotator polling
-//!   for the exclusive lock can starve while a stream of writers keeps a shared one (neither
-//!   `flock` nor `LockFileEx` queues a try). Holding the lock for one small write costs little
-//!   (README, Performance), and makes the bound exact: no file is larger than the cap unless
-//!   one line alone is.
+//! - **Shared to write, exclusive to rotate.** A cross-process lock on `<logFile>.lock`
+//!   (`flock` on Unix, `LockFileEx` on Windows, through std's `File::try_lock*`): a separate
+//!   file, because Windows byte-range locks are mandatory (locking the log itself would fail
+//!   other processes' writes, not make them wait). A writer takes it shared and writes when
+//!   its line fits under the cap; such writers write side by side. A writer whose line does
+//!   not fit takes it exclusively, which waits for the writers in flight while those arriving
+//!   find the file full and wait too (so a rotation cannot starve), renames the chain and
+//!   writes into the fresh file. No writer holds a handle to a file being renamed or
+//!   replaced, so no line goes astray, and a file passes the cap only by the whole lines of
+//!   writers that found room at the same moment. An exclusive lock for every line bounds the
+//!   file exactly, and was tried first: under Wine, 200 writers on 2 cores ran into each other
+//!   behind descheduled holders until their waits ran out.
 //! - **No wait without a deadline.** The lock is polled ([`rootsafe::deadline`]) for
 //!   [`LOCK_WAIT`]; a writer that could not get it by then writes its line anyway, without
-//!   rotating: a line in a file over its cap beats a lost line, and a wedged holder cannot
-//!   stall pods.
+//!   rotating, and its process stops waiting for the lock: a line in a file over its cap
+//!   beats a lost line, and a wedged holder cannot stall pods.
 //! - **Failures never fail a command.** A rotation that fails (on Windows, a reader that
 //!   opened the log without `FILE_SHARE_DELETE` makes its rename a sharing violation; a
 //!   directory planted at a rotated name) is told once per process on stderr, and the file
@@ -35,6 +36,12 @@
 //!   blocking on a FIFO). Renames replace a directory entry and never follow one: a link or
 //!   FIFO planted at a rotated name is replaced, not written through; only regular files are
 //!   moved along the chain or removed.
+//!
+//! Why the plugins rotate, rather than one long-running process (the sweep daemon): plugins
+//! log on nodes where no daemon of ours runs (kube-proxy's host-local, a config written by
+//! hand), and between two passes of a daemon the file has no bound. What made plugin rotation
+//! crash elsewhere was rotators that did not exclude one another and renamed files their peers
+//! held open; the lock and the open-write-close per line take both away.
 //!
 //! On Windows std opens files with `FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE`,
 //! so a writer that wrote without the lock does not block a rename, and its line lands in
@@ -57,10 +64,10 @@ use super::describe;
 /// [`files_newest_first`] looks.
 pub const MAX_KEEP: u32 = 100;
 
-/// How long a writer waits for the lock before writing without it. Another writer holds it for
-/// one write (microseconds natively, about a millisecond under Wine), so this is only reached
-/// when its holder is wedged.
-pub const LOCK_WAIT: Duration = Duration::from_secs(1);
+/// How long a writer waits for the lock before writing without it. A writer holds it for one
+/// write (and a rotation, a few renames): this is reached only when a holder is wedged, or
+/// descheduled for long on a node far busier than its cores.
+pub const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// `logFileMaxMiB` when a config has none. A line is 200 to 300 bytes and a command logs a few
 /// at `info`, so 10 MiB holds tens of thousands of commands: days of a busy node's history, in a
@@ -116,14 +123,26 @@ impl Rotation {
     pub fn keep(self) -> u32 {
         self.keep
     }
+
+    /// Whether `incoming` more bytes go in a file of `size` bytes: when they keep it within
+    /// the cap, or it is empty (a line longer than the cap gets a file of its own).
+    fn fits(self, size: u64, incoming: u64) -> bool {
+        size == 0 || size.saturating_add(incoming) <= self.max_bytes()
+    }
 }
 
 /// A log file that processes append whole lines to, rotated as its [`Rotation`] says.
 #[derive(Debug)]
 pub struct LogFile {
     path: PathBuf,
-    lock: PathBuf,
     rotation: Option<Rotation>,
+    /// The lock file, open for the life of the process (it is never renamed); `None` without
+    /// rotation, or when it cannot be opened (told once): lines are then written without it,
+    /// and never rotated.
+    lock: Option<File>,
+    /// Set once a wait for the lock ran out: the process writes its other lines without
+    /// waiting again, so a wedged holder costs it one wait, not one per line.
+    gave_up: AtomicBool,
     told_lock: AtomicBool,
     told_rotation: AtomicBool,
 }
@@ -138,81 +157,106 @@ impl LogFile {
             fs::create_dir_all(parent).map_err(OpenError::Io)?;
         }
         open_append(path)?;
+        let told_lock = AtomicBool::new(false);
+        let lock = rotation.and_then(|_| {
+            let mut options = OpenOptions::new();
+            options.create(true).write(true);
+            let lock = lock_path(path);
+            rootsafe::file::open(&lock, &options)
+                .map_err(|e| {
+                    let why = match e {
+                        OpenError::NotRegular(kind) => {
+                            format!("it is {}, not a regular file", describe(kind))
+                        }
+                        OpenError::Missing => "it vanished".to_owned(),
+                        OpenError::Io(e) => e.to_string(),
+                    };
+                    tell_once(&told_lock, || {
+                        format!(
+                            "log lock {}: {why}; logging without it, and without rotating",
+                            lock.display()
+                        )
+                    });
+                })
+                .ok()
+        });
         Ok(LogFile {
             path: path.to_owned(),
-            lock: lock_path(path),
             rotation,
-            told_lock: AtomicBool::new(false),
+            lock,
+            gave_up: AtomicBool::new(false),
+            told_lock,
             told_rotation: AtomicBool::new(false),
         })
     }
 
-    /// Appends `record` (whole lines) with one write, rotating first when it would take the
-    /// file past the cap.
+    /// Appends `record` (whole lines) with one write. Under the shared lock when it fits
+    /// under the cap; otherwise under the exclusive lock, after rotating the file.
     pub fn append(&self, record: &[u8]) -> io::Result<()> {
-        let _lock = self.rotation.and_then(|rotation| {
-            let lock = self.lock()?;
-            self.make_room(rotation, record.len() as u64);
-            Some(lock)
-        });
-        let mut file = open_append(&self.path).map_err(|e| match e {
-            OpenError::Missing => io::ErrorKind::NotFound.into(),
-            OpenError::NotRegular(kind) => {
-                io::Error::other(format!("it is now {}, not a regular file", describe(kind)))
-            }
-            OpenError::Io(e) => e,
-        })?;
-        file.write_all(record)
-    }
-
-    /// The lock, held until the returned handle is dropped; `None` (told once) when it could
-    /// not be had within [`LOCK_WAIT`] or its file cannot be opened.
-    fn lock(&self) -> Option<File> {
-        let mut options = OpenOptions::new();
-        options.create(true).write(true);
-        let locked = match rootsafe::file::open(&self.lock, &options) {
-            Ok(file) => deadline::poll(
-                Instant::now() + LOCK_WAIT,
-                Backoff::default(),
-                || match file.try_lock() {
-                    Ok(()) => Ok(Some(())),
-                    Err(TryLockError::WouldBlock) => Ok(None),
-                    Err(TryLockError::Error(e)) => Err(e.to_string()),
-                },
-            )
-            .and_then(|locked| {
-                locked.ok_or_else(|| format!("still held after {} s", LOCK_WAIT.as_secs()))
-            })
-            .map(|()| file),
-            Err(OpenError::NotRegular(kind)) => {
-                Err(format!("it is {}, not a regular file", describe(kind)))
-            }
-            Err(OpenError::Missing) => Err("it vanished".to_owned()),
-            Err(OpenError::Io(e)) => Err(e.to_string()),
+        let (Some(rotation), Some(lock)) = (self.rotation, &self.lock) else {
+            return self.handle()?.write_all(record);
         };
-        locked
-            .map_err(|why| {
-                tell_once(&self.told_lock, || {
-                    format!(
-                        "log lock {}: {why}; writing without it, and without rotating",
-                        self.lock.display()
-                    )
-                })
-            })
-            .ok()
+        if self.gave_up.load(Ordering::Relaxed) {
+            return self.handle()?.write_all(record);
+        }
+        let turn = deadline::poll(Instant::now() + LOCK_WAIT, Backoff::default(), || {
+            self.try_turn(lock, rotation, record)
+        });
+        let why = match turn {
+            Ok(Some(written)) => return written,
+            Ok(None) => format!("held elsewhere for {} s", LOCK_WAIT.as_secs()),
+            Err(e) => e.to_string(),
+        };
+        self.gave_up.store(true, Ordering::Relaxed);
+        tell_once(&self.told_lock, || {
+            format!(
+                "log lock {}: {why}; this process logs without it from now on, and does not rotate",
+                lock_path(&self.path).display()
+            )
+        });
+        self.handle()?.write_all(record)
     }
 
-    /// Rotates when `incoming` more bytes would take the file past the cap (unless it is
-    /// empty: a line longer than the cap gets a file of its own). Called with the lock held.
-    fn make_room(&self, rotation: Rotation, incoming: u64) {
+    /// One try to write `record`: under the shared lock when it fits, else under the exclusive
+    /// lock after a rotation. `None` when the lock needed is not free; an error when the lock
+    /// fails; else what the write gave.
+    ///
+    /// Writers that fit write side by side; one that does not waits for the writers in flight
+    /// to finish, while those arriving see the file full and wait with it, so the rotation
+    /// cannot starve. The size is read on the handle written to, just before the write, so a
+    /// file passes the cap only by the lines of writers that looked at the same moment.
+    fn try_turn(
+        &self,
+        lock: &File,
+        rotation: Rotation,
+        record: &[u8],
+    ) -> io::Result<Option<io::Result<()>>> {
+        let incoming = record.len() as u64;
+        if try_lock(lock, File::try_lock_shared)? {
+            let _held = Held(lock);
+            let written = self.handle().and_then(|mut file| {
+                let size = file.metadata()?.len();
+                Ok(rotation
+                    .fits(size, incoming)
+                    .then(|| file.write_all(record)))
+            });
+            match written {
+                Ok(None) => {}
+                Ok(Some(written)) => return Ok(Some(written)),
+                Err(e) => return Ok(Some(Err(e))),
+            }
+        }
+        if !try_lock(lock, File::try_lock)? {
+            return Ok(None);
+        }
+        let _held = Held(lock);
         let size = match fs::symlink_metadata(&self.path) {
             Ok(metadata) if Kind::of(&metadata) == Kind::Regular => metadata.len(),
-            _ => return,
+            _ => 0,
         };
-        if size == 0 || size.saturating_add(incoming) <= rotation.max_bytes() {
-            return;
-        }
-        if let Err(e) = rotate(&self.path, rotation.keep()) {
+        if !rotation.fits(size, incoming)
+            && let Err(e) = rotate(&self.path, rotation.keep())
+        {
             tell_once(&self.told_rotation, || {
                 format!(
                     "cannot rotate log {}: {e}; it grows until a rotation succeeds",
@@ -220,6 +264,40 @@ impl LogFile {
                 )
             });
         }
+        Ok(Some(
+            self.handle().and_then(|mut file| file.write_all(record)),
+        ))
+    }
+
+    /// The log, opened for appending one record.
+    fn handle(&self) -> io::Result<File> {
+        open_append(&self.path).map_err(|e| match e {
+            OpenError::Missing => io::ErrorKind::NotFound.into(),
+            OpenError::NotRegular(kind) => {
+                io::Error::other(format!("it is now {}, not a regular file", describe(kind)))
+            }
+            OpenError::Io(e) => e,
+        })
+    }
+}
+
+/// A lock taken on the lock file, released when dropped.
+struct Held<'a>(&'a File);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        // Closing the process's handle releases it too; an unlock that fails leaves nothing
+        // else to do.
+        let _ = self.0.unlock();
+    }
+}
+
+/// Tries `take` (shared or exclusive) once: whether the lock was taken.
+fn try_lock(lock: &File, take: fn(&File) -> Result<(), TryLockError>) -> io::Result<bool> {
+    match take(lock) {
+        Ok(()) => Ok(true),
+        Err(TryLockError::WouldBlock) => Ok(false),
+        Err(TryLockError::Error(e)) => Err(e),
     }
 }
 
@@ -436,10 +514,11 @@ mod tests {
         assert!(!rotated_name(&path, 1).exists());
     }
 
-    /// A lock held elsewhere is waited for up to the deadline, then the line is written
-    /// without rotating (a line over the cap beats a lost one).
+    /// A lock held exclusively elsewhere is waited for up to the deadline, then the line is
+    /// written without rotating (a line over the cap beats a lost one), and the process stops
+    /// waiting for the lock; another process rotates once the lock is free.
     #[test]
-    fn a_lock_held_elsewhere_delays_a_line_by_the_deadline_at_most() {
+    fn a_lock_held_elsewhere_delays_a_process_by_the_deadline_at_most() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cni.log");
         let log = LogFile::open(&path, rotation(9, 3)).unwrap();
@@ -447,16 +526,33 @@ mod tests {
         let holder = File::create(lock_path(&path)).unwrap();
         holder.lock().unwrap();
         let started = Instant::now();
-        append_lines(&log, 2..=2);
+        append_lines(&log, 2..=3);
         let waited = started.elapsed();
         assert!(waited >= LOCK_WAIT, "did not wait for the lock: {waited:?}");
-        assert!(
-            waited < LOCK_WAIT * 5,
-            "waited past the deadline: {waited:?}"
-        );
-        assert_eq!(read(&path), "line 001\nline 002\n");
+        assert!(waited < LOCK_WAIT * 2, "waited more than once: {waited:?}");
+        assert_eq!(read(&path), "line 001\nline 002\nline 003\n");
         drop(holder);
+        append_lines(&LogFile::open(&path, rotation(9, 3)).unwrap(), 4..=4);
+        assert_eq!(read(&path), "line 004\n");
+    }
+
+    /// Writers share the lock: one holding it shared elsewhere delays no line that fits; a
+    /// line that needs a rotation waits for it.
+    #[test]
+    fn writers_share_the_lock_and_a_rotation_waits_for_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cni.log");
+        let log = LogFile::open(&path, rotation(18, 3)).unwrap();
+        let writer = File::create(lock_path(&path)).unwrap();
+        writer.lock_shared().unwrap();
+        let started = Instant::now();
+        append_lines(&log, 1..=2);
+        assert!(started.elapsed() < LOCK_WAIT, "a line that fits waited");
         append_lines(&log, 3..=3);
-        assert_eq!(read(&path), "line 003\n");
+        assert!(
+            started.elapsed() >= LOCK_WAIT,
+            "rotated under another's write"
+        );
+        assert_eq!(read(&path), "line 001\nline 002\nline 003\n");
     }
 }
