@@ -216,7 +216,7 @@ impl Log for FileLogger {
         let line = self.pending.take();
         if !line.is_empty() {
             // A line that cannot be written is not worth failing the command for; LogFile says
-            // once on stderr what keeps it from rotating.
+            // so once on stderr.
             let _ = self.file.append(&line);
         }
     }

@@ -10,18 +10,20 @@
 //!   the system applies at the end of the file as one step: lines of different processes never
 //!   mix. The handle is opened for the line and closed after it (a plugin writes a few lines),
 //!   so no process keeps a handle to a file that a rotation renames.
-//! - **Shared to write, exclusive to rotate.** A cross-process lock on `<logFile>.lock`
-//!   (`flock` on Unix, `LockFileEx` on Windows, through std's `File::try_lock*`): a separate
-//!   file, because Windows byte-range locks are mandatory (locking the log itself would fail
-//!   other processes' writes, not make them wait). A writer takes it shared and writes when
-//!   its line fits under the cap; such writers write side by side. A writer whose line does
-//!   not fit takes it exclusively, which waits for the writers in flight while those arriving
-//!   find the file full and wait too (so a rotation cannot starve), renames the chain and
-//!   writes into the fresh file. No writer holds a handle to a file being renamed or
-//!   replaced, so no line goes astray, and a file passes the cap only by the whole lines of
-//!   writers that found room at the same moment. An exclusive lock for every line bounds the
-//!   file exactly, and was tried first: under Wine, 200 writers on 2 cores ran into each other
-//!   behind descheduled holders until their waits ran out.
+//! - **One lock, around check, rotation and write.** A cross-process lock on
+//!   `<logFile>.lock` (`flock` on Unix, `LockFileEx` on Windows, through std's
+//!   `File::try_lock`) is held while a writer looks at the file's size, rotates when its line
+//!   would not fit, and writes. A separate file, because Windows byte-range locks are
+//!   mandatory: locking the log itself would fail other processes' writes instead of making
+//!   them wait. So no process has the file open while it is renamed or replaced, and no file is
+//!   larger than the cap unless one line alone is.
+//!
+//!   Writers sharing the lock and a rotator taking it exclusively was tried, and measured
+//!   worse: writers that looked at the size together all wrote (200 writers natively took a
+//!   52 KB file 16 KB past its cap), and it leans on appends being atomic between processes,
+//!   which they are on local NTFS and Unix but not everywhere: Wine writes an append at an end
+//!   it read before, and two processes' lines overwrote each other in the Wine lane. Holding
+//!   the lock for one write costs microseconds natively (README, Performance).
 //! - **No wait without a deadline.** The lock is polled ([`rootsafe::deadline`]) for
 //!   [`LOCK_WAIT`]; a writer that could not get it by then writes its line anyway, without
 //!   rotating, and its process stops waiting for the lock: a line in a file over its cap
@@ -79,6 +81,12 @@ pub const DEFAULT_KEEP: u32 = 5;
 pub const MAX_MIB: f64 = 1024.0 * 1024.0;
 /// Bytes in a MiB.
 const MIB: f64 = 1024.0 * 1024.0;
+
+/// The pauses between tries for the lock: 5 ms doubling up to 100 ms. Longer than rootsafe's
+/// default, because hundreds of waiting plugins each try often enough to take the processor
+/// from the writer they wait for (seen under Wine, where every try is a round trip to the
+/// wineserver); a rotation or a line holds the lock for milliseconds at most.
+const LOCK_BACKOFF: Backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(100));
 
 /// When to rotate a log and how many rotated files to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,6 +153,7 @@ pub struct LogFile {
     gave_up: AtomicBool,
     told_lock: AtomicBool,
     told_rotation: AtomicBool,
+    told_write: AtomicBool,
 }
 
 impl LogFile {
@@ -187,19 +196,31 @@ impl LogFile {
             gave_up: AtomicBool::new(false),
             told_lock,
             told_rotation: AtomicBool::new(false),
+            told_write: AtomicBool::new(false),
         })
     }
 
-    /// Appends `record` (whole lines) with one write. Under the shared lock when it fits
-    /// under the cap; otherwise under the exclusive lock, after rotating the file.
+    /// Appends `record` (whole lines) with one write under the lock, rotating first when it
+    /// would take the file past the cap. A failure is also told once on stderr: the caller has
+    /// nowhere else to say it.
     pub fn append(&self, record: &[u8]) -> io::Result<()> {
+        let written = self.append_now(record);
+        if let Err(e) = &written {
+            tell_once(&self.told_write, || {
+                format!("cannot write to log {}: {e}", self.path.display())
+            });
+        }
+        written
+    }
+
+    fn append_now(&self, record: &[u8]) -> io::Result<()> {
         let (Some(rotation), Some(lock)) = (self.rotation, &self.lock) else {
             return self.handle()?.write_all(record);
         };
         if self.gave_up.load(Ordering::Relaxed) {
             return self.handle()?.write_all(record);
         }
-        let turn = deadline::poll(Instant::now() + LOCK_WAIT, Backoff::default(), || {
+        let turn = deadline::poll(Instant::now() + LOCK_WAIT, LOCK_BACKOFF, || {
             self.try_turn(lock, rotation, record)
         });
         let why = match turn {
@@ -217,44 +238,22 @@ impl LogFile {
         self.handle()?.write_all(record)
     }
 
-    /// One try to write `record`: under the shared lock when it fits, else under the exclusive
-    /// lock after a rotation. `None` when the lock needed is not free; an error when the lock
-    /// fails; else what the write gave.
-    ///
-    /// Writers that fit write side by side; one that does not waits for the writers in flight
-    /// to finish, while those arriving see the file full and wait with it, so the rotation
-    /// cannot starve. The size is read on the handle written to, just before the write, so a
-    /// file passes the cap only by the lines of writers that looked at the same moment.
+    /// One try to write `record` under the lock, rotating first when it would take the file
+    /// past the cap. `None` when another process holds the lock; an error when locking fails;
+    /// else what the write gave.
     fn try_turn(
         &self,
         lock: &File,
         rotation: Rotation,
         record: &[u8],
     ) -> io::Result<Option<io::Result<()>>> {
-        let incoming = record.len() as u64;
-        if try_lock(lock, File::try_lock_shared)? {
-            let _held = Held(lock);
-            let written = self.handle().and_then(|mut file| {
-                let size = file.metadata()?.len();
-                Ok(rotation
-                    .fits(size, incoming)
-                    .then(|| file.write_all(record)))
-            });
-            match written {
-                Ok(None) => {}
-                Ok(Some(written)) => return Ok(Some(written)),
-                Err(e) => return Ok(Some(Err(e))),
-            }
-        }
-        if !try_lock(lock, File::try_lock)? {
-            return Ok(None);
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Ok(None),
+            Err(TryLockError::Error(e)) => return Err(e),
         }
         let _held = Held(lock);
-        let size = match fs::symlink_metadata(&self.path) {
-            Ok(metadata) if Kind::of(&metadata) == Kind::Regular => metadata.len(),
-            _ => 0,
-        };
-        if !rotation.fits(size, incoming)
+        if !rotation.fits(self.size(), record.len() as u64)
             && let Err(e) = rotate(&self.path, rotation.keep())
         {
             tell_once(&self.told_rotation, || {
@@ -267,6 +266,14 @@ impl LogFile {
         Ok(Some(
             self.handle().and_then(|mut file| file.write_all(record)),
         ))
+    }
+
+    /// The log's size by its path; 0 when it is not a regular file (nothing to rotate).
+    fn size(&self) -> u64 {
+        match fs::symlink_metadata(&self.path) {
+            Ok(metadata) if Kind::of(&metadata) == Kind::Regular => metadata.len(),
+            _ => 0,
+        }
     }
 
     /// The log, opened for appending one record.
@@ -289,15 +296,6 @@ impl Drop for Held<'_> {
         // Closing the process's handle releases it too; an unlock that fails leaves nothing
         // else to do.
         let _ = self.0.unlock();
-    }
-}
-
-/// Tries `take` (shared or exclusive) once: whether the lock was taken.
-fn try_lock(lock: &File, take: fn(&File) -> Result<(), TryLockError>) -> io::Result<bool> {
-    match take(lock) {
-        Ok(()) => Ok(true),
-        Err(TryLockError::WouldBlock) => Ok(false),
-        Err(TryLockError::Error(e)) => Err(e),
     }
 }
 
@@ -338,22 +336,20 @@ pub fn files_newest_first(path: &Path) -> Vec<PathBuf> {
 }
 
 /// Moves each rotated file one step older, the oldest kept replaced, then the current file to
-/// `.1`; removes rotated files beyond `keep` (left by a larger `keep` before). Oldest first, so
-/// a rename that fails stops the chain before anything is overwritten.
+/// `.1`; removes rotated files beyond `keep` (left by a larger `keep` before). Looks only as far
+/// as the first rotated name with no regular file (a rotation costs what is there, not what
+/// may be kept), and renames oldest first, so a rename that fails stops the chain before
+/// anything is overwritten.
 fn rotate(path: &Path, keep: u32) -> io::Result<()> {
-    for n in (1..keep).rev() {
-        let from = rotated_name(path, n);
-        if Kind::at(&from)? == Some(Kind::Regular) {
-            fs::rename(&from, rotated_name(path, n + 1))?;
-        }
+    let present = (1..=MAX_KEEP)
+        .take_while(|&n| matches!(Kind::at(&rotated_name(path, n)), Ok(Some(Kind::Regular))))
+        .count() as u32;
+    for n in (1..=present.min(keep - 1)).rev() {
+        fs::rename(rotated_name(path, n), rotated_name(path, n + 1))?;
     }
     fs::rename(path, rotated_name(path, 1))?;
-    for n in keep + 1..=MAX_KEEP {
-        let beyond = rotated_name(path, n);
-        if Kind::at(&beyond)? != Some(Kind::Regular) {
-            break;
-        }
-        fs::remove_file(&beyond)?;
+    for n in keep + 1..=present {
+        fs::remove_file(rotated_name(path, n))?;
     }
     Ok(())
 }
@@ -534,25 +530,5 @@ mod tests {
         drop(holder);
         append_lines(&LogFile::open(&path, rotation(9, 3)).unwrap(), 4..=4);
         assert_eq!(read(&path), "line 004\n");
-    }
-
-    /// Writers share the lock: one holding it shared elsewhere delays no line that fits; a
-    /// line that needs a rotation waits for it.
-    #[test]
-    fn writers_share_the_lock_and_a_rotation_waits_for_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("cni.log");
-        let log = LogFile::open(&path, rotation(18, 3)).unwrap();
-        let writer = File::create(lock_path(&path)).unwrap();
-        writer.lock_shared().unwrap();
-        let started = Instant::now();
-        append_lines(&log, 1..=2);
-        assert!(started.elapsed() < LOCK_WAIT, "a line that fits waited");
-        append_lines(&log, 3..=3);
-        assert!(
-            started.elapsed() >= LOCK_WAIT,
-            "rotated under another's write"
-        );
-        assert_eq!(read(&path), "line 001\nline 002\nline 003\n");
     }
 }

@@ -1,7 +1,9 @@
 //! `log-writer`: one of the many processes the lane's `logs.concurrent-writers` case starts at
 //! once, natively and as a `.exe` under Wine. It logs numbered lines through the plugins' own
 //! logger (`cni::logging`) to one rotating log file, once a start file appears, so that every
-//! writer contends for the log at the same moment. Test-only, never shipped.
+//! writer contends for the log at the same moment; it creates `START_FILE.WRITER` when it is
+//! ready to, so that the start waits for every writer to be up (under Wine, 200 processes
+//! starting take the processor for tens of seconds). Test-only, never shipped.
 //!
 //! usage: log-writer LOG WRITER LINES MAX_MIB KEEP START_FILE
 
@@ -40,13 +42,18 @@ fn main() -> ExitCode {
         rotation: Rotation::of_mib(mib, keep),
     };
     logging::init(format!("w{writer:03}:"), &settings);
+    let ready = format!("{start}.{writer}");
+    if let Err(e) = std::fs::write(&ready, "") {
+        eprintln!("log-writer: cannot create {ready}: {e}");
+        return ExitCode::FAILURE;
+    }
     let deadline = Instant::now() + START_DEADLINE;
     while !Path::new(start).exists() {
         if Instant::now() > deadline {
             eprintln!("log-writer: {start} did not appear");
             return ExitCode::FAILURE;
         }
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(Duration::from_millis(10));
     }
     for n in 0..lines {
         log::info!("{}", log_lines::message(writer, n));
