@@ -82,12 +82,6 @@ pub const MAX_MIB: f64 = 1024.0 * 1024.0;
 /// Bytes in a MiB.
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// The pauses between tries for the lock: 5 ms doubling up to 100 ms. Longer than rootsafe's
-/// default, because hundreds of waiting plugins each try often enough to take the processor
-/// from the writer they wait for (seen under Wine, where every try is a round trip to the
-/// wineserver); a rotation or a line holds the lock for milliseconds at most.
-const LOCK_BACKOFF: Backoff = Backoff::new(Duration::from_millis(5), Duration::from_millis(100));
-
 /// When to rotate a log and how many rotated files to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rotation {
@@ -220,7 +214,7 @@ impl LogFile {
         if self.gave_up.load(Ordering::Relaxed) {
             return self.handle()?.write_all(record);
         }
-        let turn = deadline::poll(Instant::now() + LOCK_WAIT, LOCK_BACKOFF, || {
+        let turn = deadline::poll(Instant::now() + LOCK_WAIT, Backoff::default(), || {
             self.try_turn(lock, rotation, record)
         });
         let why = match turn {
