@@ -6,7 +6,7 @@
 //! Every plugin process on the node appends to that file at once, and it rotates at a size cap
 //! (`logFileMaxMiB`, `logFileKeep`): see [`file`](mod@file) for how that stays safe.
 
-mod file;
+pub mod file;
 
 pub use file::{
     DEFAULT_KEEP, DEFAULT_MAX_MIB, LOCK_WAIT, LogFile, MAX_KEEP, MAX_MIB, Rotation,

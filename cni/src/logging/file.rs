@@ -6,10 +6,10 @@
 //! its own process, so nothing can be coordinated in memory. The rules, and why:
 //!
 //! - **One line, one write.** Each record is written whole with one `write` on a handle opened
-//!   for appending (`O_APPEND`; on Windows `FILE_APPEND_DATA` without `FILE_WRITE_DATA`), which
-//!   the system applies at the end of the file as one step: lines of different processes never
-//!   mix. The handle is opened for the line and closed after it (a plugin writes a few lines),
-//!   so no process keeps a handle to a file that a rotation renames.
+//!   for appending (`O_APPEND`; on Windows `FILE_APPEND_DATA` without `FILE_WRITE_DATA`), so
+//!   even a line written without the lock (below) lands whole at the end of the file on local
+//!   NTFS and Unix file systems. The handle is opened for the line and closed after it (a
+//!   plugin writes a few lines), so no process keeps a handle to a file that a rotation renames.
 //! - **One lock, around check, rotation and write.** A cross-process lock on
 //!   `<logFile>.lock` (`flock` on Unix, `LockFileEx` on Windows, through std's
 //!   `File::try_lock`) is held while a writer looks at the file's size, rotates when its line
@@ -67,8 +67,9 @@ use super::describe;
 pub const MAX_KEEP: u32 = 100;
 
 /// How long a writer waits for the lock before writing without it. A writer holds it for one
-/// write (and a rotation, a few renames): this is reached only when a holder is wedged, or
-/// descheduled for long on a node far busier than its cores.
+/// write (and a rotation, a few renames): microseconds natively, so this is reached only when a
+/// holder is wedged or the node is far busier than its cores. (Under Wine, where a line holds it
+/// about 3 ms, 50 writers of 10 lines at once on 2 cores kept a few waiting past it.)
 pub const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// `logFileMaxMiB` when a config has none. A line is 200 to 300 bytes and a command logs a few
