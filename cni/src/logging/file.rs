@@ -488,6 +488,29 @@ mod tests {
         assert_eq!(read(&rotated_name(&path, 2)), "line 004\n");
     }
 
+    /// A directory planted at a rotated name makes the rotation fail: the line still goes to
+    /// the current file, nothing is moved or lost, and the command is not failed.
+    #[test]
+    fn a_rotation_that_fails_loses_nothing_and_the_file_grows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cni.log");
+        let log = LogFile::open(&path, rotation(9, 3)).unwrap();
+        append_lines(&log, 1..=2);
+        fs::create_dir(rotated_name(&path, 2)).unwrap();
+        append_lines(&log, 3..=4);
+        assert_eq!(read(&rotated_name(&path, 1)), "line 001\n");
+        assert_eq!(read(&path), "line 002\nline 003\nline 004\n");
+        assert!(log.told_rotation.load(Ordering::Relaxed));
+        fs::remove_dir(rotated_name(&path, 2)).unwrap();
+        append_lines(&log, 5..=5);
+        assert_eq!(read(&rotated_name(&path, 2)), "line 001\n");
+        assert_eq!(
+            read(&rotated_name(&path, 1)),
+            "line 002\nline 003\nline 004\n"
+        );
+        assert_eq!(read(&path), "line 005\n");
+    }
+
     /// The log itself swapped for a link after opening: the line is refused, not written
     /// through, and not rotated.
     #[cfg(unix)]
