@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 use crate::case_insensitive;
 use crate::error::{Error, ErrorCode};
+use crate::logging::{self, Rotation};
 use crate::result::{Dns, Success};
 use crate::validate;
 use crate::version::Version;
@@ -42,6 +43,9 @@ pub struct NetConf {
     pub log_file: Option<PathBuf>,
     /// Kept as text: [`crate::logging`] resolves it together with its environment override.
     pub log_level: Option<String>,
+    /// `logFileMaxMiB`/`logFileKeep`: when the log file rotates and how many rotated files
+    /// stay; `None` when `logFileMaxMiB` is 0 (never rotated, for a log shipper that rotates).
+    pub log_rotation: Option<Rotation>,
     ignored: Vec<String>,
     raw: Map<String, Value>,
 }
@@ -137,18 +141,20 @@ impl NetConf {
         let plugin_type = text("type", "ignored").unwrap_or_default();
         let log_file = text("logFile", "logging to stderr only").map(PathBuf::from);
         let log_level = text("logLevel", "logging at the default level");
+        let log_rotation = log_rotation(&raw, &mut ignored);
         Ok(NetConf {
             cni_version,
             name,
             plugin_type,
             log_file,
             log_level,
+            log_rotation,
             ignored,
             raw,
         })
     }
 
-    /// What parsing ignored, one line each: a `type` or logging key that is not text. None of
+    /// What parsing ignored, one line each: a `type` or logging key that is not usable. None of
     /// them is worth failing a command for; the skeleton logs them once logging is set up.
     pub fn ignored(&self) -> &[String] {
         &self.ignored
@@ -258,6 +264,53 @@ impl ValidAttachments {
 }
 
 /// What kind of JSON value `value` is, for a message that must not quote a hostile config.
+/// `logFileMaxMiB` (a number of MiB, fractions allowed, 0 for no rotation) and `logFileKeep`
+/// (how many rotated files, 1 to [`logging::MAX_KEEP`]). One that is absent is its default; one
+/// that is not usable too, with a note in `ignored` naming it: no command fails for its log.
+fn log_rotation(raw: &Map<String, Value>, ignored: &mut Vec<String>) -> Option<Rotation> {
+    let given = |name: &str| case_insensitive::get(raw, name).filter(|v| !v.is_null());
+    let mut refuse = |name: &str, value: &Value, wanted: &str, default: &dyn std::fmt::Display| {
+        let shown = match value {
+            Value::Number(n) => n.to_string(),
+            Value::String(text) => crate::quote::quoted(text).to_string(),
+            other => describe(other).to_owned(),
+        };
+        ignored.push(format!(
+            "{name}: {shown} is not {wanted}; using the default {default}"
+        ));
+    };
+    let max_mib = match given("logFileMaxMiB") {
+        None => logging::DEFAULT_MAX_MIB,
+        Some(value) => match value
+            .as_f64()
+            .filter(|mib| (0.0..=logging::MAX_MIB).contains(mib))
+        {
+            Some(mib) => mib,
+            None => {
+                let wanted = format!("a size in MiB from 0 to {}", logging::MAX_MIB);
+                refuse("logFileMaxMiB", value, &wanted, &logging::DEFAULT_MAX_MIB);
+                logging::DEFAULT_MAX_MIB
+            }
+        },
+    };
+    let keep = match given("logFileKeep") {
+        None => logging::DEFAULT_KEEP,
+        Some(value) => match value
+            .as_u64()
+            .and_then(|keep| u32::try_from(keep).ok())
+            .filter(|keep| (1..=logging::MAX_KEEP).contains(keep))
+        {
+            Some(keep) => keep,
+            None => {
+                let wanted = format!("a whole number of files from 1 to {}", logging::MAX_KEEP);
+                refuse("logFileKeep", value, &wanted, &logging::DEFAULT_KEEP);
+                logging::DEFAULT_KEEP
+            }
+        },
+    };
+    Rotation::of_mib(max_mib, keep)
+}
+
 fn describe(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -387,6 +440,64 @@ mod tests {
                 "logLevel: an object is not text; logging at the default level",
             ]
         );
+    }
+
+    #[test]
+    fn log_rotation_keys_default_and_read_fractions_and_zero() {
+        let rotation = |extra: Value| {
+            let mut config = json!({"name": "n"});
+            config
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            let conf = parse(config).unwrap();
+            assert!(conf.ignored().is_empty(), "{:?}", conf.ignored());
+            conf.log_rotation
+        };
+        assert_eq!(rotation(json!({})), Some(Rotation::DEFAULT));
+        let small = rotation(json!({"logFileMaxMiB": 0.05, "LogFileKeep": 100})).unwrap();
+        assert_eq!((small.max_bytes(), small.keep()), (52_429, 100));
+        assert_eq!(rotation(json!({"logFileMaxMiB": 0})), None);
+        assert_eq!(
+            rotation(json!({"logFileMaxMiB": null})),
+            Some(Rotation::DEFAULT)
+        );
+    }
+
+    /// A rotation key that is not usable fails no command: its default is used, and said so.
+    #[test]
+    fn bad_log_rotation_keys_are_their_defaults_with_a_note() {
+        for (max_mib, keep, notes) in [
+            (
+                json!(-1),
+                json!(0),
+                [
+                    "logFileMaxMiB: -1 is not a size in MiB from 0 to 1048576; using the default 10",
+                    "logFileKeep: 0 is not a whole number of files from 1 to 100; using the default 5",
+                ],
+            ),
+            (
+                json!("10MB"),
+                json!(2.5),
+                [
+                    "logFileMaxMiB: \"10MB\" is not a size in MiB from 0 to 1048576; using the default 10",
+                    "logFileKeep: 2.5 is not a whole number of files from 1 to 100; using the default 5",
+                ],
+            ),
+            (
+                json!(2e6),
+                json!([5]),
+                [
+                    "logFileMaxMiB: 2000000.0 is not a size in MiB from 0 to 1048576; using the default 10",
+                    "logFileKeep: an array is not a whole number of files from 1 to 100; using the default 5",
+                ],
+            ),
+        ] {
+            let conf =
+                parse(json!({"name": "n", "logFileMaxMiB": max_mib, "logFileKeep": keep})).unwrap();
+            assert_eq!(conf.log_rotation, Some(Rotation::DEFAULT));
+            assert_eq!(conf.ignored(), notes);
+        }
     }
 
     #[test]

@@ -3,13 +3,22 @@
 //! Lines go to stderr (which runtimes capture and show on failure) at `warn` unless told
 //! otherwise, and to a log file when the config's `logFile` or `CNI_WIN_LOG_FILE` names one. Every
 //! line is tagged with the command and container ID, because one log file serves every pod on a node.
+//! Every plugin process on the node appends to that file at once, and it rotates at a size cap
+//! (`logFileMaxMiB`, `logFileKeep`): see [`file`](mod@file) for how that stays safe.
+
+pub mod file;
+
+pub use file::{
+    DEFAULT_KEEP, DEFAULT_MAX_MIB, LOCK_WAIT, LogFile, MAX_KEEP, MAX_MIB, Rotation,
+    files_newest_first, lock_path, rotated_name,
+};
 
 use log::{LevelFilter, Log, Metadata, Record};
 use rootsafe::file::{Kind, OpenError};
-use simplelog::{CombinedLogger, ConfigBuilder, SharedLogger, WriteLogger};
-use std::fs::OpenOptions;
+use simplelog::{CombinedLogger, Config, ConfigBuilder, SharedLogger, WriteLogger};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Arc, Mutex, RwLock};
 
 /// Environment variable that overrides the config's `logLevel` (operators debugging one node).
 pub const LEVEL_VAR: &str = "CNI_WIN_LOG_LEVEL";
@@ -23,15 +32,19 @@ pub struct LogSettings {
     pub level: LevelFilter,
     /// Where to log besides stderr; `None` logs to stderr only (stdout is the protocol's).
     pub file: Option<PathBuf>,
+    /// When `file` rotates; `None`: never.
+    pub rotation: Option<Rotation>,
 }
 
 impl LogSettings {
     /// Settings from the environment first, then the config's keys, then the defaults. An
-    /// unreadable level falls back to `warn` with a note, rather than failing the pod.
+    /// unreadable level falls back to `warn` with a note, rather than failing the pod. The
+    /// rotation is the config's (see [`crate::NetConf::log_rotation`]), whichever file is used.
     pub fn resolve(
         env: &dyn Fn(&str) -> Option<String>,
         config_level: Option<&str>,
         config_file: Option<&Path>,
+        rotation: Option<Rotation>,
     ) -> (LogSettings, Option<String>) {
         let level_text = env(LEVEL_VAR).or_else(|| config_level.map(str::to_owned));
         let (level, note) = match level_text {
@@ -50,7 +63,14 @@ impl LogSettings {
         let file = env(FILE_VAR)
             .map(PathBuf::from)
             .or_else(|| config_file.map(Path::to_path_buf));
-        (LogSettings { level, file }, note)
+        (
+            LogSettings {
+                level,
+                file,
+                rotation,
+            },
+            note,
+        )
     }
 }
 
@@ -120,8 +140,8 @@ pub fn init(tag: String, settings: &LogSettings) {
     )];
     let mut file_problem = None;
     if let Some(path) = &settings.file {
-        match open_log_file(path) {
-            Ok(file) => loggers.push(WriteLogger::new(settings.level, config, file)),
+        match open_log_file(path, settings.rotation) {
+            Ok(file) => loggers.push(Box::new(FileLogger::new(settings.level, config, file))),
             Err(e) => {
                 file_problem = Some(format!("cannot open log file {}: {e}", quoted_path(path)))
             }
@@ -141,17 +161,12 @@ pub fn init(tag: String, settings: &LogSettings) {
     }
 }
 
-/// Opens the log file for appending, without ever waiting: a FIFO without a reader would block
-/// an ordinary open forever, so the file is opened as [`rootsafe::file::open`] opens (never
-/// through a link, never blocking, only a regular file), and anything else is refused (the
-/// caller logs to stderr only).
-fn open_log_file(path: &Path) -> std::io::Result<std::fs::File> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
-    }
-    let mut options = OpenOptions::new();
-    options.create(true).append(true);
-    rootsafe::file::open(path, &options).map_err(|e| match e {
+/// Opens the log file, without ever waiting: a FIFO without a reader would block an ordinary
+/// open forever, so the file is opened as [`rootsafe::file::open`] opens (never through a link,
+/// never blocking, only a regular file), and anything else is refused (the caller logs to
+/// stderr only).
+fn open_log_file(path: &Path, rotation: Option<Rotation>) -> std::io::Result<LogFile> {
+    LogFile::open(path, rotation).map_err(|e| match e {
         OpenError::NotRegular(kind) => std::io::Error::other(format!(
             "it is {}, not a regular file; logging to stderr only",
             describe(kind)
@@ -159,6 +174,92 @@ fn open_log_file(path: &Path) -> std::io::Result<std::fs::File> {
         OpenError::Missing => std::io::ErrorKind::NotFound.into(),
         OpenError::Io(e) => e,
     })
+}
+
+/// The log file as a logger: each record is formatted as simplelog formats stderr's, into a
+/// buffer, and handed to [`LogFile::append`] whole, so that it reaches the file in one write
+/// (simplelog's own writer writes a record in pieces, which other processes' lines could
+/// split).
+struct FileLogger {
+    level: LevelFilter,
+    format: Box<WriteLogger<Pending>>,
+    pending: Pending,
+    /// One record at a time from format to file.
+    turn: Mutex<()>,
+    file: LogFile,
+}
+
+impl FileLogger {
+    fn new(level: LevelFilter, config: Config, file: LogFile) -> FileLogger {
+        let pending = Pending::default();
+        FileLogger {
+            level,
+            format: WriteLogger::new(level, config, pending.clone()),
+            pending,
+            turn: Mutex::new(()),
+            file,
+        }
+    }
+}
+
+impl Log for FileLogger {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.level() <= self.level
+    }
+
+    fn log(&self, record: &Record<'_>) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+        self.format.log(record);
+        let line = self.pending.take();
+        if !line.is_empty() {
+            // A line that cannot be written is not worth failing the command for; LogFile says
+            // so once on stderr.
+            let _ = self.file.append(&line);
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+impl SharedLogger for FileLogger {
+    fn level(&self) -> LevelFilter {
+        self.level
+    }
+
+    fn config(&self) -> Option<&Config> {
+        None
+    }
+
+    fn as_log(self: Box<Self>) -> Box<dyn Log> {
+        self
+    }
+}
+
+/// Where [`FileLogger`] has simplelog write a record, until it takes it.
+#[derive(Clone, Default)]
+struct Pending(Arc<Mutex<Vec<u8>>>);
+
+impl Pending {
+    fn take(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Write for Pending {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A path in its display form, quoted (see [`crate::quote`]).
@@ -188,7 +289,8 @@ mod tests {
             LEVEL_VAR => Some("debug".to_owned()),
             _ => None,
         };
-        let (settings, note) = LogSettings::resolve(&env, Some("error"), Some(Path::new("c.log")));
+        let (settings, note) =
+            LogSettings::resolve(&env, Some("error"), Some(Path::new("c.log")), None);
         assert_eq!(settings.level, LevelFilter::Debug);
         assert_eq!(settings.file, Some(PathBuf::from("c.log")));
         assert_eq!(note, None);
@@ -198,10 +300,10 @@ mod tests {
     fn defaults_to_warn_and_reports_a_bad_level() {
         let none = |_: &str| None;
         assert_eq!(
-            LogSettings::resolve(&none, None, None).0.level,
+            LogSettings::resolve(&none, None, None, None).0.level,
             LevelFilter::Warn
         );
-        let (settings, note) = LogSettings::resolve(&none, Some("chatty"), None);
+        let (settings, note) = LogSettings::resolve(&none, Some("chatty"), None, None);
         assert_eq!(settings.level, LevelFilter::Warn);
         assert!(note.unwrap().contains("chatty"));
     }

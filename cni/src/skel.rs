@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use crate::config::NetConf;
 use crate::env::{CniArgs, Command, Environment};
 use crate::error::{Error, ErrorCode};
-use crate::logging::{self, LogSettings};
+use crate::logging::{self, LogSettings, Rotation};
 use crate::result::Success;
 use crate::version::Version;
 
@@ -339,6 +339,7 @@ fn init_logging(lookup: &dyn Fn(&str) -> Option<OsString>, config: Option<&NetCo
         &text,
         config.and_then(|c| c.log_level.as_deref()),
         config.and_then(|c| c.log_file.as_deref()),
+        config.map_or(Some(Rotation::DEFAULT), |c| c.log_rotation),
     );
     let command = text("CNI_COMMAND").unwrap_or_else(|| "?".to_owned());
     let tag = match (text("CNI_CONTAINERID"), text("CNI_IFNAME")) {

@@ -143,6 +143,71 @@ fn thirty_two_processes_allocating_at_once_get_distinct_addresses() {
     assert_eq!(owners.len(), 32);
 }
 
+/// The plugin's own log under load: 100 ADDs at once logging to one file with a 2 KiB cap
+/// (each warns that the config's `type` is not text, which host-local ignores).
+/// Every line is whole and tagged with its pod, no file passes the cap, the rotated files are
+/// the only ones beside the log (and its lock), and every pod's lines are there.
+#[test]
+fn a_hundred_adds_at_once_keep_the_log_whole_and_under_its_cap() {
+    let dir = Scratch::new("bin-log-rotation");
+    let log = dir.path().join("log").join("cni.log");
+    let mut base = conf(dir.path(), "1.0.0", json!({"subnet": "10.20.0.0/16"}));
+    base["logFile"] = json!(log);
+    base["logLevel"] = json!("debug");
+    base["type"] = json!(5);
+    base["logFileMaxMiB"] = json!(0.002);
+    base["logFileKeep"] = json!(cni::logging::MAX_KEEP);
+    let cap = cni::logging::Rotation::of_mib(0.002, 1)
+        .unwrap()
+        .max_bytes();
+    let pods = 100;
+    let children: Vec<Child> = (0..pods)
+        .map(|i| spawn("ADD", &format!("pod{i}"), &base))
+        .collect();
+    for child in children {
+        let (ok, result) = finish(child);
+        assert!(ok, "{result}");
+    }
+
+    let files = cni::logging::files_newest_first(&log);
+    let mut names: Vec<_> = fs::read_dir(log.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    let mut expected = files.clone();
+    expected.push(cni::logging::lock_path(&log));
+    expected.sort();
+    assert_eq!(names, expected);
+    assert!(files.len() > 2, "rotated: {files:?}");
+    let mut logged = HashSet::new();
+    for file in &files {
+        let text = fs::read_to_string(file).unwrap();
+        assert!(
+            text.len() as u64 <= cap,
+            "{} is {} bytes",
+            file.display(),
+            text.len()
+        );
+        for line in text.lines() {
+            let well_formed = line
+                .split_once(" [")
+                .and_then(|(time, rest)| (!time.contains(' ')).then_some(rest))
+                .and_then(|rest| rest.split_once("] ADD pod"))
+                .and_then(|(level, rest)| {
+                    ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"]
+                        .contains(&level)
+                        .then_some(rest)
+                })
+                .and_then(|rest| rest.split_once("/eth0: "))
+                .and_then(|(pod, _)| pod.parse::<u32>().ok());
+            let pod = well_formed.unwrap_or_else(|| panic!("malformed line: {line:?}"));
+            logged.insert(pod);
+        }
+    }
+    assert_eq!(logged.len(), pods, "every pod's ADD logged");
+}
+
 /// Waits at most `limit` for `child`; kills it and fails the test when it hangs.
 fn finish_within(mut child: Child, limit: std::time::Duration, what: &str) -> (bool, Value) {
     let start = std::time::Instant::now();

@@ -65,6 +65,10 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("win-bridge.attachment-lock", attachment_lock),
         HnsCase::new("win-bridge.flannel-native", flannel_native),
         HnsCase::new("win-bridge.exit-status", crate::exit_status::exit_status),
+        HnsCase::new(
+            "logs.concurrent-writers",
+            crate::log_rotation::concurrent_writers,
+        ),
         HnsCase {
             windows_only: Some("the C ABI exists only in the Windows build"),
             ..HnsCase::new("probe.dll-edge-arguments", dll_edge_arguments)

@@ -136,6 +136,11 @@ impl Bench<'_> {
         self.run(Side::Native, "hnsctl", args)
     }
 
+    /// Binary `name` of the side under test, to start as the caller needs (many at once).
+    pub fn tool(&self, name: &str) -> Command {
+        self.command(self.side, name)
+    }
+
     /// `cni-win` of the side under test.
     pub fn cni_win(&self, args: &[&str]) -> Result<Ran, String> {
         self.run(self.side, "cni-win", args)

@@ -11,6 +11,8 @@
 mod exit_status;
 mod hns_cases;
 mod lane;
+mod log_lines;
+mod log_rotation;
 mod process;
 mod protocol;
 mod table;
