@@ -155,28 +155,9 @@ pub(crate) fn mirrored(prefix: &str, path: &Path) -> String {
     name
 }
 
-/// Where the log helper rotates `log` to first: `cni.log` -> `cni.1.log` (`<stem>.1.<ext>`).
-pub(crate) fn first_rotation(log: &Path) -> PathBuf {
-    let stem = log.file_stem().unwrap_or_default().to_string_lossy();
-    let name = match log.extension() {
-        Some(ext) => format!("{stem}.1.{}", ext.to_string_lossy()),
-        None => format!("{stem}.1"),
-    };
-    log.with_file_name(name)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rotated_logs_keep_their_extension() {
-        assert_eq!(
-            first_rotation(Path::new("/k/cni.log")),
-            Path::new("/k/cni.1.log")
-        );
-        assert_eq!(first_rotation(Path::new("/k/cni")), Path::new("/k/cni.1"));
-    }
 
     #[test]
     fn paths_are_mirrored_under_a_prefix() {

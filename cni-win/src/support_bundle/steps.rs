@@ -421,7 +421,7 @@ fn store_step(dir: PathBuf) -> Step {
 /// The last `tail` bytes of a plugin log: from the current file and, when it is shorter,
 /// from the file it was last rotated to.
 fn log_step(log: PathBuf, tail: u64) -> Step {
-    let rotated = source::first_rotation(&log);
+    let rotated = cni::logging::file::rotated_name(&log, 1);
     Step {
         name: format!("plugin log {}", log.display()),
         source: format!(
