@@ -287,7 +287,10 @@ pub fn sweep<C: Commands>(
     }
     for network in networks {
         if let Ok(view) = snapshot.view(&network.request) {
-            pass.pools.extend(pools(&view, network));
+            match pools(&view, network) {
+                Ok(pools) => pass.pools.extend(pools),
+                Err(error) => pass.errors.push(error),
+            }
         }
     }
     pass
@@ -362,17 +365,26 @@ fn same_object(a: &Stale, b: &Stale) -> bool {
     }
 }
 
-/// How full `network`'s pool is now, read from its store after the pass's removals; nothing
-/// when the pool is not host-local's or its HNS network is missing (doctor and STATUS say so).
-fn pools(view: &NetworkView<'_>, network: &Network) -> Vec<Pool> {
+/// How full `network`'s pool is now, read from its store after the pass's removals. No pool
+/// when its HNS network is missing, its IPAM is another plugin's or its config is refused
+/// (STATUS and doctor say so); a store that cannot be read is the pass's error, so that a
+/// pool never drops out of the metrics unnoticed.
+fn pools(view: &NetworkView<'_>, network: &Network) -> Result<Vec<Pool>, String> {
     let pool = match network.plugin {
         Plugin::Bridge => view.pod_pool::<Bridge>(),
         Plugin::Overlay => view.pod_pool::<Overlay>(),
     };
-    let Ok(usage) = pool.and_then(|pool| pool.usage()) else {
-        return Vec::new();
+    let Ok(pool) = pool else {
+        return Ok(Vec::new());
     };
-    usage
+    let usage = pool.usage().map_err(|e| {
+        format!(
+            "network {:?}: cannot read how full its pool is: {}",
+            network.name(),
+            e.msg()
+        )
+    })?;
+    Ok(usage
         .into_iter()
         .map(|set| Pool {
             network: network.name().to_owned(),
@@ -386,7 +398,7 @@ fn pools(view: &NetworkView<'_>, network: &Network) -> Vec<Pool> {
             reserved: set.reserved,
             free: set.free(),
         })
-        .collect()
+        .collect())
 }
 
 /// What a pass finds stale on the network `view` shows (named `network`), each with its

@@ -70,7 +70,12 @@ struct Daemon {
 
 impl Daemon {
     fn start(node: &ScratchNode, apply: bool) -> Daemon {
-        Daemon::start_on(node, apply, "127.0.0.1:0", "1s")
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        Daemon::start_on(node, apply, &format!("127.0.0.1:{port}"), "1s")
     }
 
     fn start_on(node: &ScratchNode, apply: bool, address: &str, every: &str) -> Daemon {
@@ -383,6 +388,38 @@ fn doctors_failing_checks_are_served_by_name() {
         scrape.sum("cniwin_doctor_check_failing", ""),
         failing.len() as f64
     );
+}
+
+/// Idle connections (a scanner, a slow or hostile client on the node's network) hold at most
+/// the server's few threads, each until its timeout, and never starve the daemon.
+#[test]
+fn idle_connections_take_a_bounded_number_of_threads() {
+    let node = ScratchNode::new();
+    let daemon = Daemon::start(&node, false);
+    daemon.after_next_pass();
+    let threads = || -> usize {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("Threads:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let before = threads();
+    let idle: Vec<TcpStream> = (0..64)
+        .map(|_| TcpStream::connect(&daemon.address).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let during = threads();
+    assert!(
+        during <= before + cni_win::metrics::http::MAX_CONNECTIONS,
+        "{before} threads before 64 idle connections, {during} with them"
+    );
+    drop(idle);
+    // Once they are gone, scrapes are answered again and passes went on meanwhile.
+    assert!(daemon.after_next_pass().value("cniwin_hns_up") == 1.0);
 }
 
 #[test]

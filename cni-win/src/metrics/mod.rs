@@ -215,16 +215,24 @@ impl NodeMetrics {
                 .as_secs_f64();
             self.last_success.set(seconds);
         }
-        if let Ok(pass) = round.pass {
-            self.record_pass(pass);
+        match round.pass {
+            Ok(pass) => self.record_pass(pass),
+            // Nothing is known of the pools and stale objects now: a scrape shows none rather
+            // than the last pass's as if they were current.
+            Err(_) => self.forget_the_node(),
         }
         self.record_doctor(round.doctor);
     }
 
-    fn record_pass(&self, pass: &Pass) {
+    fn forget_the_node(&self) {
         for family in [&self.pool_addresses, &self.pool_reserved, &self.pool_free] {
             family.clear();
         }
+        self.stale_found.clear();
+    }
+
+    fn record_pass(&self, pass: &Pass) {
+        self.forget_the_node();
         for pool in &pass.pools {
             let labels = PoolLabels {
                 network: pool.network.clone(),
@@ -238,7 +246,6 @@ impl NodeMetrics {
                 .set(pool.reserved as f64);
             self.pool_free.get_or_create(&labels).set(pool.free as f64);
         }
-        self.stale_found.clear();
         for stale in &pass.stale {
             let labels = StaleLabels {
                 network: stale.network.clone(),
@@ -397,6 +404,28 @@ mod tests {
     #[test]
     fn an_unreachable_hns_and_a_failed_pass_are_counted() {
         let metrics = NodeMetrics::new("0.1.0", "abc");
+        let pass = Pass {
+            pools: vec![Pool {
+                network: "cbr0".to_owned(),
+                subnets: "10.0.0.0/24".to_owned(),
+                usable: 252,
+                reserved: 2,
+                free: 250,
+            }],
+            stale: vec![stale(Outcome::Removed)],
+            ..Pass::default()
+        };
+        metrics.observe(&Round {
+            pass: Ok(&pass),
+            duration: Duration::from_millis(20),
+            ended: SystemTime::now(),
+            doctor: &report(&[(HNS_CHECK, Verdict::Pass)]),
+        });
+        let first = metrics.render();
+        assert!(first.contains("cniwin_ipam_free_addresses{"));
+        let last_success = line(&first, "cniwin_sweep_last_success_timestamp_seconds ")
+            .unwrap()
+            .to_owned();
         let error = crate::Error::new("HNS is gone");
         metrics.observe(&Round {
             pass: Err(&error),
@@ -409,13 +438,18 @@ mod tests {
         });
         let text = metrics.render();
         assert_eq!(line(&text, "cniwin_hns_up "), Some("cniwin_hns_up 0"));
+        // The last pass's pools and stale objects are not served as if they were current.
+        assert!(!text.contains("cniwin_ipam_free_addresses{"), "{text}");
+        assert!(!text.contains("cniwin_stale_objects{"), "{text}");
+        assert!(text.contains("cniwin_stale_objects_removed_total{"), "counters stay");
         assert_eq!(
             line(&text, "cniwin_sweep_passes_total"),
             Some(r#"cniwin_sweep_passes_total{result="failed"} 1"#)
         );
         assert_eq!(
-            line(&text, "cniwin_sweep_last_success_timestamp_seconds"),
-            Some("cniwin_sweep_last_success_timestamp_seconds 0.0")
+            line(&text, "cniwin_sweep_last_success_timestamp_seconds "),
+            Some(last_success.as_str()),
+            "a failed pass is no success"
         );
         assert!(text.contains(r#"cniwin_doctor_check_failing{check="HNS reachable"} 1"#));
         assert!(text.contains(r#"cniwin_doctor_check_failing{check="config directory"} 0"#));
@@ -430,14 +464,14 @@ mod tests {
         let text = metrics.render();
         assert_eq!(line(&text, "cniwin_hns_up "), Some("cniwin_hns_up 1"));
         assert!(text.contains(r#"cniwin_sweep_passes_total{result="failed"} 1"#));
-        assert!(text.contains(r#"cniwin_sweep_passes_total{result="ok"} 1"#));
+        assert!(text.contains(r#"cniwin_sweep_passes_total{result="ok"} 2"#));
         assert!(
             !text.contains("config directory"),
             "a check no longer run is dropped"
         );
         assert_eq!(
             line(&text, "cniwin_sweep_pass_duration_seconds_count"),
-            Some("cniwin_sweep_pass_duration_seconds_count 2")
+            Some("cniwin_sweep_pass_duration_seconds_count 3")
         );
     }
 }

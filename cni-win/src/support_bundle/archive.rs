@@ -103,7 +103,9 @@ pub fn publish(output: &Path, entries: &[Entry], stamp: Utc) -> Result<(), Error
         Ok(Some(_)) => return Err(taken()),
         Err(e) => return Err(Error::io("inspect", output, &e)),
     }
-    let staging = file::beside(output, "cni-win-tmp");
+    // The process's own scratch name: two bundles written to one output at once never
+    // remove each other's.
+    let staging = file::beside(output, &format!("cni-win-tmp-{}", std::process::id()));
     if Kind::at(&staging).map_err(|e| Error::io("inspect", &staging, &e))? == Some(Kind::Regular) {
         fs::remove_file(&staging).map_err(|e| Error::io("remove the leftover", &staging, &e))?;
     }

@@ -201,6 +201,15 @@ impl Plan {
             }
             skipped.extend(collected.skipped);
             for entry in collected.entries {
+                // Two paths can mirror to one name (`C:\k\..\cni.log` and `C:\cni.log`): the
+                // zip holds the first.
+                if entry.name == MANIFEST || entries.iter().any(|kept: &Entry| kept.name == entry.name) {
+                    skipped.push(Skipped {
+                        path: entry.name,
+                        why: "an entry of that name is in the bundle already".to_owned(),
+                    });
+                    continue;
+                }
                 let (bytes, found) = redact::redact(&entry.bytes);
                 let size = bytes.len() as u64;
                 if total + size > settings.max_bytes {

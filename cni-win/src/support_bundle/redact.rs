@@ -95,6 +95,9 @@ fn redact_json(value: &mut Value, pointer: &str, found: &mut Vec<String>) {
 fn redact_text(text: &str, found: &mut Vec<String>) -> String {
     let mut out = String::with_capacity(text.len());
     let mut in_private_key = false;
+    // The indentation of a secret key whose value goes on over the lines below it (a YAML
+    // block scalar `token: |`, or a key with its value on the next lines).
+    let mut block: Option<usize> = None;
     for (index, line) in text.split_inclusive('\n').enumerate() {
         let number = index + 1;
         if in_private_key {
@@ -112,14 +115,40 @@ fn redact_text(text: &str, found: &mut Vec<String>) -> String {
             found.push(format!("line {number}: PEM private key block"));
             continue;
         }
-        out.push_str(&redact_line(line, number, found));
+        if let Some(indent) = block {
+            if line.trim().is_empty() {
+                out.push_str(line);
+                continue;
+            }
+            if indentation(line) > indent {
+                out.push_str(&line[..indentation(line)]);
+                out.push_str(REDACTED);
+                out.push('\n');
+                found.push(format!("line {number}: the value's continuation"));
+                continue;
+            }
+            block = None;
+        }
+        let (redacted, opens_block) = redact_line(line, number, found);
+        out.push_str(&redacted);
+        if opens_block {
+            block = Some(indentation(line));
+        }
     }
     out
 }
 
-/// One line with the value of every secret key in it replaced.
-fn redact_line(line: &str, number: usize, found: &mut Vec<String>) -> String {
+/// How many spaces and tabs `line` starts with.
+fn indentation(line: &str) -> usize {
+    line.len() - line.trim_start_matches([' ', '\t']).len()
+}
+
+/// One line with the value of every secret key in it replaced, and whether a secret key
+/// opening the line leaves its value to the lines below (nothing after it, or a YAML block
+/// indicator `|` or `>`).
+fn redact_line(line: &str, number: usize, found: &mut Vec<String>) -> (String, bool) {
     let mut out = String::with_capacity(line.len());
+    let mut opens_block = false;
     let mut rest = line;
     while let Some((before, key, after)) = next_key(rest) {
         out.push_str(before);
@@ -134,6 +163,10 @@ fn redact_line(line: &str, number: usize, found: &mut Vec<String>) -> String {
         // A key opening its line (YAML, an env file) owns the rest of the line.
         let whole_line = out.trim_start_matches([' ', '\t', '-']).is_empty();
         let value_len = value_len(value, whole_line);
+        let block_indicator = value.trim_end().trim_end_matches(['-', '+']);
+        if whole_line && (value_len == 0 || matches!(block_indicator, "|" | ">")) {
+            opens_block = true;
+        }
         if value_len == 0 {
             out.push_str(key);
             rest = after;
@@ -149,7 +182,7 @@ fn redact_line(line: &str, number: usize, found: &mut Vec<String>) -> String {
         rest = &value[value_len..];
     }
     out.push_str(rest);
-    out
+    (out, opens_block)
 }
 
 /// The next `key` followed by `:` or `=`: (text before it, the key, the rest from the
@@ -160,10 +193,14 @@ fn next_key(text: &str) -> Option<(&str, &str, &str)> {
     while i < bytes.len() {
         let start = i;
         let end = match bytes[i] {
-            quote @ (b'"' | b'\'') => {
-                let close = text[i + 1..].find(quote as char)? + i + 1;
-                close + 1
-            }
+            quote @ (b'"' | b'\'') => match text[i + 1..].find(quote as char) {
+                Some(close) => i + 1 + close + 1,
+                // An apostrophe in prose (`can't`), not a string: an ordinary character.
+                None => {
+                    i += 1;
+                    continue;
+                }
+            },
             b if is_word(b) => {
                 let mut j = i;
                 while j < bytes.len() && is_word(bytes[j]) {
@@ -182,7 +219,13 @@ fn next_key(text: &str) -> Option<(&str, &str, &str)> {
             let key_with_space = &text[start..end + (after_key.len() - trimmed.len())];
             return Some((&text[..start], key_with_space, trimmed));
         }
-        i = end.max(i + 1);
+        // A quoted string that is not a key may hold one (`'password=x'`, or prose between
+        // two apostrophes): look inside it too.
+        i = if matches!(bytes[start], b'"' | b'\'') {
+            start + 1
+        } else {
+            end.max(i + 1)
+        };
     }
     None
 }
@@ -300,5 +343,38 @@ mod tests {
             "{out}"
         );
         assert_eq!(found, ["line 1: password", "line 2: PEM private key block"]);
+    }
+
+    #[test]
+    fn apostrophes_in_prose_hide_no_secret() {
+        for line in [
+            "can't parse config: password=hunter2\n",
+            "doesn't match {\"token\":\"hunter2\"}\n",
+            "can't read 'x', password=hunter2, won't retry\n",
+            "it's 'password: hunter2' that's wrong\n",
+        ] {
+            let (out, found) = text(line);
+            assert!(!out.contains("hunter2"), "{line:?} -> {out:?}");
+            assert_eq!(found.len(), 1, "{line:?}: {found:?}");
+        }
+    }
+
+    #[test]
+    fn a_value_on_the_lines_below_its_key_is_replaced() {
+        let yaml = "users:\n- name: a\n  user:\n    token: |\n      hunter2\n      more\n\n    \
+                    username: kept\nauth:\n  password: hunter3\nafter: kept\n";
+        let (out, found) = text(yaml);
+        assert!(!out.contains("hunter2") && !out.contains("more"), "{out}");
+        assert!(!out.contains("hunter3"), "{out}");
+        assert!(out.contains("username: kept") && out.contains("after: kept"), "{out}");
+        assert_eq!(
+            found,
+            [
+                "line 4: token",
+                "line 5: the value's continuation",
+                "line 6: the value's continuation",
+                "line 10: the value's continuation"
+            ]
+        );
     }
 }

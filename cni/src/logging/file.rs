@@ -31,8 +31,10 @@
 //! - **Failures never fail a command.** A rotation that fails (on Windows, a reader that
 //!   opened the log without `FILE_SHARE_DELETE` makes its rename a sharing violation; a
 //!   directory planted at a rotated name) is told once per process on stderr, and the file
-//!   grows until a later writer's rotation succeeds. Nothing is lost: the chain renames the
-//!   oldest first, so a rename that fails stops it before anything is overwritten.
+//!   grows until a later writer's rotation succeeds. Nothing is lost: the current file is
+//!   renamed first (to `<logFile>.rotating`), so when that is the rename refused nothing has
+//!   moved, and the chain renames the oldest first, so a rename that fails there stops it
+//!   before anything is overwritten.
 //! - **Nothing outside the log's directory, no link followed.** The log and its lock are opened
 //!   as [`rootsafe::file::open`] opens (only regular files, never through a link, never
 //!   blocking on a FIFO). Renames replace a directory entry and never follow one: a link or
@@ -330,23 +332,44 @@ pub fn files_newest_first(path: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Moves each rotated file one step older, the oldest kept replaced, then the current file to
-/// `.1`; removes rotated files beyond `keep` (left by a larger `keep` before). Looks only as far
-/// as the first rotated name with no regular file (a rotation costs what is there, not what
-/// may be kept), and renames oldest first, so a rename that fails stops the chain before
-/// anything is overwritten.
+/// Takes the current file out of the way first, to a staging name beside it (the one rename
+/// that a reader holding the log without `FILE_SHARE_DELETE` refuses: when it fails, nothing
+/// has moved), then moves each rotated file one step older (the oldest kept replaced) and
+/// the staged file to `.1`, and removes rotated files beyond `keep` (left by a larger `keep`
+/// before). A staged file found at the start is a rotation a crash cut short: it is the
+/// newest rotated file, and joins the chain first.
 fn rotate(path: &Path, keep: u32) -> io::Result<()> {
+    let staging = staging_name(path);
+    if matches!(Kind::at(&staging), Ok(Some(Kind::Regular))) {
+        shift_into_chain(path, &staging, keep)?;
+    }
+    fs::rename(path, &staging)?;
+    shift_into_chain(path, &staging, keep)
+}
+
+/// Moves the chain one step older and `staged` to `.1`. Looks only as far as the first
+/// rotated name with no regular file (a rotation costs what is there, not what may be kept),
+/// and renames oldest first, so a rename that fails stops the chain before anything is
+/// overwritten.
+fn shift_into_chain(path: &Path, staged: &Path, keep: u32) -> io::Result<()> {
     let present = (1..=MAX_KEEP)
         .take_while(|&n| matches!(Kind::at(&rotated_name(path, n)), Ok(Some(Kind::Regular))))
         .count() as u32;
     for n in (1..=present.min(keep - 1)).rev() {
         fs::rename(rotated_name(path, n), rotated_name(path, n + 1))?;
     }
-    fs::rename(path, rotated_name(path, 1))?;
+    fs::rename(staged, rotated_name(path, 1))?;
     for n in keep + 1..=present {
         fs::remove_file(rotated_name(path, n))?;
     }
     Ok(())
+}
+
+/// Where a rotation puts the current file while it moves the chain: `cni.log.rotating`.
+fn staging_name(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".rotating");
+    PathBuf::from(name)
 }
 
 /// Opens the log for appending, creating it, as [`rootsafe::file::open`] opens.
@@ -509,6 +532,49 @@ mod tests {
             "line 002\nline 003\nline 004\n"
         );
         assert_eq!(read(&path), "line 005\n");
+    }
+
+    /// The current file's own rename refused (on Windows, a reader holding it without
+    /// `FILE_SHARE_DELETE`; here, a directory at the staging name): nothing of the chain
+    /// moves, however many lines try, and the next rotation that can goes as usual.
+    #[test]
+    fn a_refused_rename_of_the_current_file_moves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cni.log");
+        let log = LogFile::open(&path, rotation(9, 3)).unwrap();
+        append_lines(&log, 1..=3);
+        assert_eq!(read(&rotated_name(&path, 2)), "line 001\n");
+        fs::create_dir(staging_name(&path)).unwrap();
+        fs::write(staging_name(&path).join("x"), "").unwrap();
+        append_lines(&log, 4..=8);
+        assert_eq!(read(&rotated_name(&path, 2)), "line 001\n");
+        assert_eq!(read(&rotated_name(&path, 1)), "line 002\n");
+        assert_eq!(read(&path), "line 003\nline 004\nline 005\nline 006\nline 007\nline 008\n");
+        fs::remove_dir_all(staging_name(&path)).unwrap();
+        append_lines(&log, 9..=9);
+        assert_eq!(read(&rotated_name(&path, 2)), "line 002\n");
+        assert_eq!(
+            read(&rotated_name(&path, 1)),
+            "line 003\nline 004\nline 005\nline 006\nline 007\nline 008\n"
+        );
+        assert_eq!(read(&path), "line 009\n");
+    }
+
+    /// A rotation a crash cut short left the current file at the staging name: the next
+    /// rotation puts it at `.1` before it rotates the current file, and nothing is lost.
+    #[test]
+    fn a_staged_file_left_by_a_crash_joins_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cni.log");
+        let log = LogFile::open(&path, rotation(9, 3)).unwrap();
+        append_lines(&log, 1..=2);
+        fs::rename(&path, staging_name(&path)).unwrap();
+        append_lines(&log, 3..=4);
+        assert_eq!(read(&rotated_name(&path, 3)), "line 001\n");
+        assert_eq!(read(&rotated_name(&path, 2)), "line 002\n");
+        assert_eq!(read(&rotated_name(&path, 1)), "line 003\n");
+        assert_eq!(read(&path), "line 004\n");
+        assert!(!staging_name(&path).exists());
     }
 
     /// The log itself swapped for a link after opening: the line is refused, not written
