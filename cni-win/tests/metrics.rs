@@ -398,7 +398,8 @@ fn idle_connections_take_a_bounded_number_of_threads() {
     let daemon = Daemon::start(&node, false);
     daemon.after_next_pass();
     let threads = || -> usize {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", daemon.child.id())).unwrap();
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", daemon.child.id())).unwrap();
         status
             .lines()
             .find_map(|line| line.strip_prefix("Threads:"))

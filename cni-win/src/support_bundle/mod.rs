@@ -203,7 +203,9 @@ impl Plan {
             for entry in collected.entries {
                 // Two paths can mirror to one name (`C:\k\..\cni.log` and `C:\cni.log`): the
                 // zip holds the first.
-                if entry.name == MANIFEST || entries.iter().any(|kept: &Entry| kept.name == entry.name) {
+                if entry.name == MANIFEST
+                    || entries.iter().any(|kept: &Entry| kept.name == entry.name)
+                {
                     skipped.push(Skipped {
                         path: entry.name,
                         why: "an entry of that name is in the bundle already".to_owned(),

@@ -366,7 +366,10 @@ mod tests {
         let (out, found) = text(yaml);
         assert!(!out.contains("hunter2") && !out.contains("more"), "{out}");
         assert!(!out.contains("hunter3"), "{out}");
-        assert!(out.contains("username: kept") && out.contains("after: kept"), "{out}");
+        assert!(
+            out.contains("username: kept") && out.contains("after: kept"),
+            "{out}"
+        );
         assert_eq!(
             found,
             [
