@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -13,8 +13,6 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cni_win::doctor::{self, Verdict};
-use cni_win::metrics::{NodeMetrics, Round};
-use cni_win::sweep::{ObjectKind, Outcome, Pass, Pool, Reason, StaleObject};
 use cni_win_bridge::Bridge;
 use cni_win_core::snapshot::NodeSnapshot;
 use common::ScratchNode;
@@ -440,118 +438,6 @@ fn only_metrics_is_served() {
         build.contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))),
         "{build}"
     );
-}
-
-/// Every metric deploy/grafana-dashboard.json queries is a family the daemon serves, and every
-/// family is on some panel.
-#[test]
-fn the_dashboard_queries_what_the_daemon_serves() {
-    // Every family has a series once a round saw a pool, a removal and a failed removal.
-    let metrics = NodeMetrics::new("0.1.0", "abc");
-    let row = |outcome| StaleObject {
-        object: "reservation 10.244.1.9".to_owned(),
-        kind: ObjectKind::Reservation,
-        network: "cbr0".to_owned(),
-        reason: Reason::NoEndpoint,
-        why: String::new(),
-        container_id: "c".to_owned(),
-        ifname: "eth0".to_owned(),
-        outcome: Some(outcome),
-    };
-    let pass = Pass {
-        stale: vec![
-            row(Outcome::Removed),
-            row(Outcome::Failed("denied".to_owned())),
-        ],
-        pools: vec![Pool {
-            network: "cbr0".to_owned(),
-            subnets: "10.244.1.0/24".to_owned(),
-            usable: 252,
-            reserved: 2,
-            free: 250,
-        }],
-        ..Pass::default()
-    };
-    metrics.observe(&Round {
-        pass: Ok(&pass),
-        duration: Duration::from_millis(30),
-        ended: std::time::SystemTime::now(),
-        doctor: &doctor::Report {
-            healthy: true,
-            findings: vec![doctor::Finding {
-                check: "HNS reachable".to_owned(),
-                verdict: Verdict::Pass,
-                evidence: String::new(),
-                fix: String::new(),
-            }],
-        },
-    });
-    let served: BTreeSet<String> = Scrape::parse(&metrics.render())
-        .0
-        .keys()
-        .map(|series| family(series.split('{').next().unwrap()))
-        .collect();
-    assert_eq!(served.len(), 12, "{served:?}");
-
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../deploy/grafana-dashboard.json"
-    );
-    let dashboard: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let mut queries = Vec::new();
-    collect_queries(&dashboard, &mut queries);
-    assert!(queries.len() >= 10, "{queries:?}");
-    let mut queried = BTreeSet::new();
-    for query in &queries {
-        for name in metric_names(query) {
-            let family = family(&name);
-            assert!(
-                served.contains(&family),
-                "{name} in {query:?} is not served: {served:?}"
-            );
-            queried.insert(family);
-        }
-    }
-    let unused: Vec<&String> = served.difference(&queried).collect();
-    assert!(unused.is_empty(), "served but on no panel: {unused:?}");
-}
-
-/// A sample's family: the name without the suffixes a histogram, a counter or an info adds.
-fn family(name: &str) -> String {
-    for suffix in ["_bucket", "_count", "_sum", "_total", "_info"] {
-        if let Some(family) = name.strip_suffix(suffix) {
-            return family.to_owned();
-        }
-    }
-    name.to_owned()
-}
-
-/// Every `expr` and templating `query` of the dashboard.
-fn collect_queries(value: &serde_json::Value, out: &mut Vec<String>) {
-    match value {
-        serde_json::Value::Object(map) => {
-            for (key, value) in map {
-                match (key.as_str(), value) {
-                    ("expr" | "definition", serde_json::Value::String(query)) => {
-                        out.push(query.clone())
-                    }
-                    _ => collect_queries(value, out),
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_queries(v, out)),
-        _ => {}
-    }
-}
-
-/// The `cniwin_*` names in a query.
-fn metric_names(query: &str) -> Vec<String> {
-    query
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|word| word.starts_with("cniwin_"))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Not a check: the pod churn `scripts/render-dashboard` runs (`--ignored`) while Prometheus

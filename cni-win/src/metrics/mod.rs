@@ -337,10 +337,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_family_is_described_and_named_as_prometheus_asks() {
-        let metrics = NodeMetrics::new("0.1.0", "abc");
-        let pass = Pass {
+    /// A pass with a pool, a removal and a failed removal: every family has a series.
+    fn full_pass() -> Pass {
+        Pass {
             stale: vec![
                 stale(Outcome::Removed),
                 stale(Outcome::Failed("denied".to_owned())),
@@ -353,14 +352,24 @@ mod tests {
                 free: 250,
             }],
             ..Pass::default()
-        };
+        }
+    }
+
+    /// The metrics after one round over [`full_pass`].
+    fn rendered_full_round() -> String {
+        let metrics = NodeMetrics::new("0.1.0", "abc");
         metrics.observe(&Round {
-            pass: Ok(&pass),
+            pass: Ok(&full_pass()),
             duration: Duration::from_millis(20),
             ended: SystemTime::now(),
             doctor: &report(&[(HNS_CHECK, Verdict::Pass)]),
         });
-        let text = metrics.render();
+        metrics.render()
+    }
+
+    #[test]
+    fn every_family_is_described_and_named_as_prometheus_asks() {
+        let text = rendered_full_round();
         let families: Vec<&str> = text
             .lines()
             .filter_map(|line| line.strip_prefix("# TYPE "))
@@ -404,19 +413,12 @@ mod tests {
     #[test]
     fn an_unreachable_hns_and_a_failed_pass_are_counted() {
         let metrics = NodeMetrics::new("0.1.0", "abc");
-        let pass = Pass {
-            pools: vec![Pool {
-                network: "cbr0".to_owned(),
-                subnets: "10.0.0.0/24".to_owned(),
-                usable: 252,
-                reserved: 2,
-                free: 250,
-            }],
+        let ok = Pass {
             stale: vec![stale(Outcome::Removed)],
-            ..Pass::default()
+            ..full_pass()
         };
         metrics.observe(&Round {
-            pass: Ok(&pass),
+            pass: Ok(&ok),
             duration: Duration::from_millis(20),
             ended: SystemTime::now(),
             doctor: &report(&[(HNS_CHECK, Verdict::Pass)]),
@@ -473,5 +475,73 @@ mod tests {
             line(&text, "cniwin_sweep_pass_duration_seconds_count"),
             Some("cniwin_sweep_pass_duration_seconds_count 3")
         );
+    }
+
+    /// Every metric deploy/grafana-dashboard.json queries is a family the daemon serves, and
+    /// every family is on some panel.
+    #[test]
+    fn the_dashboard_queries_what_the_daemon_serves() {
+        let served: std::collections::BTreeSet<String> = rendered_full_round()
+            .lines()
+            .filter_map(|line| line.strip_prefix("# TYPE "))
+            .map(|family| family.split(' ').next().unwrap().to_owned())
+            .collect();
+        assert_eq!(served.len(), 12, "{served:?}");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../deploy/grafana-dashboard.json"
+        );
+        let dashboard: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let mut queries = Vec::new();
+        collect_queries(&dashboard, &mut queries);
+        assert!(queries.len() >= 10, "{queries:?}");
+        let mut queried = std::collections::BTreeSet::new();
+        for query in &queries {
+            for name in metric_names(query) {
+                let family = family(name);
+                assert!(
+                    served.contains(family),
+                    "{name} in {query:?} is not served: {served:?}"
+                );
+                queried.insert(family.to_owned());
+            }
+        }
+        let unused: Vec<&String> = served.difference(&queried).collect();
+        assert!(unused.is_empty(), "served but on no panel: {unused:?}");
+    }
+
+    /// A sample's family: the name without the suffix a histogram, counter or info adds.
+    fn family(name: &str) -> &str {
+        ["_bucket", "_count", "_sum", "_total", "_info"]
+            .iter()
+            .find_map(|suffix| name.strip_suffix(suffix))
+            .unwrap_or(name)
+    }
+
+    /// Every `expr` and templating `definition` of the dashboard.
+    fn collect_queries(value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    match (key.as_str(), value) {
+                        ("expr" | "definition", serde_json::Value::String(query)) => {
+                            out.push(query.clone())
+                        }
+                        _ => collect_queries(value, out),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|v| collect_queries(v, out)),
+            _ => {}
+        }
+    }
+
+    /// The `cniwin_*` names in a query.
+    fn metric_names(query: &str) -> Vec<&str> {
+        query
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|word| word.starts_with("cniwin_"))
+            .collect()
     }
 }
