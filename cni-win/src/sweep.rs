@@ -253,6 +253,7 @@ pub fn sweep<C: Commands>(
 ) -> Pass {
     let mut pass = Pass::default();
     let mut candidates = Vec::new();
+    let mut views = Vec::with_capacity(networks.len());
     for network in networks {
         let view = match snapshot.view(&network.request) {
             Ok(view) => view,
@@ -278,6 +279,7 @@ pub fn sweep<C: Commands>(
                     .map(|(stale, row)| (network, stale, row)),
             );
         }
+        views.push((network, view));
     }
     if apply && !candidates.is_empty() {
         remove_confirmed(client, candidates, commands, &mut pass);
@@ -285,12 +287,11 @@ pub fn sweep<C: Commands>(
         pass.stale
             .extend(candidates.into_iter().map(|(_, _, row)| row));
     }
-    for network in networks {
-        if let Ok(view) = snapshot.view(&network.request) {
-            match pools(&view, network) {
-                Ok(pools) => pass.pools.extend(pools),
-                Err(error) => pass.errors.push(error),
-            }
+    // The views' reservations are the first read's; a pool's usage reads its store again.
+    for (network, view) in &views {
+        match pools(view, network) {
+            Ok(pools) => pass.pools.extend(pools),
+            Err(error) => pass.errors.push(error),
         }
     }
     pass
