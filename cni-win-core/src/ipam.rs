@@ -11,6 +11,7 @@ use ipam_host_local::range::Range;
 use ipam_host_local::{Allocation, Exhausted, HostLocal, Retention, Teardown};
 use serde_json::Value;
 
+use crate::decodes::Decodes;
 use crate::delegation::Delegate;
 use crate::network_cache::NetworkCache;
 
@@ -100,6 +101,7 @@ impl Ipam {
     /// The config's IPAM, `None` without an `ipam` section (whether that is allowed is the
     /// command's call: see `Prepared::required_ipam`).
     pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Error> {
+        Decodes::count_ipam();
         Ok(match ipam_type(conf)? {
             None => None,
             Some(HOST_LOCAL) => Some(Ipam::HostLocal(HostLocal::from_conf(conf, args)?)),
@@ -236,6 +238,7 @@ impl Release {
     /// The config's IPAM as a DEL reads it; `None` without an `ipam` section (nothing to
     /// release). Code 7 when `ipam.type` or host-local's store cannot be told.
     pub fn of(conf: &NetConf, args: &CniArgs) -> Result<Option<Release>, Error> {
+        Decodes::count_ipam();
         Ok(match ipam_type(conf)? {
             None => None,
             Some(HOST_LOCAL) => Some(Release::HostLocal(Teardown::from_conf(conf, args)?)),

@@ -44,6 +44,7 @@ pub mod attachment_lock;
 mod check;
 mod codes;
 mod config;
+pub mod decodes;
 mod del;
 mod delegation;
 mod endpoint;

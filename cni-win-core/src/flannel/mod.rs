@@ -30,6 +30,7 @@ use ipam_host_local::{HostLocal, IpamConfig, StoreLocation, Teardown};
 use serde_json::Value;
 
 use crate::codes::CHECK_MISMATCH;
+use crate::decodes::Decodes;
 use crate::hns_error::to_cni;
 use crate::ipam::{Ipam, Release};
 pub use record::Record;
@@ -190,6 +191,7 @@ fn store_of_derived_ranges(conf: &NetConf) -> Result<Option<StoreLocation>, Erro
     {
         return Ok(None);
     }
+    Decodes::count_ipam();
     let ipam = case_insensitive::get(conf.raw(), "ipam").and_then(Value::as_object);
     StoreLocation::from_ipam(ipam).map(Some)
 }
