@@ -35,4 +35,4 @@ pub mod sweep;
 pub mod templates;
 pub mod uninstall;
 
-pub use error::Error;
+pub use error::{Error, chain};

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 use cni::GcAttachment;
 use cni_win_core::ownership::Dead;
+use cni_win_core::platform::{self, Deadline};
 use cni_win_core::snapshot::{NetworkView, NodeSnapshot, Stale};
 use hns::Client;
 use serde::Serialize;
@@ -219,10 +220,7 @@ impl Pass {
 /// by the node tools' HNS deadline) and the stores.
 pub fn pass(settings: &Settings) -> Result<Pass, Error> {
     let found = confdir::read(&settings.conf_dir, &settings.cni_path)?;
-    let deadline =
-        cni_win_core::hns_deadline::node_deadline().map_err(|e| Error::new(e.msg().to_owned()))?;
-    let client =
-        cni_win_core::platform::client(deadline).map_err(|e| Error::hns("reach HNS", e))?;
+    let client = platform::connect(Deadline::Node)?;
     let snapshot = NodeSnapshot::read(&client).map_err(|e| Error::hns("read HNS", e))?;
     let mut pass = sweep(
         &client,

@@ -6,6 +6,7 @@ mod common;
 use std::fs;
 
 use cni_win::doctor::{Finding, Report, Settings, Verdict, diagnose};
+use cni_win_core::platform::ConnectError;
 use common::{ScratchNode, plugin, problems};
 use hns::Guid;
 use hns::schema::EndpointFlags;
@@ -104,7 +105,11 @@ fn hns_unreachable_fails() {
         conf_dir: doctor.node.conf_dir(),
         bin_dir: doctor.bin.path().to_owned(),
     };
-    let report = diagnose(Err("HNS is not running".to_owned()), &settings);
+    let unreachable = ConnectError::Unreachable(hns::HnsError::new(
+        hns::ErrorKind::Backend,
+        "HNS is not running",
+    ));
+    let report = diagnose(Err(&unreachable), &settings);
     assert!(!report.healthy);
     assert_eq!(report.findings[0].verdict, Verdict::Fail);
     assert!(report.findings[0].fix.contains("hns"));

@@ -28,6 +28,7 @@ use std::time::Duration;
 use cni_win_bridge::Bridge;
 use cni_win_core::ConfigReview;
 use cni_win_core::ownership::Verdict as Judged;
+use cni_win_core::platform::{self, ConnectError, Deadline};
 use cni_win_core::snapshot::{Exhausted, NetworkView, NodeSnapshot};
 use cni_win_overlay::Overlay;
 use hns::Client;
@@ -131,12 +132,11 @@ impl fmt::Display for Report {
 /// Runs every check against this node's HNS (every call bounded by the node tools' HNS
 /// deadline).
 pub fn examine(settings: &Settings) -> Report {
-    let client = cni_win_core::platform::node_client();
-    diagnose(client.as_ref().map_err(Clone::clone), settings)
+    diagnose(platform::connect(Deadline::Node).as_ref(), settings)
 }
 
 /// Runs every check; `client` is the node's HNS or why it could not be reached.
-pub fn diagnose(client: Result<&Client, String>, settings: &Settings) -> Report {
+pub fn diagnose(client: Result<&Client, &ConnectError>, settings: &Settings) -> Report {
     let mut report = Report::default();
     let node = check_hns(client, &mut report);
     match confdir::read(&settings.conf_dir, std::slice::from_ref(&settings.bin_dir)) {
@@ -184,12 +184,15 @@ struct Reached<'c> {
 }
 
 /// HNS answers: the node is read once, here.
-fn check_hns<'c>(client: Result<&'c Client, String>, report: &mut Report) -> Option<Reached<'c>> {
+fn check_hns<'c>(
+    client: Result<&'c Client, &ConnectError>,
+    report: &mut Report,
+) -> Option<Reached<'c>> {
     let fix = "start the Host Network Service (Start-Service hns) and check its event log";
     let client = match client {
         Ok(client) => client,
         Err(e) => {
-            report.add("HNS reachable", Verdict::Fail, e, fix);
+            report.add("HNS reachable", Verdict::Fail, crate::chain(e), fix);
             return None;
         }
     };

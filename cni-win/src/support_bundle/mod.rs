@@ -23,6 +23,7 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cni_win_core::platform::ConnectError;
 use hns::Client;
 use serde::Serialize;
 
@@ -156,7 +157,7 @@ impl Plan {
     }
 
     /// Runs every step against `hns` (the node's HNS or why it could not be reached).
-    pub fn collect(self, hns: Result<Client, String>) -> Bundle {
+    pub fn collect(self, hns: Result<Client, ConnectError>) -> Bundle {
         let created = Utc::now();
         let settings = self.settings;
         let hns = Arc::new(hns);

@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use cni::case_insensitive;
+use cni_win_core::platform::ConnectError;
 use hns::client::ObjectKind;
 use hns::client::{EndpointKind, LoadBalancerKind, NamespaceKind, NetworkKind};
 use hns::schema::HostComputeQuery;
@@ -27,7 +28,13 @@ use crate::record::InstallRecord;
 use crate::shipped;
 
 /// The node's HNS, or why it could not be reached.
-pub(crate) type Hns = Result<Client, String>;
+pub(crate) type Hns = Result<Client, ConnectError>;
+
+/// The node's HNS for a step that needs it; unreachable fails the step with the whole cause.
+fn reached(hns: &Hns) -> Result<&Client, StepError> {
+    hns.as_ref()
+        .map_err(|error| StepError::Failed(crate::chain(error)))
+}
 
 /// A step's work: given HNS and its deadline, what it collected so far is kept even when it
 /// fails.
@@ -273,7 +280,7 @@ fn host_step() -> Step {
         name: "Windows build and HNS version".to_owned(),
         source: "HNS: GET /globals/version, RtlGetVersion".to_owned(),
         work: Box::new(|hns, collected, _| {
-            let client = hns.as_ref().map_err(Clone::clone)?;
+            let client = reached(hns)?;
             let features = client.supported_features().map_err(|e| e.to_string())?;
             let table: serde_json::Map<String, Value> = features
                 .table()
@@ -307,7 +314,7 @@ fn doctor_step(settings: &Settings) -> Step {
             doctor.bin_dir.display()
         ),
         work: Box::new(move |hns, collected, _| {
-            let report = doctor::diagnose(hns.as_ref().map_err(Clone::clone), &doctor);
+            let report = doctor::diagnose(hns.as_ref(), &doctor);
             collected.add_json("doctor.json", &report);
             Ok(())
         }),
@@ -325,7 +332,7 @@ fn hns_step<K: ObjectKind + 'static>(
         name: format!("HNS {what}"),
         source: format!("HNS: all {what}, each queried for its whole document"),
         work: Box::new(move |hns, collected, _| {
-            let client = hns.as_ref().map_err(Clone::clone)?;
+            let client = reached(hns)?;
             let raw = client.raw();
             let query = HostComputeQuery::all().to_json();
             let ids = enumerate(raw, &query).map_err(|e| e.to_string())?;

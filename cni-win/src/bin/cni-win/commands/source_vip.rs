@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use cni_win::source_vip::{self, Settings, SourceVip};
 use cni_win::{Error, defaults, fsutil};
+use cni_win_core::platform::{self, Deadline};
 use hns::schema::MacAddress;
 
 /// Reserves kube-proxy's source VIP on an overlay network (idempotent) and prints it.
@@ -52,10 +53,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         cni_path: Vec::new(),
         network: args.network,
     };
-    let deadline =
-        cni_win_core::hns_deadline::node_deadline().map_err(|e| Error::new(e.msg().to_owned()))?;
-    let client =
-        cni_win_core::platform::client(deadline).map_err(|e| Error::hns("reach HNS", e))?;
+    let client = platform::connect(Deadline::Node)?;
     if args.release {
         let released = source_vip::release(&client, &settings)?;
         eprintln!(

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use cni_win::support_bundle::{self, Outcome, Plan, Settings};
 use cni_win::{Error, defaults};
+use cni_win_core::platform::{self, Deadline};
 
 /// Collects what a bug report needs into one zip (secrets redacted): see README, "Reporting a
 /// bug".
@@ -63,7 +64,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         println!("output: {} (not written: dry run)", output.display());
         return Ok(());
     }
-    let bundle = plan.collect(cni_win_core::platform::node_client());
+    let bundle = plan.collect(platform::connect(Deadline::Node));
     bundle.publish(&output)?;
     for step in &bundle.manifest.steps {
         let outcome = match step.outcome {

@@ -71,7 +71,7 @@ pub fn run(args: Args) -> Result<(), Error> {
                 log_pass(pass, settings.apply);
                 print(pass, args.json)?;
             }
-            Err(e) => eprintln!("cni-win sweep: pass failed: {}", crate::chain(e)),
+            Err(e) => eprintln!("cni-win sweep: pass failed: {}", cni_win::chain(e)),
         }
         if let Some(metrics) = &metrics {
             let report = doctor::examine(&doctor_settings);
