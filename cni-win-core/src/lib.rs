@@ -63,6 +63,7 @@ mod policy;
 mod port_conflict;
 mod prepare;
 mod reference;
+pub mod removal;
 mod requirements;
 pub mod snapshot;
 mod stale_holder;
