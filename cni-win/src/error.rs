@@ -45,6 +45,27 @@ pub enum Error {
     Found(String),
 }
 
+impl Clone for Error {
+    /// The same error; an I/O cause is kept as its kind and message, as [`Error::io`] keeps it.
+    fn clone(&self) -> Error {
+        match self {
+            Error::Io {
+                action,
+                path,
+                source,
+            } => Error::io(action, path, source),
+            Error::Connect(error) => Error::Connect(error.clone()),
+            Error::Hns { action, source } => Error::Hns {
+                action,
+                source: source.clone(),
+            },
+            Error::Plugin(error) => Error::Plugin(error.clone()),
+            Error::Refused(message) => Error::Refused(message.clone()),
+            Error::Found(message) => Error::Found(message.clone()),
+        }
+    }
+}
+
 impl Error {
     /// Input refused, with the message an operator acts on.
     pub fn new(message: impl Into<String>) -> Error {

@@ -5,7 +5,8 @@ mod common;
 
 use std::fs;
 
-use cni_win::doctor::{Finding, Report, Settings, Verdict, diagnose};
+use cni_win::doctor::{Finding, Report, Verdict, diagnose};
+use cni_win::paths::NodePaths;
 use cni_win_core::platform::ConnectError;
 use common::{ScratchNode, plugin, problems};
 use hns::Guid;
@@ -31,10 +32,7 @@ impl Doctor {
     }
 
     fn report(&self) -> Report {
-        let settings = Settings {
-            conf_dir: self.node.conf_dir(),
-            bin_dir: self.bin.path().to_owned(),
-        };
+        let settings = NodePaths::with_bin_dir(self.node.conf_dir(), self.bin.path().to_owned());
         diagnose(Ok(&self.node.client), &settings)
     }
 }
@@ -101,10 +99,7 @@ fn a_run_on_a_three_pod_node_reads_hns_once() {
 #[test]
 fn hns_unreachable_fails() {
     let doctor = Doctor::new();
-    let settings = Settings {
-        conf_dir: doctor.node.conf_dir(),
-        bin_dir: doctor.bin.path().to_owned(),
-    };
+    let settings = NodePaths::with_bin_dir(doctor.node.conf_dir(), doctor.bin.path().to_owned());
     let unreachable = ConnectError::Unreachable(hns::HnsError::new(
         hns::ErrorKind::Backend,
         "HNS is not running",

@@ -13,7 +13,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cni_win::doctor::{self, Verdict};
-use cni_win_bridge::Bridge;
+use cni_win::paths::NodePaths;
 use cni_win_core::snapshot::NodeSnapshot;
 use common::ScratchNode;
 use hns::Guid;
@@ -169,8 +169,8 @@ fn command_in_flight(container_id: &str) -> cni_win_core::attachment_lock::Guard
 fn pod_pool(node: &ScratchNode) -> HostLocal {
     let snapshot = NodeSnapshot::read(&node.client).unwrap();
     let networks = node.networks();
-    let view = snapshot.view(&networks[0].request).unwrap();
-    view.pod_pool::<Bridge>().unwrap()
+    let view = snapshot.view(&networks[0].config).unwrap();
+    view.pod_pool().unwrap()
 }
 
 /// What ADD's IPAM step leaves: a reservation.
@@ -359,10 +359,7 @@ fn doctors_failing_checks_are_served_by_name() {
     // What doctor says of the same node with the same settings, run here.
     let report = doctor::diagnose(
         Ok(&node.client),
-        &doctor::Settings {
-            conf_dir: node.conf_dir(),
-            bin_dir: node.dir().join("bin"),
-        },
+        &NodePaths::with_bin_dir(node.conf_dir(), node.dir().join("bin")),
     );
     let failing: Vec<&str> = report
         .findings

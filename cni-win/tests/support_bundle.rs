@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use cni_win::paths::NodePaths;
 use cni_win::record::InstallRecord;
 use cni_win::support_bundle::{Bundle, MANIFEST, Outcome, Plan, Settings};
 use cni_win_core::platform::ConnectError;
@@ -138,8 +139,7 @@ impl Scene {
 
     fn settings(&self) -> Settings {
         Settings {
-            conf_dir: self.node.conf_dir(),
-            bin_dir: self.bin.path().to_owned(),
+            paths: NodePaths::with_bin_dir(self.node.conf_dir(), self.bin.path().to_owned()),
             subnet_file: self.subnet_file.clone(),
             log_tail_bytes: 4000,
             step_timeout: Duration::from_secs(2),

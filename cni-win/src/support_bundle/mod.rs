@@ -24,6 +24,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use cni_win_core::platform::ConnectError;
+
+use crate::paths::NodePaths;
 use hns::Client;
 use serde::Serialize;
 
@@ -57,10 +59,9 @@ const GRACE: Duration = Duration::from_millis(500);
 /// What to collect and within what limits.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The CNI config directory the runtime reads (containerd's `conf_dir`).
-    pub conf_dir: PathBuf,
-    /// Where the runtime finds the plugins (containerd's `bin_dir`): the only binaries run.
-    pub bin_dir: PathBuf,
+    /// The CNI config directory the runtime reads and where it finds the plugins: the only
+    /// binaries run are the plugins found there.
+    pub paths: NodePaths,
     /// Flannel's subnet.env, collected with any other a config names.
     pub subnet_file: PathBuf,
     /// How much of the end of each plugin log.

@@ -112,12 +112,19 @@ impl From<String> for StepError {
 /// Every step for `settings`, in the bundle's order. A config directory that cannot be read
 /// names no logs, subnet.env or stores here; its own step reports why.
 pub(crate) fn plan(settings: &Settings) -> Vec<Step> {
-    let networks = confdir::read(&settings.conf_dir, std::slice::from_ref(&settings.bin_dir))
+    let paths = &settings.paths;
+    let networks = confdir::read(&paths.conf_dir, paths.cni_path())
         .map(|found| found.networks)
         .unwrap_or_default();
     let mut steps: Vec<Step> = shipped::binaries()
         .iter()
-        .map(|binary| binary_step(&settings.bin_dir, &binary.file_name()))
+        .map(|binary| {
+            let file = binary.file_name();
+            let path = paths
+                .find_binary(&file)
+                .unwrap_or_else(|| paths.bin_dir().join(&file));
+            binary_step(path, &file)
+        })
         .collect();
     steps.push(host_step());
     steps.push(doctor_step(settings));
@@ -143,7 +150,7 @@ pub(crate) fn plan(settings: &Settings) -> Vec<Step> {
             |raw, id| raw.open_load_balancer(id),
         ),
     ]);
-    steps.push(conf_dir_step(&settings.conf_dir));
+    steps.push(conf_dir_step(&paths.conf_dir));
     for subnet_file in unique(
         std::iter::once(settings.subnet_file.clone())
             .chain(networks.iter().filter_map(subnet_file)),
@@ -162,7 +169,7 @@ pub(crate) fn plan(settings: &Settings) -> Vec<Step> {
     steps.push(file_step(
         "install record",
         "install-record",
-        InstallRecord::path(&settings.bin_dir),
+        InstallRecord::path(paths.bin_dir()),
     ));
     steps
 }
@@ -204,10 +211,9 @@ fn store_dir(network: &Network) -> Option<PathBuf> {
     Some(location.data_dir.join(network.name()))
 }
 
-/// A shipped binary in the bin directory: its size, SHA-256 and answer to `--version`, run
-/// with the step's deadline. Only the bin directory's own regular file runs.
-fn binary_step(bin_dir: &Path, file: &str) -> Step {
-    let path = bin_dir.join(file);
+/// A shipped binary where the runtime finds it (`path`): its size, SHA-256 and answer to
+/// `--version`, run with the step's deadline. Only a plugin directory's own regular file runs.
+fn binary_step(path: PathBuf, file: &str) -> Step {
     let entry = format!("binaries/{file}.json");
     Step {
         name: format!("binary {file}"),
@@ -302,16 +308,17 @@ fn host_step() -> Step {
 
 /// doctor's report, as `cni-win doctor --json` prints it.
 fn doctor_step(settings: &Settings) -> Step {
-    let doctor = doctor::Settings {
-        conf_dir: settings.conf_dir.clone(),
-        bin_dir: settings.bin_dir.clone(),
-    };
+    let doctor = settings.paths.clone();
+    let bin_dirs: String = doctor
+        .cni_path()
+        .iter()
+        .map(|dir| format!(" --bin-dir {}", dir.display()))
+        .collect();
     Step {
         name: "doctor".to_owned(),
         source: format!(
-            "cni-win doctor --json --conf-dir {} --bin-dir {}",
-            doctor.conf_dir.display(),
-            doctor.bin_dir.display()
+            "cni-win doctor --json --conf-dir {}{bin_dirs}",
+            doctor.conf_dir.display()
         ),
         work: Box::new(move |hns, collected, _| {
             let report = doctor::diagnose(hns.as_ref(), &doctor);

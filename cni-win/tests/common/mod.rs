@@ -10,7 +10,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use cni::NetConf;
-use cni_win::confdir::{self, Network};
+use cni_win::confdir;
+use cni_win::node::Network;
+use cni_win::shutdown::Shutdown;
 use cni_win::sweep::{self, Commands, Pass};
 use cni_win_conformance::node::{Node, network_settings};
 use cni_win_core::identity::Identity;
@@ -64,9 +66,14 @@ impl ScratchNode {
         self.node.dir().join("net.d")
     }
 
-    /// The networks the config directory configures now.
+    /// The networks the config directory configures now, decoded by their plugins' code.
     pub fn networks(&self) -> Vec<Network> {
-        confdir::read(&self.conf_dir(), &[]).unwrap().networks
+        confdir::read(&self.conf_dir(), &[])
+            .unwrap()
+            .networks
+            .into_iter()
+            .map(|network| network.decode(None))
+            .collect()
     }
 
     pub fn network_id(&self) -> Guid {
@@ -140,7 +147,14 @@ impl ScratchNode {
         apply: bool,
     ) -> Pass {
         let snapshot = NodeSnapshot::read(&self.client).unwrap();
-        sweep::sweep(&self.client, &snapshot, networks, commands, apply)
+        sweep::sweep(
+            &self.client,
+            &snapshot,
+            networks,
+            commands,
+            apply,
+            &Shutdown::new(),
+        )
     }
 
     /// Raw HCN calls since the last reading, without and with the `HcnClose*` calls.
