@@ -180,7 +180,9 @@ impl Daemon {
         stop.finished();
     }
 
-    /// One round: read the node once, run every task over it, publish what they found.
+    /// One round: read the node once, run every task over it, publish what they found. A
+    /// stop asked for meanwhile ends the round after the task running then (which stops
+    /// between its own changes): nothing more is read, run or published.
     pub fn round(&mut self, stop: &Shutdown) {
         if self.client.is_err() {
             self.client = platform::connect(Deadline::Node);
@@ -190,12 +192,15 @@ impl Daemon {
         self.features = node.features();
         let client = client.ok();
         for task in &mut self.tasks {
+            if stop.is_requested() {
+                return;
+            }
             let ran = task.run(&Round {
                 client,
                 node: &node,
                 stop,
             });
-            if let (true, Some(client)) = (ran.changed_hns, client) {
+            if let (true, Some(client), false) = (ran.changed_hns, client, stop.is_requested()) {
                 node.read_hns_again(client);
             }
         }
