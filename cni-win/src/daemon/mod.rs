@@ -4,8 +4,9 @@
 //! A **round** reads the node once ([`Node`]: the config directory, HNS, each network decoded
 //! once by its plugin's code) and runs each [`Task`] over that read, in order; a task that
 //! changed HNS (the sweep's removals) has the node read again for the tasks after it, and
-//! only then. The built-in tasks are the sweep (judge, and with `apply` remove), the drift
-//! report and doctor's checks ([`tasks`]); another periodic job (a NetworkPolicy agent
+//! only then. The built-in tasks are the drift report (what the round's read shows out of
+//! step), the sweep (judge, and with `apply` remove) and doctor's checks of the node as the
+//! sweep left it ([`tasks`]); another periodic job (a NetworkPolicy agent
 //! programming ACLs from the API server, say) is one more [`Task`] added with
 //! [`Daemon::with_task`], with its metric families registered once, when it is added.
 //!
@@ -146,8 +147,8 @@ impl Daemon {
             endpoint,
         };
         Ok(daemon
-            .with_task(SweepTask::new(settings.apply, on_pass))
             .with_task(DriftTask::default())
+            .with_task(SweepTask::new(settings.apply, on_pass))
             .with_task(DoctorTask::new(settings.paths)))
     }
 

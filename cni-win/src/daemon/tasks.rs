@@ -1,5 +1,6 @@
-//! The daemon's built-in tasks, in the order a round runs them: the sweep (which may change
-//! HNS), the drift report and doctor's checks (over the node as the sweep left it).
+//! The daemon's built-in tasks, in the order a round runs them: the drift report (over the
+//! round's read), the sweep (which may change HNS) and doctor's checks (over the node as the
+//! sweep left it).
 
 use std::time::{Duration, Instant, SystemTime};
 

@@ -3,6 +3,7 @@
 //! build what ADD, DEL and crashes leave behind.
 #![allow(dead_code)] // each test file uses part of it
 
+pub mod daemon;
 pub mod overlay;
 
 use std::collections::BTreeSet;
@@ -17,7 +18,9 @@ use cni_win::sweep::{self, Commands, Pass};
 use cni_win_conformance::node::{Node, network_settings};
 use cni_win_core::identity::Identity;
 use cni_win_core::snapshot::NodeSnapshot;
-use hns::schema::{EndpointFlags, HostComputeEndpoint, IpConfig, Route};
+use hns::schema::{
+    EndpointFlags, HostComputeEndpoint, HostComputeNetwork, IpConfig, NetworkFlags, Route,
+};
 use hns::{Client, Guid};
 use hns_emulator::Engine;
 use ipam_host_local::HostLocal;
@@ -33,13 +36,21 @@ pub struct ScratchNode {
 
 impl ScratchNode {
     pub fn new() -> ScratchNode {
+        ScratchNode::with_flags(NetworkFlags::NONE)
+    }
+
+    /// `cbr0` made non-persistent, as flanneld makes its networks: a reboot drops it.
+    pub fn non_persistent() -> ScratchNode {
+        ScratchNode::with_flags(NetworkFlags::ENABLE_NON_PERSISTENT)
+    }
+
+    fn with_flags(flags: NetworkFlags) -> ScratchNode {
         // No plugin runs on this node: the path only names its scratch directory.
         let node = Node::new("cni-win", "tools");
-        node.create_network(&network_settings(
-            "cbr0",
-            "L2Bridge",
-            &[("10.244.1.0/24", "10.244.1.1")],
-        ));
+        node.create_network(&HostComputeNetwork {
+            flags,
+            ..network_settings("cbr0", "L2Bridge", &[("10.244.1.0/24", "10.244.1.1")])
+        });
         let config = serde_json::json!({
             "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
             "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
