@@ -258,8 +258,8 @@ pub fn sweep_node<C: Commands>(
 /// between left a reservation the snapshot saw without its endpoint. So removal claims every
 /// candidate first, reads the node again while holding the claims (no command of a claimed
 /// attachment can run meanwhile), and removes only what that read still judges stale; the
-/// rest is [`Outcome::Alive`]. The second read costs one [`NodeSnapshot::read`] per pass,
-/// only when there is something to remove; when it fails, nothing is removed.
+/// rest is [`Outcome::Alive`]. The second read costs one [`NodeSnapshot::read_knowing`] per
+/// pass, only when there is something to remove; when it fails, nothing is removed.
 pub fn sweep<C: Commands>(
     client: &Client,
     snapshot: &NodeSnapshot,
