@@ -5,10 +5,10 @@
 //! once by its plugin's code) and runs each [`Task`] over that read, in order; a task that
 //! changed HNS (the sweep's removals) has the node read again for the tasks after it, and
 //! only then. The built-in tasks are the drift report (what the round's read shows out of
-//! step), the sweep (judge, and with `apply` remove) and doctor's checks of the node as the
-//! sweep left it ([`tasks`]); another periodic job (a NetworkPolicy agent
-//! programming ACLs from the API server, say) is one more [`Task`] added with
-//! [`Daemon::with_task`], with its metric families registered once, when it is added.
+//! step: [`DriftTask`]), the sweep (judge, and with `apply` remove: [`SweepTask`]) and
+//! doctor's checks of the node as the sweep left it ([`DoctorTask`]); another periodic job (a
+//! NetworkPolicy agent programming ACLs from the API server, say) is one more [`Task`] added
+//! with [`Daemon::with_task`], with its metric families registered once, when it is added.
 //!
 //! On a node with one network and three pods a round costs 12 raw HCN calls (the read;
 //! HNS's version is asked once and again only after a round that could not read HNS), and
