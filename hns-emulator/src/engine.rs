@@ -62,6 +62,7 @@ impl Engine {
                 code,
                 format!("(fault injected into {})", function.name()),
             )),
+            None if host.stopped => Err(super::outage::not_running(function)),
             None => operation(&mut State {
                 locked: &locked,
                 host: &mut host,
@@ -78,7 +79,8 @@ impl Engine {
         result
     }
 
-    /// Simulates an HNS service restart or a host reboot (see [`Outage`]); not an HCN call.
+    /// Simulates an HNS service stop, restart or a host reboot (see [`Outage`]); not an HCN
+    /// call.
     pub fn suffer(&self, outage: Outage) -> Result<Dropped, HcnFailure> {
         let locked = self.store.lock()?;
         let mut host = read_host(&locked)?;

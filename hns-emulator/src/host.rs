@@ -34,6 +34,9 @@ pub struct HostState {
     /// Pending crash points.
     #[serde(default)]
     pub crashes: Vec<CrashPoint>,
+    /// The HNS service is stopped ([`crate::Outage::Stop`]): every call fails.
+    #[serde(default)]
+    pub stopped: bool,
 }
 
 fn default_windows_build() -> WindowsBuild {
@@ -55,6 +58,7 @@ impl Default for HostState {
             faults: Vec::new(),
             latency_micros: 0,
             crashes: Vec::new(),
+            stopped: false,
         }
     }
 }
