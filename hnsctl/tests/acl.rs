@@ -64,22 +64,16 @@ fn host(state: &std::path::Path) -> Emulator {
 fn acl_check_answers_with_its_exit_status_and_the_deciding_rules() {
     let dir = tempfile::tempdir().unwrap();
     let _host = host(dir.path());
-    let check = |args: &[&str]| {
-        let mut all = vec!["acl", "check"];
-        all.extend_from_slice(args);
-        hnsctl(dir.path(), &all)
+    // `acl check` with options written as one line.
+    let check = |options: &str| {
+        let args: Vec<&str> = ["acl", "check"]
+            .into_iter()
+            .chain(options.split_whitespace())
+            .collect();
+        hnsctl(dir.path(), &args)
     };
 
-    let allowed = check(&[
-        "--from",
-        POD_A,
-        "--to",
-        POD_B,
-        "--protocol",
-        "tcp",
-        "--port",
-        "80",
-    ]);
+    let allowed = check("--from 10.244.1.5 --to 10.244.1.6 --protocol tcp --port 80");
     let stdout = text(&allowed.stdout);
     assert_eq!(
         allowed.status.code(),
@@ -98,29 +92,12 @@ fn acl_check_answers_with_its_exit_status_and_the_deciding_rules() {
     assert!(stdout.contains("source 10.244.1.5: endpoint 0af40105-0000-0000-0000-000000000000 Out: allowed, the endpoint has no ACL"), "{stdout}");
 
     // Not from A's /32: the block at 300; not TCP: no rule matches, and the 2025 default denies.
-    let denied = check(&[
-        "--from",
-        "10.244.1.9",
-        "--to",
-        POD_B,
-        "--protocol",
-        "6",
-        "--port",
-        "80",
-    ]);
+    let denied = check("--from 10.244.1.9 --to 10.244.1.6 --protocol 6 --port 80");
     assert_eq!(denied.status.code(), Some(1), "{}", text(&denied.stdout));
     assert!(
         text(&denied.stdout).contains("denied by rule #2 (Switch, priority 300, Block, id deny)")
     );
-    let icmp = check(&[
-        "--from",
-        POD_A,
-        "--to",
-        POD_B,
-        "--protocol",
-        "icmp",
-        "--json",
-    ]);
+    let icmp = check("--from 10.244.1.5 --to 10.244.1.6 --protocol icmp --json");
     assert_eq!(icmp.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&icmp.stdout).unwrap();
     assert_eq!(json["Verdict"], "Denied");
@@ -130,16 +107,7 @@ fn acl_check_answers_with_its_exit_status_and_the_deciding_rules() {
     assert_eq!(json["Source"]["Kind"], "Endpoint");
 
     // Allow and Block at one priority: the emulator denies, and says it is not evidence.
-    let tied = check(&[
-        "--from",
-        POD_A,
-        "--to",
-        POD_B,
-        "--protocol",
-        "tcp",
-        "--port",
-        "8080",
-    ]);
+    let tied = check("--from 10.244.1.5 --to 10.244.1.6 --protocol tcp --port 8080");
     assert_eq!(tied.status.code(), Some(3), "{}", text(&tied.stdout));
     assert!(
         text(&tied.stdout).contains("undocumented: "),
@@ -148,33 +116,13 @@ fn acl_check_answers_with_its_exit_status_and_the_deciding_rules() {
     );
 
     // Usage errors and checks that cannot be made have their own statuses.
-    let no_port = check(&["--from", POD_A, "--to", POD_B, "--protocol", "udp"]);
+    let no_port = check("--from 10.244.1.5 --to 10.244.1.6 --protocol udp");
     assert_eq!(no_port.status.code(), Some(2));
     assert!(text(&no_port.stderr).contains("--port is required"));
-    let bad_protocol = check(&[
-        "--from",
-        POD_A,
-        "--to",
-        POD_B,
-        "--protocol",
-        "sctpx",
-        "--port",
-        "1",
-    ]);
+    let bad_protocol = check("--from 10.244.1.5 --to 10.244.1.6 --protocol sctpx --port 1");
     assert_eq!(bad_protocol.status.code(), Some(2));
     let unset = Command::new(HNSCTL)
-        .args([
-            "acl",
-            "check",
-            "--from",
-            POD_A,
-            "--to",
-            POD_B,
-            "--protocol",
-            "tcp",
-            "--port",
-            "80",
-        ])
+        .args("acl check --from 10.244.1.5 --to 10.244.1.6 --protocol tcp --port 80".split(' '))
         .env_remove("HCN_EMULATOR_STATE")
         .output()
         .unwrap();
