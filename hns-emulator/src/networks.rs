@@ -117,20 +117,25 @@ impl State<'_> {
         Ok(id)
     }
 
+    /// Every network, as HNS reports it.
+    pub(super) fn networks(&self) -> Result<Vec<HostComputeNetwork>, HcnFailure> {
+        let mut networks = Vec::new();
+        for id in self.all_ids(ObjectDir::Networks)? {
+            networks.extend(self.load_network(id)?);
+        }
+        Ok(networks)
+    }
+
     /// The first network `matches` accepts.
     fn find_network(
         &self,
         matches: impl Fn(&HostComputeNetwork) -> bool,
     ) -> Result<Option<Guid>, HcnFailure> {
-        for id in self.all_ids(ObjectDir::Networks)? {
-            if self
-                .load_network(id)?
-                .is_some_and(|network| matches(&network))
-            {
-                return Ok(Some(id));
-            }
-        }
-        Ok(None)
+        Ok(self
+            .networks()?
+            .into_iter()
+            .find(|network| matches(network))
+            .map(|network| network.id))
     }
 
     /// `network` with what HNS fills in once the host's switch has settled: an Overlay

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::engine::State;
 use super::failure::HcnFailure;
+use hns::guid::Guid;
 
 /// What a V1 request answers: the success envelope with `Output`, or the failure envelope
 /// with `Error` (a failed `HNSCall` HRESULT is an `Err` of the request instead).
@@ -74,6 +75,16 @@ impl State<'_> {
 pub(super) fn id_and_action(rest: &str) -> (&str, Option<&str>) {
     let mut parts = rest.trim_start_matches('/').splitn(2, '/');
     (parts.next().unwrap_or_default(), parts.next())
+}
+
+/// The ID a V1 create asks for (its `ID`, empty for HNS to choose), or the failure envelope
+/// V1 answers for one that is not a GUID.
+pub(super) fn requested_id(id: &str) -> Result<Guid, V1Reply> {
+    if id.is_empty() {
+        return Ok(Guid::ZERO);
+    }
+    id.parse()
+        .map_err(|_| V1Reply::Failure(format!("invalid ID {id:?}")))
 }
 
 /// Decodes a V1 request body; an empty body is the default request.

@@ -29,7 +29,9 @@ use serde_json::{Value, json};
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::store::{self, ObjectDir};
-use super::v1::{NOT_FOUND, V1Reply, comma_joined, comma_split, id_and_action, parse_body};
+use super::v1::{
+    NOT_FOUND, V1Reply, comma_joined, comma_split, id_and_action, parse_body, requested_id,
+};
 use hns::guid::Guid;
 use hns::hresult::HResult;
 use hns::schema::policy::protocol;
@@ -205,13 +207,9 @@ impl State<'_> {
                 format!("(an endpoint named {:?} exists)", v1.name),
             ));
         }
-        let requested = if v1.id.is_empty() {
-            Guid::ZERO
-        } else {
-            match v1.id.parse() {
-                Ok(id) => id,
-                Err(_) => return Ok(V1Reply::Failure(format!("invalid ID {:?}", v1.id))),
-            }
+        let requested = match requested_id(&v1.id) {
+            Ok(id) => id,
+            Err(refusal) => return Ok(refusal),
         };
         let settings = match v2_document(&v1) {
             Ok(settings) => settings.to_string(),

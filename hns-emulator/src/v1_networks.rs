@@ -20,8 +20,9 @@ use serde_json::Value;
 
 use super::engine::State;
 use super::failure::HcnFailure;
-use super::store::ObjectDir;
-use super::v1::{NOT_FOUND, V1Reply, comma_joined, comma_split, id_and_action, parse_body};
+use super::v1::{
+    NOT_FOUND, V1Reply, comma_joined, comma_split, id_and_action, parse_body, requested_id,
+};
 use hns::guid::Guid;
 use hns::hresult::HResult;
 use hns::schema::policy::{AutomaticDnsPolicy, NetAdapterNamePolicy, SourceMacAddressPolicy};
@@ -125,13 +126,12 @@ impl State<'_> {
     }
 
     fn v1_network_list(&self) -> Result<Value, HcnFailure> {
-        let mut networks = Vec::new();
-        for id in self.all_ids(ObjectDir::Networks)? {
-            if let Some(network) = self.load_network(id)? {
-                networks.push(self.v1_network_view(&network)?);
-            }
-        }
-        Ok(Value::Array(networks))
+        let views = self
+            .networks()?
+            .iter()
+            .map(|network| self.v1_network_view(network))
+            .collect::<Result<_, _>>()?;
+        Ok(Value::Array(views))
     }
 
     /// The network a path's ID segment names; V1 reports an unknown or malformed ID alike.
@@ -145,13 +145,9 @@ impl State<'_> {
     /// `POST /networks/`: the V1 document as a V2 create.
     fn v1_create_network(&mut self, request: &str) -> Result<V1Reply, HcnFailure> {
         let v1: V1NetworkRequest = parse_body(request, "network")?;
-        let requested = if v1.id.is_empty() {
-            Guid::ZERO
-        } else {
-            match v1.id.parse() {
-                Ok(id) => id,
-                Err(_) => return Ok(V1Reply::Failure(format!("invalid ID {:?}", v1.id))),
-            }
+        let requested = match requested_id(&v1.id) {
+            Ok(id) => id,
+            Err(refusal) => return Ok(refusal),
         };
         let created =
             v2_network(v1).and_then(|network| self.create_network_from(requested, network));

@@ -70,6 +70,54 @@ fn calls_that_answer_in_time_pass_through_unchanged() {
     assert_eq!(client.raw().abandoned_calls(), 0);
 }
 
+/// kube-proxy's calls through the layer: each load balancer call reaches HNS once, as the
+/// function it is, and every handle is closed.
+#[test]
+fn load_balancer_calls_pass_through_unchanged() {
+    let dir = TempDir::new("deadline-lb");
+    let (emulator, layer) = layered(&dir, Duration::from_secs(30));
+    emulator
+        .engine()
+        .set_version(hns::HnsVersion::new(15, 4))
+        .unwrap();
+    let client = Client::new(layer);
+    let network = client
+        .create_network(
+            Guid::ZERO,
+            &common::network_settings(
+                "cbr0",
+                hns::schema::NetworkType::L2Bridge,
+                "10.244.1.0/24",
+                "10.244.1.1",
+            ),
+        )
+        .unwrap();
+    let backend = network
+        .create_endpoint(Guid::ZERO, &endpoint_settings("pod_cbr0", "10.244.1.5"))
+        .unwrap()
+        .id();
+    drop(network);
+    let settings: hns::schema::HostComputeLoadBalancer = serde_json::from_str(
+        &common::document("kube-proxy-1.20-cluster-ip.json")
+            .replace("BACKENDS", &format!("[\"{backend}\"]")),
+    )
+    .unwrap();
+    let created = client.create_load_balancer(Guid::ZERO, &settings).unwrap();
+    let modified = client.modify_load_balancer(created.id, &created).unwrap();
+    assert_eq!(modified, created);
+    client.delete_load_balancer(created.id).unwrap();
+    assert!(client.list_load_balancers().unwrap().is_empty());
+    for function in [
+        "HcnCreateLoadBalancer",
+        "HcnModifyLoadBalancer",
+        "HcnDeleteLoadBalancer",
+    ] {
+        assert_eq!(calls(&emulator, function), 1, "{function}");
+    }
+    assert_eq!(emulator.open_handles(), 0);
+    assert_eq!(client.raw().abandoned_calls(), 0);
+}
+
 #[test]
 fn hns_that_does_not_answer_fails_the_call_at_the_deadline() {
     let dir = TempDir::new("deadline-hang");

@@ -45,6 +45,18 @@ fn network_by_id(client: &Client<Emulator>, id: &str) -> HostComputeNetwork {
     client.open_network(ids[0]).unwrap().into_properties()
 }
 
+/// `HcnCreateNetwork` of flanneld's exact vxlan document, then the query hcsshim's `Create`
+/// makes: the network as HNS reports it right after creation.
+fn create_vxlan_network(client: &Client<Emulator>) -> HostComputeNetwork {
+    let raw = client.raw();
+    let handle = raw
+        .create_network(&Guid::ZERO, &document("flanneld-vxlan-network.json"))
+        .unwrap();
+    let created = raw.query_network_properties(&handle, "").unwrap();
+    raw.close_network(handle).unwrap();
+    serde_json::from_str(&created).unwrap()
+}
+
 fn provider_address(network: &HostComputeNetwork) -> Option<std::net::IpAddr> {
     network.find_policy(|policy| match policy {
         NetworkPolicy::ProviderAddress(ProviderAddressPolicy { provider_address }) => {
@@ -200,12 +212,7 @@ fn v1_network_creates_are_checked_as_v2_ones() {
 fn vxlan_waits_for_the_provider_address_hns_adds_then_programs_its_routes() {
     let (client, _dir) = host("flanneld-vxlan", NEVER);
     let raw = client.raw();
-    let handle = raw
-        .create_network(&Guid::ZERO, &document("flanneld-vxlan-network.json"))
-        .unwrap();
-    let created: HostComputeNetwork =
-        serde_json::from_str(&raw.query_network_properties(&handle, "").unwrap()).unwrap();
-    raw.close_network(handle).unwrap();
+    let created = create_vxlan_network(&client);
     let id = created.id.to_string();
     // "Waiting to get ManagementIP from HostComputeNetwork flannel.4096".
     assert_eq!(provider_address(&network_by_id(&client, &id)), None);
@@ -290,13 +297,7 @@ fn a_network_made_on_a_settled_switch_gets_its_management_ip_at_once() {
         .unwrap()
         .id();
     client.raw().engine().set_switch_settle(NEVER).unwrap();
-    let handle = client
-        .raw()
-        .create_network(&Guid::ZERO, &document("flanneld-vxlan-network.json"))
-        .unwrap();
-    let vxlan: HostComputeNetwork =
-        serde_json::from_str(&client.raw().query_network_properties(&handle, "").unwrap()).unwrap();
-    client.raw().close_network(handle).unwrap();
+    let vxlan = create_vxlan_network(&client);
     assert_eq!(
         provider_address(&vxlan),
         Some("192.168.1.10".parse().unwrap())
@@ -306,12 +307,6 @@ fn a_network_made_on_a_settled_switch_gets_its_management_ip_at_once() {
     // settles again.
     client.delete_network(vxlan.id).unwrap();
     client.delete_network(external).unwrap();
-    let handle = client
-        .raw()
-        .create_network(&Guid::ZERO, &document("flanneld-vxlan-network.json"))
-        .unwrap();
-    let again: HostComputeNetwork =
-        serde_json::from_str(&client.raw().query_network_properties(&handle, "").unwrap()).unwrap();
-    client.raw().close_network(handle).unwrap();
+    let again = create_vxlan_network(&client);
     assert_eq!(provider_address(&again), None);
 }

@@ -53,6 +53,14 @@ impl Node {
         Ok(serde_json::from_str(&properties.unwrap()).unwrap())
     }
 
+    /// Creates kube-proxy's load balancer `name` (from `tests/data`) over `backends`: its ID
+    /// and the properties HNS reports.
+    fn service(&self, name: &str, backends: &[Guid]) -> (Guid, Value) {
+        let created = self.create(&kube_proxy(name, backends)).unwrap();
+        let id = created["ID"].as_str().unwrap().parse().unwrap();
+        (id, created)
+    }
+
     fn listed(&self) -> Vec<HostComputeLoadBalancer> {
         self.client.list_load_balancers().unwrap()
     }
@@ -80,8 +88,7 @@ fn message(error: &hns::RawError) -> String {
 fn kube_proxys_cluster_ip_document_makes_a_load_balancer_listed_as_sent() {
     let node = node("lb-create");
     let settings = kube_proxy("kube-proxy-1.20-cluster-ip.json", &node.pods);
-    let created = node.create(&settings).unwrap();
-    let id: Guid = created["ID"].as_str().unwrap().parse().unwrap();
+    let (id, created) = node.service("kube-proxy-1.20-cluster-ip.json", &node.pods);
     assert!(!id.is_zero());
     let mut expected: Value = serde_json::from_str(&settings).unwrap();
     expected["ID"] = json!(id.to_string());
@@ -105,11 +112,8 @@ fn kube_proxys_cluster_ip_document_makes_a_load_balancer_listed_as_sent() {
 fn a_node_port_load_balancer_has_no_frontend_vip() {
     let node = node("lb-node-port");
     let created = node
-        .create(&kube_proxy(
-            "kube-proxy-1.20-node-port.json",
-            &node.pods[..1],
-        ))
-        .unwrap();
+        .service("kube-proxy-1.20-node-port.json", &node.pods[..1])
+        .1;
     assert!(created.get("FrontendVIPs").is_none(), "{created}");
     assert_eq!(created["PortMappings"][0]["ExternalPort"], 30080);
 }
@@ -118,11 +122,8 @@ fn a_node_port_load_balancer_has_no_frontend_vip() {
 fn the_flags_kube_proxy_sets_read_back_with_bits_hns_does_not_name() {
     let node = node("lb-flags");
     let created = node
-        .create(&kube_proxy(
-            "kube-proxy-current-ingress-ip.json",
-            &node.pods,
-        ))
-        .unwrap();
+        .service("kube-proxy-current-ingress-ip.json", &node.pods)
+        .1;
     let balancer: HostComputeLoadBalancer = serde_json::from_value(created).unwrap();
     assert!(balancer.flags.contains(LoadBalancerFlags::DSR));
     let mapping = &balancer.port_mappings[0];
@@ -282,23 +283,16 @@ fn an_id_in_use_is_error_already_exists() {
 #[test]
 fn the_same_settings_again_are_error_already_exists_but_other_backends_are_taken() {
     let node = node("lb-duplicate");
-    let first = node
-        .create(&kube_proxy("kube-proxy-1.20-cluster-ip.json", &node.pods))
-        .unwrap();
+    let (first, _) = node.service("kube-proxy-1.20-cluster-ip.json", &node.pods);
     let reversed = [node.pods[1], node.pods[0]];
     let refused = node
         .create(&kube_proxy("kube-proxy-1.20-cluster-ip.json", &reversed))
         .unwrap_err();
     assert_eq!(refused.hresult, HResult::ERROR_ALREADY_EXISTS);
-    let first_id = first["ID"].as_str().unwrap();
-    assert!(message(&refused).contains(first_id), "{refused}");
+    assert!(message(&refused).contains(&first.to_string()), "{refused}");
     // The same frontend with other backends is another load balancer beside the first (the
     // stale rules k8s#112836 left behind).
-    node.create(&kube_proxy(
-        "kube-proxy-1.20-cluster-ip.json",
-        &node.pods[..1],
-    ))
-    .unwrap();
+    node.service("kube-proxy-1.20-cluster-ip.json", &node.pods[..1]);
     assert_eq!(node.listed().len(), 2);
 }
 
@@ -386,13 +380,7 @@ fn a_frontend_on_the_node_and_an_endpoints_host_port_refuse_each_other() {
 #[test]
 fn modify_replaces_the_settings_from_hns_15_4_and_is_not_implemented_before() {
     let node = node("lb-modify");
-    let created = node
-        .create(&kube_proxy(
-            "kube-proxy-1.20-cluster-ip.json",
-            &node.pods[..1],
-        ))
-        .unwrap();
-    let id: Guid = created["ID"].as_str().unwrap().parse().unwrap();
+    let (id, _) = node.service("kube-proxy-1.20-cluster-ip.json", &node.pods[..1]);
     let both = kube_proxy("kube-proxy-1.20-cluster-ip.json", &node.pods);
     let settings: HostComputeLoadBalancer = serde_json::from_str(&both).unwrap();
 
@@ -440,10 +428,7 @@ fn modify_replaces_the_settings_from_hns_15_4_and_is_not_implemented_before() {
 #[test]
 fn delete_removes_it_and_a_missing_one_is_error_not_found() {
     let node = node("lb-delete");
-    let created = node
-        .create(&kube_proxy("kube-proxy-1.20-cluster-ip.json", &node.pods))
-        .unwrap();
-    let id: Guid = created["ID"].as_str().unwrap().parse().unwrap();
+    let (id, _) = node.service("kube-proxy-1.20-cluster-ip.json", &node.pods);
     node.client.delete_load_balancer(id).unwrap();
     assert!(node.listed().is_empty());
     for refused in [
@@ -460,8 +445,7 @@ fn delete_removes_it_and_a_missing_one_is_error_not_found() {
 #[test]
 fn an_endpoint_deleted_under_a_load_balancer_stays_named_by_it() {
     let node = node("lb-stale-backend");
-    node.create(&kube_proxy("kube-proxy-1.20-cluster-ip.json", &node.pods))
-        .unwrap();
+    node.service("kube-proxy-1.20-cluster-ip.json", &node.pods);
     node.client.delete_endpoint(node.pods[1]).unwrap();
     assert_eq!(node.listed()[0].host_compute_endpoints, node.pods);
     let lists = hns_call(&node.client, "GET", "/policylists/", "").unwrap();
@@ -480,8 +464,7 @@ fn an_endpoint_deleted_under_a_load_balancer_stays_named_by_it() {
 fn a_restart_keeps_load_balancers_and_kube_proxys_re_create_is_0xb7() {
     let node = node("lb-restart");
     let settings = kube_proxy("kube-proxy-1.20-cluster-ip.json", &node.pods);
-    let created = node.create(&settings).unwrap();
-    let id: Guid = created["ID"].as_str().unwrap().parse().unwrap();
+    let (id, _) = node.service("kube-proxy-1.20-cluster-ip.json", &node.pods);
     node.raw().engine().suffer(Outage::Restart).unwrap();
     let listed = node.listed();
     assert_eq!(listed.len(), 1);
@@ -505,40 +488,28 @@ fn policy_lists_are_the_v1_view_of_the_load_balancers() {
         hns_call(&node.client, "GET", "/policylists/", "").unwrap(),
         json!({"Success": true, "Output": []})
     );
-    let cluster_ip = node
-        .create(&kube_proxy("kube-proxy-1.20-cluster-ip.json", &node.pods))
-        .unwrap();
-    let ingress = node
-        .create(&kube_proxy(
-            "kube-proxy-current-ingress-ip.json",
-            &node.pods[..1],
-        ))
-        .unwrap();
+    let (cluster_ip, _) = node.service("kube-proxy-1.20-cluster-ip.json", &node.pods);
+    let (ingress, _) = node.service("kube-proxy-current-ingress-ip.json", &node.pods[..1]);
     let references: Vec<String> = node
         .pods
         .iter()
         .map(|pod| format!("/endpoints/{pod}"))
         .collect();
     let expected = json!({
-        "ID": cluster_ip["ID"],
+        "ID": cluster_ip.to_string(),
         "References": references,
         "Policies": [{
             "Type": "ELB", "Protocol": 6, "InternalPort": 8080, "ExternalPort": 80,
             "SourceVIP": "10.244.1.2", "VIPs": ["10.96.0.10"]
         }]
     });
-    let path = format!("/policylists/{}", cluster_ip["ID"].as_str().unwrap());
+    let path = format!("/policylists/{cluster_ip}");
     assert_eq!(
         hns_call(&node.client, "GET", &path, "").unwrap(),
         json!({"Success": true, "Output": expected})
     );
-    let ingress_list = hns_call(
-        &node.client,
-        "GET",
-        &format!("/policylists/{}", ingress["ID"].as_str().unwrap()),
-        "",
-    )
-    .unwrap();
+    let ingress_list =
+        hns_call(&node.client, "GET", &format!("/policylists/{ingress}"), "").unwrap();
     assert_eq!(ingress_list["Output"]["Policies"][0]["IsDSR"], true);
     assert!(ingress_list["Output"]["Policies"][0].get("ILB").is_none());
 
