@@ -46,7 +46,8 @@ impl Default for HostAdapter {
     }
 }
 
-/// The external virtual switch on the host adapter.
+/// The external virtual switch HNS builds on the host adapter with the first network bound to
+/// it: networks report the host's address as their management IP once it has settled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase")]
 pub struct VirtualSwitch {

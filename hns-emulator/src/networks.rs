@@ -42,7 +42,8 @@ impl State<'_> {
     /// settings fit (a `DrMacAddress` that is a MAC), a valid MacPool (a default one is assigned when none is given). Overlay
     /// networks get a `DrMacAddress` policy if the document has none, as HNS adds one, and
     /// the `ProviderAddress` HNS adds once the host's switch has settled (see
-    /// [`super::adapter`]); the first network bound to the host adapter creates that switch.
+    /// [`crate::VirtualSwitch`]); the first network bound to the host adapter creates that
+    /// switch.
     pub fn create_network(&mut self, requested: Guid, settings: &str) -> Result<Guid, HcnFailure> {
         let network: HostComputeNetwork =
             document::read("network settings", settings, document::NETWORK_RULES)?;
