@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use super::adapter::{HostAdapter, VirtualSwitch};
 use super::failure::HcnFailure;
 use super::host::HostState;
 use super::outage::{Dropped, Outage};
@@ -132,6 +133,33 @@ impl Engine {
     /// Changes the Windows build this host reports, e.g. to a Windows Server 2025 host's.
     pub fn set_windows_build(&self, build: WindowsBuild) -> Result<(), HcnFailure> {
         self.with_host(|host| host.windows_build = build)
+    }
+
+    /// The host adapter networks that reach the outside are bound to.
+    pub fn adapter(&self) -> Result<HostAdapter, HcnFailure> {
+        self.with_host(|host| host.adapter.clone())
+    }
+
+    /// Changes the host adapter (its name, address or MAC), e.g. to a node's real ones.
+    pub fn set_adapter(&self, adapter: HostAdapter) -> Result<(), HcnFailure> {
+        self.with_host(|host| host.adapter = adapter)
+    }
+
+    /// The host's virtual switch: its settle time, and whether it has settled.
+    pub fn switch(&self) -> Result<VirtualSwitch, HcnFailure> {
+        self.with_host(|host| host.switch.clone())
+    }
+
+    /// Changes how long the management IP takes to appear on a switch created from now on
+    /// (0 = at once).
+    pub fn set_switch_settle(&self, settle: Duration) -> Result<(), HcnFailure> {
+        let millis = u64::try_from(settle.as_millis()).unwrap_or(u64::MAX);
+        self.with_host(|host| host.switch.settle_millis = millis)
+    }
+
+    /// Lets the current switch's management IP appear now instead of when it settles.
+    pub fn settle_switch_now(&self) -> Result<(), HcnFailure> {
+        self.with_host(|host| host.switch.settle_now())
     }
 
     /// Makes the `nth` next call of `function` fail with `code`, once.

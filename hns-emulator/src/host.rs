@@ -1,11 +1,13 @@
-//! `host.json`: per-host facts (HNS version, Windows build, namespace compartment counter)
-//! and the test controls, stored with the state so they work across processes.
+//! `host.json`: per-host facts (HNS version, Windows build, the host adapter and its virtual
+//! switch, namespace compartment counter) and the test controls, stored with the state so
+//! they work across processes.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use super::acl::PolicyWrites;
+use super::adapter::{HostAdapter, VirtualSwitch};
 use hns::features::{HnsVersion, WindowsBuild};
 use hns::hresult::HResult;
 use hns::raw::Function;
@@ -20,6 +22,12 @@ pub struct HostState {
     /// The Windows build this emulated host runs (a Windows Server 2022 host's unless set).
     #[serde(default = "default_windows_build")]
     pub windows_build: WindowsBuild,
+    /// The physical adapter networks that reach the outside are bound to.
+    #[serde(default)]
+    pub adapter: HostAdapter,
+    /// The external switch HNS builds on the adapter for those networks.
+    #[serde(default)]
+    pub switch: VirtualSwitch,
     /// Next compartment number for a new namespace.
     #[serde(default = "first_namespace_id")]
     pub next_namespace_id: u32,
@@ -57,6 +65,8 @@ impl Default for HostState {
         HostState {
             version: HnsVersion::default_emulated(),
             windows_build: default_windows_build(),
+            adapter: HostAdapter::default(),
+            switch: VirtualSwitch::default(),
             next_namespace_id: first_namespace_id(),
             counters: BTreeMap::new(),
             policy_writes: PolicyWrites::default(),

@@ -20,12 +20,14 @@
 #![warn(missing_docs)]
 
 pub mod acl;
+mod adapter;
 mod document;
 mod endpoints;
 mod engine;
 mod failure;
 mod handles;
 mod host;
+mod load_balancers;
 mod mac;
 mod namespaces;
 mod networks;
@@ -34,14 +36,16 @@ mod policies;
 mod ports;
 mod query;
 mod random;
-mod service;
 mod state;
 pub mod store;
 mod v1;
 mod v1_endpoints;
+mod v1_networks;
+mod v1_policy_lists;
 
 use std::path::{Path, PathBuf};
 
+pub use adapter::{HostAdapter, VirtualSwitch};
 pub use engine::{Engine, State};
 pub use failure::HcnFailure;
 pub use handles::{HandleKind, Handles};
@@ -351,6 +355,17 @@ impl RawHcn for Emulator {
         })
     }
 
+    fn create_load_balancer(
+        &self,
+        id: &Guid,
+        settings: &str,
+    ) -> Result<LoadBalancerHandle, RawError> {
+        let id = self.call(Function::CreateLoadBalancer, |state| {
+            state.create_load_balancer(*id, settings)
+        })?;
+        Ok(issue(self.handles.open(HandleKind::LoadBalancer, id)))
+    }
+
     fn open_load_balancer(&self, id: &Guid) -> Result<LoadBalancerHandle, RawError> {
         self.open_handle(
             Function::OpenLoadBalancer,
@@ -359,6 +374,20 @@ impl RawHcn for Emulator {
             |state| state.open_load_balancer(*id),
         )
         .map(issue)
+    }
+
+    fn modify_load_balancer(
+        &self,
+        load_balancer: &LoadBalancerHandle,
+        settings: &str,
+    ) -> Result<(), RawError> {
+        self.call(Function::ModifyLoadBalancer, |state| {
+            state.modify_load_balancer(
+                self.handles
+                    .resolve(HandleKind::LoadBalancer, load_balancer.as_raw())?,
+                settings,
+            )
+        })
     }
 
     fn query_load_balancer_properties(
@@ -372,6 +401,12 @@ impl RawHcn for Emulator {
                     .resolve(HandleKind::LoadBalancer, load_balancer.as_raw())?,
                 query,
             )
+        })
+    }
+
+    fn delete_load_balancer(&self, id: &Guid) -> Result<(), RawError> {
+        self.call(Function::DeleteLoadBalancer, |state| {
+            state.delete_load_balancer(*id)
         })
     }
 

@@ -8,6 +8,7 @@
 
 #[cfg(not(windows))]
 mod acl;
+mod balancers;
 mod cli;
 mod controls;
 mod objects;
@@ -64,6 +65,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Network(command) => objects::network(&connect()?, command),
         Command::Endpoint(command) => objects::endpoint(&connect()?, command),
         Command::Namespace(command) => objects::namespace(&connect()?, command),
+        Command::LoadBalancer(command) => balancers::load_balancer(&connect()?, command),
         Command::Host(command) => controls::host(&connect()?, command),
         #[cfg(not(windows))]
         Command::Stats { reset, writes } => controls::stats(&connect()?, reset, writes),
@@ -117,6 +119,17 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), String> {
         serde_json::to_string(value).map_err(|e| e.to_string())?
     );
     Ok(())
+}
+
+/// Prints an object's GUID, what `create` prints without `--json`.
+pub fn print_line(id: hns::Guid) -> Result<(), String> {
+    println!("{id}");
+    Ok(())
+}
+
+/// An HNS error as the one line hnsctl prints.
+pub fn fail(error: hns::HnsError) -> String {
+    error.to_string()
 }
 
 /// Prints a value as indented JSON (for `show`).
