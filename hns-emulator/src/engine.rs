@@ -160,6 +160,20 @@ impl Engine {
             host.latency_micros = 0;
         })
     }
+
+    /// Reads the host under the lock outside of any counted call, writing nothing: the
+    /// test-only queries (such as [`Engine::check_packet`]) that must see one consistent host.
+    pub(crate) fn inspect<T>(
+        &self,
+        read: impl FnOnce(&State<'_>) -> Result<T, HcnFailure>,
+    ) -> Result<T, HcnFailure> {
+        let locked = self.store.lock()?;
+        let mut host = read_host(&locked)?;
+        read(&State {
+            locked: &locked,
+            host: &mut host,
+        })
+    }
 }
 
 fn read_host(locked: &Locked<'_>) -> Result<HostState, HcnFailure> {

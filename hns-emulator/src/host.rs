@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::acl::PolicyWrites;
 use hns::features::{HnsVersion, WindowsBuild};
 use hns::hresult::HResult;
 use hns::raw::Function;
@@ -25,6 +26,9 @@ pub struct HostState {
     /// Calls per function name since the last reset.
     #[serde(default)]
     pub counters: BTreeMap<String, u64>,
+    /// Policy writes on live endpoints and networks since the last reset.
+    #[serde(default)]
+    pub policy_writes: PolicyWrites,
     /// Pending injected failures.
     #[serde(default)]
     pub faults: Vec<Fault>,
@@ -52,6 +56,7 @@ impl Default for HostState {
             windows_build: default_windows_build(),
             next_namespace_id: first_namespace_id(),
             counters: BTreeMap::new(),
+            policy_writes: PolicyWrites::default(),
             faults: Vec::new(),
             latency_micros: 0,
             crashes: Vec::new(),

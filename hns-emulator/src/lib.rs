@@ -17,6 +17,7 @@
 // right, so what it models and where it departs from HNS must be readable.
 #![warn(missing_docs)]
 
+pub mod acl;
 mod document;
 mod endpoints;
 mod engine;

@@ -4,7 +4,7 @@ use super::document;
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::mac::{self, Pool};
-use super::policies::{apply_policy_modify, check_policies};
+use super::policies::{check_policies, read_policy_request};
 use super::query::{Query, detailed_health, id_list};
 use super::state::{IPS, MAC_CURSOR, MACS, NETWORK_ENDPOINTS};
 use super::store::{self, ObjectDir};
@@ -75,6 +75,7 @@ impl State<'_> {
         }
         validate_subnets(&network)?;
         check_policies(&network.policies)?;
+        self.check_network_sets(&network.policies)?;
         if network.mac_pool.is_empty() {
             network.mac_pool = mac::default_pool(id);
         }
@@ -116,12 +117,25 @@ impl State<'_> {
     }
 
     /// `HcnModifyNetwork`: `Policy` requests add or remove network policies
-    /// (flanneld's `RemoteSubnetRoute`s and `HostRoute`); `DNS` and `Extension`
-    /// requests are not modelled.
-    pub fn modify_network(&self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
+    /// (flanneld's `RemoteSubnetRoute`s and `HostRoute`) and add, update or remove IP sets
+    /// (`SetPolicy`, see [`crate::acl`]); the write is counted
+    /// ([`crate::acl::PolicyWrites`]). `DNS` and `Extension` requests are not modelled.
+    pub fn modify_network(&mut self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
         let mut network = self.require_network(id)?;
-        apply_policy_modify("network", &mut network.policies, settings)?;
-        self.write_object(ObjectDir::Networks, id, &network)
+        let request = read_policy_request::<NetworkPolicy>("network", settings)?;
+        let before = network.policies.clone();
+        for policy in request.policies.iter().cloned() {
+            self.change_network_policy(&mut network.policies, request.request_type, policy)?;
+        }
+        self.check_set_changes(&network, &before)?;
+        self.write_object(ObjectDir::Networks, id, &network)?;
+        self.host.policy_writes.count_network(
+            request.request_type,
+            &request.policies,
+            &before,
+            &network.policies,
+        );
+        Ok(())
     }
 
     /// `HcnDeleteNetwork`. Like HNS, deleting a network removes its endpoints
