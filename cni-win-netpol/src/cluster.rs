@@ -195,3 +195,96 @@ impl Cluster {
             .filter(move |policy| policy.key.namespace == namespace)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(json: serde_json::Value) -> Option<PodInfo> {
+        PodInfo::from_api(&serde_json::from_value(json).unwrap())
+    }
+
+    #[test]
+    fn reads_labels_addresses_and_named_ports() {
+        let info = pod(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "a", "labels": {"pod": "a"}},
+            "spec": {"containers": [
+                {"name": "web", "ports": [
+                    {"name": "http", "containerPort": 8080},
+                    {"name": "dns", "containerPort": 53, "protocol": "UDP"},
+                    {"name": "assoc", "containerPort": 9000, "protocol": "SCTP"},
+                    {"containerPort": 9090}
+                ]}
+            ]},
+            "status": {"phase": "Running", "podIP": "10.244.1.1",
+                       "podIPs": [{"ip": "10.244.1.1"}, {"ip": "fd00::1"}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            info.key,
+            PodKey {
+                namespace: "x".into(),
+                name: "a".into()
+            }
+        );
+        assert_eq!(info.labels.get("pod").map(String::as_str), Some("a"));
+        assert_eq!(
+            info.ips,
+            [
+                "10.244.1.1".parse::<IpAddr>().unwrap(),
+                "fd00::1".parse().unwrap()
+            ]
+        );
+        assert_eq!(info.resolve("http", Protocol::Tcp), Some(8080));
+        assert_eq!(
+            info.resolve("http", Protocol::Udp),
+            None,
+            "a name resolves with its protocol"
+        );
+        assert_eq!(info.resolve("dns", Protocol::Udp), Some(53));
+        assert_eq!(
+            info.named_ports.len(),
+            2,
+            "SCTP and unnamed ports are nothing policies can name here"
+        );
+    }
+
+    #[test]
+    fn falls_back_to_pod_ip_and_waits_for_addresses() {
+        let single = pod(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "a"},
+            "status": {"podIP": "10.244.1.1"}
+        }))
+        .unwrap();
+        assert_eq!(single.ips, ["10.244.1.1".parse::<IpAddr>().unwrap()]);
+        let pending =
+            pod(serde_json::json!({"metadata": {"namespace": "x", "name": "a"}})).unwrap();
+        assert!(pending.ips.is_empty());
+    }
+
+    #[test]
+    fn pods_policies_do_not_apply_to() {
+        let host_network = pod(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "a"},
+            "spec": {"hostNetwork": true, "containers": []},
+            "status": {"podIP": "10.0.0.10"}
+        }));
+        assert_eq!(host_network, None, "its address is the node's");
+        for phase in ["Succeeded", "Failed"] {
+            let finished = pod(serde_json::json!({
+                "metadata": {"namespace": "x", "name": "a"},
+                "status": {"phase": phase, "podIP": "10.244.1.1"}
+            }));
+            assert_eq!(
+                finished, None,
+                "{phase}: its address may be another pod's already"
+            );
+        }
+        let terminating = pod(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {"phase": "Running", "podIP": "10.244.1.1"}
+        }));
+        assert!(terminating.is_some(), "its connections are still draining");
+        assert_eq!(pod(serde_json::json!({"metadata": {"name": "a"}})), None);
+    }
+}

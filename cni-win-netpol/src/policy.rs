@@ -397,3 +397,312 @@ fn ip_block(at: &str, block: &IPBlock) -> Result<Vec<IpNetwork>, Invalid> {
     }
     Ok(cidr::subtract(cidr, &excepts))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A policy from its JSON spec, in namespace `x`, as the API server sends it.
+    fn policy(spec: serde_json::Value) -> Result<Policy, Box<Refused>> {
+        let api: NetworkPolicy = serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "p"},
+            "spec": spec,
+        }))
+        .unwrap();
+        Policy::from_api(&api)
+    }
+
+    fn refusal(spec: serde_json::Value) -> Box<Refused> {
+        policy(spec).expect_err("refused")
+    }
+
+    fn everything() -> Selector {
+        Selector::everything()
+    }
+
+    #[test]
+    fn policy_types_default_to_ingress_and_to_egress_when_egress_rules_exist() {
+        let ingress_only = policy(serde_json::json!({"podSelector": {}})).unwrap();
+        assert!(ingress_only.isolates_ingress() && !ingress_only.isolates_egress());
+
+        let with_egress = policy(serde_json::json!({"podSelector": {}, "egress": [{}]})).unwrap();
+        assert!(with_egress.isolates_ingress() && with_egress.isolates_egress());
+
+        let empty_egress = policy(serde_json::json!({"podSelector": {}, "egress": []})).unwrap();
+        assert!(
+            !empty_egress.isolates_egress(),
+            "an empty egress list is no egress rule"
+        );
+
+        let egress_type = policy(serde_json::json!({
+            "podSelector": {}, "policyTypes": ["Egress"], "ingress": [{}]
+        }))
+        .unwrap();
+        assert_eq!(
+            egress_type.ingress, None,
+            "ingress rules of an egress-only policy do not count"
+        );
+        assert_eq!(egress_type.egress, Some(Vec::new()));
+    }
+
+    #[test]
+    fn absent_and_empty_peers_and_ports_mean_any() {
+        let any = policy(serde_json::json!({
+            "podSelector": {}, "ingress": [{"from": [], "ports": []}, {}]
+        }))
+        .unwrap();
+        let rules = any.ingress.unwrap();
+        assert_eq!(rules.len(), 2);
+        for rule in rules {
+            assert_eq!(rule.peers, Peers::Any);
+            assert_eq!(rule.ports, Ports::Any);
+        }
+    }
+
+    #[test]
+    fn peers_scope_their_namespaces() {
+        let parsed = policy(serde_json::json!({
+            "podSelector": {},
+            "ingress": [{"from": [
+                {"podSelector": {"matchLabels": {"pod": "b"}}},
+                {"namespaceSelector": {}},
+                {"namespaceSelector": {"matchLabels": {"ns": "y"}}, "podSelector": {}}
+            ]}]
+        }))
+        .unwrap();
+        let Peers::These(peers) = &parsed.ingress.as_ref().unwrap()[0].peers else {
+            panic!("peers");
+        };
+        let pods = |peer: &Peer| match peer {
+            Peer::Pods(pods) => pods.clone(),
+            Peer::Block(_) => panic!("a pod peer"),
+        };
+        assert_eq!(
+            pods(&peers[0]).namespaces,
+            Namespaces::Named("x".into()),
+            "podSelector alone: own namespace"
+        );
+        assert_eq!(
+            pods(&peers[1]).namespaces,
+            Namespaces::Matching(everything())
+        );
+        assert!(
+            pods(&peers[1]).pods.is_everything(),
+            "namespaceSelector alone: all their pods"
+        );
+        assert!(
+            matches!(pods(&peers[2]).namespaces, Namespaces::Matching(ref s) if !s.is_everything())
+        );
+    }
+
+    #[test]
+    fn ports_read_with_protocol_range_and_name() {
+        let parsed = policy(serde_json::json!({
+            "podSelector": {},
+            "ingress": [{"ports": [
+                {"port": 80},
+                {"protocol": "UDP", "port": 53, "endPort": 60},
+                {"port": "serve-81-tcp"},
+                {"protocol": "UDP"}
+            ]}]
+        }))
+        .unwrap();
+        let Ports::These(ports) = &parsed.ingress.as_ref().unwrap()[0].ports else {
+            panic!("ports");
+        };
+        assert_eq!(
+            ports,
+            &[
+                PortSpec {
+                    protocol: Protocol::Tcp,
+                    port: PortRef::Numbers(PortRange::single(80))
+                },
+                PortSpec {
+                    protocol: Protocol::Udp,
+                    port: PortRef::Numbers(PortRange {
+                        first: 53,
+                        last: 60
+                    })
+                },
+                PortSpec {
+                    protocol: Protocol::Tcp,
+                    port: PortRef::Named("serve-81-tcp".into())
+                },
+                PortSpec {
+                    protocol: Protocol::Udp,
+                    port: PortRef::All
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn ip_block_is_the_cidr_less_its_exceptions() {
+        let parsed = policy(serde_json::json!({
+            "podSelector": {},
+            "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/30", "except": ["10.0.0.1/32"]}}]}]
+        }))
+        .unwrap();
+        let Peers::These(peers) = &parsed.egress.as_ref().unwrap()[0].peers else {
+            panic!("peers");
+        };
+        let expected: Vec<IpNetwork> = ["10.0.0.0/32", "10.0.0.2/31"]
+            .iter()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert_eq!(peers, &[Peer::Block(expected)]);
+    }
+
+    /// Each object that makes no sense is refused naming the field, and its stand-in isolates
+    /// what the policy selects in the directions it names, allowing nothing.
+    #[test]
+    fn refusals_name_the_field_and_fail_closed() {
+        let cases = [
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/33"}}]}]}),
+                "spec.ingress[0].from[0].ipBlock.cidr",
+            ),
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/16", "except": ["10.1.0.0/24"]}}]}]}),
+                "spec.ingress[0].from[0].ipBlock.except[0]",
+            ),
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/16", "except": ["10.0.0.0/16"]}}]}]}),
+                "spec.ingress[0].from[0].ipBlock.except[0]",
+            ),
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"ports": [{"port": 90, "endPort": 80}]}]}),
+                "spec.ingress[0].ports[0].endPort",
+            ),
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"ports": [{"port": "http", "endPort": 90}]}]}),
+                "spec.ingress[0].ports[0].endPort",
+            ),
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"ports": [{"endPort": 90}]}]}),
+                "spec.ingress[0].ports[0].endPort",
+            ),
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"ports": [{"port": 0}]}]}),
+                "spec.ingress[0].ports[0].port",
+            ),
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"ports": [{"port": 80, "protocol": "ICMP"}]}]}),
+                "spec.ingress[0].ports[0].protocol",
+            ),
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"from": [{}]}]}),
+                "spec.ingress[0].from[0]",
+            ),
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/8"}, "podSelector": {}}]}]}),
+                "spec.ingress[0].from[0].ipBlock",
+            ),
+            (
+                serde_json::json!({"podSelector": {"matchLabels": {"pod": "a"}},
+                "ingress": [{"from": [{"podSelector": {"matchExpressions": [{"key": "k", "operator": "Like"}]}}]}]}),
+                "spec.ingress[0].from[0].podSelector.matchExpressions[0].operator",
+            ),
+        ];
+        let selects_a = Selector::from_api(
+            &serde_json::from_value(serde_json::json!({"matchLabels": {"pod": "a"}})).unwrap(),
+            "s",
+        )
+        .unwrap();
+        for (spec, field) in cases {
+            let refused = refusal(spec.clone());
+            assert_eq!(refused.reason.field, field, "{spec}");
+            let stand_in = refused.stand_in.expect("a stand-in");
+            assert_eq!(stand_in.pod_selector, selects_a, "{spec}");
+            assert_eq!(
+                stand_in.ingress,
+                Some(Vec::new()),
+                "{spec}: isolated, nothing allowed"
+            );
+            assert_eq!(
+                stand_in.egress, None,
+                "{spec}: only the policy's own directions"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bad_pod_selector_isolates_the_whole_namespace() {
+        let refused = refusal(serde_json::json!({
+            "podSelector": {"matchExpressions": [{"key": "pod", "operator": "In"}]},
+            "policyTypes": ["Egress"],
+            "egress": [{}]
+        }));
+        assert_eq!(
+            refused.reason.field,
+            "spec.podSelector.matchExpressions[0].values"
+        );
+        let stand_in = refused.stand_in.unwrap();
+        assert!(stand_in.pod_selector.is_everything());
+        assert_eq!(
+            (stand_in.ingress, stand_in.egress),
+            (None, Some(Vec::new()))
+        );
+    }
+
+    #[test]
+    fn a_bad_policy_type_isolates_both_directions() {
+        let refused =
+            refusal(serde_json::json!({"podSelector": {}, "policyTypes": ["Ingress", "Sideways"]}));
+        assert_eq!(refused.reason.field, "spec.policyTypes[1]");
+        let stand_in = refused.stand_in.unwrap();
+        assert_eq!(
+            (stand_in.ingress, stand_in.egress),
+            (Some(Vec::new()), Some(Vec::new()))
+        );
+    }
+
+    #[test]
+    fn sctp_entries_are_refused_and_the_rest_enforced() {
+        let refused = refusal(serde_json::json!({
+            "podSelector": {},
+            "ingress": [
+                {"ports": [{"port": 80, "protocol": "SCTP"}, {"port": 81}]},
+                {"ports": [{"port": 82, "protocol": "SCTP"}]}
+            ]
+        }));
+        assert_eq!(refused.reason.field, "spec.ingress[0].ports[0].protocol");
+        assert!(
+            refused.reason.problem.contains("SCTP"),
+            "{}",
+            refused.reason
+        );
+        let rules = refused.stand_in.unwrap().ingress.unwrap();
+        assert_eq!(
+            rules[0].ports,
+            Ports::These(vec![PortSpec {
+                protocol: Protocol::Tcp,
+                port: PortRef::Numbers(PortRange::single(81))
+            }])
+        );
+        assert_eq!(
+            rules[1].ports,
+            Ports::These(Vec::new()),
+            "an SCTP-only list allows nothing, not everything"
+        );
+    }
+
+    #[test]
+    fn an_object_without_namespace_or_name_has_no_stand_in() {
+        let api: NetworkPolicy =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}})).unwrap();
+        let refused = Policy::from_api(&api).unwrap_err();
+        assert_eq!(refused.reason.field, "metadata.namespace");
+        assert_eq!(refused.stand_in, None);
+    }
+}

@@ -126,8 +126,8 @@ struct Outcome {
 
 fn run_case(path: &Path, mode: Mode, build: WindowsBuild) -> Outcome {
     let text = fs::read_to_string(path).unwrap();
-    let case: Case = serde_saphyr::from_str(&text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let case: Case =
+        serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut programmed = support::fresh_hns();
     let mut outcome = Outcome {
         probes: 0,
@@ -142,10 +142,20 @@ fn run_case(path: &Path, mode: Mode, build: WindowsBuild) -> Outcome {
         };
         let (cluster, _refused) = support::cluster(&changes, &step.policies);
         let (wanted, writes) = support::round(&cluster, &changes, &programmed, mode);
-        assert!(wanted.conflicts.is_empty(), "{}: {:?}", case.name, wanted.conflicts);
+        assert!(
+            wanted.conflicts.is_empty(),
+            "{}: {:?}",
+            case.name,
+            wanted.conflicts
+        );
         support::apply(&mut programmed, &writes);
+        support::assert_no_opposite_ties(&programmed);
         let (_, again) = support::round(&cluster, &changes, &programmed, mode);
-        assert!(again.is_empty(), "{} step {index}: converged HNS still gets writes: {again:?}", case.name);
+        assert!(
+            again.is_empty(),
+            "{} step {index}: converged HNS still gets writes: {again:?}",
+            case.name
+        );
 
         for probe in &step.probes {
             let v6 = probe.family.as_deref() == Some("IPv6");
@@ -204,7 +214,10 @@ fn every_case_holds_in_every_rendering_on_every_build() {
                 }
                 failures.extend(outcome.failures);
             }
-            summary.push(format!("{build_name}, {mode:?}: {passed}/{} cases", files.len()));
+            summary.push(format!(
+                "{build_name}, {mode:?}: {passed}/{} cases",
+                files.len()
+            ));
         }
     }
     eprintln!("{}", summary.join("\n"));
@@ -217,7 +230,12 @@ fn cases_say_where_they_come_from() {
     for path in case_files() {
         let case: Case = serde_saphyr::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
         let own = path.file_name().unwrap().to_string_lossy().starts_with('o');
-        assert_eq!(case.upstream.is_none(), own, "{}: u* files are upstream's, o* our own", path.display());
+        assert_eq!(
+            case.upstream.is_none(),
+            own,
+            "{}: u* files are upstream's, o* our own",
+            path.display()
+        );
         upstream += usize::from(case.upstream.is_some());
     }
     assert_eq!(upstream, 45);

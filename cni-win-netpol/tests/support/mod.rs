@@ -151,7 +151,13 @@ pub fn cluster(changes: &Changes, policies: &[NetworkPolicy]) -> (Cluster, Vec<S
             ("ns".to_owned(), ns.to_owned()),
             ("kubernetes.io/metadata.name".to_owned(), ns.to_owned()),
         ]);
-        labels.extend(changes.namespace_labels.get(ns).cloned().unwrap_or_default());
+        labels.extend(
+            changes
+                .namespace_labels
+                .get(ns)
+                .cloned()
+                .unwrap_or_default(),
+        );
         cluster.set_namespace(ns, labels);
     }
     for pod in pods() {
@@ -225,15 +231,29 @@ pub fn endpoints(changes: &Changes, programmed: &Programmed) -> Vec<LocalEndpoin
 pub fn fresh_hns() -> Programmed {
     let mut programmed = Programmed::default();
     for pod in pods() {
-        let acls = if pod.starts_with("y/") { port_mapping_fallback() } else { Vec::new() };
+        let acls = if pod.starts_with("y/") {
+            port_mapping_fallback()
+        } else {
+            Vec::new()
+        };
         programmed.endpoints.insert(endpoint_id(&pod), acls);
     }
     programmed
 }
 
 /// One round of the agent: what `cluster` wants, and the writes that get it there.
-pub fn round(cluster: &Cluster, changes: &Changes, programmed: &Programmed, mode: Mode) -> (Desired, Vec<Write>) {
-    let wanted = desired(cluster, &node(changes.dual_stack), &endpoints(changes, programmed), mode);
+pub fn round(
+    cluster: &Cluster,
+    changes: &Changes,
+    programmed: &Programmed,
+    mode: Mode,
+) -> (Desired, Vec<Write>) {
+    let wanted = desired(
+        cluster,
+        &node(changes.dual_stack),
+        &endpoints(changes, programmed),
+        mode,
+    );
     let writes = diff(programmed, &wanted);
     (wanted, writes)
 }
@@ -257,7 +277,9 @@ pub fn apply(programmed: &mut Programmed, writes: &[Write]) {
                         }
                         RequestType::Remove => {
                             let at = acls.iter().position(|held| held == acl);
-                            acls.remove(at.unwrap_or_else(|| panic!("Remove of a rule not there: {acl:?}")));
+                            acls.remove(
+                                at.unwrap_or_else(|| panic!("Remove of a rule not there: {acl:?}")),
+                            );
                         }
                         other => panic!("the agent never sends {other:?} to an endpoint"),
                     }
@@ -265,24 +287,51 @@ pub fn apply(programmed: &mut Programmed, writes: &[Write]) {
             }
             Write::Network(request) => {
                 for policy in &request.settings.policies {
-                    let set = cni_win_netpol::IpSet::from_network_policy(policy).expect("an IP set");
+                    let set =
+                        cni_win_netpol::IpSet::from_network_policy(policy).expect("an IP set");
                     let at = programmed.network.iter().position(|held| {
-                        cni_win_netpol::IpSet::from_network_policy(held).is_some_and(|s| s.id == set.id)
+                        cni_win_netpol::IpSet::from_network_policy(held)
+                            .is_some_and(|s| s.id == set.id)
                     });
                     match (request.request_type, at) {
                         (RequestType::Add, None) => programmed.network.push(policy.clone()),
                         (RequestType::Update, Some(at)) => programmed.network[at] = policy.clone(),
                         (RequestType::Remove, Some(at)) => {
                             let named = programmed.endpoints.values().flatten().any(|acl| {
-                                acl.remote_addresses.as_deref().unwrap_or_default().split(',').any(|a| a == set.id)
+                                acl.remote_addresses
+                                    .as_deref()
+                                    .unwrap_or_default()
+                                    .split(',')
+                                    .any(|a| a == set.id)
                             });
                             assert!(!named, "Remove of set {} while a rule names it", set.id);
                             programmed.network.remove(at);
                         }
-                        (request_type, at) => panic!("{request_type:?} of set {} (held: {})", set.id, at.is_some()),
+                        (request_type, at) => panic!(
+                            "{request_type:?} of set {} (held: {})",
+                            set.id,
+                            at.is_some()
+                        ),
                     }
                 }
             }
+        }
+    }
+}
+
+/// No endpoint holds two rules of one direction, layer and priority with opposite actions,
+/// whoever wrote them: what HNS does with such a pair is undocumented.
+pub fn assert_no_opposite_ties(programmed: &Programmed) {
+    for (endpoint, acls) in &programmed.endpoints {
+        for a in acls {
+            let tied = acls.iter().find(|b| {
+                (b.direction, b.rule_type, b.priority) == (a.direction, a.rule_type, a.priority)
+                    && (b.action == AclAction::Block) != (a.action == AclAction::Block)
+            });
+            assert!(
+                tied.is_none(),
+                "endpoint {endpoint}: {a:?} ties with {tied:?}"
+            );
         }
     }
 }
@@ -304,9 +353,13 @@ pub fn verdict(
             .cloned()
             .map(EndpointPolicy::Acl)
             .collect();
-        let acls = EndpointAcls::new(&policies, &sets).expect("the emulator takes the agent's rules");
+        let acls =
+            EndpointAcls::new(&policies, &sets).expect("the emulator takes the agent's rules");
         let decision = evaluate(&acls, direction, packet, build);
-        assert!(decision.tie.is_empty(), "{pod} {direction:?}: verdict rests on a tie: {decision:?}");
+        assert!(
+            decision.tie.is_empty(),
+            "{pod} {direction:?}: verdict rests on a tie: {decision:?}"
+        );
         if decision.verdict == Verdict::Denied {
             return Verdict::Denied;
         }
