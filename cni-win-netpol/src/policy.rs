@@ -136,7 +136,8 @@ impl Policy {
             namespace: api.metadata.namespace.clone().unwrap_or_default(),
             name: api.metadata.name.clone().unwrap_or_default(),
         };
-        let spec = api.spec.clone().unwrap_or_default();
+        let no_spec = NetworkPolicySpec::default();
+        let spec = api.spec.as_ref().unwrap_or(&no_spec);
         if key.namespace.is_empty() || key.name.is_empty() {
             let field = if key.namespace.is_empty() {
                 "metadata.namespace"
@@ -156,7 +157,7 @@ impl Policy {
             namespace: &key.namespace,
             sctp: None,
         };
-        match reader.policy(&key, &spec) {
+        match reader.policy(&key, spec) {
             Ok(policy) => match reader.sctp {
                 None => Ok(policy),
                 Some(reason) => Err(Box::new(Refused {
@@ -166,7 +167,7 @@ impl Policy {
                 })),
             },
             Err(reason) => {
-                let stand_in = isolation_only(&key, &spec);
+                let stand_in = isolation_only(&key, spec);
                 Err(Box::new(Refused {
                     key,
                     reason,
