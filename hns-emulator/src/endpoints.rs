@@ -199,12 +199,9 @@ impl State<'_> {
         self.check_host_ports(id, &endpoint.policies)?;
         self.claim_host_ports(&endpoint)?;
         self.write_object(ObjectDir::Endpoints, id, &endpoint)?;
-        self.host.policy_writes.count_endpoint(
-            request.request_type,
-            &request.policies,
-            &before,
-            &endpoint.policies,
-        );
+        self.host
+            .policy_writes
+            .count_endpoint(&request, &before, &endpoint.policies);
         Ok(())
     }
 

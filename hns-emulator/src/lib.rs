@@ -4,7 +4,9 @@
 //! caller-chosen GUIDs, validates references, addresses and policies, returns
 //! real HCN HRESULTs with HNS-shaped error records, and keeps its state in
 //! files so that concurrent processes (and processes killed mid-call) see one
-//! consistent host. See [`store`] for the layout and the crash rules.
+//! consistent host. See [`store`] for the layout and the crash rules. It
+//! enforces endpoint ACLs as HNS does, so what a NetworkPolicy agent programs
+//! is judged by the packets it lets through ([`acl`]).
 //!
 //! [`Engine`] is the service (no process-local state); [`Emulator`] adds a
 //! handle table and implements [`RawHcn`] for in-process use.

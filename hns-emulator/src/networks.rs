@@ -129,12 +129,9 @@ impl State<'_> {
         }
         self.check_set_changes(&network, &before)?;
         self.write_object(ObjectDir::Networks, id, &network)?;
-        self.host.policy_writes.count_network(
-            request.request_type,
-            &request.policies,
-            &before,
-            &network.policies,
-        );
+        self.host
+            .policy_writes
+            .count_network(&request, &before, &network.policies);
         Ok(())
     }
 

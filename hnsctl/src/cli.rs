@@ -14,7 +14,7 @@ use hns::schema::{IpPrefix, MacAddress, NetworkType};
 ///
 /// On Windows it talks to the host's HNS (computenetwork.dll). Elsewhere there is no HNS, so it
 /// drives the HCN emulator whose state lives in $HCN_EMULATOR_STATE (or --state DIR), and has
-/// the emulator's test controls (stats, fault, host version --set).
+/// the emulator's test controls (stats, fault, acl, host version --set).
 #[derive(Debug, Parser)]
 #[command(name = "hnsctl", version, max_term_width = 100)]
 pub struct Cli {
@@ -44,17 +44,28 @@ pub enum Command {
     /// The host's HNS: version and supported features.
     #[command(subcommand)]
     Host(HostCommand),
-    /// Calls per HCN function (emulator test control).
+    /// Calls per HCN function and policy writes (emulator test control).
+    ///
+    /// With --json, the calls alone (a map of function to count); with --writes, the policy
+    /// writes alone: policy requests on live endpoints and networks and the ACL rules and IP
+    /// sets they wrote or removed.
     #[cfg(not(windows))]
     Stats {
-        /// Print the counters, then reset them to zero.
+        /// Print the counters, then reset them (calls and writes) to zero.
         #[arg(long)]
         reset: bool,
+        /// Print the policy writes only.
+        #[arg(long)]
+        writes: bool,
     },
     /// Injected faults, crashes and latency (emulator test controls).
     #[cfg(not(windows))]
     #[command(subcommand)]
     Fault(FaultCommand),
+    /// What the host's ACLs let through (emulator test control).
+    #[cfg(not(windows))]
+    #[command(subcommand)]
+    Acl(crate::acl::AclCommand),
     /// Prints a completion script for a shell (e.g. `hnsctl completions bash > /etc/bash_completion.d/hnsctl`).
     Completions {
         /// The shell to complete for.

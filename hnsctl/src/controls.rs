@@ -78,20 +78,43 @@ fn outage(context: &Context, outage: Outage) -> Result<(), String> {
     Ok(())
 }
 
-/// `hnsctl stats [--reset]`
+/// `hnsctl stats [--writes] [--reset]`
 #[cfg(not(windows))]
-pub fn stats(context: &Context, reset: bool) -> Result<(), String> {
-    let counters = if reset {
-        context.engine.reset_stats()
+pub fn stats(context: &Context, reset: bool, writes_only: bool) -> Result<(), String> {
+    let engine = &context.engine;
+    let (counters, writes) = if reset {
+        (engine.reset_stats(), engine.reset_policy_writes())
     } else {
-        context.engine.stats()
-    }
-    .map_err(|e| e.to_string())?;
+        (engine.stats(), engine.policy_writes())
+    };
+    let (counters, writes) = (
+        counters.map_err(|e| e.to_string())?,
+        writes.map_err(|e| e.to_string())?,
+    );
     if context.json {
-        return print_json(&counters);
+        // Harnesses sum the calls map: the writes have their own switch.
+        return if writes_only {
+            print_json(&writes)
+        } else {
+            print_json(&counters)
+        };
     }
-    for (function, calls) in &counters {
-        println!("{function:<32} {calls}");
+    if !writes_only && !counters.is_empty() {
+        for (function, calls) in &counters {
+            println!("{function:<32} {calls}");
+        }
+        println!();
+    }
+    println!("policy writes");
+    for (what, count) in [
+        ("endpoint policy requests", writes.endpoint_requests),
+        ("ACL rules written", writes.acl_rules_written),
+        ("ACL rules removed", writes.acl_rules_removed),
+        ("network policy requests", writes.network_requests),
+        ("IP sets written", writes.sets_written),
+        ("IP sets removed", writes.sets_removed),
+    ] {
+        println!("  {what:<30} {count}");
     }
     Ok(())
 }

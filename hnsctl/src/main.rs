@@ -6,6 +6,8 @@
 //! non-zero exit; usage errors are clap's (exit 2).
 #![forbid(unsafe_code)]
 
+#[cfg(not(windows))]
+mod acl;
 mod cli;
 mod controls;
 mod objects;
@@ -48,7 +50,7 @@ fn main() -> ExitCode {
         Err(err) => err.exit(),
     };
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => status,
         Err(message) => {
             eprintln!("hnsctl: {message}");
             ExitCode::FAILURE
@@ -56,7 +58,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(cli: Cli) -> Result<ExitCode, String> {
     let connect = connector(&cli);
     match cli.command {
         Command::Network(command) => objects::network(&connect()?, command),
@@ -64,14 +66,17 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Namespace(command) => objects::namespace(&connect()?, command),
         Command::Host(command) => controls::host(&connect()?, command),
         #[cfg(not(windows))]
-        Command::Stats { reset } => controls::stats(&connect()?, reset),
+        Command::Stats { reset, writes } => controls::stats(&connect()?, reset, writes),
         #[cfg(not(windows))]
         Command::Fault(command) => controls::fault(&connect()?, command),
+        #[cfg(not(windows))]
+        Command::Acl(command) => return Ok(acl::run(connect, command)),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "hnsctl", &mut std::io::stdout());
             Ok(())
         }
     }
+    .map(|()| ExitCode::SUCCESS)
 }
 
 /// The host's HNS: computenetwork.dll is the only backend a Windows build has.

@@ -230,7 +230,11 @@ fn network_id(context: &Context, name_or_id: &str) -> Result<Guid, String> {
     }
 }
 
-fn find_endpoint(context: &Context, name_or_id: &str) -> Result<HostComputeEndpoint, String> {
+/// The endpoint with this GUID or name.
+pub(crate) fn find_endpoint(
+    context: &Context,
+    name_or_id: &str,
+) -> Result<HostComputeEndpoint, String> {
     let endpoint = match name_or_id.parse() {
         Ok(id) => Some(context.client.open_endpoint(id).map_err(fail)?),
         Err(_) => context

@@ -261,12 +261,8 @@ impl EndpointAcls {
     /// ignores left out), against its network's `sets`. A rule HNS would not have taken is
     /// the `HCN_E_INVALID_POLICY` HNS would have answered.
     pub fn new(policies: &[EndpointPolicy], sets: &IpSets) -> Result<EndpointAcls, HcnFailure> {
-        let rules = policies
-            .iter()
-            .enumerate()
-            .filter_map(|(index, policy)| {
-                acl_of(policy).map(|acl| Rule::compile(index, &acl, sets))
-            })
+        let rules = acls(policies)
+            .map(|(index, acl)| Rule::compile(index, &acl, sets))
             .collect::<Result<_, _>>()?;
         Ok(EndpointAcls {
             rules,
@@ -422,6 +418,14 @@ pub(crate) fn acl_of(policy: &EndpointPolicy) -> Option<AclPolicy> {
         EndpointPolicy::Acl(acl) => Some(acl),
         _ => None,
     }
+}
+
+/// The `ACL` policies among an endpoint's `policies`, with their positions.
+pub(crate) fn acls(policies: &[EndpointPolicy]) -> impl Iterator<Item = (usize, AclPolicy)> + '_ {
+    policies
+        .iter()
+        .enumerate()
+        .filter_map(|(index, policy)| acl_of(policy).map(|acl| (index, acl)))
 }
 
 #[cfg(test)]

@@ -55,3 +55,19 @@ pub use path::{EndpointRules, PathVerdict, Side, UndocumentedTie};
 pub use rule::Rule;
 pub use sets::{IpSet, IpSets};
 pub use writes::PolicyWrites;
+
+/// Asserts that `result` is HNS's refusal with `code`, its record naming `needle`.
+#[cfg(test)]
+fn assert_refused<T: std::fmt::Debug>(
+    result: Result<T, crate::HcnFailure>,
+    code: hns::HResult,
+    needle: &str,
+) {
+    let failure = result.expect_err(needle);
+    assert_eq!(failure.code, code, "{}", failure.detail);
+    assert!(
+        failure.detail.contains(needle),
+        "{needle:?} not in {}",
+        failure.detail
+    );
+}

@@ -315,6 +315,7 @@ fn parse_addresses(text: Option<&str>, sets: &IpSets) -> Result<Vec<Address>, St
 
 #[cfg(test)]
 mod tests {
+    use super::super::assert_refused;
     use super::*;
 
     fn acl(settings: &str) -> AclPolicy {
@@ -403,16 +404,10 @@ mod tests {
             (r#""RemotePorts":"65536""#, "not a port"),
             (r#""LocalPorts":"http""#, "not a port"),
         ] {
-            let failure = compile(&format!(
+            let rule = compile(&format!(
                 r#"{{"Action":"Block","Direction":"In",{settings}}}"#
-            ))
-            .unwrap_err();
-            assert_eq!(failure.code, HResult::HCN_E_INVALID_POLICY, "{settings}");
-            assert!(
-                failure.detail.contains(needle),
-                "{settings}: {}",
-                failure.detail
-            );
+            ));
+            assert_refused(rule, HResult::HCN_E_INVALID_POLICY, needle);
         }
     }
 

@@ -258,6 +258,7 @@ fn invalid(why: &str) -> HcnFailure {
 
 #[cfg(test)]
 mod tests {
+    use super::super::assert_refused;
     use super::*;
 
     fn set(settings: &str) -> Result<IpSet, HcnFailure> {
@@ -327,13 +328,7 @@ mod tests {
                 "is not a string",
             ),
         ] {
-            let failure = set(settings).unwrap_err();
-            assert_eq!(failure.code, HResult::HCN_E_INVALID_POLICY, "{settings}");
-            assert!(
-                failure.detail.contains(needle),
-                "{settings}: {}",
-                failure.detail
-            );
+            assert_refused(set(settings), HResult::HCN_E_INVALID_POLICY, needle);
         }
     }
 
@@ -349,28 +344,26 @@ mod tests {
         assert!(ok.contains("n", ip("10.244.2.9")) && ok.contains("n", ip("10.244.1.5")));
         assert!(!ok.contains("a", ip("10.244.2.9")) && !ok.contains("missing", ip("10.244.1.5")));
         assert_eq!(ok.nesting("a").map(IpSet::id).collect::<Vec<_>>(), ["n"]);
-        let missing = sets(&[r#"{"Id":"n","PolicyType":"NESTEDIPSET","Values":"a"}"#]).unwrap_err();
-        assert!(
-            missing.detail.contains("not an IP set of the network"),
-            "{}",
-            missing.detail
+        let missing = sets(&[r#"{"Id":"n","PolicyType":"NESTEDIPSET","Values":"a"}"#]);
+        assert_refused(
+            missing,
+            HResult::HCN_E_INVALID_POLICY,
+            "not an IP set of the network",
         );
         let deep = sets(&[
             r#"{"Id":"a","PolicyType":"IPSET","Values":""}"#,
             r#"{"Id":"n","PolicyType":"NESTEDIPSET","Values":"a"}"#,
             r#"{"Id":"m","PolicyType":"NESTEDIPSET","Values":"n"}"#,
-        ])
-        .unwrap_err();
-        assert!(
-            deep.detail.contains("itself a NESTEDIPSET"),
-            "{}",
-            deep.detail
-        );
+        ]);
+        assert_refused(deep, HResult::HCN_E_INVALID_POLICY, "itself a NESTEDIPSET");
         let twice = sets(&[
             r#"{"Id":"a","PolicyType":"IPSET","Values":""}"#,
             r#"{"Id":"a","PolicyType":"IPSET","Values":"10.0.0.1"}"#,
-        ])
-        .unwrap_err();
-        assert_eq!(twice.code, HResult::HCN_E_POLICY_ALREADY_EXISTS);
+        ]);
+        assert_refused(
+            twice,
+            HResult::HCN_E_POLICY_ALREADY_EXISTS,
+            "two IP sets with Id \"a\"",
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! What HNS checks when ACLs and IP sets are written, and how a network's IP sets change.
 
-use super::evaluate::acl_of;
+use super::evaluate::acls;
 use super::rule::Rule;
 use super::sets::{IpSet, IpSets};
 use crate::engine::State;
@@ -21,10 +21,8 @@ impl State<'_> {
         written: &[EndpointPolicy],
     ) -> Result<(), HcnFailure> {
         let sets = IpSets::of(&network.policies)?;
-        for (index, policy) in written.iter().enumerate() {
-            if let Some(acl) = acl_of(policy) {
-                Rule::compile(index, &acl, &sets)?.check_features(self.host.version)?;
-            }
+        for (index, acl) in acls(written) {
+            Rule::compile(index, &acl, &sets)?.check_features(self.host.version)?;
         }
         Ok(())
     }
@@ -117,8 +115,7 @@ impl State<'_> {
                 let Some(endpoint) = self.load_endpoint(endpoint)? else {
                     continue;
                 };
-                for (index, policy) in endpoint.policies.iter().enumerate() {
-                    let Some(acl) = acl_of(policy) else { continue };
+                for (index, acl) in acls(&endpoint.policies) {
                     if Rule::set_references(&acl).any(|named| named == id) {
                         return Err(referenced(format!(
                             "IP set {id:?} is named by ACL #{index} of endpoint {}: remove or update that ACL first",

@@ -9,6 +9,7 @@ use super::evaluate::acl_of;
 use super::sets::IpSet;
 use crate::engine::Engine;
 use crate::failure::HcnFailure;
+use crate::policies::PolicyRequest;
 use hns::schema::policy::AclPolicy;
 use hns::schema::{EndpointPolicy, NetworkPolicy, RequestType};
 
@@ -42,14 +43,13 @@ impl PolicyWrites {
     /// Counts a successful endpoint request that turned `before` into `after`.
     pub(crate) fn count_endpoint(
         &mut self,
-        request_type: RequestType,
-        request: &[EndpointPolicy],
+        request: &PolicyRequest<EndpointPolicy>,
         before: &[EndpointPolicy],
         after: &[EndpointPolicy],
     ) {
         self.endpoint_requests += 1;
-        if request_type != RequestType::Remove {
-            self.acl_rules_written += request.iter().filter_map(acl_of).count() as u64;
+        if request.request_type != RequestType::Remove {
+            self.acl_rules_written += request.policies.iter().filter_map(acl_of).count() as u64;
         }
         let mut kept: Vec<AclPolicy> = after.iter().filter_map(acl_of).collect();
         for acl in before.iter().filter_map(acl_of) {
@@ -65,8 +65,7 @@ impl PolicyWrites {
     /// Counts a successful network request that turned `before` into `after`.
     pub(crate) fn count_network(
         &mut self,
-        request_type: RequestType,
-        request: &[NetworkPolicy],
+        request: &PolicyRequest<NetworkPolicy>,
         before: &[NetworkPolicy],
         after: &[NetworkPolicy],
     ) {
@@ -79,8 +78,8 @@ impl PolicyWrites {
                 .map(|set| set.id().to_owned())
                 .collect()
         };
-        if request_type != RequestType::Remove {
-            self.sets_written += sets(request).len() as u64;
+        if request.request_type != RequestType::Remove {
+            self.sets_written += sets(&request.policies).len() as u64;
         }
         let remaining = sets(after);
         self.sets_removed += sets(before)
