@@ -12,9 +12,11 @@
 //! view only, for where its reservations are: collecting never needs a config ADD accepts.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 use cni::{CniArgs, Error, NetworkRequest};
-use hns::schema::HostComputeNetwork;
+use hns::schema::policy::AclPolicy;
+use hns::schema::{EndpointPolicy, HostComputeNetwork};
 use hns::{ErrorKind, HnsError, SupportedFeatures};
 use ipam_host_local::{Exhausted, HostLocal};
 
@@ -35,6 +37,10 @@ pub struct ConfiguredNetwork {
     /// The host-local store holding the network's reservations; `None` for a delegated IPAM
     /// (its store is its own) or a config without `ipam`.
     store: Result<Option<HostLocal>, Error>,
+    /// `networkPolicySnapshot`, when the config is accepted and names one.
+    network_policy_snapshot: Option<PathBuf>,
+    /// The ACLs the config itself writes on every endpoint (its `policies`).
+    config_acls: Vec<AclPolicy>,
 }
 
 impl ConfiguredNetwork {
@@ -50,6 +56,21 @@ impl ConfiguredNetwork {
         let review = match &as_configured {
             Ok(prepared) => Ok(prepared.conf.review()),
             Err(refused) => Err(refused.clone()),
+        };
+        let (network_policy_snapshot, config_acls) = match &as_configured {
+            Ok(prepared) => (
+                prepared.conf.network_policy_snapshot.clone(),
+                prepared
+                    .conf
+                    .policies
+                    .iter()
+                    .filter_map(|user| match user.policy.effect() {
+                        EndpointPolicy::Acl(acl) => Some(acl),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            Err(_) => (None, Vec::new()),
         };
         let known =
             || features.ok_or_else(|| HnsError::new(ErrorKind::Backend, "HNS could not be read"));
@@ -73,6 +94,8 @@ impl ConfiguredNetwork {
             review,
             effective,
             store,
+            network_policy_snapshot,
+            config_acls,
         }
     }
 
@@ -91,6 +114,18 @@ impl ConfiguredNetwork {
     /// otherwise than meant), or why ADD refuses it.
     pub fn review(&self) -> Result<&ConfigReview, &Error> {
         self.review.as_ref()
+    }
+
+    /// The NetworkPolicy snapshot the config names (`networkPolicySnapshot`): NetworkPolicy
+    /// is enforced on the network's pods. `None` for a config the plugin refuses.
+    pub fn network_policy_snapshot(&self) -> Option<&Path> {
+        self.network_policy_snapshot.as_deref()
+    }
+
+    /// The ACLs the config itself writes on every endpoint (its `policies`, as HNS applies
+    /// them), which the policy agent's rules keep clear of.
+    pub fn config_acls(&self) -> &[AclPolicy] {
+        &self.config_acls
     }
 
     /// The store the network's reservations are in (`None`: its IPAM is another plugin's),

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses part of it
 
 pub mod daemon;
+pub mod network_policy;
 pub mod overlay;
 
 use std::collections::BTreeSet;

@@ -1,0 +1,511 @@
+//! The NetworkPolicy agent end to end on an emulated node: the cluster fed through the same
+//! `Feed` the API server's watches feed, HNS programmed through the typed client, judged by
+//! the emulator's verdict on each connection's first packet and by its count of policy
+//! writes. Only the kube watches themselves are not run here (the node lane runs them against
+//! a real API server).
+#![cfg(not(windows))]
+
+mod common;
+
+use std::time::Duration;
+
+use cni_win::daemon::{self, Daemon};
+use cni_win::network_policy::{Event, Feed, NotProgrammed, Resource};
+use cni_win_core::network_policy::{self as format, PolicySnapshot};
+use common::network_policy::{PROGRAMMED, PolicyNode, b_to_a, policy, relist};
+use hns::schema::policy::AclPolicy;
+use hns::schema::{EndpointPolicy, ModifyRequest, RequestType};
+use hns::{HnsVersion, WindowsBuild};
+use hns_emulator::acl::{PolicyWrites, Verdict};
+use serde_json::json;
+
+use Verdict::{Allowed, Denied};
+
+const BUILDS: [WindowsBuild; 2] = [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025];
+
+fn snapshot(node: &PolicyNode) -> PolicySnapshot {
+    format::read(&node.snapshot)
+        .expect("a usable snapshot")
+        .expect("a snapshot")
+}
+
+/// The agent's rules on a pod's endpoint.
+fn agents_rules(node: &PolicyNode, pod: &str) -> Vec<AclPolicy> {
+    let ip = node.ip(pod);
+    let endpoint = node
+        .node
+        .client
+        .list_endpoints(None)
+        .unwrap()
+        .into_iter()
+        .find(|e| {
+            e.ip_configurations
+                .iter()
+                .any(|c| c.ip_address.to_string() == ip)
+        })
+        .unwrap();
+    endpoint
+        .policies
+        .into_iter()
+        .filter_map(|policy| match policy {
+            EndpointPolicy::Acl(acl) if format::is_agents(&acl) => Some(acl),
+            _ => None,
+        })
+        .collect()
+}
+
+fn writes(node: &PolicyNode) -> PolicyWrites {
+    node.node.engine.reset_policy_writes().unwrap()
+}
+
+/// The policy of the truth tables' kind, programmed from a whole relist: pods `b` reach x/a
+/// on TCP 80 from wherever they run, nothing else reaches x/a but the node, and every other
+/// pod is open, on both builds. Then a remote pod's label change is one IP set update: no
+/// endpoint's rules are rewritten (HNS 13.2: IP sets).
+#[test]
+fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write() {
+    let mut node = PolicyNode::new();
+    let agent = node.agent();
+    let feed = agent.feed();
+    node.sync(&feed, &[b_to_a()]);
+    assert!(agent.wait_programmed(PROGRAMMED), "{:?}", agent.last_pass());
+    for build in BUILDS {
+        for (from, port, verdict) in [
+            ("x/b", 80, Allowed),
+            ("y/b", 80, Allowed),
+            ("x/b", 81, Denied),
+            ("x/c", 80, Denied),
+            ("y/c", 80, Denied),
+            (common::network_policy::NODE_IP, 81, Allowed),
+        ] {
+            assert_eq!(
+                node.tcp(from, "x/a", port, build),
+                verdict,
+                "{build} {from}:{port}"
+            );
+        }
+        for (from, to) in [("x/a", "y/b"), ("x/c", "x/b"), ("y/c", "y/b")] {
+            assert_eq!(
+                node.tcp(from, to, 81, build),
+                Allowed,
+                "{build} {from} -> {to}"
+            );
+        }
+    }
+    let sets = node
+        .node
+        .client
+        .open_network(node.node.network_id())
+        .unwrap()
+        .into_properties()
+        .policies;
+    assert!(
+        sets.iter().any(|p| p.type_name() == "SetPolicy"),
+        "peers are IP sets on HNS 13.2: {sets:?}"
+    );
+
+    writes(&node);
+    node.labels.insert(
+        "x/c".to_owned(),
+        [("pod".to_owned(), "b".to_owned())].into(),
+    );
+    feed.pods(Event::Apply(node.api_pod("x/c")));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let made = writes(&node);
+    assert_eq!(
+        (made.network_requests, made.endpoint_requests),
+        (1, 0),
+        "one set update, no endpoint rewritten: {made:?}"
+    );
+    for build in BUILDS {
+        assert_eq!(node.tcp("x/c", "x/a", 80, build), Allowed, "{build}");
+    }
+}
+
+/// Below HNS 13.0 there are no IP sets: a membership change rewrites the rules that list the
+/// peer, a new rule before the old one goes.
+#[test]
+fn without_ip_sets_peers_are_listed_in_the_rules() {
+    let mut node = PolicyNode::new();
+    node.node
+        .engine
+        .set_version(HnsVersion::new(12, 0))
+        .unwrap();
+    let agent = node.agent();
+    let feed = agent.feed();
+    node.sync(&feed, &[b_to_a()]);
+    assert!(agent.wait_programmed(PROGRAMMED), "{:?}", agent.last_pass());
+    assert_eq!(snapshot(&node).mode, "Inline");
+    for build in BUILDS {
+        assert_eq!(node.tcp("y/b", "x/a", 80, build), Allowed);
+        assert_eq!(node.tcp("x/c", "x/a", 80, build), Denied);
+    }
+    writes(&node);
+    node.labels.insert(
+        "x/c".to_owned(),
+        [("pod".to_owned(), "b".to_owned())].into(),
+    );
+    feed.pods(Event::Apply(node.api_pod("x/c")));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let made = writes(&node);
+    assert_eq!(
+        (made.network_requests, made.endpoint_requests),
+        (0, 2),
+        "x/a's rule added anew, then the old one removed: {made:?}"
+    );
+    assert_eq!(
+        node.tcp("x/c", "x/a", 80, WindowsBuild::SERVER_2025),
+        Allowed
+    );
+}
+
+/// Until every watch has listed its resource once, nothing is written: not HNS, not the
+/// snapshot.
+#[test]
+fn nothing_is_written_before_every_watch_has_synced() {
+    let node = PolicyNode::new();
+    let agent = node.agent();
+    let feed = agent.feed();
+    relist(
+        &feed,
+        Feed::namespaces,
+        ["x", "y"].map(common::network_policy::namespace).to_vec(),
+    );
+    relist(&feed, Feed::pods, node.api_pods());
+    relist(
+        &feed,
+        Feed::node,
+        vec![common::network_policy::node_object()],
+    );
+    feed.policies(Event::Init);
+    feed.policies(Event::InitApply(b_to_a()));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(agent.program_now(), Err(NotProgrammed::NotSynced));
+    assert_eq!(writes(&node), PolicyWrites::default());
+    assert!(!node.snapshot.exists());
+    feed.policies(Event::InitDone);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert!(writes(&node).endpoint_requests > 0);
+    assert!(node.snapshot.exists());
+}
+
+/// A restarted agent reads HNS and the cluster again and computes the same rules, with the
+/// same `Id`s: it writes nothing, and no verdict changes at any point, before it has synced,
+/// while it syncs or after.
+#[test]
+fn a_restart_writes_nothing_and_never_opens_a_window() {
+    let node = PolicyNode::new();
+    let first = node.agent();
+    node.sync(&first.feed(), &[b_to_a()]);
+    assert!(first.wait_programmed(PROGRAMMED));
+    let before = node.matrix();
+    assert!(before.iter().any(|(_, v)| *v == Denied));
+    let held = snapshot(&node);
+    drop(first);
+    writes(&node);
+
+    let second = node.agent();
+    let feed = second.feed();
+    // Half-synced: pods and namespaces listed, policies not yet.
+    relist(
+        &feed,
+        Feed::namespaces,
+        ["x", "y"].map(common::network_policy::namespace).to_vec(),
+    );
+    relist(&feed, Feed::pods, node.api_pods());
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(node.matrix(), before, "before the restarted agent synced");
+    node.sync(&feed, &[b_to_a()]);
+    assert!(second.wait_programmed(PROGRAMMED));
+    assert_eq!(node.matrix(), before, "after");
+    assert_eq!(writes(&node), PolicyWrites::default(), "no write at all");
+    assert_eq!(snapshot(&node), held, "the snapshot is the same");
+}
+
+/// An API server that cannot be reached changes nothing: HNS keeps the rules, a daemon round
+/// keeps them, the metric and the log say so; when the watches come back with the same
+/// cluster, still nothing is written.
+#[test]
+fn an_unreachable_api_server_keeps_the_last_programmed_rules() {
+    let node = PolicyNode::new();
+    let agent = node.agent();
+    let feed = agent.feed();
+    node.sync(&feed, &[b_to_a()]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let before = node.matrix();
+    let mut daemon = daemon_with(&node, &agent);
+    writes(&node);
+
+    for resource in Resource::ALL {
+        feed.failed(resource, "connection refused".to_owned());
+    }
+    assert!(!agent.api_up());
+    daemon.round(&node.stop);
+    let text = daemon.metrics().render();
+    assert!(text.contains("cniwin_netpol_api_up 0\n"), "{text}");
+    assert!(text.contains("cniwin_netpol_synced 1\n"), "{text}");
+    assert_eq!(node.matrix(), before);
+    assert_eq!(writes(&node), PolicyWrites::default());
+
+    node.sync(&feed, &[b_to_a()]);
+    assert!(agent.api_up());
+    assert!(agent.wait_programmed(PROGRAMMED));
+    daemon.round(&node.stop);
+    assert!(
+        daemon
+            .metrics()
+            .render()
+            .contains("cniwin_netpol_api_up 1\n")
+    );
+    assert_eq!(writes(&node), PolicyWrites::default());
+}
+
+/// A rule removed behind the agent's back (the isolation block of x/a: x/a would be open) is
+/// back after one daemon round, and counted as a repair.
+#[test]
+fn a_rule_removed_behind_the_agents_back_is_back_within_one_round() {
+    let node = PolicyNode::new();
+    let agent = node.agent();
+    node.sync(&agent.feed(), &[b_to_a()]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let before = node.matrix();
+    let mut daemon = daemon_with(&node, &agent);
+    daemon.round(&node.stop);
+
+    let block: Vec<EndpointPolicy> = agents_rules(&node, "x/a")
+        .into_iter()
+        .filter(|acl| acl.action == hns::schema::policy::AclAction::Block)
+        .map(EndpointPolicy::Acl)
+        .collect();
+    assert_eq!(block.len(), 1, "x/a is isolated for ingress");
+    let endpoint = node
+        .node
+        .client
+        .list_endpoints(None)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.ip_configurations[0].ip_address.to_string() == node.ip("x/a"))
+        .unwrap()
+        .id;
+    node.node
+        .client
+        .modify_endpoint_policies(
+            endpoint,
+            &ModifyRequest::policies(RequestType::Remove, block),
+        )
+        .unwrap();
+    assert_eq!(
+        node.tcp("x/c", "x/a", 80, WindowsBuild::SERVER_2022),
+        Allowed,
+        "drifted open"
+    );
+
+    daemon.round(&node.stop);
+    assert_eq!(node.matrix(), before, "repaired");
+    let text = daemon.metrics().render();
+    assert!(
+        text.contains("cniwin_netpol_drift_repairs_total 1\n"),
+        "{text}"
+    );
+}
+
+/// A policy HNS cannot enforce as written is refused: its pods are isolated with nothing
+/// allowed, it is counted, named in the snapshot, and due as an Event with its uid.
+#[test]
+fn a_refused_policy_fails_closed_and_is_told() {
+    let node = PolicyNode::new();
+    let agent = node.agent();
+    let feed = agent.feed();
+    let bad_except = policy(
+        "y",
+        "bad-except",
+        json!({"podSelector": {"matchLabels": {"pod": "b"}},
+               "ingress": [{"from": [{"ipBlock": {"cidr": "10.244.0.0/16", "except": ["10.0.0.0/24"]}}]}]}),
+    );
+    node.sync(&feed, &[b_to_a(), bad_except]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    for build in BUILDS {
+        assert_eq!(
+            node.tcp("x/a", "y/b", 80, build),
+            Denied,
+            "{build}: fails closed"
+        );
+        assert_eq!(
+            node.tcp(common::network_policy::NODE_IP, "y/b", 80, build),
+            Allowed,
+            "{build}: the node still reaches it"
+        );
+    }
+    let refusals = feed.take_refusals();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0].uid.as_deref(), Some("uid-bad-except"));
+    assert!(
+        refusals[0].reason.contains("except[0]"),
+        "{}",
+        refusals[0].reason
+    );
+    assert!(snapshot(&node).refused.contains_key("y/bad-except"));
+    let mut daemon = daemon_with(&node, &agent);
+    daemon.round(&node.stop);
+    let text = daemon.metrics().render();
+    for series in [
+        "cniwin_netpol_policies{state=\"refused\"} 1\n",
+        "cniwin_netpol_policies{state=\"applied\"} 1\n",
+    ] {
+        assert!(text.contains(series), "{series}: {text}");
+    }
+}
+
+/// Every family the agent serves, after a round on a programmed node.
+#[test]
+fn the_agents_metric_families() {
+    let node = PolicyNode::new();
+    let agent = node.agent();
+    node.sync(&agent.feed(), &[b_to_a()]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let mut daemon = daemon_with(&node, &agent);
+    daemon.round(&node.stop);
+    let text = daemon.metrics().render();
+    for series in [
+        "cniwin_netpol_api_up 1\n",
+        "cniwin_netpol_synced 1\n",
+        "cniwin_netpol_mode{mode=\"ip-sets\"} 1\n",
+        "cniwin_netpol_mode{mode=\"inline\"} 0\n",
+        "cniwin_netpol_policies{state=\"applied\"} 1\n",
+        "cniwin_netpol_policies{state=\"refused\"} 0\n",
+        "cniwin_netpol_endpoints{state=\"programmed\"} 3\n",
+        "cniwin_netpol_endpoints{state=\"conflicting\"} 0\n",
+        "cniwin_netpol_hns_writes_total{object=\"endpoint\"} ",
+        "cniwin_netpol_hns_writes_total{object=\"network\"} ",
+        "cniwin_netpol_drift_repairs_total 0\n",
+        "cniwin_netpol_programming_failures_total 0\n",
+        "cniwin_netpol_programming_latency_seconds_count 1\n",
+        "# UNIT cniwin_netpol_programming_latency_seconds seconds\n",
+    ] {
+        assert!(text.contains(series), "{series}: {text}");
+    }
+}
+
+/// The daemon over `node` with `agent`'s task, as `cni-win sweep --network-policy` runs it.
+fn daemon_with(node: &PolicyNode, agent: &cni_win::network_policy::Agent) -> Daemon {
+    let settings = daemon::Settings {
+        paths: node.paths(),
+        apply: false,
+        every: Duration::from_secs(3600),
+        metrics_address: None,
+    };
+    Daemon::new(settings, Ok(node.node.new_client()), |_| {})
+        .unwrap()
+        .with_task(agent.task())
+}
+
+/// A pod the scheduler put on this node is in the snapshot before its sandbox exists; ADD
+/// (the real win-bridge) creates its endpoint with its rules, so its first packet is judged
+/// by its policy; once the pod's address is reported the agent takes the endpoint over, and
+/// no verdict changes.
+#[test]
+fn a_new_pod_is_created_with_the_snapshots_rules_and_taken_over_without_a_change() {
+    let mut node = PolicyNode::new();
+    let agent = node.agent();
+    let feed = agent.feed();
+    node.sync(&feed, &[b_to_a()]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+
+    // x/d, labelled like x/a: the policy isolates it and admits pods b on TCP 80.
+    node.labels.insert(
+        "x/d".to_owned(),
+        [("pod".to_owned(), "a".to_owned())].into(),
+    );
+    let mut pending = node.api_pod("x/d");
+    pending.status = None;
+    feed.pods(Event::Apply(pending));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert!(
+        snapshot(&node).pods.contains_key("x/d"),
+        "in the snapshot before ADD"
+    );
+
+    let ip = add(&node, "d", "x", "d");
+    node.ips.insert("x/d".to_owned(), ip);
+    let first_packets = |node: &PolicyNode| -> Vec<(String, Verdict)> {
+        BUILDS
+            .iter()
+            .flat_map(|build| {
+                [
+                    ("x/b", 80),
+                    ("y/b", 80),
+                    ("x/b", 81),
+                    ("x/c", 80),
+                    (common::network_policy::NODE_IP, 81),
+                ]
+                .map(|(from, port)| {
+                    (
+                        format!("{build} {from}:{port}"),
+                        node.tcp(from, "x/d", port, *build),
+                    )
+                })
+            })
+            .collect()
+    };
+    let at_add = first_packets(&node);
+    let expected: Vec<Verdict> = [Allowed, Allowed, Denied, Denied, Allowed].repeat(2);
+    assert_eq!(
+        at_add.iter().map(|(_, v)| *v).collect::<Vec<_>>(),
+        expected,
+        "{at_add:?}"
+    );
+
+    feed.pods(Event::Apply(node.api_pod("x/d")));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert_eq!(first_packets(&node), at_add, "taken over without a change");
+    let held = snapshot(&node);
+    let d = &held.pods["x/d"];
+    assert!(d.endpoint.is_some(), "{d:?}");
+    let mut on_endpoint: Vec<String> = agents_rules(&node, "x/d")
+        .into_iter()
+        .filter_map(|acl| acl.id)
+        .collect();
+    let mut expected = d.expected.clone();
+    on_endpoint.sort();
+    expected.sort();
+    assert_eq!(
+        on_endpoint, expected,
+        "the endpoint holds its usual rules now"
+    );
+    assert_eq!(d.policies, ["x/b-to-a"]);
+}
+
+/// Runs the real win-bridge ADD for `container` as pod `namespace/name` with the node's
+/// config, as containerd does for a Kubernetes pod; returns the pod's address.
+fn add(node: &PolicyNode, container: &str, namespace: &str, name: &str) -> String {
+    use std::io::Write;
+    let plugin = cni_win_conformance::node::built_beside(
+        std::path::Path::new(env!("CARGO_BIN_EXE_cni-win")),
+        "cni-win-bridge",
+        "win-bridge",
+    );
+    let config = std::fs::read(node.node.conf_dir().join("10-cbr0.conf")).unwrap();
+    let mut child = std::process::Command::new(plugin)
+        .env_clear()
+        .env("CNI_COMMAND", "ADD")
+        .env("CNI_CONTAINERID", container)
+        .env("CNI_NETNS", node.node.namespace().to_string())
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_PATH", node.node.dir().join("bin"))
+        .env(
+            "CNI_ARGS",
+            format!("IgnoreUnknown=1;K8S_POD_NAMESPACE={namespace};K8S_POD_NAME={name}"),
+        )
+        .env(hns_emulator::STATE_ENV, node.node.state())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&config).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "ADD failed: {output:?}");
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let address = result["ips"][0]["address"].as_str().unwrap();
+    address.split('/').next().unwrap().to_owned()
+}
