@@ -509,3 +509,175 @@ fn add(node: &PolicyNode, container: &str, namespace: &str, name: &str) -> Strin
     let address = result["ips"][0]["address"].as_str().unwrap();
     address.split('/').next().unwrap().to_owned()
 }
+
+/// doctor's findings, from the snapshot and the node's read of HNS only.
+fn doctor(node: &PolicyNode) -> Vec<(String, cni_win::doctor::Verdict, String)> {
+    cni_win::doctor::diagnose(Ok(&node.node.client), &node.paths())
+        .findings
+        .into_iter()
+        .filter(|f| f.check.contains("NetworkPolicy"))
+        .map(|f| (f.check, f.verdict, f.evidence))
+        .collect()
+}
+
+fn finding<'f>(
+    findings: &'f [(String, cni_win::doctor::Verdict, String)],
+    check: &str,
+) -> &'f (String, cni_win::doctor::Verdict, String) {
+    findings
+        .iter()
+        .find(|(name, _, _)| name == check)
+        .unwrap_or_else(|| panic!("no {check:?} in {findings:#?}"))
+}
+
+/// doctor says which mode the host's HNS allows, which policies select each local pod and
+/// whether its endpoint holds its rules (a rule removed is a warning until a round puts it
+/// back), each refused policy, and whether kube-proxy's load balancers keep the client's
+/// address (DSR) now that policies select pods here.
+#[test]
+fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
+    use cni_win::doctor::Verdict as Doctor;
+    use hns::schema::{HostComputeLoadBalancer, LoadBalancerFlags, LoadBalancerPortMapping};
+
+    let node = PolicyNode::new();
+    let agent = node.agent();
+    let refused = policy(
+        "y",
+        "sctp-only",
+        json!({"podSelector": {"matchLabels": {"pod": "nobody"}},
+               "ingress": [{"ports": [{"protocol": "SCTP", "port": 80}]}]}),
+    );
+    node.sync(&agent.feed(), &[b_to_a(), refused]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let findings = doctor(&node);
+    let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: programming mode");
+    assert_eq!(*verdict, Doctor::Pass);
+    assert!(evidence.contains("HNS 13.2: IP sets"), "{evidence}");
+    let (_, verdict, evidence) = finding(&findings, "pod \"x/a\": NetworkPolicy");
+    assert_eq!(*verdict, Doctor::Pass, "{evidence}");
+    assert!(
+        evidence.contains("selected by x/b-to-a") && evidence.contains("holds its"),
+        "{evidence}"
+    );
+    let (_, _, evidence) = finding(&findings, "pod \"x/b\": NetworkPolicy");
+    assert!(evidence.contains("selected by no policy"), "{evidence}");
+    let (_, verdict, evidence) = finding(&findings, "NetworkPolicy \"y/sctp-only\"");
+    assert_eq!(*verdict, Doctor::Warn);
+    assert!(evidence.contains("SCTP"), "{evidence}");
+    let (_, verdict, _) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
+    assert_eq!(*verdict, Doctor::Pass, "no load balancer yet");
+
+    // A rule of x/a's removed behind the agent's back.
+    let endpoint = node
+        .node
+        .client
+        .list_endpoints(None)
+        .unwrap()
+        .into_iter()
+        .find(|e| e.ip_configurations[0].ip_address.to_string() == node.ip("x/a"))
+        .unwrap()
+        .id;
+    let first = agents_rules(&node, "x/a").remove(0);
+    node.node
+        .client
+        .modify_endpoint_policies(
+            endpoint,
+            &ModifyRequest::policies(RequestType::Remove, vec![EndpointPolicy::Acl(first)]),
+        )
+        .unwrap();
+    let findings = doctor(&node);
+    let (_, verdict, evidence) = finding(&findings, "pod \"x/a\": NetworkPolicy");
+    assert_eq!(*verdict, Doctor::Warn);
+    assert!(evidence.contains("lacks 1 of its"), "{evidence}");
+
+    // kube-proxy's load balancers: without DSR, Service traffic hides its client.
+    let balancer = |flags| HostComputeLoadBalancer {
+        host_compute_endpoints: vec![endpoint],
+        frontend_vips: vec!["10.96.0.50".parse().unwrap()],
+        port_mappings: vec![LoadBalancerPortMapping {
+            protocol: 6,
+            internal_port: 80,
+            external_port: 80,
+            ..LoadBalancerPortMapping::default()
+        }],
+        flags,
+        ..HostComputeLoadBalancer::default()
+    };
+    let snat = node
+        .node
+        .client
+        .create_load_balancer(hns::Guid::ZERO, &balancer(LoadBalancerFlags::NONE))
+        .unwrap();
+    let findings = doctor(&node);
+    let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
+    assert_eq!(*verdict, Doctor::Warn);
+    assert!(
+        evidence.contains("1 of 1 load balancers lack the DSR flag (e.g. 10.96.0.50)")
+            && evidence.contains("cannot see the client"),
+        "{evidence}"
+    );
+    node.node.client.delete_load_balancer(snat.id).unwrap();
+    node.node
+        .client
+        .create_load_balancer(hns::Guid::ZERO, &balancer(LoadBalancerFlags::DSR))
+        .unwrap();
+    let findings = doctor(&node);
+    let (_, verdict, _) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
+    assert_eq!(*verdict, Doctor::Pass);
+}
+
+/// The snapshot as ADD would find it: missing is a warning (new pods start without rules),
+/// unusable a failure (every ADD fails with code 11).
+#[test]
+fn doctor_says_what_add_makes_of_the_snapshot() {
+    use cni_win::doctor::Verdict as Doctor;
+    let node = PolicyNode::new();
+    let check = format!("NetworkPolicy: snapshot {}", node.snapshot.display());
+    let (_, verdict, evidence) = finding(&doctor(&node), &check).clone();
+    assert_eq!(verdict, Doctor::Warn);
+    assert!(evidence.contains("new pods start without"), "{evidence}");
+    std::fs::create_dir_all(node.snapshot.parent().unwrap()).unwrap();
+    std::fs::write(&node.snapshot, b"{\"Version\": 1}").unwrap();
+    let (_, verdict, evidence) = finding(&doctor(&node), &check).clone();
+    assert_eq!(verdict, Doctor::Fail);
+    assert!(evidence.contains("code 11"), "{evidence}");
+}
+
+/// The support bundle carries the policy view: the snapshot as the agent wrote it, and
+/// doctor's NetworkPolicy findings.
+#[test]
+fn the_support_bundle_holds_the_policy_view() {
+    use cni_win::support_bundle::{Plan, Settings};
+    let node = PolicyNode::new();
+    let agent = node.agent();
+    node.sync(&agent.feed(), &[b_to_a()]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let settings = Settings {
+        paths: node.paths(),
+        subnet_file: node.node.dir().join("subnet.env"),
+        log_tail_bytes: 4000,
+        step_timeout: Duration::from_secs(10),
+        timeout: Duration::from_secs(60),
+        max_bytes: 64 * 1024 * 1024,
+    };
+    let bundle = Plan::new(&settings).collect(Ok(node.node.new_client()));
+    let entry = |suffix: &str| {
+        bundle
+            .entries
+            .iter()
+            .find(|entry| entry.name.ends_with(suffix))
+            .unwrap_or_else(|| {
+                let names: Vec<&str> = bundle.entries.iter().map(|e| e.name.as_str()).collect();
+                panic!("no {suffix} in {names:?}")
+            })
+    };
+    let snapshot_entry = entry("netpol/snapshot.json");
+    assert!(snapshot_entry.name.starts_with("network-policy/"));
+    let held = PolicySnapshot::from_bytes(&snapshot_entry.bytes).unwrap();
+    assert_eq!(held, snapshot(&node));
+    let doctor = String::from_utf8_lossy(&entry("doctor.json").bytes).into_owned();
+    assert!(
+        doctor.contains("pod \\\"x/a\\\": NetworkPolicy"),
+        "{doctor}"
+    );
+}
