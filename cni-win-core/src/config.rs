@@ -255,7 +255,7 @@ fn snapshot_path(value: Option<String>) -> Result<Option<PathBuf>, Error> {
         return Ok(None);
     };
     let path = PathBuf::from(&value);
-    if !path.is_absolute() {
+    if !path.is_absolute() && !windows_absolute(&value) {
         return Err(Error::invalid_config(format!(
             "networkPolicySnapshot: {} is not an absolute path (expected e.g. \
              C:\\var\\lib\\cni-win\\network-policy.json, what `cni-win install --set \
@@ -264,6 +264,16 @@ fn snapshot_path(value: Option<String>) -> Result<Option<PathBuf>, Error> {
         )));
     }
     Ok(Some(path))
+}
+
+/// `C:\…` or `C:/…`: absolute on the Windows nodes configs are written for, also where a
+/// config is linted on Linux (the manifests' and the release's checks run install there).
+fn windows_absolute(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() > 3
+        && bytes[0].is_ascii_alphabetic()
+        && bytes[1] == b':'
+        && matches!(bytes[2], b'\\' | b'/')
 }
 
 fn port_mappings(conf: &NetConf) -> Result<Vec<PortMapping>, Error> {

@@ -681,3 +681,51 @@ fn the_support_bundle_holds_the_policy_view() {
         "{doctor}"
     );
 }
+
+/// `cni-win sweep --network-policy` refuses to start without what it needs, naming it: the
+/// node's name, a cluster or a kubeconfig that loads; and only as the daemon (`--every`).
+#[test]
+fn the_agent_names_what_it_lacks_to_start() {
+    let node = PolicyNode::new();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cni-win"));
+        command
+            .arg("sweep")
+            .args(["--conf-dir", &node.node.conf_dir().to_string_lossy()])
+            .args(args)
+            .env_remove("NODE_NAME")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("KUBERNETES_SERVICE_PORT")
+            .env(hns_emulator::STATE_ENV, node.node.state());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let output = command.output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run(&["--network-policy"], &[]);
+    assert_eq!(code, Some(2), "only as the daemon: {stderr}");
+    let daemon = ["--every", "1h", "--network-policy"];
+    let (code, stderr) = run(&daemon, &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("--node-name"), "{stderr}");
+    let (code, stderr) = run(&daemon, &[("NODE_NAME", "node-1")]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("not in a cluster"), "{stderr}");
+    let missing = node.node.dir().join("no-kubeconfig");
+    let with_kubeconfig = [
+        "--every",
+        "1h",
+        "--network-policy",
+        "--node-name",
+        "node-1",
+        "--kubeconfig",
+        &missing.to_string_lossy(),
+    ];
+    let (code, stderr) = run(&with_kubeconfig, &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("no-kubeconfig"), "{stderr}");
+}
