@@ -240,6 +240,8 @@ fn an_unreachable_api_server_keeps_the_last_programmed_rules() {
         feed.failed(resource, "connection refused".to_owned());
     }
     assert!(!agent.api_up());
+    let text = daemon.metrics().render();
+    assert!(text.contains("cniwin_netpol_api_up 0\n"), "at once: {text}");
     daemon.round(&node.stop);
     let text = daemon.metrics().render();
     assert!(text.contains("cniwin_netpol_api_up 0\n"), "{text}");

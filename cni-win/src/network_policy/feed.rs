@@ -188,6 +188,62 @@ impl ClusterState {
         }
     }
 
+    fn policy_event(&mut self, event: Event<NetworkPolicy>) {
+        self.event(
+            Resource::NetworkPolicies,
+            event,
+            |policy| namespaced_key(&policy.metadata),
+            ClusterState::set_policy,
+            |state| {
+                state
+                    .cluster
+                    .policies()
+                    .map(|p| format!("{}/{}", p.key.namespace, p.key.name))
+                    .collect()
+            },
+            ClusterState::forget_policy,
+        );
+    }
+
+    fn namespace_event(&mut self, event: Event<Namespace>) {
+        self.event(
+            Resource::Namespaces,
+            event,
+            |namespace| namespace.metadata.name.clone(),
+            ClusterState::set_namespace,
+            |state| state.cluster.namespaces().map(str::to_owned).collect(),
+            ClusterState::forget_namespace,
+        );
+    }
+
+    fn pod_event(&mut self, event: Event<Pod>) {
+        self.event(
+            Resource::Pods,
+            event,
+            |pod| namespaced_key(&pod.metadata),
+            ClusterState::set_pod,
+            |state| {
+                let known = state.cluster.pods().map(|pod| &pod.key);
+                known
+                    .chain(&state.local)
+                    .map(|key| format!("{}/{}", key.namespace, key.name))
+                    .collect()
+            },
+            ClusterState::forget_pod,
+        );
+    }
+
+    fn node_event(&mut self, event: Event<Node>) {
+        self.event(
+            Resource::Node,
+            event,
+            |node| node.metadata.name.clone(),
+            ClusterState::set_node,
+            |state| vec![state.node_name.clone()],
+            |state, _| state.forget_node(),
+        );
+    }
+
     fn set_policy(&mut self, api: &NetworkPolicy) -> bool {
         let (policy, refusal) = match Policy::from_api(api) {
             Ok(policy) => (policy, None),
@@ -361,6 +417,9 @@ impl Feed {
         let before = state.generation;
         change(&mut state);
         let changed = state.generation != before;
+        self.shared
+            .metrics
+            .record_api(state.api_up(), state.synced());
         drop(state);
         if changed {
             self.shared.changed.notify_all();
@@ -369,76 +428,22 @@ impl Feed {
 
     /// A NetworkPolicy event.
     pub fn policies(&self, event: Event<NetworkPolicy>) {
-        self.with_state(|state| {
-            state.event(
-                Resource::NetworkPolicies,
-                event,
-                |policy| namespaced_key(&policy.metadata),
-                ClusterState::set_policy,
-                |state| {
-                    state
-                        .cluster
-                        .policies()
-                        .map(|p| format!("{}/{}", p.key.namespace, p.key.name))
-                        .collect()
-                },
-                ClusterState::forget_policy,
-            );
-        });
+        self.with_state(|state| state.policy_event(event));
     }
 
     /// A Namespace event.
     pub fn namespaces(&self, event: Event<Namespace>) {
-        self.with_state(|state| {
-            state.event(
-                Resource::Namespaces,
-                event,
-                |namespace| namespace.metadata.name.clone(),
-                ClusterState::set_namespace,
-                |state| state.cluster.namespaces().map(str::to_owned).collect(),
-                ClusterState::forget_namespace,
-            );
-        });
+        self.with_state(|state| state.namespace_event(event));
     }
 
     /// A Pod event.
     pub fn pods(&self, event: Event<Pod>) {
-        self.with_state(|state| {
-            state.event(
-                Resource::Pods,
-                event,
-                |pod| namespaced_key(&pod.metadata),
-                ClusterState::set_pod,
-                |state| {
-                    state
-                        .cluster
-                        .pods()
-                        .map(|p| format!("{}/{}", p.key.namespace, p.key.name))
-                        .chain(
-                            state
-                                .local
-                                .iter()
-                                .map(|k| format!("{}/{}", k.namespace, k.name)),
-                        )
-                        .collect()
-                },
-                ClusterState::forget_pod,
-            );
-        });
+        self.with_state(|state| state.pod_event(event));
     }
 
     /// An event of this node's Node object.
     pub fn node(&self, event: Event<Node>) {
-        self.with_state(|state| {
-            state.event(
-                Resource::Node,
-                event,
-                |node| node.metadata.name.clone(),
-                ClusterState::set_node,
-                |state| vec![state.node_name.clone()],
-                |state, _| state.forget_node(),
-            );
-        });
+        self.with_state(|state| state.node_event(event));
     }
 
     /// A watch of `resource` failed (the API server unreachable, a refusal): what it fed
@@ -453,10 +458,117 @@ impl Feed {
             );
         }
         state.api_errors.insert(resource, error);
+        self.shared
+            .metrics
+            .record_api(state.api_up(), state.synced());
     }
 
     /// Takes the refusals due to be told as Events.
     pub fn take_refusals(&self) -> Vec<Refusal> {
         std::mem::take(&mut self.shared.lock_state().events_due)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, node: &str, ip: &str, phase: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": "x", "name": name, "labels": {"pod": name}},
+            "spec": {"nodeName": node, "containers": []},
+            "status": {"phase": phase, "podIP": ip, "conditions": [{"type": "Ready", "status": phase}]}
+        }))
+        .unwrap()
+    }
+
+    fn pods(state: &mut ClusterState, event: Event<Pod>) {
+        state.pod_event(event);
+    }
+
+    fn key(name: &str) -> PodKey {
+        PodKey {
+            namespace: "x".to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// A relist replaces what the watch fed: a pod it does not list again is gone, and the
+    /// resource is synced at its end; a status change policy does not read is no change.
+    #[test]
+    fn a_relist_forgets_what_it_did_not_list_and_only_changes_count() {
+        let mut state = ClusterState::new("node-1".to_owned());
+        pods(&mut state, Event::Init);
+        pods(
+            &mut state,
+            Event::InitApply(pod("a", "node-1", "10.244.1.2", "Running")),
+        );
+        pods(
+            &mut state,
+            Event::InitApply(pod("b", "node-2", "10.244.2.2", "Running")),
+        );
+        assert!(!state.synced.contains(&Resource::Pods));
+        pods(&mut state, Event::InitDone);
+        assert!(state.synced.contains(&Resource::Pods));
+        assert!(!state.synced(), "the other resources are not listed yet");
+        assert_eq!(state.local, BTreeSet::from([key("a")]));
+
+        let generation = state.generation;
+        pods(
+            &mut state,
+            Event::Apply(pod("a", "node-1", "10.244.1.2", "Unknown")),
+        );
+        assert_eq!(
+            state.generation, generation,
+            "a condition is nothing policy reads"
+        );
+
+        pods(&mut state, Event::Init);
+        pods(
+            &mut state,
+            Event::InitApply(pod("b", "node-2", "10.244.2.2", "Running")),
+        );
+        assert!(
+            state.cluster.pod(&key("a")).is_some(),
+            "kept until the relist ends"
+        );
+        pods(&mut state, Event::InitDone);
+        assert!(state.cluster.pod(&key("a")).is_none());
+        assert!(state.local.is_empty());
+        assert!(state.generation > generation);
+
+        pods(
+            &mut state,
+            Event::Apply(pod("b", "node-2", "10.244.2.2", "Succeeded")),
+        );
+        assert!(
+            state.cluster.pod(&key("b")).is_none(),
+            "a finished pod's address may be another pod's already"
+        );
+    }
+
+    /// A refused policy is enforced by its stand-in and due as an Event once per reason.
+    #[test]
+    fn a_refusal_is_told_once_per_reason() {
+        let mut state = ClusterState::new("node-1".to_owned());
+        let policy = |cidr: &str| -> NetworkPolicy {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"namespace": "x", "name": "p", "uid": "u1"},
+                "spec": {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": cidr}}]}]}
+            }))
+            .unwrap()
+        };
+        assert!(state.set_policy(&policy("10.0.0.0/33")));
+        assert!(!state.set_policy(&policy("10.0.0.0/33")), "nothing new");
+        assert_eq!(state.events_due.len(), 1);
+        assert_eq!(state.events_due[0].uid.as_deref(), Some("u1"));
+        assert_eq!(
+            state.cluster.policies().count(),
+            1,
+            "the stand-in is enforced"
+        );
+        assert!(state.set_policy(&policy("10.0.0.0/8")), "fixed");
+        assert!(state.refused.is_empty());
+        assert_eq!(state.events_due.len(), 1);
     }
 }
