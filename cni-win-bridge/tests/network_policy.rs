@@ -14,7 +14,7 @@ use cni_win_core::network_policy::{self, PodPolicy, PolicySnapshot};
 use common::Node;
 use hns::WindowsBuild;
 use hns::schema::EndpointPolicy;
-use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
+use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
 use hns_emulator::acl::{Packet, Verdict};
 use serde_json::{Value, json};
 
@@ -27,15 +27,7 @@ const OTHER: &str = "10.244.2.6";
 fn rule(name: &str, direction: AclDirection, action: AclAction, priority: u16) -> AclPolicy {
     AclPolicy {
         id: Some(format!("{}{name}", network_policy::RULE_ID_PREFIX)),
-        protocols: Some("256".to_owned()),
-        action,
-        direction,
-        local_addresses: None,
-        remote_addresses: None,
-        local_ports: None,
-        remote_ports: None,
-        rule_type: Some(AclRuleType::Switch),
-        priority: Some(priority),
+        ..AclPolicy::all_traffic(action, direction, priority)
     }
 }
 

@@ -264,15 +264,7 @@ mod tests {
     fn rule(id: &str, action: AclAction, priority: u16) -> AclPolicy {
         AclPolicy {
             id: Some(id.to_owned()),
-            protocols: Some("256".to_owned()),
-            action,
-            direction: AclDirection::In,
-            local_addresses: None,
-            remote_addresses: None,
-            local_ports: None,
-            remote_ports: None,
-            rule_type: Some(AclRuleType::Switch),
-            priority: Some(priority),
+            ..AclPolicy::all_traffic(action, AclDirection::In, priority)
         }
     }
 

@@ -166,18 +166,11 @@ const ANY_PROTOCOL: &str = "256";
 /// traffic once it has an ACL, on a build where HNS then denies by default.
 fn acl_fallback() -> [EndpointPolicy; 2] {
     [AclDirection::In, AclDirection::Out].map(|direction| {
-        EndpointPolicy::Acl(AclPolicy {
-            id: None,
-            protocols: Some(ANY_PROTOCOL.to_owned()),
-            action: AclAction::Allow,
+        EndpointPolicy::Acl(AclPolicy::all_traffic(
+            AclAction::Allow,
             direction,
-            local_addresses: None,
-            remote_addresses: None,
-            local_ports: None,
-            remote_ports: None,
-            rule_type: Some(AclRuleType::Switch),
-            priority: Some(FALLBACK_PRIORITY),
-        })
+            FALLBACK_PRIORITY,
+        ))
     })
 }
 

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use cni_win::daemon::{self, Daemon};
-use cni_win::network_policy::{Event, Feed, NotProgrammed, Resource};
+use cni_win::network_policy::{Agent, Event, Feed, NotProgrammed, Resource};
 use cni_win_core::network_policy::{self as format, PolicySnapshot};
 use common::network_policy::{PROGRAMMED, PolicyNode, b_to_a, policy, relist};
 use hns::schema::policy::AclPolicy;
@@ -31,20 +31,7 @@ fn snapshot(node: &PolicyNode) -> PolicySnapshot {
 
 /// The agent's rules on a pod's endpoint.
 fn agents_rules(node: &PolicyNode, pod: &str) -> Vec<AclPolicy> {
-    let ip = node.ip(pod);
-    let endpoint = node
-        .node
-        .client
-        .list_endpoints(None)
-        .unwrap()
-        .into_iter()
-        .find(|e| {
-            e.ip_configurations
-                .iter()
-                .any(|c| c.ip_address.to_string() == ip)
-        })
-        .unwrap();
-    endpoint
+    node.endpoint(pod)
         .policies
         .into_iter()
         .filter_map(|policy| match policy {
@@ -56,6 +43,15 @@ fn agents_rules(node: &PolicyNode, pod: &str) -> Vec<AclPolicy> {
 
 fn writes(node: &PolicyNode) -> PolicyWrites {
     node.node.engine.reset_policy_writes().unwrap()
+}
+
+/// The remote pod x/c relabelled `pod: b`, which the policy admits: the writes it took.
+fn remote_c_becomes_b(node: &mut PolicyNode, agent: &Agent) -> PolicyWrites {
+    writes(node);
+    node.relabel("x/c", "b");
+    agent.feed().pods(Event::Apply(node.api_pod("x/c")));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    writes(node)
 }
 
 /// The policy of the truth tables' kind, programmed from a whole relist: pods `b` reach x/a
@@ -104,14 +100,7 @@ fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write(
         "peers are IP sets on HNS 13.2: {sets:?}"
     );
 
-    writes(&node);
-    node.labels.insert(
-        "x/c".to_owned(),
-        [("pod".to_owned(), "b".to_owned())].into(),
-    );
-    feed.pods(Event::Apply(node.api_pod("x/c")));
-    assert!(agent.wait_programmed(PROGRAMMED));
-    let made = writes(&node);
+    let made = remote_c_becomes_b(&mut node, &agent);
     assert_eq!(
         (made.network_requests, made.endpoint_requests),
         (1, 0),
@@ -140,14 +129,7 @@ fn without_ip_sets_peers_are_listed_in_the_rules() {
         assert_eq!(node.tcp("y/b", "x/a", 80, build), Allowed);
         assert_eq!(node.tcp("x/c", "x/a", 80, build), Denied);
     }
-    writes(&node);
-    node.labels.insert(
-        "x/c".to_owned(),
-        [("pod".to_owned(), "b".to_owned())].into(),
-    );
-    feed.pods(Event::Apply(node.api_pod("x/c")));
-    assert!(agent.wait_programmed(PROGRAMMED));
-    let made = writes(&node);
+    let made = remote_c_becomes_b(&mut node, &agent);
     assert_eq!(
         (made.network_requests, made.endpoint_requests),
         (0, 2),
@@ -280,15 +262,7 @@ fn a_rule_removed_behind_the_agents_back_is_back_within_one_round() {
         .map(EndpointPolicy::Acl)
         .collect();
     assert_eq!(block.len(), 1, "x/a is isolated for ingress");
-    let endpoint = node
-        .node
-        .client
-        .list_endpoints(None)
-        .unwrap()
-        .into_iter()
-        .find(|e| e.ip_configurations[0].ip_address.to_string() == node.ip("x/a"))
-        .unwrap()
-        .id;
+    let endpoint = node.endpoint("x/a").id;
     node.node
         .client
         .modify_endpoint_policies(
@@ -389,7 +363,7 @@ fn the_agents_metric_families() {
 }
 
 /// The daemon over `node` with `agent`'s task, as `cni-win sweep --network-policy` runs it.
-fn daemon_with(node: &PolicyNode, agent: &cni_win::network_policy::Agent) -> Daemon {
+fn daemon_with(node: &PolicyNode, agent: &Agent) -> Daemon {
     let settings = daemon::Settings {
         paths: node.paths(),
         apply: false,
@@ -414,10 +388,7 @@ fn a_new_pod_is_created_with_the_snapshots_rules_and_taken_over_without_a_change
     assert!(agent.wait_programmed(PROGRAMMED));
 
     // x/d, labelled like x/a: the policy isolates it and admits pods b on TCP 80.
-    node.labels.insert(
-        "x/d".to_owned(),
-        [("pod".to_owned(), "a".to_owned())].into(),
-    );
+    node.relabel("x/d", "a");
     let mut pending = node.api_pod("x/d");
     pending.status = None;
     feed.pods(Event::Apply(pending));
@@ -570,15 +541,7 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
     assert_eq!(*verdict, Doctor::Pass, "no load balancer yet");
 
     // A rule of x/a's removed behind the agent's back.
-    let endpoint = node
-        .node
-        .client
-        .list_endpoints(None)
-        .unwrap()
-        .into_iter()
-        .find(|e| e.ip_configurations[0].ip_address.to_string() == node.ip("x/a"))
-        .unwrap()
-        .id;
+    let endpoint = node.endpoint("x/a").id;
     let first = agents_rules(&node, "x/a").remove(0);
     node.node
         .client

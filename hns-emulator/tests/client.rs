@@ -22,6 +22,26 @@ fn calls(counters: &BTreeMap<String, u64>) -> (u64, u64) {
         })
 }
 
+/// `cbr0` with one endpoint: their IDs.
+fn bridge_with_endpoint(client: &hns::Client<hns_emulator::Emulator>) -> (Guid, Guid) {
+    let network = bridge(client);
+    let endpoint = client
+        .open_network(network)
+        .unwrap()
+        .create_endpoint(Guid::ZERO, &endpoint_settings("e", "10.244.1.5"))
+        .unwrap()
+        .id();
+    (network, endpoint)
+}
+
+/// The raw calls `operation` makes: (without, with) closes.
+fn measure(client: &hns::Client<hns_emulator::Emulator>, operation: &dyn Fn()) -> (u64, u64) {
+    let engine = client.raw().engine();
+    engine.reset_stats().unwrap();
+    operation();
+    calls(&engine.stats().unwrap())
+}
+
 /// A pod ADD: find network by name, create endpoint with our GUID, learn its
 /// MAC, attach to the pod namespace. Budget: 7 calls + 3 closes, no endpoint
 /// enumeration.
@@ -101,19 +121,8 @@ fn pod_del_fits_the_budget() {
 fn documented_counts_of_single_operations() {
     let dir = TempDir::new("counts");
     let client = client(&dir);
-    let network = bridge(&client);
-    let endpoint = client
-        .open_network(network)
-        .unwrap()
-        .create_endpoint(Guid::ZERO, &endpoint_settings("e", "10.244.1.5"))
-        .unwrap()
-        .id();
-    let engine = client.raw().engine();
-    let measure = |operation: &dyn Fn()| {
-        engine.reset_stats().unwrap();
-        operation();
-        calls(&engine.stats().unwrap())
-    };
+    let (network, endpoint) = bridge_with_endpoint(&client);
+    let measure = |operation: &dyn Fn()| measure(&client, operation);
     assert_eq!(
         measure(&|| drop(client.open_endpoint(endpoint).unwrap())),
         (2, 1)
@@ -223,30 +232,16 @@ fn a_failed_create_says_whether_the_endpoint_exists() {
 /// and leaves no handle open.
 #[test]
 fn policy_writes_open_and_modify_without_a_query() {
-    use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
+    use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
     use hns::schema::{EndpointPolicy, ModifyRequest, NetworkPolicy, RawPolicy, RequestType};
 
     let dir = TempDir::new("policy-writes");
     let client = client(&dir);
-    let network = bridge(&client);
-    let endpoint = client
-        .open_network(network)
-        .unwrap()
-        .create_endpoint(Guid::ZERO, &endpoint_settings("e", "10.244.1.5"))
-        .unwrap()
-        .id();
+    let (network, endpoint) = bridge_with_endpoint(&client);
     let engine = client.raw().engine();
     let block = EndpointPolicy::Acl(AclPolicy {
         id: Some("agent-block".to_owned()),
-        protocols: Some("256".to_owned()),
-        action: AclAction::Block,
-        direction: AclDirection::In,
-        local_addresses: None,
-        remote_addresses: None,
-        local_ports: None,
-        remote_ports: None,
-        rule_type: Some(AclRuleType::Switch),
-        priority: Some(65000),
+        ..AclPolicy::all_traffic(AclAction::Block, AclDirection::In, 65000)
     });
     let set = NetworkPolicy::Other(
         RawPolicy::from_json(
@@ -254,11 +249,7 @@ fn policy_writes_open_and_modify_without_a_query() {
         )
         .unwrap(),
     );
-    let measure = |operation: &dyn Fn()| {
-        engine.reset_stats().unwrap();
-        operation();
-        calls(&engine.stats().unwrap())
-    };
+    let measure = |operation: &dyn Fn()| measure(&client, operation);
     let acls = |request_type| ModifyRequest::policies(request_type, vec![block.clone()]);
     let sets = |request_type| ModifyRequest::policies(request_type, vec![set.clone()]);
 
@@ -269,7 +260,7 @@ fn policy_writes_open_and_modify_without_a_query() {
         (2, 1)
     );
     let held = client.open_endpoint(endpoint).unwrap().into_properties();
-    assert_eq!(held.policies, [block.clone()]);
+    assert_eq!(held.policies, std::slice::from_ref(&block));
     assert_eq!(
         measure(&|| client
             .modify_network_policies(network, &sets(RequestType::Add))

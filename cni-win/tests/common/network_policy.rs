@@ -93,6 +93,28 @@ impl PolicyNode {
             .unwrap_or_else(|| pod.to_owned())
     }
 
+    /// The endpoint holding a pod's address.
+    pub fn endpoint(&self, pod: &str) -> hns::schema::HostComputeEndpoint {
+        let ip = self.ip(pod);
+        self.node
+            .client
+            .list_endpoints(None)
+            .unwrap()
+            .into_iter()
+            .find(|e| {
+                e.ip_configurations
+                    .iter()
+                    .any(|c| c.ip_address.to_string() == ip)
+            })
+            .unwrap_or_else(|| panic!("no endpoint holds {pod}'s {ip}"))
+    }
+
+    /// Labels `pod` as a pod `name` (its `pod` label), as `kubectl label --overwrite` does.
+    pub fn relabel(&mut self, pod: &str, name: &str) {
+        self.labels
+            .insert(pod.to_owned(), [("pod".to_owned(), name.to_owned())].into());
+    }
+
     /// A pod as the API server sends it: on this node when local, with its address.
     pub fn api_pod(&self, pod: &str) -> Pod {
         let (namespace, name) = pod.split_once('/').unwrap();

@@ -19,7 +19,7 @@ pub use open::{
 };
 
 use crate::deadline::Deadlined;
-use crate::error::{ErrorKind, HnsError};
+use crate::error::{ErrorKind, HnsError, RawError};
 use crate::features::{HnsVersion, SupportedFeatures, WindowsBuild};
 use crate::guid::Guid;
 use crate::raw::RawHcn;
@@ -176,19 +176,11 @@ impl<R: RawHcn + ?Sized> Client<R> {
         network: Guid,
         request: &ModifyRequest<PolicyList<NetworkPolicy>>,
     ) -> Result<(), HnsError> {
-        let context = policy_context(request, &format!("network {network}"));
-        let handle = self
-            .raw
-            .open_network(&network)
-            .map_err(|e| HnsError::from_raw(e, context.clone()))?;
-        let guard = open::Guard::<R, NetworkKind> {
-            client: self,
-            handle: Some(handle),
-        };
-        let handle = guard.handle.as_ref().expect("the guard holds the handle");
-        self.raw
-            .modify_network(handle, &request.to_json())
-            .map_err(|e| HnsError::from_raw(e, context))
+        self.modify_unread::<NetworkKind>(
+            policy_context(request, &format!("network {network}")),
+            |raw| raw.open_network(&network),
+            |raw, handle| raw.modify_network(handle, &request.to_json()),
+        )
     }
 
     /// Deletes a network (HNS removes its endpoints too). Raw calls: `HcnDeleteNetwork` = 1.
@@ -274,19 +266,11 @@ impl<R: RawHcn + ?Sized> Client<R> {
         endpoint: Guid,
         request: &ModifyRequest<PolicyList<EndpointPolicy>>,
     ) -> Result<(), HnsError> {
-        let context = policy_context(request, &format!("endpoint {endpoint}"));
-        let handle = self
-            .raw
-            .open_endpoint(&endpoint)
-            .map_err(|e| HnsError::from_raw(e, context.clone()))?;
-        let guard = open::Guard::<R, EndpointKind> {
-            client: self,
-            handle: Some(handle),
-        };
-        let handle = guard.handle.as_ref().expect("the guard holds the handle");
-        self.raw
-            .modify_endpoint(handle, &request.to_json())
-            .map_err(|e| HnsError::from_raw(e, context))
+        self.modify_unread::<EndpointKind>(
+            policy_context(request, &format!("endpoint {endpoint}")),
+            |raw| raw.open_endpoint(&endpoint),
+            |raw, handle| raw.modify_endpoint(handle, &request.to_json()),
+        )
     }
 
     // ---- namespaces ----
@@ -511,6 +495,23 @@ impl<R: RawHcn + ?Sized> Client<R> {
             .windows_build()
             .map(WindowsBuild)
             .map_err(|e| HnsError::from_raw(e, "read the Windows build"))
+    }
+
+    /// Opens an object, sends it one modify request and closes it, reading nothing: 2 raw
+    /// calls (+1 close, on every path).
+    fn modify_unread<K: ObjectKind>(
+        &self,
+        context: String,
+        open: impl FnOnce(&R) -> Result<K::Handle, RawError>,
+        modify: impl FnOnce(&R, &K::Handle) -> Result<(), RawError>,
+    ) -> Result<(), HnsError> {
+        let handle = open(&self.raw).map_err(|e| HnsError::from_raw(e, context.clone()))?;
+        let guard = open::Guard::<R, K> {
+            client: self,
+            handle: Some(handle),
+        };
+        let handle = guard.handle.as_ref().expect("the guard holds the handle");
+        modify(&self.raw, handle).map_err(|e| HnsError::from_raw(e, context))
     }
 
     /// Opens each ID and collects its properties, skipping objects that vanished meanwhile.
