@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cni::logging::LogSettings;
 use cni_win::Error;
 use cni_win::daemon::{self, Daemon};
 use cni_win::network_policy::{self, Agent, ApiSettings};
@@ -68,6 +69,14 @@ pub fn run(args: Args) -> Result<(), Error> {
             Ok(())
         };
     };
+    // The daemon's own log lines (HNS drift, the NetworkPolicy agent) go to stderr with the
+    // passes, at info unless CNI_WIN_LOG_LEVEL says otherwise.
+    let (logging, note) =
+        LogSettings::resolve(&|key| std::env::var(key).ok(), Some("info"), None, None);
+    cni::logging::init("cni-win sweep:".to_owned(), &logging);
+    if let Some(note) = note {
+        log::warn!("{note}");
+    }
     let stop = Shutdown::on_signals()?;
     let (apply, json) = (args.apply, args.json);
     let agent = if args.network_policy {
