@@ -14,7 +14,7 @@
 //! ```
 //!
 //! - **Reacts** to the API server: a change wakes the programmer, which waits [`DEBOUNCE`]
-//!   for the changes that come with it, then programs HNS ([`program`]): the latency from a
+//!   for the changes that come with it, then programs HNS (a [`Pass`]): the latency from a
 //!   watch event to HNS holding the result is a histogram of the metrics.
 //! - **Repairs** each daemon round ([`NetworkPolicyTask`]): the same pass, so a rule removed
 //!   behind the agent's back is back within one round. The round and the programmer take
@@ -29,7 +29,7 @@
 //! - **Meets ADD** through the snapshot ([`cni_win_core::network_policy`]), written after
 //!   each pass that changed it.
 //!
-//! The programming mode follows the host's HNS version ([`program::mode`]): network IP sets
+//! The programming mode follows the host's HNS version ([`mode`]): network IP sets
 //! (one `SetPolicy` update for a selector's membership change) from HNS 13.0, rules listing
 //! their peers inline before.
 
