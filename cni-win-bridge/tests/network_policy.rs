@@ -113,7 +113,8 @@ fn start(node: &Node, container: &str, pod: &str, config: &Value) -> Reply {
     add(node, container, &node.namespace(), pod, config)
 }
 
-/// The ACLs of `container`'s endpoint.
+/// The ACLs of `container`'s endpoint. (Containers here are named `np-…`: the attachment
+/// lock is host-wide, and other test binaries run `pod` on `cbr0` at the same time.)
 fn acls(node: &Node, container: &str) -> Vec<AclPolicy> {
     node.endpoint(&format!("{container}_cbr0"))
         .policies
@@ -176,25 +177,25 @@ fn a_pod_the_agent_has_seen_is_protected_from_its_first_packet_at_no_call_more()
     let (node, config, path) = node("netpol-seen");
     write(&path, &snapshot());
     // The node's first ADD finds the network by name; the second is the usual one.
-    start(&node, "warm", "default/warm", &config).result();
+    start(&node, "np-warm", "default/warm", &config).result();
     node.calls();
     let netns = node.namespace();
     node.calls();
-    let result = add(&node, "pod", &netns, "x/a", &config).result();
+    let result = add(&node, "np-pod", &netns, "x/a", &config).result();
     assert_eq!(node.calls(), (5, 8), "ADD's budget is unchanged");
 
     assert_eq!(
-        acls(&node, "pod"),
+        acls(&node, "np-pod"),
         snapshot().rules_for_new_pod("x", "a"),
         "created with the pod's rules"
     );
-    for (build, verdicts) in verdicts(&node, &address(&node, "pod")) {
+    for (build, verdicts) in verdicts(&node, &address(&node, "np-pod")) {
         assert_eq!(verdicts, [Allowed, Denied, Denied, Allowed], "{build}");
     }
     // The rules are the agent's to change: CHECK holds the endpoint to the config's own.
     let mut check = config.clone();
     check["prevResult"] = result;
-    node.check("pod", &netns, &check).silent();
+    node.check("np-pod", &netns, &check).silent();
 }
 
 #[test]
@@ -202,20 +203,20 @@ fn a_pod_the_agent_has_not_seen_gets_its_namespaces_posture_or_the_default() {
     use Verdict::{Allowed, Denied};
     let (node, config, path) = node("netpol-unseen");
     write(&path, &snapshot());
-    start(&node, "unseen", "x/unseen", &config).result();
+    start(&node, "np-unseen", "x/unseen", &config).result();
     assert_eq!(
-        acls(&node, "unseen"),
+        acls(&node, "np-unseen"),
         snapshot().rules_for_new_pod("x", "unseen")
     );
-    for (build, verdicts) in verdicts(&node, &address(&node, "unseen")) {
+    for (build, verdicts) in verdicts(&node, &address(&node, "np-unseen")) {
         assert_eq!(
             verdicts,
             [Denied, Denied, Denied, Allowed],
             "{build}: x isolates its pods for ingress; nothing is known to admit this one"
         );
     }
-    start(&node, "new", "new-namespace/b", &config).result();
-    for (build, verdicts) in verdicts(&node, &address(&node, "new")) {
+    start(&node, "np-new", "new-namespace/b", &config).result();
+    for (build, verdicts) in verdicts(&node, &address(&node, "np-new")) {
         assert_eq!(
             verdicts, [Allowed; 4],
             "{build}: no policy can select it yet"
@@ -232,16 +233,16 @@ fn without_the_key_or_before_the_agents_first_snapshot_a_pod_has_no_policy_rules
         .unwrap()
         .remove("networkPolicySnapshot");
     write(&path, &snapshot());
-    start(&node, "off", "x/a", &without).result();
+    start(&node, "np-off", "x/a", &without).result();
     assert!(
-        acls(&node, "off").is_empty(),
+        acls(&node, "np-off").is_empty(),
         "NetworkPolicy is not enabled"
     );
 
     std::fs::remove_file(&path).unwrap();
-    let added = start(&node, "early", "x/a", &config);
+    let added = start(&node, "np-early", "x/a", &config);
     added.result();
-    assert!(acls(&node, "early").is_empty());
+    assert!(acls(&node, "np-early").is_empty());
     assert!(
         added.stderr.contains("no snapshot yet") && added.stderr.contains("x/a"),
         "{}",
@@ -288,7 +289,7 @@ fn an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing() {
     ];
     for (problem, make) in cases {
         make();
-        let message = start(&node, "pod", "x/a", &config).error(11);
+        let message = start(&node, "np-pod", "x/a", &config).error(11);
         assert!(
             message.contains(problem) && message.contains(&*path.to_string_lossy()),
             "{problem}: {message}"
@@ -311,7 +312,7 @@ fn a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add() {
     write(&path, &snapshot());
     config["policies"].as_array_mut().unwrap().push(json!({"name": "EndpointPolicy", "value":
         {"Type": "ACL", "Settings": {"Protocols": "256", "Action": "Allow", "Direction": "In", "Priority": 65000}}}));
-    let message = start(&node, "pod", "x/a", &config).error(11);
+    let message = start(&node, "np-pod", "x/a", &config).error(11);
     assert!(message.contains("ties with the config's ACL"), "{message}");
     assert_nothing_left(&node);
 }
@@ -320,6 +321,6 @@ fn a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add() {
 fn the_snapshot_path_must_be_absolute() {
     let (node, mut config, _) = node("netpol-relative");
     config["networkPolicySnapshot"] = json!("network-policy.json");
-    let message = start(&node, "pod", "x/a", &config).error(7);
+    let message = start(&node, "np-pod", "x/a", &config).error(7);
     assert!(message.contains("networkPolicySnapshot"), "{message}");
 }

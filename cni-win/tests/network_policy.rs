@@ -398,7 +398,7 @@ fn a_new_pod_is_created_with_the_snapshots_rules_and_taken_over_without_a_change
         "in the snapshot before ADD"
     );
 
-    let ip = add(&node, "d", "x", "d");
+    let ip = add(&node, "np-d", "x", "d");
     node.ips.insert("x/d".to_owned(), ip);
     let first_packets = |node: &PolicyNode| -> Vec<(String, Verdict)> {
         BUILDS
