@@ -34,6 +34,7 @@
 //! their peers inline before.
 
 mod feed;
+mod hns_view;
 mod program;
 mod snapshot;
 mod task;
@@ -54,7 +55,8 @@ pub use task::NetworkPolicyTask;
 pub use watches::ApiSettings;
 
 use self::feed::ClusterState;
-use self::program::{HnsRead, NetworkConfig};
+use self::hns_view::HnsView;
+use self::program::NetworkConfig;
 use crate::confdir;
 use crate::error::Error;
 use crate::metrics::network_policy::NetworkPolicyMetrics;
@@ -122,11 +124,14 @@ struct Programmer {
     client: Result<Client, ConnectError>,
     features: Option<SupportedFeatures>,
     networks: Vec<NetworkConfig>,
+    /// What HNS holds, as the last pass left it; `None` until a full read, and after a failure.
+    view: Option<HnsView>,
     last: Option<Result<Pass, NotProgrammed>>,
 }
 
 impl Programmer {
-    /// One pass over a fresh read of HNS. `repair`: a daemon round's.
+    /// One pass: a daemon round's (`repair`) over a full read of HNS, the programmer's over
+    /// its view brought up to date.
     fn pass(&mut self, shared: &Shared, repair: bool) -> Result<Pass, NotProgrammed> {
         if self.client.is_err() {
             self.client = platform::connect(Deadline::Node);
@@ -147,13 +152,35 @@ impl Programmer {
         };
         let mode = program::mode(features);
         shared.metrics.record_mode(mode == Mode::IpSets);
-        let outcome = HnsRead::read(client)
-            .map_err(|e| {
+        // A round reads everything (drift); the programmer brings its view up to date.
+        let view = match self.view.take() {
+            Some(mut view) if !repair => view.refresh(client).map(|()| view),
+            _ => HnsView::read(client),
+        };
+        let outcome = match view {
+            Err(e) => {
                 // HNS may have restarted (an update changes its version): ask again.
                 self.features = None;
-                NotProgrammed::Failed(e.to_string())
-            })
-            .and_then(|read| program::program(client, mode, &self.networks, &read, &shared.state));
+                Err(NotProgrammed::Failed(e.to_string()))
+            }
+            Ok(mut view) => {
+                let outcome =
+                    program::program(client, mode, &self.networks, view.hns(), &shared.state);
+                match &outcome {
+                    Ok(pass) => {
+                        view.wrote(
+                            pass.endpoints_written.clone(),
+                            pass.networks_written.clone(),
+                        );
+                        self.view = Some(view);
+                    }
+                    Err(NotProgrammed::NotSynced) => self.view = Some(view),
+                    // What a failed pass wrote is not known: read everything next time.
+                    Err(NotProgrammed::Failed(_)) => {}
+                }
+                outcome
+            }
+        };
         let state = shared.lock_state();
         shared.metrics.record_api(state.api_up(), state.synced());
         drop(state);
@@ -223,6 +250,7 @@ impl Agent {
                 client,
                 features: None,
                 networks,
+                view: None,
                 last: None,
             }),
             metrics: NetworkPolicyMetrics::default(),

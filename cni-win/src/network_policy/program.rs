@@ -9,10 +9,10 @@
 //! left as it is: a pod whose address the API server has not reported yet keeps the rules
 //! ADD gave it from the snapshot.
 //!
-//! Raw HCN calls of a pass: HNS read once (`HcnEnumerateNetworks` + 2 per network,
-//! `HcnEnumerateEndpoints` + 2 per endpoint, closes not counted), then 2 per write (open and
-//! modify, [`hns::Client::modify_endpoint_policies`], [`hns::Client::modify_network_policies`]);
-//! an unchanged cluster makes no write.
+//! Raw HCN calls of a pass: what HNS holds (a daemon round's full read, or the programmer's
+//! view brought up to date: see `hns_view`), then 2 per write (open and modify,
+//! [`hns::Client::modify_endpoint_policies`], [`hns::Client::modify_network_policies`]); an
+//! unchanged cluster makes no write.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -25,9 +25,10 @@ use cni_win_netpol::{
 };
 use hns::schema::policy::AclPolicy;
 use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeNetwork, NetworkPolicy};
-use hns::{Client, Feature, HnsError, SupportedFeatures};
+use hns::{Client, Feature, Guid, SupportedFeatures};
 
 use super::feed::ClusterState;
+use super::hns_view::HnsRead;
 use super::snapshot::{self, Rendered};
 use crate::metrics::network_policy::Programmed as Counts;
 
@@ -52,23 +53,6 @@ pub fn mode(features: SupportedFeatures) -> Mode {
     }
 }
 
-/// HNS as one pass reads it.
-#[derive(Debug)]
-pub(crate) struct HnsRead {
-    pub networks: Vec<HostComputeNetwork>,
-    pub endpoints: Vec<HostComputeEndpoint>,
-}
-
-impl HnsRead {
-    /// Reads every network and endpoint.
-    pub fn read(client: &Client) -> Result<HnsRead, HnsError> {
-        Ok(HnsRead {
-            networks: client.list_networks()?,
-            endpoints: client.list_endpoints(None)?,
-        })
-    }
-}
-
 /// What a pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Pass {
@@ -82,6 +66,10 @@ pub struct Pass {
     pub generation: u64,
     /// When the first change this pass programmed arrived.
     pub changed_since: Option<Instant>,
+    /// The endpoints written to.
+    pub(crate) endpoints_written: BTreeSet<Guid>,
+    /// The networks written to.
+    pub(crate) networks_written: BTreeSet<Guid>,
 }
 
 /// Why a pass did not program.
@@ -95,7 +83,7 @@ pub enum NotProgrammed {
 
 /// The writes of one network: what the translation wants there, and how to get it.
 struct NetworkPlan {
-    network: hns::Guid,
+    network: Guid,
     writes: Vec<Write>,
 }
 
@@ -161,9 +149,9 @@ fn plan(
     let node = node_addresses(networks, read, state);
     let local_pods = local_pods_by_address(state);
     let mut plans = Vec::new();
-    let mut mapped: BTreeMap<PodKey, (hns::Guid, Vec<String>)> = BTreeMap::new();
+    let mut mapped: BTreeMap<PodKey, (Guid, Vec<String>)> = BTreeMap::new();
     let mut counts = Counts {
-        policies_applied: state.cluster.policies().count() - state.refused.len(),
+        policies_applied: (state.cluster.policies().count()).saturating_sub(state.refused.len()),
         policies_refused: state.refused.len(),
         ..Counts::default()
     };
@@ -241,6 +229,7 @@ fn apply(client: &Client, plan: &NetworkPlan, pass: &mut Pass) -> Result<(), Str
     for write in &plan.writes {
         match write {
             Write::Network(request) => {
+                pass.networks_written.insert(plan.network);
                 client
                     .modify_network_policies(plan.network, request)
                     .map_err(|e| e.to_string())?;
@@ -250,6 +239,7 @@ fn apply(client: &Client, plan: &NetworkPlan, pass: &mut Pass) -> Result<(), Str
                 if gone.contains(endpoint) {
                     continue;
                 }
+                pass.endpoints_written.insert(*endpoint);
                 match client.modify_endpoint_policies(*endpoint, request) {
                     Ok(()) => pass.endpoint_writes += 1,
                     Err(e) if e.is_not_found() => {
