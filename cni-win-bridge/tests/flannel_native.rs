@@ -163,6 +163,28 @@ fn gc_never_needs_subnet_env() {
     assert_eq!(node.reservations(NETWORK).len(), 1);
 }
 
+/// GC removes a pod it collects exactly as that pod's DEL would (the one removal every
+/// collector shares, `cni_win_core::removal`): endpoint, address and Flannel's record.
+#[test]
+fn gc_removes_what_del_would_flannels_record_included() {
+    let node = node_with_subnet_env("gc-as-del");
+    let mut config = native(&node);
+    config["cniVersion"] = json!("1.1.0");
+    node.add("kept", &node.namespace(), &config).result();
+    node.add("gone", &node.namespace(), &config).result();
+    assert!(record(&node, "gone").is_some());
+
+    config["cni.dev/valid-attachments"] = json!([{"containerID": "kept", "ifname": "eth0"}]);
+    node.run(&Call::network("GC", &config)).silent();
+    assert!(
+        record(&node, "gone").is_none(),
+        "Flannel's record of a collected pod goes"
+    );
+    assert!(record(&node, "kept").is_some());
+    assert_eq!(node.endpoints(NETWORK).len(), 1);
+    assert_eq!(node.reservations(NETWORK).len(), 1);
+}
+
 #[test]
 fn a_torn_subnet_env_is_read_again() {
     let node = common::node("torn");

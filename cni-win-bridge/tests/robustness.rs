@@ -288,3 +288,20 @@ fn gc_and_status_validate_the_config_as_add_does() {
     assert_eq!(node.endpoints(NETWORK).len(), 1);
     assert_eq!(node.reservations(NETWORK).len(), 1);
 }
+
+/// A network `name` too long to be a directory name: ADD fails (nothing is created), and its
+/// DEL, which the runtime retries until it succeeds, finds nothing to remove and succeeds, on
+/// a node whose store directory exists (other networks' pods).
+#[test]
+fn del_of_a_name_too_long_for_a_directory_succeeds() {
+    let node = common::node("long-name");
+    let config = config(&node, "1.1.0");
+    node.add("other", &node.namespace(), &config).result();
+    let mut long = config.clone();
+    long["name"] = json!("n".repeat(300));
+    let netns = node.namespace();
+    assert!(!node.add("pod", &netns, &long).ok());
+    node.del("pod", Some(&netns), &long).silent();
+    node.del("pod", None, &long).silent();
+    assert_eq!(node.endpoints(NETWORK).len(), 1);
+}

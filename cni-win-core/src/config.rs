@@ -27,6 +27,7 @@ use hns::schema::{Dns, EndpointPolicy};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::decodes::Decodes;
 use crate::kind::NetworkKind;
 use crate::policy;
 
@@ -175,6 +176,7 @@ struct RuntimeDns {
 impl<K: NetworkKind> Conf<K> {
     /// Reads and validates the whole config; every problem is code 7 naming the key.
     pub fn load(conf: &NetConf) -> Result<Conf<K>, Error> {
+        Decodes::count_config();
         let shared: SharedKeys = conf.plugin_config()?;
         let kind = K::from_keys(conf.plugin_config()?)?;
         let mut policies = Vec::new();

@@ -1,8 +1,9 @@
 //! GC: the only enumeration the plugins do. Every endpoint of this network that is provably
 //! an attachment's (cni-win's under its deterministic GUID, or the reference plugin's
 //! `<containerID>_<network>`: the one rule of [`crate::ownership`]) and whose attachment is not listed in
-//! `cni.dev/valid-attachments` is removed (all of them when the config has no list, as libcni
-//! means it); remote endpoints, endpoints named otherwise
+//! `cni.dev/valid-attachments` is removed with its attachment as DEL removes it (all of them
+//! when the config has no list, as libcni means it; [`crate::removal`], which `cni-win sweep`
+//! removes through too); remote endpoints, endpoints named otherwise
 //! (Flannel's `cbr0_ep`, kube-proxy's) and other networks are never touched. Then IPAM's GC,
 //! which keeps the addresses of the valid attachments, of node components (kube-proxy's
 //! source VIP) and every address an endpoint left on the network holds (kube-proxy's
@@ -23,6 +24,7 @@ use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
 use crate::ownership::{self, Liveness, Retention, Verdict};
 use crate::prepare::{Prepared, Unusable};
+use crate::removal::remove_attachment;
 
 pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> Result<(), Error> {
     let mut prepared = Prepared::<K>::load_for_teardown(&request.config, &cni::CniArgs::default())?;
@@ -37,7 +39,14 @@ pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> R
         Ok(network) => {
             let id = network.open.id();
             drop(network);
-            let removed = sweep(client, name, id, &mut keep, &mut held, &mut problems)?;
+            let removed = remove_unlisted_attachments(
+                client,
+                request,
+                id,
+                &mut keep,
+                &mut held,
+                &mut problems,
+            )?;
             log::info!(
                 "GC removed {removed} endpoint(s) of {name}: {}",
                 valid.reason()
@@ -66,17 +75,19 @@ pub(crate) fn gc<K: NetworkKind>(client: &Client, request: &NetworkRequest) -> R
     }
 }
 
-/// Deletes the stale endpoints of network `id` and returns how many it deleted; `keep` (the
-/// valid attachments on entry) gains every attachment whose endpoint is still there after a
-/// failed delete, and `held` every address of an endpoint left on the network.
-fn sweep(
+/// Removes, as their DEL would ([`remove_attachment`]), the attachments of network `id` whose
+/// endpoints the runtime no longer lists, and returns how many it removed; `keep` (the valid
+/// attachments on entry) gains every attachment that is still there after a failed removal,
+/// and `held` every address of an endpoint left on the network.
+fn remove_unlisted_attachments(
     client: &Client,
-    network: &str,
+    request: &NetworkRequest,
     id: hns::Guid,
     keep: &mut Vec<GcAttachment>,
     held: &mut Vec<IpAddr>,
     problems: &mut Vec<String>,
 ) -> Result<usize, Error> {
+    let network = request.config.name.as_str();
     let mut removed = 0;
     let endpoints = client
         .list_endpoints(Some(id))
@@ -91,7 +102,7 @@ fn sweep(
                 continue;
             }
         };
-        let _lock = match attachment_lock::try_lock(
+        let _claim = match attachment_lock::try_lock(
             network,
             &attachment.container_id,
             &attachment.ifname,
@@ -116,23 +127,20 @@ fn sweep(
                 continue;
             }
         };
-        if !endpoint.host_compute_namespace.is_zero()
-            && let Err(e) = client.detach_endpoint(endpoint.host_compute_namespace, endpoint.id)
-            && !e.is_not_found()
-        {
-            log::warn!(
-                "GC: detaching {} failed ({e}); deleting it anyway",
-                endpoint.name
-            );
-        }
-        match client.delete_endpoint(endpoint.id) {
+        let namespace = endpoint.host_compute_namespace;
+        let namespace = (!namespace.is_zero()).then_some(namespace);
+        match remove_attachment(client, request, &attachment, namespace) {
             Ok(()) => {
-                log::info!("GC: deleted endpoint {} ({})", endpoint.name, endpoint.id);
+                log::info!("GC: removed endpoint {} ({})", endpoint.name, endpoint.id);
                 removed += 1;
             }
-            Err(e) if e.is_not_found() => {}
             Err(e) => {
-                problems.push(format!("endpoint {} ({}): {e}", endpoint.name, endpoint.id));
+                problems.push(format!(
+                    "endpoint {} ({}): {}",
+                    endpoint.name,
+                    endpoint.id,
+                    e.msg()
+                ));
                 keep.push(attachment);
                 held.extend(addresses);
             }

@@ -11,11 +11,12 @@ use ipam_host_local::range::Range;
 use ipam_host_local::{Allocation, Exhausted, HostLocal, Retention, Teardown};
 use serde_json::Value;
 
+use crate::decodes::Decodes;
 use crate::delegation::Delegate;
 use crate::network_cache::NetworkCache;
 
 /// The config's IPAM.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Ipam {
     /// `"type": "host-local"`: the `ipam-host-local` library, in this process.
     HostLocal(HostLocal),
@@ -100,11 +101,14 @@ impl Ipam {
     /// The config's IPAM, `None` without an `ipam` section (whether that is allowed is the
     /// command's call: see `Prepared::required_ipam`).
     pub fn from_conf(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Error> {
-        Ok(match ipam_type(conf)? {
-            None => None,
-            Some(HOST_LOCAL) => Some(Ipam::HostLocal(HostLocal::from_conf(conf, args)?)),
-            Some(other) => Some(Ipam::Delegated(Delegate::new(other, conf)?)),
-        })
+        let Some(ipam_type) = ipam_type(conf)? else {
+            return Ok(None);
+        };
+        Decodes::count_ipam();
+        Ok(Some(match ipam_type {
+            HOST_LOCAL => Ipam::HostLocal(HostLocal::from_conf(conf, args)?),
+            other => Ipam::Delegated(Delegate::new(other, conf)?),
+        }))
     }
 
     /// Where this config's network cache lives: beside host-local's store; a delegated IPAM
@@ -236,11 +240,14 @@ impl Release {
     /// The config's IPAM as a DEL reads it; `None` without an `ipam` section (nothing to
     /// release). Code 7 when `ipam.type` or host-local's store cannot be told.
     pub fn of(conf: &NetConf, args: &CniArgs) -> Result<Option<Release>, Error> {
-        Ok(match ipam_type(conf)? {
-            None => None,
-            Some(HOST_LOCAL) => Some(Release::HostLocal(Teardown::from_conf(conf, args)?)),
-            Some(other) => Some(Release::Delegated(Delegate::new(other, conf)?)),
-        })
+        let Some(ipam_type) = ipam_type(conf)? else {
+            return Ok(None);
+        };
+        Decodes::count_ipam();
+        Ok(Some(match ipam_type {
+            HOST_LOCAL => Release::HostLocal(Teardown::from_conf(conf, args)?),
+            other => Release::Delegated(Delegate::new(other, conf)?),
+        }))
     }
 
     /// DEL: releases the attachment's addresses (success when it holds none).

@@ -22,14 +22,18 @@
 //! - `flannel`: Flannel-native mode (a config with `subnetFile`: subnet.env read and turned
 //!   into the effective config, Flannel's record kept for DEL);
 //! - [`hns_deadline`]: how long one HCN call may take (config key, environment variable);
-//! - [`platform`]: the platform's HNS, as the plugins and the node tools reach it;
+//! - [`platform`]: the platform's HNS, as the plugins and the node tools reach it (one typed
+//!   `connect`);
 //! - `endpoint`: the endpoint document and the result read back from it;
 //!
-//! What the node tools (`cni-win sweep`, `doctor`) share with the plugins, so they judge with
-//! the plugins' own rules rather than a copy: [`ownership`] (the one rule of what is whose and
-//! what is dead, which GC applies too), [`snapshot`] (the node read once, each configured
-//! network judged and its STATUS answered from that read), [`identity`],
-//! [`attachment_lock`] (a command in flight) and [`load_config`];
+//! What the node tools (`cni-win sweep`, `doctor`, the node daemon) share with the plugins,
+//! so they judge with the plugins' own rules rather than a copy: [`ownership`] (the one rule
+//! of what is whose and what is dead, which GC applies too), [`removal`] (how GC and the
+//! sweep remove a dead attachment: as its DEL), [`configured`] (a configured network decoded
+//! once by its plugin's code: config review, STATUS, the pods' pool, its store),
+//! [`snapshot`] (the node read once, each configured network judged and its STATUS answered
+//! from that read), [`decodes`] (how often a thread decoded a config), [`identity`] and
+//! [`attachment_lock`] (a command in flight);
 //! - `codes` and `hns_error`: the plugin error codes (110-114) and how HNS errors map to
 //!   CNI codes.
 //!
@@ -44,6 +48,8 @@ pub mod attachment_lock;
 mod check;
 mod codes;
 mod config;
+pub mod configured;
+pub mod decodes;
 mod del;
 mod delegation;
 mod endpoint;
@@ -62,6 +68,7 @@ mod policy;
 mod port_conflict;
 mod prepare;
 mod reference;
+pub mod removal;
 mod requirements;
 pub mod snapshot;
 mod stale_holder;
@@ -71,12 +78,3 @@ mod teardown;
 pub use config::ConfigReview;
 pub use kind::{NatException, NetworkKind};
 pub use plugin::run;
-
-/// Loads `config` as every command of plugin `K` does before it talks to HNS (the plugin's
-/// keys decoded and validated, the IPAM section parsed), so an installer can check a conflist
-/// with the plugins' own code and never write one they would refuse; the review says what
-/// the accepted config may still do otherwise than meant.
-pub fn load_config<K: NetworkKind>(config: &cni::NetConf) -> Result<ConfigReview, cni::Error> {
-    prepare::Prepared::<K>::load(config, &cni::CniArgs::default())
-        .map(|prepared| prepared.conf.review())
-}

@@ -2,16 +2,14 @@
 
 use std::marker::PhantomData;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use cni::{About, DelRequest, Error, ErrorCode, NetConf, NetworkRequest, Request, Success};
 use hns::Client;
 
 use crate::attachment_lock;
 use crate::delegation::admit;
-use crate::hns_deadline::hns_deadline;
-use crate::hns_error::to_cni;
 use crate::kind::NetworkKind;
+use crate::platform::{self, Deadline};
 use crate::teardown::{self, Teardown};
 use crate::{add, check, del, flannel, gc, status};
 
@@ -26,16 +24,10 @@ pub fn run<K: NetworkKind>(build: cni::Build) -> ExitCode {
 /// config, so the plugin holds nothing.
 struct HnsPlugin<K>(PhantomData<K>);
 
-/// The platform's HNS: computenetwork.dll on Windows, the emulator named by
-/// `HCN_EMULATOR_STATE` elsewhere, each call bounded by the config's HNS deadline.
-/// Unreachable is code 11 (HNS may be restarting).
+/// The platform's HNS, each call bounded by the config's HNS deadline. Unreachable is code
+/// 11 (HNS may be restarting).
 fn connect(conf: &NetConf) -> Result<Client, Error> {
-    connect_within(hns_deadline(conf)?)
-}
-
-/// [`connect`] with each call bounded by `deadline`.
-fn connect_within(deadline: Duration) -> Result<Client, Error> {
-    crate::platform::client(deadline).map_err(|e: hns::HnsError| to_cni(&e, "connect to HNS"))
+    Ok(platform::connect(Deadline::Config(conf))?)
 }
 
 impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
@@ -60,7 +52,8 @@ impl<K: NetworkKind> cni::Plugin for HnsPlugin<K> {
             ifname,
             teardown.lock_deadline,
         )?;
-        del::del(&connect_within(teardown.hns_deadline)?, request, &teardown)
+        let client = platform::connect(Deadline::Exactly(teardown.hns_deadline))?;
+        del::del(&client, request, &teardown)
     }
 
     fn check(&self, request: &Request) -> Result<(), Error> {

@@ -46,6 +46,15 @@ pub(crate) struct Network<'c> {
     gateways: Vec<(IpNetwork, IpAddr)>,
 }
 
+/// A config fitted to a network: each host-local range's subnet with its pod gateway, and
+/// every address host-local must never hand out there (those gateways and the HNS subnets'
+/// own).
+#[derive(Debug)]
+struct Fitted {
+    gateways: Vec<(IpNetwork, IpAddr)>,
+    excluded: Vec<IpAddr>,
+}
+
 /// How a command found its network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Found {
@@ -225,6 +234,27 @@ impl<K: NetworkKind> Prepared<K> {
         &mut self,
         properties: &HostComputeNetwork,
     ) -> Result<Vec<(IpNetwork, IpAddr)>, Unusable> {
+        let fitted = self.fitted(properties)?;
+        if let Some(ipam) = &mut self.ipam {
+            ipam.exclude(&fitted.excluded);
+        }
+        Ok(fitted.gateways)
+    }
+
+    /// The IPAM ADD allocates from on the network `properties` describes: the config's, after
+    /// the checks [`Prepared::fit`] makes, with the same addresses kept out. Leaves `self` as
+    /// it is, so one decoded config answers for every read of the network.
+    pub fn fitted_ipam(&self, properties: &HostComputeNetwork) -> Result<Option<Ipam>, Unusable> {
+        let excluded = self.fitted(properties)?.excluded;
+        let mut ipam = self.ipam.clone();
+        if let Some(ipam) = &mut ipam {
+            ipam.exclude(&excluded);
+        }
+        Ok(ipam)
+    }
+
+    /// What [`Prepared::fit`] checks and computes.
+    fn fitted(&self, properties: &HostComputeNetwork) -> Result<Fitted, Unusable> {
         let name = &self.conf.network;
         let network_type = &properties.network_type;
         if !K::NETWORK_TYPES.contains(&network_type.as_str()) {
@@ -253,10 +283,7 @@ impl<K: NetworkKind> Prepared<K> {
         }
         let mut excluded: Vec<IpAddr> = gateways.iter().map(|(_, gateway)| *gateway).collect();
         excluded.extend(properties.subnets().filter_map(Subnet::gateway));
-        if let Some(ipam) = &mut self.ipam {
-            ipam.exclude(&excluded);
-        }
-        Ok(gateways)
+        Ok(Fitted { gateways, excluded })
     }
 
     /// The pod gateway of an address IPAM gave: its range's, computed by

@@ -1,28 +1,28 @@
-//! One read of a node for the node tools (`cni-win sweep`, `cni-win doctor`): every HNS
-//! network, endpoint, namespace and load balancer and the HNS version, read once, and each
-//! network's host-local store read once, then judged by the one rule ([`crate::ownership`])
-//! that the plugins' GC applies too. Every check and every stale object comes from the same
-//! read, so a tool never re-asks HNS for what it already has.
+//! One read of a node for the node tools (`cni-win sweep`, `cni-win doctor`, the node
+//! daemon): every HNS network, endpoint, namespace and load balancer and the HNS version, read
+//! once, and each configured network's host-local store read once
+//! ([`crate::configured::ConfiguredNetwork`]), then judged by the one rule
+//! ([`crate::ownership`]) that the plugins' GC applies too. Every check and every stale object
+//! comes from the same read, so a tool never re-asks HNS for what it already has.
 //!
 //! Raw HCN calls of [`NodeSnapshot::read`] (closes not counted, one each per network,
 //! endpoint and load balancer): the version 1, networks 1 + 2 each, endpoints 1 + 2 each,
 //! namespaces 1 (IDs only), load balancers 1 + 2 each. A node with one network and three pods:
-//! 13.
+//! 13; 12 with [`NodeSnapshot::read_knowing`], which takes the version from an earlier read
+//! (HNS reports a new one only after an update, which restarts it).
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-use cni::{CniArgs, DelRequest, Error, GcAttachment, NetworkRequest};
+use cni::{Error, GcAttachment};
 use hns::schema::{HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNetwork};
 use hns::{Client, Guid, HnsError, SupportedFeatures};
 pub use ipam_host_local::Exhausted;
 use ipam_host_local::HostLocal;
 use ipam_host_local::layout::{Content, Owner};
 
-use crate::ipam::Ipam;
-use crate::kind::NetworkKind;
+use crate::configured::ConfiguredNetwork;
 use crate::ownership::{self, Dead, Liveness, Retention, Verdict};
-use crate::prepare::Prepared;
 
 /// What HNS holds, read once.
 #[derive(Debug, Clone)]
@@ -91,20 +91,28 @@ impl Stale {
 #[derive(Debug)]
 pub struct NetworkView<'s> {
     snapshot: &'s NodeSnapshot,
-    request: &'s NetworkRequest,
+    configured: &'s ConfiguredNetwork,
     /// The HNS network of the config's name; `None` when HNS has none.
     pub network: Option<&'s HostComputeNetwork>,
-    /// Every reservation of the network's host-local store (read once, with the IPAM DEL
-    /// uses: in Flannel-native mode without subnet.env); `None` for a delegated IPAM, whose
-    /// store is its own.
+    /// Every reservation of the network's host-local store, read once (in Flannel-native
+    /// mode whether or not subnet.env is there); `None` for a delegated IPAM, whose store is
+    /// its own.
     pub reservations: Option<Vec<(IpAddr, Content)>>,
 }
 
 impl NodeSnapshot {
     /// Reads HNS once (see the module docs for the raw calls).
     pub fn read(client: &Client) -> Result<NodeSnapshot, HnsError> {
+        NodeSnapshot::read_knowing(client, client.supported_features()?)
+    }
+
+    /// Reads HNS once, but for its version, which an earlier read gave as `features`.
+    pub fn read_knowing(
+        client: &Client,
+        features: SupportedFeatures,
+    ) -> Result<NodeSnapshot, HnsError> {
         Ok(NodeSnapshot {
-            features: client.supported_features()?,
+            features,
             networks: client.list_networks()?,
             endpoints: client.list_endpoints(None)?,
             namespaces: client.list_namespace_ids()?.into_iter().collect(),
@@ -112,18 +120,17 @@ impl NodeSnapshot {
         })
     }
 
-    /// The network `request` configures, with its store read once.
-    pub fn view<'s>(&'s self, request: &'s NetworkRequest) -> Result<NetworkView<'s>, Error> {
-        let name = &request.config.name;
-        let reservations =
-            match crate::flannel::teardown_ipam(&request.config, &CniArgs::default())? {
-                Some(Ipam::HostLocal(host_local)) => Some(host_local.reservations()?),
-                _ => None,
-            };
+    /// The network `configured` as this read shows it, with its store read once.
+    pub fn view<'s>(&'s self, configured: &'s ConfiguredNetwork) -> Result<NetworkView<'s>, Error> {
+        let reservations = match configured.store().map_err(Clone::clone)? {
+            Some(host_local) => Some(host_local.reservations()?),
+            None => None,
+        };
+        let name = configured.name();
         Ok(NetworkView {
             snapshot: self,
-            request,
-            network: self.networks.iter().find(|network| &network.name == name),
+            configured,
+            network: self.networks.iter().find(|network| network.name == name),
             reservations,
         })
     }
@@ -208,65 +215,26 @@ impl<'s> NetworkView<'s> {
 
     /// STATUS of the network as the runtime's STATUS would answer now (in Flannel-native mode
     /// subnet.env first), judged from the snapshot: no HCN call.
-    pub fn status<K: NetworkKind>(&self) -> Result<Vec<Exhausted>, Error> {
-        let features = self.snapshot.features;
-        crate::flannel::status(
-            self.request,
-            || Ok(features),
-            |request| crate::status::status_of::<K>(self.network, request),
-        )
+    pub fn status(&self) -> Result<Vec<Exhausted>, Error> {
+        self.configured.status(self.network)
     }
 
-    /// host-local over the pods' store with exactly the ranges and exclusions ADD of plugin
-    /// `K` allocates from (in Flannel-native mode subnet.env's, the pod gateways and the HNS
-    /// subnets' gateways kept out), judged from the snapshot: no HCN call. What a node
-    /// component reserves here (kube-proxy's source VIP) is an address ADD would hand out,
-    /// and no pod ever gets it. Refused (naming the cause) when the network is missing or does
-    /// not fit the config, or the IPAM is not host-local.
-    pub fn pod_pool<K: NetworkKind>(&self) -> Result<HostLocal, Error> {
-        let features = self.snapshot.features;
-        crate::flannel::status(
-            self.request,
-            || Ok(features),
-            |request| {
-                let name = &request.config.name;
-                let mut prepared = Prepared::<K>::load(&request.config, &CniArgs::default())?;
-                prepared.required_ipam()?;
-                let network = self.network.ok_or_else(|| {
-                Error::try_again_later(format!(
-                    "HNS network {name:?} does not exist (yet); flanneld or the node's setup creates it"
-                ))
-            })?;
-                prepared
-                    .fit(network)
-                    .map_err(|unusable| unusable.into_error(name))?;
-                match prepared.ipam {
-                    Some(Ipam::HostLocal(host_local)) => Ok(host_local),
-                    _ => Err(Error::invalid_config(format!(
-                        "network {name:?}: ipam.type is not host-local, so the pods' addresses are \
-                     another IPAM plugin's to give; reserve the address with that plugin"
-                    ))),
-                }
-            },
-        )
+    /// host-local over the pods' store exactly as ADD allocates from it on this network
+    /// ([`ConfiguredNetwork::pod_pool`]), judged from the snapshot: no HCN call.
+    pub fn pod_pool(&self) -> Result<HostLocal, Error> {
+        self.configured.pod_pool(self.network)
     }
 
-    /// Removes `stale` as the runtime's DEL of its attachment would: detach, delete the
-    /// endpoint (by its GUID, else the reference plugin's by name), release its addresses,
-    /// drop Flannel's record. Succeeds only when nothing of the attachment is left.
+    /// Removes `stale` as the runtime's DEL of its attachment would
+    /// ([`crate::removal::remove_attachment`], which the plugins' GC removes through too).
+    /// Succeeds only when nothing of the attachment is left.
     pub fn remove(&self, client: &Client, stale: &Stale) -> Result<(), Error> {
-        let attachment = stale.attachment();
-        let del = DelRequest {
-            container_id: attachment.container_id.clone(),
-            ifname: attachment.ifname.clone(),
-            netns: stale.namespace().map(|guid| guid.to_string()),
-            args: CniArgs::default(),
-            config: self.request.config.clone(),
-            stdin: self.request.stdin.clone(),
-            cni_path: self.request.cni_path.clone(),
-        };
-        let teardown = crate::teardown::Teardown::of(&del)?;
-        crate::del::del(client, &del, &teardown)
+        crate::removal::remove_attachment(
+            client,
+            self.configured.request(),
+            stale.attachment(),
+            stale.namespace(),
+        )
     }
 }
 

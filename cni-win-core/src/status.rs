@@ -14,6 +14,7 @@ use hns::schema::HostComputeNetwork;
 use ipam_host_local::Exhausted;
 
 use crate::hns_error::details;
+use crate::ipam::Ipam;
 use crate::kind::NetworkKind;
 use crate::prepare::{Prepared, Unusable};
 
@@ -27,39 +28,43 @@ pub(crate) fn status<K: NetworkKind>(
     let network = prepared
         .network(client)
         .map_err(|unusable| not_ready(&request.config.name, unusable))?;
-    ready(&mut prepared, network.open.properties(), request)
+    ready(
+        &prepared.conf.kind,
+        prepared.ipam.as_ref(),
+        network.open.properties(),
+        request,
+    )
 }
 
-/// STATUS over a network already read (`None`: there is none of that name), as the node tools
-/// judge it from a snapshot: the same checks, no HCN call.
+/// STATUS of an already decoded config over a network already read (`None`: there is none
+/// of that name), as the node tools judge it from a snapshot: the same checks, no HCN call,
+/// no second decode.
 pub(crate) fn status_of<K: NetworkKind>(
+    prepared: &Prepared<K>,
     network: Option<&HostComputeNetwork>,
     request: &NetworkRequest,
 ) -> Result<Vec<Exhausted>, Error> {
-    let mut prepared = Prepared::<K>::load(&request.config, &cni::CniArgs::default())?;
     let name = &request.config.name;
     let Some(network) = network else {
         return Err(missing(name));
     };
-    prepared
-        .fit(network)
+    let ipam = prepared
+        .fitted_ipam(network)
         .map_err(|unusable| not_ready(name, unusable))?;
-    ready(&mut prepared, network, request)
+    ready(&prepared.conf.kind, ipam.as_ref(), network, request)
 }
 
 /// What STATUS checks once the config fits the network: what ADD takes from it (the
-/// overlay's ProviderAddress) is there, and IPAM is usable.
+/// overlay's ProviderAddress) is there, and IPAM (with the fit's exclusions) is usable.
 fn ready<K: NetworkKind>(
-    prepared: &mut Prepared<K>,
+    kind: &K,
+    ipam: Option<&Ipam>,
     network: &HostComputeNetwork,
     request: &NetworkRequest,
 ) -> Result<Vec<Exhausted>, Error> {
-    prepared
-        .conf
-        .kind
-        .extra_policies(network, &[])
+    kind.extra_policies(network, &[])
         .map_err(|e| Error::new(ErrorCode::NotAvailable, e.msg().to_owned()))?;
-    match &prepared.ipam {
+    match ipam {
         Some(ipam) => ipam.status(request),
         None => Ok(Vec::new()),
     }

@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{Call, NETWORK, Node, PLUGIN, config, overlay_network};
 use hns::schema::policy::VxlanPortPolicy;
 use hns::schema::{HostComputeNetwork, NetworkPolicy};
@@ -14,6 +16,11 @@ use serde_json::{Value, json};
 /// asserts error `code` and that nothing was left; returns the message.
 fn refused(network: &HostComputeNetwork, overrides: Value, code: u64) -> String {
     let node = Node::new(PLUGIN, "refused");
+    // HNS adds a management IP (ProviderAddress) to an overlay network once its new switch has
+    // settled; here the network stays as created for as long as the test runs.
+    node.engine()
+        .set_switch_settle(Duration::from_secs(3600))
+        .unwrap();
     node.create_network(network);
     let mut config = config(&node, "1.1.0");
     for (key, value) in overrides.as_object().unwrap() {

@@ -6,6 +6,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use cni_win_conformance::node::load_json;
 use cni_win_conformance::node::policy::{nat, provider_address, route};
@@ -122,7 +123,11 @@ fn status_is_ready_only_when_an_add_would_succeed() {
         "{msg}"
     );
 
-    // flanneld created the network; HNS has not added the provider address yet.
+    // flanneld created the network; HNS has not added the provider address yet (its new switch
+    // settles only after the test).
+    node.engine()
+        .set_switch_settle(Duration::from_secs(3600))
+        .unwrap();
     let mut network = common::overlay_network(NETWORK, &[("10.244.1.0/24", "10.244.1.1")], 4096);
     network
         .policies

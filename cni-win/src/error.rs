@@ -19,7 +19,10 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
-    /// HNS could not be reached or read.
+    /// HNS could not be reached (the deadline setting, the backend).
+    #[error(transparent)]
+    Connect(#[from] cni_win_core::platform::ConnectError),
+    /// HNS could not be read.
     #[error("cannot {action}")]
     Hns {
         /// What was being asked of HNS.
@@ -28,6 +31,10 @@ pub enum Error {
         #[source]
         source: hns::HnsError,
     },
+    /// The plugins' own code refused a network or failed on it: its message and CNI code, as
+    /// the plugin would answer.
+    #[error(transparent)]
+    Plugin(#[from] cni::Error),
     /// The command refuses its input (a setting, a file's contents, a release that does not
     /// fit together): the message says what and how to fix it.
     #[error("{0}")]
@@ -36,6 +43,27 @@ pub enum Error {
     /// could not remove): the report it printed has the details.
     #[error("{0}")]
     Found(String),
+}
+
+impl Clone for Error {
+    /// The same error; an I/O cause is kept as its kind and message, as [`Error::io`] keeps it.
+    fn clone(&self) -> Error {
+        match self {
+            Error::Io {
+                action,
+                path,
+                source,
+            } => Error::io(action, path, source),
+            Error::Connect(error) => Error::Connect(error.clone()),
+            Error::Hns { action, source } => Error::Hns {
+                action,
+                source: source.clone(),
+            },
+            Error::Plugin(error) => Error::Plugin(error.clone()),
+            Error::Refused(message) => Error::Refused(message.clone()),
+            Error::Found(message) => Error::Found(message.clone()),
+        }
+    }
 }
 
 impl Error {
@@ -58,4 +86,16 @@ impl Error {
     pub fn hns(action: &'static str, source: hns::HnsError) -> Error {
         Error::Hns { action, source }
     }
+}
+
+/// The error and every cause under it, one line: `cannot read C:\x: Access is denied.`
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

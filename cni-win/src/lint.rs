@@ -7,9 +7,7 @@
 //! Keys the plugins do not read are ignored as Go ignores them; the Flannel templates carry
 //! `subnetFile` and no `ipam`, which the plugins derive from subnet.env at ADD.
 
-use cni::NetConf;
-use cni_win_bridge::Bridge;
-use cni_win_overlay::Overlay;
+use cni::{NetConf, NetworkRequest};
 use serde_json::{Map, Value};
 
 use crate::error::Error;
@@ -32,18 +30,19 @@ pub fn check(conflist: &Value) -> Result<(), Error> {
         };
         let conf = plugin_conf(list, entry);
         let bytes = serde_json::to_vec(&conf).expect("a JSON value always serializes");
-        let conf = NetConf::parse(&bytes).map_err(|e| at(e.to_string()))?;
-        match Plugin::of(&conf.plugin_type) {
-            Some(Plugin::Bridge) => cni_win_core::load_config::<Bridge>(&conf),
-            Some(Plugin::Overlay) => cni_win_core::load_config::<Overlay>(&conf),
-            None => {
-                return Err(at(format!(
-                    "{:?} is not a cni-win plugin",
-                    conf.plugin_type
-                )));
-            }
+        let config = NetConf::parse(&bytes).map_err(|e| at(e.to_string()))?;
+        let plugin_type = config.plugin_type.clone();
+        let Some(plugin) = Plugin::of(&plugin_type) else {
+            return Err(at(format!("{plugin_type:?} is not a cni-win plugin")));
+        };
+        let request = NetworkRequest {
+            config,
+            stdin: bytes,
+            cni_path: Vec::new(),
+        };
+        if let Err(refused) = plugin.configure(request, None).review() {
+            return Err(at(format!("{plugin_type} refuses it: {refused}")));
         }
-        .map_err(|e| at(format!("{} refuses it: {e}", conf.plugin_type)))?;
     }
     Ok(())
 }

@@ -1,9 +1,16 @@
 //! What a cni-win release ships, from one table (`cni-win/shipped-binaries`, compiled in and
 //! read by the release scripts too): install copies every binary, uninstall and doctor know
-//! them, and the config directory, lint and doctor decide from [`Plugin`] which plugin a
-//! config's `type` means.
+//! them, and the config directory decides from [`Plugin`] which plugin a config's `type`
+//! means; [`Plugin::configure`] is the one place a configured network is decoded by its
+//! plugin's code.
 
 use std::sync::LazyLock;
+
+use cni::NetworkRequest;
+use cni_win_bridge::Bridge;
+use cni_win_core::configured::ConfiguredNetwork;
+use cni_win_overlay::Overlay;
+use hns::SupportedFeatures;
 
 /// The table's text: `name role` per line, `#` comments.
 const TABLE: &str = include_str!("../shipped-binaries");
@@ -34,6 +41,21 @@ impl Plugin {
         Plugin::ALL
             .into_iter()
             .find(|plugin| plugin.type_name() == plugin_type)
+    }
+
+    /// The network `request` configures, decoded by this plugin's own code: the one place the
+    /// node tools choose the plugin's kind; what they ask afterwards (config review, STATUS,
+    /// the pods' pool, what is stale) is the same for every kind. `features` are the node's
+    /// HNS features, `None` when HNS could not be read.
+    pub fn configure(
+        self,
+        request: NetworkRequest,
+        features: Option<SupportedFeatures>,
+    ) -> ConfiguredNetwork {
+        match self {
+            Plugin::Bridge => ConfiguredNetwork::load::<Bridge>(request, features),
+            Plugin::Overlay => ConfiguredNetwork::load::<Overlay>(request, features),
+        }
     }
 }
 

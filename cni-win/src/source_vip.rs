@@ -20,18 +20,17 @@
 //! a store or network that ADD could not use, before anything changes.
 
 use std::net::IpAddr;
-use std::path::PathBuf;
 
 use cni_win_core::snapshot::{NetworkView, NodeSnapshot};
-use cni_win_overlay::Overlay;
 use hns::schema::{EndpointFlags, HostComputeEndpoint, IpConfig, MacAddress};
 use hns::{Client, Guid};
 use ipam_host_local::HostLocal;
 use ipam_host_local::layout::{Content, Owner};
 use serde::Serialize;
 
-use crate::confdir::{self, Network};
+use crate::confdir;
 use crate::error::Error;
+use crate::paths::NodePaths;
 use crate::shipped::Plugin;
 
 /// The (container ID, ifname) a new reservation is written with: RKE2's spelling, which
@@ -41,10 +40,9 @@ pub const OWNER: (&str, &str) = ("kube-proxy", "source-vip");
 /// Which network, from which config directory.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The CNI config directory the runtime reads (containerd's `conf_dir`).
-    pub conf_dir: PathBuf,
-    /// `CNI_PATH` the configs are read with.
-    pub cni_path: Vec<PathBuf>,
+    /// The CNI config directory the runtime reads and the plugin directories (`CNI_PATH`
+    /// the configs are read with).
+    pub paths: NodePaths,
     /// The network (its config's `name`); `None`: the directory's one win-overlay network.
     pub network: Option<String>,
 }
@@ -88,11 +86,12 @@ pub fn reserve(
     settings: &Settings,
     host_mac: Option<MacAddress>,
 ) -> Result<SourceVip, Error> {
-    let network = chosen(settings)?;
+    let chosen = chosen(settings)?;
     let snapshot = NodeSnapshot::read(client).map_err(|e| Error::hns("read HNS", e))?;
-    let view = view(&snapshot, &network)?;
-    let pool = pool(&view)?;
-    let reservations = pool.reservations().map_err(cni_error)?;
+    let network = chosen.decode(Some(snapshot.features));
+    let view = snapshot.view(&network.config)?;
+    let pool = view.pod_pool()?;
+    let reservations = pool.reservations()?;
     let adopted = reservations
         .iter()
         .filter_map(|(ip, content)| match content {
@@ -112,9 +111,9 @@ pub fn reserve(
                     && !in_ranges(&pool, *ip)
             });
             if outside {
-                pool.release(container_id, ifname).map_err(cni_error)?;
+                pool.release(container_id, ifname)?;
             }
-            let allocation = pool.allocate(container_id, ifname).map_err(cni_error)?;
+            let allocation = pool.allocate(container_id, ifname)?;
             let ip = allocation
                 .result()
                 .ips
@@ -160,13 +159,13 @@ pub fn reserve(
 /// Refused, with nothing changed, while any other endpoint holds one of those addresses: a
 /// pod would get an address HNS says is taken.
 pub fn release(client: &Client, settings: &Settings) -> Result<Released, Error> {
-    let network = chosen(settings)?;
+    let chosen = chosen(settings)?;
     let snapshot = NodeSnapshot::read(client).map_err(|e| Error::hns("read HNS", e))?;
-    let view = view(&snapshot, &network)?;
-    let pool = pool(&view)?;
+    let network = chosen.decode(Some(snapshot.features));
+    let view = snapshot.view(&network.config)?;
+    let pool = view.pod_pool()?;
     let held: Vec<(IpAddr, Owner)> = pool
-        .reservations()
-        .map_err(cni_error)?
+        .reservations()?
         .into_iter()
         .filter_map(|(ip, content)| match content {
             Content::Owned(owner) if owner.is_node_component() => Some((ip, owner)),
@@ -202,7 +201,7 @@ pub fn release(client: &Client, settings: &Settings) -> Result<Released, Error> 
             } => (container_id.as_str(), ifname.as_str()),
             Owner::Legacy { .. } => ("dummy", "dummy"),
         };
-        pool.release(container_id, ifname).map_err(cni_error)?;
+        pool.release(container_id, ifname)?;
     }
     Ok(Released {
         network: network.name().to_owned(),
@@ -239,9 +238,10 @@ pub fn is_source_vip_endpoint(endpoint: &HostComputeEndpoint, ip: IpAddr) -> boo
 
 /// The network the settings name, or the directory's only win-overlay one. An L2Bridge
 /// network is refused: kube-proxy uses the node IP as its source there.
-fn chosen(settings: &Settings) -> Result<Network, Error> {
-    let found = confdir::read(&settings.conf_dir, &settings.cni_path)?;
-    let dir = settings.conf_dir.display();
+fn chosen(settings: &Settings) -> Result<confdir::Network, Error> {
+    let paths = &settings.paths;
+    let found = confdir::read(&paths.conf_dir, paths.cni_path())?;
+    let dir = paths.conf_dir.display();
     let network = match &settings.network {
         Some(name) => found
             .networks
@@ -282,15 +282,6 @@ fn chosen(settings: &Settings) -> Result<Network, Error> {
         )));
     }
     Ok(network)
-}
-
-fn view<'s>(snapshot: &'s NodeSnapshot, network: &'s Network) -> Result<NetworkView<'s>, Error> {
-    snapshot.view(&network.request).map_err(cni_error)
-}
-
-/// The pods' pool, as ADD allocates from it.
-fn pool(view: &NetworkView<'_>) -> Result<HostLocal, Error> {
-    view.pod_pool::<Overlay>().map_err(cni_error)
 }
 
 fn in_ranges(pool: &HostLocal, ip: IpAddr) -> bool {
@@ -355,8 +346,4 @@ fn owner_text(owner: &Owner) -> String {
         } => format!("{container_id}/{ifname}"),
         Owner::Legacy { container_id } => container_id.clone(),
     }
-}
-
-fn cni_error(error: cni::Error) -> Error {
-    Error::new(error.msg().to_owned())
 }

@@ -9,30 +9,32 @@
 //! no endpoint's address holds, while no command is in flight.
 //!
 //! Stale objects are removed as DEL removes them ([`NetworkView::remove`]: detach, delete,
-//! release), only with `apply`; the default is a dry run. "In flight" is asked of a
-//! [`Commands`] seam, claimed without waiting and held while the attachment is removed.
-
-use std::path::PathBuf;
+//! release; the plugins' GC removes through the same function), only with `apply`; the
+//! default is a dry run. "In flight" is asked of a [`Commands`] seam, claimed without waiting
+//! and held while the attachment is removed. A stop asked for while removing ([`Shutdown`])
+//! is honoured between attachments: what is left is [`Outcome::Abandoned`], for the next pass.
+//!
+//! A pass removes nothing unless HNS was read, and read again under the claims: HNS
+//! unreachable or restarting is never taken for objects being absent.
 
 use cni::GcAttachment;
 use cni_win_core::ownership::Dead;
+use cni_win_core::platform::{self, Deadline};
 use cni_win_core::snapshot::{NetworkView, NodeSnapshot, Stale};
 use hns::Client;
 use serde::Serialize;
 
-use crate::confdir::{self, Network};
 use crate::error::Error;
-use crate::shipped::Plugin;
-use cni_win_bridge::Bridge;
-use cni_win_overlay::Overlay;
+use crate::node::{Network, Node};
+use crate::paths::NodePaths;
+use crate::shutdown::Shutdown;
 
 /// What a sweep is asked to do.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The CNI config directory the runtime reads.
-    pub conf_dir: PathBuf,
-    /// `CNI_PATH` for a delegated IPAM plugin's DEL (host-local runs in-process).
-    pub cni_path: Vec<PathBuf>,
+    /// The config directory the networks are read from, and the plugin directories (a
+    /// delegated IPAM plugin's DEL runs from them; host-local runs in-process).
+    pub paths: NodePaths,
     /// Remove what is stale (otherwise only report it).
     pub apply: bool,
 }
@@ -179,6 +181,8 @@ pub enum Outcome {
     Alive,
     /// DEL failed, with its error.
     Failed(String),
+    /// A stop was asked for before its turn came: left for the next pass.
+    Abandoned,
 }
 
 /// One pass over every network.
@@ -216,46 +220,59 @@ impl Pass {
 }
 
 /// One pass over the node as `settings` says: the config directory, HNS (every call bounded
-/// by the node tools' HNS deadline) and the stores.
+/// by the node tools' HNS deadline) and the stores, each read once.
 pub fn pass(settings: &Settings) -> Result<Pass, Error> {
-    let found = confdir::read(&settings.conf_dir, &settings.cni_path)?;
-    let deadline =
-        cni_win_core::hns_deadline::node_deadline().map_err(|e| Error::new(e.msg().to_owned()))?;
-    let client =
-        cni_win_core::platform::client(deadline).map_err(|e| Error::hns("reach HNS", e))?;
-    let snapshot = NodeSnapshot::read(&client).map_err(|e| Error::hns("read HNS", e))?;
-    let mut pass = sweep(
-        &client,
-        &snapshot,
-        &found.networks,
+    let client = platform::connect(Deadline::Node);
+    let node = Node::read(client.as_ref(), &settings.paths, None);
+    sweep_node(
+        client.as_ref().ok(),
+        &node,
         &AttachmentLocks,
         settings.apply,
-    );
-    pass.errors.extend(found.problems);
+        &Shutdown::new(),
+    )
+}
+
+/// One pass over the node as `node` read it through `client` (see [`sweep`]); the
+/// directory's unreadable files are the pass's errors. Fails, removing nothing, when the
+/// config directory or HNS could not be read.
+pub fn sweep_node<C: Commands>(
+    client: Option<&Client>,
+    node: &Node,
+    commands: &C,
+    apply: bool,
+    stop: &Shutdown,
+) -> Result<Pass, Error> {
+    let config = node.config()?;
+    let snapshot = node.snapshot()?;
+    let client = client.ok_or_else(|| Error::new("HNS could not be reached"))?;
+    let mut pass = sweep(client, snapshot, &config.networks, commands, apply, stop);
+    pass.errors.extend(config.problems.iter().cloned());
     Ok(pass)
 }
 
 /// One pass over `networks` as `snapshot` shows them: finds what is stale and, with `apply`,
-/// removes it through `client`.
+/// removes it through `client` until `stop` is asked for.
 ///
 /// What `snapshot` shows may be old by the time a claim is taken: an ADD that finished in
 /// between left a reservation the snapshot saw without its endpoint. So removal claims every
 /// candidate first, reads the node again while holding the claims (no command of a claimed
 /// attachment can run meanwhile), and removes only what that read still judges stale; the
-/// rest is [`Outcome::Alive`]. The second read costs one [`NodeSnapshot::read`] per pass,
-/// only when there is something to remove.
+/// rest is [`Outcome::Alive`]. The second read costs one [`NodeSnapshot::read_knowing`] per
+/// pass, only when there is something to remove; when it fails, nothing is removed.
 pub fn sweep<C: Commands>(
     client: &Client,
     snapshot: &NodeSnapshot,
     networks: &[Network],
     commands: &C,
     apply: bool,
+    stop: &Shutdown,
 ) -> Pass {
     let mut pass = Pass::default();
     let mut candidates = Vec::new();
     let mut views = Vec::with_capacity(networks.len());
     for network in networks {
-        let view = match snapshot.view(&network.request) {
+        let view = match snapshot.view(&network.config) {
             Ok(view) => view,
             Err(e) if !network.gc_disabled => {
                 pass.errors.push(format!(
@@ -282,7 +299,7 @@ pub fn sweep<C: Commands>(
         views.push((network, view));
     }
     if apply && !candidates.is_empty() {
-        remove_confirmed(client, candidates, commands, &mut pass);
+        remove_confirmed(client, snapshot, candidates, commands, stop, &mut pass);
     } else {
         pass.stale
             .extend(candidates.into_iter().map(|(_, _, row)| row));
@@ -302,8 +319,10 @@ pub fn sweep<C: Commands>(
 /// its claim.
 fn remove_confirmed<C: Commands>(
     client: &Client,
+    first: &NodeSnapshot,
     candidates: Vec<(&Network, Stale, StaleObject)>,
     commands: &C,
+    stop: &Shutdown,
     pass: &mut Pass,
 ) {
     let mut claims: Vec<((String, GcAttachment), C::Claim)> = Vec::new();
@@ -321,10 +340,12 @@ fn remove_confirmed<C: Commands>(
             };
         claimed.push(ok);
     }
-    let fresh = NodeSnapshot::read(client);
+    let fresh = NodeSnapshot::read_knowing(client, first.features);
     for ((network, stale, mut row), ok) in candidates.into_iter().zip(claimed) {
         row.outcome = Some(if !ok {
             Outcome::Skipped
+        } else if stop.is_requested() {
+            Outcome::Abandoned
         } else {
             match &fresh {
                 Err(e) => Outcome::Failed(format!("cannot read HNS again before removing: {e}")),
@@ -343,7 +364,7 @@ fn remove_if_still_stale(
     network: &Network,
     stale: &Stale,
 ) -> Outcome {
-    let view = match fresh.view(&network.request) {
+    let view = match fresh.view(&network.config) {
         Ok(view) => view,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
@@ -371,11 +392,7 @@ fn same_object(a: &Stale, b: &Stale) -> bool {
 /// (STATUS and doctor say so); a store that cannot be read is the pass's error, so that a
 /// pool never drops out of the metrics unnoticed.
 fn pools(view: &NetworkView<'_>, network: &Network) -> Result<Vec<Pool>, String> {
-    let pool = match network.plugin {
-        Plugin::Bridge => view.pod_pool::<Bridge>(),
-        Plugin::Overlay => view.pod_pool::<Overlay>(),
-    };
-    let Ok(pool) = pool else {
+    let Ok(pool) = view.pod_pool() else {
         return Ok(Vec::new());
     };
     let usage = pool.usage().map_err(|e| {

@@ -5,7 +5,9 @@ mod common;
 
 use std::fs;
 
-use cni_win::doctor::{Finding, Report, Settings, Verdict, diagnose};
+use cni_win::doctor::{Finding, Report, Verdict, diagnose};
+use cni_win::paths::NodePaths;
+use cni_win_core::platform::ConnectError;
 use common::{ScratchNode, plugin, problems};
 use hns::Guid;
 use hns::schema::EndpointFlags;
@@ -30,10 +32,7 @@ impl Doctor {
     }
 
     fn report(&self) -> Report {
-        let settings = Settings {
-            conf_dir: self.node.conf_dir(),
-            bin_dir: self.bin.path().to_owned(),
-        };
+        let settings = NodePaths::with_bin_dir(self.node.conf_dir(), self.bin.path().to_owned());
         diagnose(Ok(&self.node.client), &settings)
     }
 }
@@ -100,11 +99,12 @@ fn a_run_on_a_three_pod_node_reads_hns_once() {
 #[test]
 fn hns_unreachable_fails() {
     let doctor = Doctor::new();
-    let settings = Settings {
-        conf_dir: doctor.node.conf_dir(),
-        bin_dir: doctor.bin.path().to_owned(),
-    };
-    let report = diagnose(Err("HNS is not running".to_owned()), &settings);
+    let settings = NodePaths::with_bin_dir(doctor.node.conf_dir(), doctor.bin.path().to_owned());
+    let unreachable = ConnectError::Unreachable(hns::HnsError::new(
+        hns::ErrorKind::Backend,
+        "HNS is not running",
+    ));
+    let report = diagnose(Err(&unreachable), &settings);
     assert!(!report.healthy);
     assert_eq!(report.findings[0].verdict, Verdict::Fail);
     assert!(report.findings[0].fix.contains("hns"));

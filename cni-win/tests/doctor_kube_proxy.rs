@@ -6,7 +6,8 @@ mod common;
 
 use std::fs;
 
-use cni_win::doctor::{Report, Settings, Verdict, diagnose};
+use cni_win::doctor::{Report, Verdict, diagnose};
+use cni_win::paths::NodePaths;
 use cni_win::source_vip;
 use cni_win_core::identity::Identity;
 use common::overlay::{HOST_MAC, Overlay};
@@ -36,10 +37,7 @@ impl Doctor {
     }
 
     fn report(&self) -> Report {
-        let settings = Settings {
-            conf_dir: self.node.conf_dir(),
-            bin_dir: self.bin.path().to_owned(),
-        };
+        let settings = NodePaths::with_bin_dir(self.node.conf_dir(), self.bin.path().to_owned());
         diagnose(Ok(&self.node.client), &settings)
     }
 

@@ -5,154 +5,17 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cni_win::doctor::{self, Verdict};
-use cni_win_bridge::Bridge;
+use cni_win::paths::NodePaths;
 use cni_win_core::snapshot::NodeSnapshot;
 use common::ScratchNode;
+use common::daemon::Daemon;
 use hns::Guid;
 use hns_emulator::Outage;
 use ipam_host_local::HostLocal;
-
-/// A scrape: each sample's `name{labels}` and value.
-#[derive(Debug)]
-struct Scrape(BTreeMap<String, f64>);
-
-impl Scrape {
-    fn parse(text: &str) -> Scrape {
-        let samples = text
-            .lines()
-            .filter(|line| !line.starts_with('#') && !line.is_empty())
-            .map(|line| {
-                let (series, value) = line.rsplit_once(' ').expect("a sample line");
-                (series.to_owned(), value.parse().expect("a number"))
-            })
-            .collect();
-        Scrape(samples)
-    }
-
-    fn get(&self, series: &str) -> Option<f64> {
-        self.0.get(series).copied()
-    }
-
-    fn value(&self, series: &str) -> f64 {
-        self.get(series)
-            .unwrap_or_else(|| panic!("no {series} in the scrape: {:#?}", self.0))
-    }
-
-    /// The sum over every series of `name` whose labels contain `labels`.
-    fn sum(&self, name: &str, labels: &str) -> f64 {
-        self.0
-            .iter()
-            .filter(|(series, _)| series.split('{').next() == Some(name) && series.contains(labels))
-            .map(|(_, value)| value)
-            .sum()
-    }
-
-    fn passes(&self) -> f64 {
-        self.sum("cniwin_sweep_passes_total", "")
-    }
-}
-
-/// `cni-win sweep --every 1s` with its metrics on a free port of the loopback, killed on drop.
-struct Daemon {
-    child: Child,
-    address: String,
-}
-
-impl Daemon {
-    fn start(node: &ScratchNode, apply: bool) -> Daemon {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        Daemon::start_on(node, apply, &format!("127.0.0.1:{port}"), "1s")
-    }
-
-    fn start_on(node: &ScratchNode, apply: bool, address: &str, every: &str) -> Daemon {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cni-win"));
-        command
-            .args(["sweep", "--conf-dir"])
-            .arg(node.conf_dir())
-            .args(["--bin-dir"])
-            .arg(node.dir().join("bin"))
-            .args(["--every", every, "--metrics-address", address])
-            .env(hns_emulator::STATE_ENV, node.state())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if apply {
-            command.arg("--apply");
-        }
-        let mut child = command.spawn().unwrap();
-        let (tx, rx) = mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("cni-win sweep: serving metrics on http://") {
-                    let _ = tx.send(url.trim_end_matches("/metrics").to_owned());
-                }
-            }
-        });
-        let address = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the daemon says where it serves its metrics");
-        Daemon { child, address }
-    }
-
-    fn get(&self, path: &str) -> (String, String) {
-        let mut stream = TcpStream::connect(&self.address).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.address
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").expect("an HTTP response");
-        (head.to_owned(), body.to_owned())
-    }
-
-    fn scrape(&self) -> Scrape {
-        let (head, body) = self.get("/metrics");
-        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-        assert!(head.contains("application/openmetrics-text"), "{head}");
-        assert!(body.ends_with("# EOF\n"), "{body}");
-        Scrape::parse(&body)
-    }
-
-    /// The first scrape after two more passes have ended: the second began after whatever
-    /// the test changed before calling this.
-    fn after_next_pass(&self) -> Scrape {
-        let start = self.scrape().passes();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let scrape = self.scrape();
-            if scrape.passes() >= start + 2.0 {
-                return scrape;
-            }
-            assert!(Instant::now() < deadline, "no pass in 60 s: {scrape:#?}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 const POOL: &str = r#"{network="cbr0",subnets="10.244.1.0/24"}"#;
 
@@ -169,8 +32,8 @@ fn command_in_flight(container_id: &str) -> cni_win_core::attachment_lock::Guard
 fn pod_pool(node: &ScratchNode) -> HostLocal {
     let snapshot = NodeSnapshot::read(&node.client).unwrap();
     let networks = node.networks();
-    let view = snapshot.view(&networks[0].request).unwrap();
-    view.pod_pool::<Bridge>().unwrap()
+    let view = snapshot.view(&networks[0].config).unwrap();
+    view.pod_pool().unwrap()
 }
 
 /// What ADD's IPAM step leaves: a reservation.
@@ -359,10 +222,7 @@ fn doctors_failing_checks_are_served_by_name() {
     // What doctor says of the same node with the same settings, run here.
     let report = doctor::diagnose(
         Ok(&node.client),
-        &doctor::Settings {
-            conf_dir: node.conf_dir(),
-            bin_dir: node.dir().join("bin"),
-        },
+        &NodePaths::with_bin_dir(node.conf_dir(), node.dir().join("bin")),
     );
     let failing: Vec<&str> = report
         .findings

@@ -199,16 +199,20 @@ fn sweep_keeps_the_vip_and_kube_proxys_endpoints() {
     for ip in ["10.96.0.50", "10.244.2.7"] {
         node.kube_proxy_remote_endpoint(ip);
     }
-    let networks = cni_win::confdir::read(&node.conf_dir(), &[])
-        .unwrap()
-        .networks;
     let snapshot = cni_win_core::snapshot::NodeSnapshot::read(&node.client).unwrap();
+    let networks: Vec<_> = cni_win::confdir::read(&node.conf_dir(), &[])
+        .unwrap()
+        .networks
+        .into_iter()
+        .map(|network| network.decode(Some(snapshot.features)))
+        .collect();
     let pass = cni_win::sweep::sweep(
         &node.client,
         &snapshot,
         &networks,
         &cni_win::sweep::AttachmentLocks,
         true,
+        &cni_win::shutdown::Shutdown::new(),
     );
     assert!(pass.stale.is_empty() && !pass.failed(), "{pass:?}");
     assert_eq!(node.reservations(), [vip.ip.to_string()]);

@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use cni_win::paths::NodePaths;
 use cni_win::record::InstallRecord;
 use cni_win::support_bundle::{Bundle, MANIFEST, Outcome, Plan, Settings};
+use cni_win_core::platform::ConnectError;
 use common::{ScratchNode, plugin};
 use serde_json::{Value, json};
 
@@ -137,8 +139,7 @@ impl Scene {
 
     fn settings(&self) -> Settings {
         Settings {
-            conf_dir: self.node.conf_dir(),
-            bin_dir: self.bin.path().to_owned(),
+            paths: NodePaths::with_bin_dir(self.node.conf_dir(), self.bin.path().to_owned()),
             subnet_file: self.subnet_file.clone(),
             log_tail_bytes: 4000,
             step_timeout: Duration::from_secs(2),
@@ -375,7 +376,13 @@ fn the_size_cap_bounds_the_bundle_and_says_what_was_left_out() {
 #[test]
 fn an_unreachable_hns_is_recorded_and_the_rest_collected() {
     let scene = Scene::new();
-    let bundle = Plan::new(&scene.settings()).collect(Err("HNS is not running".to_owned()));
+    let unreachable = ConnectError::Unreachable(hns::HnsError::new(
+        hns::ErrorKind::Backend,
+        "HNS is not running",
+    ));
+    let why = cni_win::chain(&unreachable);
+    assert!(why.contains("HNS is not running"), "{why}");
+    let bundle = Plan::new(&scene.settings()).collect(Err(unreachable));
     let steps = &bundle.manifest.steps;
     let hns_steps: Vec<_> = steps
         .iter()
@@ -384,7 +391,7 @@ fn an_unreachable_hns_is_recorded_and_the_rest_collected() {
     assert_eq!(hns_steps.len(), 4);
     for step in hns_steps {
         assert_eq!(step.outcome, Outcome::Failed);
-        assert_eq!(step.error.as_deref(), Some("HNS is not running"));
+        assert_eq!(step.error.as_deref(), Some(why.as_str()));
     }
     let doctor = steps.iter().find(|s| s.name == "doctor").unwrap();
     assert_eq!(
@@ -405,7 +412,9 @@ fn an_unreachable_hns_is_recorded_and_the_rest_collected() {
 #[test]
 fn the_bundle_never_replaces_a_file() {
     let scene = Scene::new();
-    let bundle = Plan::new(&scene.settings()).collect(Err("no HNS".to_owned()));
+    let unreachable =
+        ConnectError::Unreachable(hns::HnsError::new(hns::ErrorKind::Backend, "no HNS"));
+    let bundle = Plan::new(&scene.settings()).collect(Err(unreachable));
     let out = tempfile::tempdir().unwrap();
     let existing = out.path().join("taken.zip");
     fs::write(&existing, "mine").unwrap();

@@ -315,7 +315,14 @@ fn never_removes_a_pod_whose_add_finished_after_the_read() {
     let endpoint = node.ours("just-started", &ip);
     node.client.attach_endpoint(namespace, endpoint).unwrap();
 
-    let pass = cni_win::sweep::sweep(&node.client, &before_add, &networks, &AttachmentLocks, true);
+    let pass = cni_win::sweep::sweep(
+        &node.client,
+        &before_add,
+        &networks,
+        &AttachmentLocks,
+        true,
+        &cni_win::shutdown::Shutdown::new(),
+    );
     assert_eq!(objects(&pass), pairs(&[("just-started", "reservation")]));
     assert_eq!(pass.stale[0].outcome, Some(Outcome::Alive));
     assert!(!pass.failed(), "{pass:?}");

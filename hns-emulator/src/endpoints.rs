@@ -8,7 +8,7 @@ use super::document;
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::mac::Pool;
-use super::policies::{apply_policy_modify, check_policies};
+use super::policies::{add_or_remove, check_policies, read_policy_request};
 use super::query::{Query, detailed_health, id_list};
 use super::state::{
     ENDPOINT_NAMES, IPS, MAC_CURSOR, MACS, NAMESPACE_ENDPOINTS, NETWORK_ENDPOINTS, ip_key,
@@ -17,7 +17,8 @@ use super::store::{self, ObjectDir};
 use hns::guid::Guid;
 use hns::hresult::HResult;
 use hns::schema::{
-    EndpointFlags, HostComputeEndpoint, HostComputeNetwork, MacAddress, SchemaVersion, SubnetFlags,
+    EndpointFlags, EndpointPolicy, HostComputeEndpoint, HostComputeNetwork, MacAddress,
+    RequestType, SchemaVersion, SubnetFlags,
 };
 
 /// Endpoints are filtered by network with `VirtualNetwork` (what hcsshim sends) or `HostComputeNetwork`.
@@ -99,6 +100,7 @@ impl State<'_> {
             ));
         }
         check_policies(&endpoint.policies)?;
+        self.check_acls(&network, &endpoint.policies)?;
         self.check_host_ports(id, &endpoint.policies)?;
         let mut ips = Vec::new();
         let remote = endpoint.flags.contains(EndpointFlags::REMOTE_ENDPOINT);
@@ -173,14 +175,34 @@ impl State<'_> {
         serde_json::to_string(&endpoint).map_err(|e| HcnFailure::io("endpoint", e))
     }
 
-    /// `HcnModifyEndpoint`: `Policy` add/remove (an added `PortMapping` must find its host
-    /// port free); `Port` requests are not modelled.
-    pub fn modify_endpoint(&self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
+    /// `HcnModifyEndpoint` `Policy` requests: `Add` appends, `Remove` removes identical
+    /// policies, `Update` makes the request's list the endpoint's whole policy list (Azure
+    /// NPM's evidence, in [`crate::acl`]). Added ACLs are validated as at create, an added
+    /// `PortMapping` must find its host port free, and the write is counted
+    /// ([`crate::acl::PolicyWrites`]). `Port` requests are not modelled.
+    pub fn modify_endpoint(&mut self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
         let mut endpoint = self.require_endpoint(id)?;
-        apply_policy_modify("endpoint", &mut endpoint.policies, settings)?;
+        let request = read_policy_request::<EndpointPolicy>("endpoint", settings)?;
+        let before = endpoint.policies.clone();
+        match request.request_type {
+            RequestType::Update => endpoint.policies = request.policies.clone(),
+            request_type => {
+                for policy in request.policies.iter().cloned() {
+                    add_or_remove(&mut endpoint.policies, request_type, policy)?;
+                }
+            }
+        }
+        if request.request_type != RequestType::Remove {
+            let network = self.require_network(endpoint.host_compute_network)?;
+            self.check_acls(&network, &request.policies)?;
+        }
         self.check_host_ports(id, &endpoint.policies)?;
         self.claim_host_ports(&endpoint)?;
-        self.write_object(ObjectDir::Endpoints, id, &endpoint)
+        self.write_object(ObjectDir::Endpoints, id, &endpoint)?;
+        self.host
+            .policy_writes
+            .count_endpoint(&request, &before, &endpoint.policies);
+        Ok(())
     }
 
     /// `HcnDeleteEndpoint`. An attached endpoint is deleted too (and so leaves its
@@ -225,7 +247,7 @@ impl State<'_> {
     }
 
     /// The endpoint an index entry names, if it still exists on `network` and `holds` it.
-    fn live_holder(
+    pub(super) fn live_holder(
         &self,
         kind: &str,
         network: Guid,

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use super::adapter::{HostAdapter, VirtualSwitch};
 use super::failure::HcnFailure;
 use super::host::HostState;
 use super::outage::{Dropped, Outage};
@@ -62,6 +63,7 @@ impl Engine {
                 code,
                 format!("(fault injected into {})", function.name()),
             )),
+            None if host.stopped => Err(super::outage::not_running(function)),
             None => operation(&mut State {
                 locked: &locked,
                 host: &mut host,
@@ -78,7 +80,8 @@ impl Engine {
         result
     }
 
-    /// Simulates an HNS service restart or a host reboot (see [`Outage`]); not an HCN call.
+    /// Simulates an HNS service stop, restart or a host reboot (see [`Outage`]); not an HCN
+    /// call.
     pub fn suffer(&self, outage: Outage) -> Result<Dropped, HcnFailure> {
         let locked = self.store.lock()?;
         let mut host = read_host(&locked)?;
@@ -132,6 +135,33 @@ impl Engine {
         self.with_host(|host| host.windows_build = build)
     }
 
+    /// The host adapter networks that reach the outside are bound to.
+    pub fn adapter(&self) -> Result<HostAdapter, HcnFailure> {
+        self.with_host(|host| host.adapter.clone())
+    }
+
+    /// Changes the host adapter (its name, address or MAC), e.g. to a node's real ones.
+    pub fn set_adapter(&self, adapter: HostAdapter) -> Result<(), HcnFailure> {
+        self.with_host(|host| host.adapter = adapter)
+    }
+
+    /// The host's virtual switch: its settle time, and whether it has settled.
+    pub fn switch(&self) -> Result<VirtualSwitch, HcnFailure> {
+        self.with_host(|host| host.switch.clone())
+    }
+
+    /// Changes how long the management IP takes to appear on a switch created from now on
+    /// (0 = at once).
+    pub fn set_switch_settle(&self, settle: Duration) -> Result<(), HcnFailure> {
+        let millis = u64::try_from(settle.as_millis()).unwrap_or(u64::MAX);
+        self.with_host(|host| host.switch.settle_millis = millis)
+    }
+
+    /// Lets the current switch's management IP appear now instead of when it settles.
+    pub fn settle_switch_now(&self) -> Result<(), HcnFailure> {
+        self.with_host(|host| host.switch.settle_now())
+    }
+
     /// Makes the `nth` next call of `function` fail with `code`, once.
     pub fn inject_fault(
         &self,
@@ -158,6 +188,20 @@ impl Engine {
             host.faults.clear();
             host.crashes.clear();
             host.latency_micros = 0;
+        })
+    }
+
+    /// Reads the host under the lock outside of any counted call, writing nothing: the
+    /// test-only queries (such as [`Engine::check_packet`]) that must see one consistent host.
+    pub(crate) fn inspect<T>(
+        &self,
+        read: impl FnOnce(&State<'_>) -> Result<T, HcnFailure>,
+    ) -> Result<T, HcnFailure> {
+        let locked = self.store.lock()?;
+        let mut host = read_host(&locked)?;
+        read(&State {
+            locked: &locked,
+            host: &mut host,
         })
     }
 }

@@ -1,10 +1,13 @@
-//! `host.json`: per-host facts (HNS version, Windows build, namespace compartment counter)
-//! and the test controls, stored with the state so they work across processes.
+//! `host.json`: per-host facts (HNS version, Windows build, the host adapter and its virtual
+//! switch, namespace compartment counter) and the test controls, stored with the state so
+//! they work across processes.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::acl::PolicyWrites;
+use super::adapter::{HostAdapter, VirtualSwitch};
 use hns::features::{HnsVersion, WindowsBuild};
 use hns::hresult::HResult;
 use hns::raw::Function;
@@ -19,12 +22,21 @@ pub struct HostState {
     /// The Windows build this emulated host runs (a Windows Server 2022 host's unless set).
     #[serde(default = "default_windows_build")]
     pub windows_build: WindowsBuild,
+    /// The physical adapter networks that reach the outside are bound to.
+    #[serde(default)]
+    pub adapter: HostAdapter,
+    /// The external switch HNS builds on the adapter for those networks.
+    #[serde(default)]
+    pub switch: VirtualSwitch,
     /// Next compartment number for a new namespace.
     #[serde(default = "first_namespace_id")]
     pub next_namespace_id: u32,
     /// Calls per function name since the last reset.
     #[serde(default)]
     pub counters: BTreeMap<String, u64>,
+    /// Policy writes on live endpoints and networks since the last reset.
+    #[serde(default)]
+    pub policy_writes: PolicyWrites,
     /// Pending injected failures.
     #[serde(default)]
     pub faults: Vec<Fault>,
@@ -34,6 +46,9 @@ pub struct HostState {
     /// Pending crash points.
     #[serde(default)]
     pub crashes: Vec<CrashPoint>,
+    /// The HNS service is stopped ([`crate::Outage::Stop`]): every call fails.
+    #[serde(default)]
+    pub stopped: bool,
 }
 
 fn default_windows_build() -> WindowsBuild {
@@ -50,11 +65,15 @@ impl Default for HostState {
         HostState {
             version: HnsVersion::default_emulated(),
             windows_build: default_windows_build(),
+            adapter: HostAdapter::default(),
+            switch: VirtualSwitch::default(),
             next_namespace_id: first_namespace_id(),
             counters: BTreeMap::new(),
+            policy_writes: PolicyWrites::default(),
             faults: Vec::new(),
             latency_micros: 0,
             crashes: Vec::new(),
+            stopped: false,
         }
     }
 }

@@ -4,7 +4,9 @@
 //! caller-chosen GUIDs, validates references, addresses and policies, returns
 //! real HCN HRESULTs with HNS-shaped error records, and keeps its state in
 //! files so that concurrent processes (and processes killed mid-call) see one
-//! consistent host. See [`store`] for the layout and the crash rules.
+//! consistent host. See [`store`] for the layout and the crash rules. It
+//! enforces endpoint ACLs as HNS does, so what a NetworkPolicy agent programs
+//! is judged by the packets it lets through ([`acl`]).
 //!
 //! [`Engine`] is the service (no process-local state); [`Emulator`] adds a
 //! handle table and implements [`RawHcn`] for in-process use.
@@ -17,12 +19,15 @@
 // right, so what it models and where it departs from HNS must be readable.
 #![warn(missing_docs)]
 
+pub mod acl;
+mod adapter;
 mod document;
 mod endpoints;
 mod engine;
 mod failure;
 mod handles;
 mod host;
+mod load_balancers;
 mod mac;
 mod namespaces;
 mod networks;
@@ -31,14 +36,16 @@ mod policies;
 mod ports;
 mod query;
 mod random;
-mod service;
 mod state;
 pub mod store;
 mod v1;
 mod v1_endpoints;
+mod v1_networks;
+mod v1_policy_lists;
 
 use std::path::{Path, PathBuf};
 
+pub use adapter::{HostAdapter, VirtualSwitch};
 pub use engine::{Engine, State};
 pub use failure::HcnFailure;
 pub use handles::{HandleKind, Handles};
@@ -348,6 +355,17 @@ impl RawHcn for Emulator {
         })
     }
 
+    fn create_load_balancer(
+        &self,
+        id: &Guid,
+        settings: &str,
+    ) -> Result<LoadBalancerHandle, RawError> {
+        let id = self.call(Function::CreateLoadBalancer, |state| {
+            state.create_load_balancer(*id, settings)
+        })?;
+        Ok(issue(self.handles.open(HandleKind::LoadBalancer, id)))
+    }
+
     fn open_load_balancer(&self, id: &Guid) -> Result<LoadBalancerHandle, RawError> {
         self.open_handle(
             Function::OpenLoadBalancer,
@@ -356,6 +374,20 @@ impl RawHcn for Emulator {
             |state| state.open_load_balancer(*id),
         )
         .map(issue)
+    }
+
+    fn modify_load_balancer(
+        &self,
+        load_balancer: &LoadBalancerHandle,
+        settings: &str,
+    ) -> Result<(), RawError> {
+        self.call(Function::ModifyLoadBalancer, |state| {
+            state.modify_load_balancer(
+                self.handles
+                    .resolve(HandleKind::LoadBalancer, load_balancer.as_raw())?,
+                settings,
+            )
+        })
     }
 
     fn query_load_balancer_properties(
@@ -369,6 +401,12 @@ impl RawHcn for Emulator {
                     .resolve(HandleKind::LoadBalancer, load_balancer.as_raw())?,
                 query,
             )
+        })
+    }
+
+    fn delete_load_balancer(&self, id: &Guid) -> Result<(), RawError> {
+        self.call(Function::DeleteLoadBalancer, |state| {
+            state.delete_load_balancer(*id)
         })
     }
 

@@ -1,16 +1,19 @@
 //! Network operations.
 
+use std::net::IpAddr;
+
+use super::adapter::binds_adapter;
 use super::document;
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::mac::{self, Pool};
-use super::policies::{apply_policy_modify, check_policies};
+use super::policies::{check_policies, read_policy_request};
 use super::query::{Query, detailed_health, id_list};
 use super::state::{IPS, MAC_CURSOR, MACS, NETWORK_ENDPOINTS};
 use super::store::{self, ObjectDir};
 use hns::guid::Guid;
 use hns::hresult::HResult;
-use hns::schema::policy::DrMacAddressPolicy;
+use hns::schema::policy::{DrMacAddressPolicy, ProviderAddressPolicy};
 use hns::schema::{HostComputeNetwork, NetworkPolicy, NetworkType, SchemaVersion};
 
 impl State<'_> {
@@ -37,10 +40,23 @@ impl State<'_> {
     /// `HcnCreateNetwork`. Validates the document like HNS: known type, unique ID
     /// and name, parseable subnets and next hops, documented policy types whose
     /// settings fit (a `DrMacAddress` that is a MAC), a valid MacPool (a default one is assigned when none is given). Overlay
-    /// networks get a `DrMacAddress` policy if the document has none, as HNS adds one.
+    /// networks get a `DrMacAddress` policy if the document has none, as HNS adds one, and
+    /// the `ProviderAddress` HNS adds once the host's switch has settled (see
+    /// [`crate::VirtualSwitch`]); the first network bound to the host adapter creates that
+    /// switch.
     pub fn create_network(&mut self, requested: Guid, settings: &str) -> Result<Guid, HcnFailure> {
-        let mut network: HostComputeNetwork =
+        let network: HostComputeNetwork =
             document::read("network settings", settings, document::NETWORK_RULES)?;
+        self.create_network_from(requested, network)
+    }
+
+    /// [`State::create_network`] of a document already read (a V1 `POST /networks/` comes
+    /// here after its translation).
+    pub(super) fn create_network_from(
+        &mut self,
+        requested: Guid,
+        mut network: HostComputeNetwork,
+    ) -> Result<Guid, HcnFailure> {
         let id = State::choose_id(requested, network.id)?;
         if self.object_exists(ObjectDir::Networks, id) {
             return Err(HcnFailure::new(
@@ -62,19 +78,15 @@ impl State<'_> {
         }
         // Names are unique per host: HNS refuses a second network with the same name
         // (flanneld deletes the old network before re-creating one with its name).
-        for other in self.all_ids(ObjectDir::Networks)? {
-            if self
-                .load_network(other)?
-                .is_some_and(|existing| existing.name == network.name)
-            {
-                return Err(HcnFailure::new(
-                    HResult::HCN_E_NETWORK_ALREADY_EXISTS,
-                    format!("(network {other} is already named {:?})", network.name),
-                ));
-            }
+        if let Some(other) = self.find_network(|existing| existing.name == network.name)? {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_NETWORK_ALREADY_EXISTS,
+                format!("(network {other} is already named {:?})", network.name),
+            ));
         }
         validate_subnets(&network)?;
         check_policies(&network.policies)?;
+        self.check_network_sets(&network.policies)?;
         if network.mac_pool.is_empty() {
             network.mac_pool = mac::default_pool(id);
         }
@@ -95,9 +107,77 @@ impl State<'_> {
         network.id = id;
         network.health = None;
         network.schema_version = SchemaVersion::V2;
+        if binds_adapter(&network.network_type)
+            && self
+                .find_network(|existing| binds_adapter(&existing.network_type))?
+                .is_none()
+        {
+            self.host.switch.create();
+        }
         self.purge_network_index(id)?;
-        self.write_object(ObjectDir::Networks, id, &network)?;
+        self.write_object(ObjectDir::Networks, id, &self.filled_in(network)?)?;
         Ok(id)
+    }
+
+    /// Every network, as HNS reports it.
+    pub(super) fn networks(&self) -> Result<Vec<HostComputeNetwork>, HcnFailure> {
+        let mut networks = Vec::new();
+        for id in self.all_ids(ObjectDir::Networks)? {
+            networks.extend(self.load_network(id)?);
+        }
+        Ok(networks)
+    }
+
+    /// The first network `matches` accepts.
+    fn find_network(
+        &self,
+        matches: impl Fn(&HostComputeNetwork) -> bool,
+    ) -> Result<Option<Guid>, HcnFailure> {
+        Ok(self
+            .networks()?
+            .into_iter()
+            .find(|network| matches(network))
+            .map(|network| network.id))
+    }
+
+    /// `network` with what HNS fills in once the host's switch has settled: an Overlay
+    /// network's `ProviderAddress`, the host's address. Reads store it, so it stays as HNS
+    /// wrote it.
+    pub(super) fn filled_in(
+        &self,
+        mut network: HostComputeNetwork,
+    ) -> Result<HostComputeNetwork, HcnFailure> {
+        let missing = network.network_type == NetworkType::Overlay
+            && !network
+                .policies
+                .iter()
+                .any(|policy| matches!(policy, NetworkPolicy::ProviderAddress(_)));
+        if missing && self.host.switch.settled() {
+            network
+                .policies
+                .push(NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
+                    provider_address: self.host.adapter.address.ip(),
+                }));
+            if self.object_exists(ObjectDir::Networks, network.id) {
+                self.write_object(ObjectDir::Networks, network.id, &network)?;
+            }
+        }
+        Ok(network)
+    }
+
+    /// The host's address on `network` as HNS reports it (V1 `ManagementIP`): the network's
+    /// `ProviderAddress`, else, on a network bound to the host adapter, the adapter's address
+    /// once the switch has settled.
+    pub(super) fn management_ip(&self, network: &HostComputeNetwork) -> Option<IpAddr> {
+        network
+            .find_policy(|policy| match policy {
+                NetworkPolicy::ProviderAddress(address) => Some(address.provider_address),
+                _ => None,
+            })
+            .or_else(|| {
+                (binds_adapter(&network.network_type) && self.host.switch.settled())
+                    .then(|| self.host.adapter.address.ip())
+            })
     }
 
     /// `HcnOpenNetwork`: fails unless the network exists.
@@ -116,23 +196,40 @@ impl State<'_> {
     }
 
     /// `HcnModifyNetwork`: `Policy` requests add or remove network policies
-    /// (flanneld's `RemoteSubnetRoute`s and `HostRoute`); `DNS` and `Extension`
-    /// requests are not modelled.
-    pub fn modify_network(&self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
+    /// (flanneld's `RemoteSubnetRoute`s and `HostRoute`) and add, update or remove IP sets
+    /// (`SetPolicy`, see [`crate::acl`]); the write is counted
+    /// ([`crate::acl::PolicyWrites`]). `DNS` and `Extension` requests are not modelled.
+    pub fn modify_network(&mut self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
         let mut network = self.require_network(id)?;
-        apply_policy_modify("network", &mut network.policies, settings)?;
-        self.write_object(ObjectDir::Networks, id, &network)
+        let request = read_policy_request::<NetworkPolicy>("network", settings)?;
+        let before = network.policies.clone();
+        for policy in request.policies.iter().cloned() {
+            self.change_network_policy(&mut network.policies, request.request_type, policy)?;
+        }
+        self.check_set_changes(&network, &before)?;
+        self.write_object(ObjectDir::Networks, id, &network)?;
+        self.host
+            .policy_writes
+            .count_network(&request, &before, &network.policies);
+        Ok(())
     }
 
     /// `HcnDeleteNetwork`. Like HNS, deleting a network removes its endpoints
-    /// (detaching them from their namespaces) instead of refusing.
-    pub fn delete_network(&self, id: Guid) -> Result<(), HcnFailure> {
+    /// (detaching them from their namespaces) instead of refusing; the last network bound to
+    /// the host adapter takes the switch with it.
+    pub fn delete_network(&mut self, id: Guid) -> Result<(), HcnFailure> {
         self.require_network(id)?;
         self.remove_object(ObjectDir::Networks, id)?;
         for endpoint in self.markers(NETWORK_ENDPOINTS, id)? {
             if let Some(stored) = self.read_object(ObjectDir::Endpoints, endpoint)? {
                 self.remove_endpoint_files(&stored)?;
             }
+        }
+        if self
+            .find_network(|network| binds_adapter(&network.network_type))?
+            .is_none()
+        {
+            self.host.switch.remove();
         }
         self.purge_network_index(id)
     }

@@ -35,15 +35,22 @@ pub fn check_policies<P: Policy>(policies: &[P]) -> Result<(), HcnFailure> {
     Ok(())
 }
 
-/// Applies an `HcnModify{Network,Endpoint}` request to `object`'s policies. Only
-/// `Policy` requests are modelled (anything else is `HCN_E_REQUEST_UNSUPPORTED`):
-/// `Add` appends (an identical policy is `HCN_E_POLICY_ALREADY_EXISTS`), `Remove`
-/// removes identical policies (a missing one is `HCN_E_POLICY_NOT_FOUND`).
-pub fn apply_policy_modify<P: Policy>(
+/// An `HcnModify{Network,Endpoint}` `Policy` request, its policies checked as
+/// [`check_policies`] checks them.
+#[derive(Debug)]
+pub struct PolicyRequest<P> {
+    /// `Add`, `Remove` or `Update`; what `Update` means is the object's to say.
+    pub request_type: RequestType,
+    /// The request's policies, in the order given.
+    pub policies: Vec<P>,
+}
+
+/// Reads a modify request for `object`'s policies. Only `Policy` requests are modelled
+/// (anything else is `HCN_E_REQUEST_UNSUPPORTED`).
+pub fn read_policy_request<P: Policy>(
     object: &str,
-    policies: &mut Vec<P>,
     settings: &str,
-) -> Result<(), HcnFailure> {
+) -> Result<PolicyRequest<P>, HcnFailure> {
     let request: ModifyRequest = serde_json::from_str(settings)
         .map_err(|e| HcnFailure::invalid_json("modify request", e))?;
     if request.resource_type != ResourceType::Policy {
@@ -58,36 +65,50 @@ pub fn apply_policy_modify<P: Policy>(
     let list: PolicyList<P> = serde_json::from_str(request.settings.get())
         .map_err(|e| HcnFailure::invalid_json("policy request Settings", e))?;
     check_policies(&list.policies)?;
-    let position = |policies: &[P], wanted: &serde_json::Value| {
-        policies
-            .iter()
-            .position(|policy| serde_json::to_value(policy).ok().as_ref() == Some(wanted))
-    };
-    for policy in list.policies {
-        let value = serde_json::to_value(&policy).map_err(|e| HcnFailure::io("policy", e))?;
-        match (request.request_type, position(policies, &value)) {
-            (RequestType::Add, None) => policies.push(policy),
-            (RequestType::Add, Some(_)) => {
-                return Err(HcnFailure::new(
-                    HResult::HCN_E_POLICY_ALREADY_EXISTS,
-                    format!("({value})"),
-                ));
-            }
-            (RequestType::Remove, Some(index)) => {
-                policies.remove(index);
-            }
-            (RequestType::Remove, None) => {
-                return Err(HcnFailure::new(
-                    HResult::HCN_E_POLICY_NOT_FOUND,
-                    format!("({value})"),
-                ));
-            }
-            (other, _) => {
-                return Err(HcnFailure::new(
-                    HResult::HCN_E_REQUEST_UNSUPPORTED,
-                    format!("(policy RequestType {other:?} is not modelled by the emulator)"),
-                ));
-            }
+    Ok(PolicyRequest {
+        request_type: request.request_type,
+        policies: list.policies,
+    })
+}
+
+/// Applies one policy of an `Add` or `Remove` request: `Add` appends (an identical policy
+/// is `HCN_E_POLICY_ALREADY_EXISTS`), `Remove` removes an identical policy (a missing one is
+/// `HCN_E_POLICY_NOT_FOUND`). Any other request type is `HCN_E_REQUEST_UNSUPPORTED`: what
+/// `Update` does depends on the object and the policy type, so its callers model it.
+pub fn add_or_remove<P: Policy>(
+    policies: &mut Vec<P>,
+    request_type: RequestType,
+    policy: P,
+) -> Result<(), HcnFailure> {
+    let value = serde_json::to_value(&policy).map_err(|e| HcnFailure::io("policy", e))?;
+    let position = policies
+        .iter()
+        .position(|held| serde_json::to_value(held).ok().as_ref() == Some(&value));
+    match (request_type, position) {
+        (RequestType::Add, None) => policies.push(policy),
+        (RequestType::Add, Some(_)) => {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_POLICY_ALREADY_EXISTS,
+                format!("({value})"),
+            ));
+        }
+        (RequestType::Remove, Some(index)) => {
+            policies.remove(index);
+        }
+        (RequestType::Remove, None) => {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_POLICY_NOT_FOUND,
+                format!("({value})"),
+            ));
+        }
+        (other, _) => {
+            return Err(HcnFailure::new(
+                HResult::HCN_E_REQUEST_UNSUPPORTED,
+                format!(
+                    "(policy RequestType {other:?} of a {} policy is not modelled by the emulator)",
+                    policy.type_name()
+                ),
+            ));
         }
     }
     Ok(())

@@ -9,17 +9,26 @@
 //!
 //! The index `index/host-ports/<protocol>-<port>.json` lists the endpoints that may hold the
 //! port; like every index it is only a hint: the holder's own policies decide.
+//!
+//! A load balancer whose frontend is on the node itself reserves its external port in the
+//! same TCP/IP stack: one without frontend VIPs (a NodePort: HNS puts the node IP there,
+//! k8s PR #78874) or one whose VIP is the host's address. So it and an endpoint's host port
+//! of the same protocol, port and family refuse each other with `HCN_E_PORT_ALREADY_EXISTS`,
+//! the code kube-proxy meets when the port is already reserved on the host
+//! (kubernetes/community#8883, microsoft/hcsshim#1043). Load balancers do not refuse each
+//! other for a port (HNS took a second one on the same VIP and port, k8s#112836).
 
 use std::net::IpAddr;
 
+use super::adapter::HostAdapter;
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::store;
 use hns::guid::Guid;
 use hns::hresult::HResult;
-use hns::schema::NatFlags;
 use hns::schema::policy::{PortMappingPolicy, protocol};
-use hns::schema::{EndpointPolicy, HostComputeEndpoint};
+use hns::schema::{EndpointPolicy, HostComputeEndpoint, HostComputeLoadBalancer};
+use hns::schema::{LoadBalancerFlags, NatFlags};
 
 const HOST_PORTS: &str = "host-ports";
 
@@ -41,6 +50,34 @@ impl HostPort {
             vip: mapping.vip,
             ipv6: mapping.flags.contains(NatFlags::IPV6),
         })
+    }
+
+    /// The host ports a load balancer reserves: those of its frontends on the node.
+    fn of_load_balancer(balancer: &HostComputeLoadBalancer, host: &HostAdapter) -> Vec<HostPort> {
+        let ipv6 = balancer.flags.contains(LoadBalancerFlags::IPV6);
+        let node = host.address.ip();
+        let on_node: Vec<Option<IpAddr>> = if balancer.frontend_vips.is_empty() {
+            vec![(node.is_ipv6() == ipv6).then_some(node)]
+        } else {
+            balancer
+                .frontend_vips
+                .iter()
+                .filter(|vip| **vip == node)
+                .map(|vip| Some(*vip))
+                .collect()
+        };
+        on_node
+            .into_iter()
+            .flat_map(|vip| {
+                balancer.port_mappings.iter().map(move |mapping| HostPort {
+                    protocol: mapping.protocol,
+                    port: mapping.external_port,
+                    vip,
+                    ipv6,
+                })
+            })
+            .filter(|port| port.port != 0)
+            .collect()
     }
 
     fn overlaps(&self, other: &HostPort) -> bool {
@@ -84,34 +121,69 @@ fn host_ports(policies: &[EndpointPolicy]) -> Vec<HostPort> {
 
 impl State<'_> {
     /// Refuses `policies` for endpoint `id` if one of their host ports overlaps another of
-    /// them or one held by another endpoint of the host. The error record names the port and
-    /// the holder (see [`hns::error::Holder`] for the format).
+    /// them, one held by another endpoint of the host, or one a load balancer reserves. The
+    /// error record names the port and the holder (see [`hns::error::Holder`] for the format
+    /// an endpoint holder has).
     pub(super) fn check_host_ports(
         &self,
         id: Guid,
         policies: &[EndpointPolicy],
     ) -> Result<(), HcnFailure> {
         let wanted = host_ports(policies);
+        if wanted.is_empty() {
+            return Ok(());
+        }
         for (index, port) in wanted.iter().enumerate() {
             if wanted[..index].iter().any(|earlier| earlier.overlaps(port)) {
-                return Err(port_taken(port, id));
+                return Err(port_taken(port, &format!("endpoint {id}")));
             }
-            for holder in self.port_bucket(port)? {
-                if holder == id {
-                    continue;
-                }
-                let Some(endpoint) = self.load_endpoint(holder)? else {
-                    continue;
-                };
-                if host_ports(&endpoint.policies)
-                    .iter()
-                    .any(|held| held.overlaps(port))
-                {
-                    return Err(port_taken(port, holder));
-                }
+            if let Some(holder) = self.endpoint_holding(port, id)? {
+                return Err(port_taken(port, &format!("endpoint {holder}")));
+            }
+        }
+        for balancer in self.load_balancers()? {
+            let reserved = HostPort::of_load_balancer(&balancer, &self.host.adapter);
+            if let Some(port) = wanted
+                .iter()
+                .find(|port| reserved.iter().any(|held| held.overlaps(port)))
+            {
+                return Err(port_taken(port, &format!("load balancer {}", balancer.id)));
             }
         }
         Ok(())
+    }
+
+    /// Refuses load balancer `balancer` if a frontend of it on the node wants a host port an
+    /// endpoint holds.
+    pub(super) fn check_node_ports(
+        &self,
+        balancer: &HostComputeLoadBalancer,
+    ) -> Result<(), HcnFailure> {
+        for port in HostPort::of_load_balancer(balancer, &self.host.adapter) {
+            if let Some(holder) = self.endpoint_holding(&port, Guid::ZERO)? {
+                return Err(port_taken(&port, &format!("endpoint {holder}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The endpoint other than `except` holding a host port that overlaps `port`.
+    fn endpoint_holding(&self, port: &HostPort, except: Guid) -> Result<Option<Guid>, HcnFailure> {
+        for holder in self.port_bucket(port)? {
+            if holder == except {
+                continue;
+            }
+            let Some(endpoint) = self.load_endpoint(holder)? else {
+                continue;
+            };
+            if host_ports(&endpoint.policies)
+                .iter()
+                .any(|held| held.overlaps(port))
+            {
+                return Ok(Some(holder));
+            }
+        }
+        Ok(None)
     }
 
     /// Records that `endpoint` may hold its host ports (before the object is written).
@@ -160,11 +232,12 @@ impl State<'_> {
     }
 }
 
-fn port_taken(port: &HostPort, holder: Guid) -> HcnFailure {
+/// `holder` is `endpoint <GUID>` or `load balancer <GUID>`.
+fn port_taken(port: &HostPort, holder: &str) -> HcnFailure {
     HcnFailure::new(
         HResult::HCN_E_PORT_ALREADY_EXISTS,
         format!(
-            "(PortMapping {} is already used by endpoint {holder})",
+            "(PortMapping {} is already used by {holder})",
             port.describe()
         ),
     )

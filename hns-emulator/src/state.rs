@@ -59,8 +59,12 @@ impl State<'_> {
             .collect())
     }
 
+    /// A network as HNS reports it (with what HNS fills in after creation, see
+    /// [`State::filled_in`]).
     pub(super) fn load_network(&self, id: Guid) -> Result<Option<HostComputeNetwork>, HcnFailure> {
-        self.read_object(ObjectDir::Networks, id)
+        self.read_object(ObjectDir::Networks, id)?
+            .map(|network| self.filled_in(network))
+            .transpose()
     }
 
     /// An endpoint, unless its network is gone (left over from an interrupted network delete).

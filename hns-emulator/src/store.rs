@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! <root>/lock                                   flock'ed by every call
-//! <root>/host.json                              version, counters, faults, latency, crash points
+//! <root>/host.json                              version, build, counters, policy writes, faults, ...
 //! <root>/networks/<GUID>.json                   one file per object, as HNS reports it
 //! <root>/endpoints/<GUID>.json
 //! <root>/namespaces/<GUID>.json

@@ -1,106 +1,22 @@
 //! The V1 (`HNSCall`) view of the emulated host.
 //!
-//! HNS serves its V1 REST-like API from the same objects as V2. Clients still
-//! read it: hcsshim's version probe (`GET /globals/version`), and win-overlay,
-//! which takes `Subnets[0]` and `ManagementIP` of its network from
-//! `GET /networks/`; and the reference plugins' default (V1) path, which works on
-//! `/endpoints/` ([`super::v1_endpoints`]). Networks are read-only here; the V1
-//! shapes are derived from the stored V2 objects, never stored themselves.
+//! HNS serves its V1 REST-like API from the same objects as V2; the V1 shapes are derived
+//! from the stored V2 objects and V1 requests are translated into V2 ones, never stored
+//! themselves. Clients still use it: hcsshim's version probe (`GET /globals/version`);
+//! win-overlay, which reads `Subnets[0]` and `ManagementIP` of its network; flanneld's host-gw
+//! backend, which creates `cbr0` with `POST /networks/` ([`super::v1_networks`]); the
+//! reference plugins' default path and flanneld's `cbr0_ep` on `/endpoints/`
+//! ([`super::v1_endpoints`]); and kube-proxy, which probes `GET /policylists/` before it
+//! picks its kernel proxier and deletes every policy list when it starts
+//! ([`super::v1_policy_lists`]). A request none of these models is answered with the V1
+//! failure envelope naming it.
 
-use serde::Serialize;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::engine::State;
 use super::failure::HcnFailure;
-use super::store::ObjectDir;
 use hns::guid::Guid;
-use hns::schema::{HostComputeNetwork, NetworkPolicy};
-
-/// A V1 `HNSNetwork`, as far as it can be derived from a V2 network.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "PascalCase")]
-struct V1Network {
-    #[serde(rename = "ID")]
-    id: Guid,
-    name: String,
-    #[serde(rename = "Type")]
-    network_type: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    network_adapter_name: String,
-    subnets: Vec<V1Subnet>,
-    /// The host's address on the network: the `ProviderAddress` policy HNS
-    /// keeps on overlay networks (empty, and omitted, otherwise).
-    #[serde(rename = "ManagementIP", skip_serializing_if = "String::is_empty")]
-    management_ip: String,
-    #[serde(rename = "DNSSuffix", skip_serializing_if = "String::is_empty")]
-    dns_suffix: String,
-    /// Comma-joined, as V1 spells lists.
-    #[serde(rename = "DNSServerList", skip_serializing_if = "String::is_empty")]
-    dns_server_list: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    mac_pools: Vec<V1MacPool>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "PascalCase")]
-struct V1Subnet {
-    address_prefix: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    gateway_address: String,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "PascalCase")]
-struct V1MacPool {
-    start_mac_address: String,
-    end_mac_address: String,
-}
-
-impl From<&HostComputeNetwork> for V1Network {
-    fn from(network: &HostComputeNetwork) -> V1Network {
-        let policy = |pick: fn(&NetworkPolicy) -> Option<String>| {
-            network.policies.iter().find_map(pick).unwrap_or_default()
-        };
-        V1Network {
-            id: network.id,
-            name: network.name.clone(),
-            network_type: network.network_type.to_string(),
-            network_adapter_name: policy(|p| match p {
-                NetworkPolicy::NetAdapterName(adapter) => {
-                    Some(adapter.network_adapter_name.clone())
-                }
-                _ => None,
-            }),
-            subnets: network
-                .subnets()
-                .map(|subnet| V1Subnet {
-                    address_prefix: subnet.ip_address_prefix.to_string(),
-                    gateway_address: subnet
-                        .gateway()
-                        .map(|gateway| gateway.to_string())
-                        .unwrap_or_default(),
-                })
-                .collect(),
-            management_ip: policy(|p| match p {
-                NetworkPolicy::ProviderAddress(address) => {
-                    Some(address.provider_address.to_string())
-                }
-                _ => None,
-            }),
-            dns_suffix: network.dns.domain.clone(),
-            dns_server_list: comma_joined(&network.dns.server_list),
-            mac_pools: network
-                .mac_pool
-                .ranges
-                .iter()
-                .map(|range| V1MacPool {
-                    start_mac_address: range.start_mac_address.to_string(),
-                    end_mac_address: range.end_mac_address.to_string(),
-                })
-                .collect(),
-        }
-    }
-}
 
 /// What a V1 request answers: the success envelope with `Output`, or the failure envelope
 /// with `Error` (a failed `HNSCall` HRESULT is an `Err` of the request instead).
@@ -113,29 +29,34 @@ pub(super) enum V1Reply {
 impl V1Reply {
     fn into_json(self) -> String {
         match self {
-            V1Reply::Output(output) => success(output),
-            V1Reply::Failure(error) => failure(&error),
+            V1Reply::Output(output) => json!({ "Success": true, "Output": output }).to_string(),
+            V1Reply::Failure(error) => json!({ "Success": false, "Error": error }).to_string(),
         }
     }
 }
 
+/// What V1 answers for an ID that names nothing (or is not a GUID).
+pub(super) const NOT_FOUND: &str = "Element not found.";
+
 impl State<'_> {
-    /// `HNSCall`: answers `GET /globals/version`, `GET /networks/`, `GET /networks/<id>` and
-    /// the endpoint resource (the `v1_endpoints` module) with the V1 envelope; other
-    /// requests get the V1 failure envelope, as HNS answers requests it cannot serve.
-    pub fn hns_call(&self, method: &str, path: &str, request: &str) -> Result<String, HcnFailure> {
+    /// `HNSCall`: answers the resources above with the V1 envelope; other requests get the
+    /// V1 failure envelope, as HNS answers requests it cannot serve.
+    pub fn hns_call(
+        &mut self,
+        method: &str,
+        path: &str,
+        request: &str,
+    ) -> Result<String, HcnFailure> {
         let route = path.trim_end_matches('/').to_ascii_lowercase();
-        let is_get = method.eq_ignore_ascii_case("GET");
+        let method_upper = method.to_ascii_uppercase();
         let reply = if let Some(rest) = route.strip_prefix("/endpoints") {
-            self.v1_endpoints(method, rest, request)?
-        } else if !is_get {
-            None
-        } else if route == "/globals/version" {
+            self.v1_endpoints(&method_upper, rest, request)?
+        } else if let Some(rest) = route.strip_prefix("/networks") {
+            self.v1_networks(&method_upper, rest, request)?
+        } else if let Some(rest) = route.strip_prefix("/policylists") {
+            self.v1_policy_lists(&method_upper, rest)?
+        } else if method_upper == "GET" && route == "/globals/version" {
             Some(V1Reply::Output(json!(self.host.version)))
-        } else if route == "/networks" {
-            Some(V1Reply::Output(self.v1_networks()?))
-        } else if let Some(id) = route.strip_prefix("/networks/") {
-            Some(self.v1_network(id)?)
         } else {
             None
         };
@@ -147,39 +68,34 @@ impl State<'_> {
             })
             .into_json())
     }
-
-    fn v1_networks(&self) -> Result<Value, HcnFailure> {
-        let mut networks = Vec::new();
-        for id in self.all_ids(ObjectDir::Networks)? {
-            if let Some(network) = self.load_network(id)? {
-                networks.push(V1Network::from(&network));
-            }
-        }
-        serde_json::to_value(networks).map_err(|e| HcnFailure::io("V1 networks", e))
-    }
-
-    /// One network; V1 reports an unknown or malformed ID as "Element not found.".
-    fn v1_network(&self, id: &str) -> Result<V1Reply, HcnFailure> {
-        let network = match id.parse::<Guid>() {
-            Ok(id) => self.load_network(id)?,
-            Err(_) => None,
-        };
-        Ok(match network {
-            Some(network) => V1Reply::Output(
-                serde_json::to_value(V1Network::from(&network))
-                    .map_err(|e| HcnFailure::io("V1 network", e))?,
-            ),
-            None => V1Reply::Failure("Element not found.".to_owned()),
-        })
-    }
 }
 
-fn success(output: Value) -> String {
-    json!({ "Success": true, "Output": output }).to_string()
+/// The ID segment of a resource path (`rest` after the resource name, lower-cased, without
+/// trailing slashes), split from an action such as `attach`: `("", None)` for the collection.
+pub(super) fn id_and_action(rest: &str) -> (&str, Option<&str>) {
+    let mut parts = rest.trim_start_matches('/').splitn(2, '/');
+    (parts.next().unwrap_or_default(), parts.next())
 }
 
-fn failure(error: &str) -> String {
-    json!({ "Success": false, "Error": error }).to_string()
+/// The ID a V1 create asks for (its `ID`, empty for HNS to choose), or the failure envelope
+/// V1 answers for one that is not a GUID.
+pub(super) fn requested_id(id: &str) -> Result<Guid, V1Reply> {
+    if id.is_empty() {
+        return Ok(Guid::ZERO);
+    }
+    id.parse()
+        .map_err(|_| V1Reply::Failure(format!("invalid ID {id:?}")))
+}
+
+/// Decodes a V1 request body; an empty body is the default request.
+pub(super) fn parse_body<T: for<'de> Deserialize<'de> + Default>(
+    request: &str,
+    what: &str,
+) -> Result<T, HcnFailure> {
+    if request.trim().is_empty() {
+        return Ok(T::default());
+    }
+    serde_json::from_str(request).map_err(|e| HcnFailure::invalid_json(what, e))
 }
 
 /// A list as V1 writes it: comma-joined, no spaces.
@@ -189,4 +105,13 @@ pub(super) fn comma_joined<T: std::fmt::Display>(items: &[T]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// A V1 comma-joined list, split.
+pub(super) fn comma_split(text: &str) -> Vec<String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .map(str::to_owned)
+        .collect()
 }

@@ -29,7 +29,9 @@ use serde_json::{Value, json};
 use super::engine::State;
 use super::failure::HcnFailure;
 use super::store::{self, ObjectDir};
-use super::v1::{V1Reply, comma_joined};
+use super::v1::{
+    NOT_FOUND, V1Reply, comma_joined, comma_split, id_and_action, parse_body, requested_id,
+};
 use hns::guid::Guid;
 use hns::hresult::HResult;
 use hns::schema::policy::protocol;
@@ -37,7 +39,6 @@ use hns::schema::v1::endpoint_policy_from_conf;
 use hns::schema::{EndpointPolicy, HostComputeEndpoint};
 
 const V1_ATTACHMENTS: &str = "v1-attachments";
-const NOT_FOUND: &str = "Element not found.";
 const ALREADY_ATTACHED: &str = "This endpoint is already attached to the switch.";
 
 /// `HNSEndpoint.State`.
@@ -138,19 +139,16 @@ impl V1AttachRequest {
 }
 
 impl State<'_> {
-    /// `/endpoints[/<id>[/attach|/detach]]` with `method`; `rest` is the lower-cased path after
-    /// `/endpoints`, without trailing slashes.
+    /// `/endpoints[/<id>[/attach|/detach]]` with `method` (upper-case); `rest` is the
+    /// lower-cased path after `/endpoints`, without trailing slashes.
     pub(super) fn v1_endpoints(
         &self,
         method: &str,
         rest: &str,
         request: &str,
     ) -> Result<Option<V1Reply>, HcnFailure> {
-        let method = method.to_ascii_uppercase();
-        let mut parts = rest.trim_start_matches('/').splitn(2, '/');
-        let id = parts.next().unwrap_or_default();
-        let action = parts.next();
-        Ok(Some(match (method.as_str(), id, action) {
+        let (id, action) = id_and_action(rest);
+        Ok(Some(match (method, id, action) {
             ("GET", "", None) => V1Reply::Output(self.v1_endpoint_list()?),
             ("POST", "", None) => self.v1_create_endpoint(request)?,
             ("GET", id, None) => self.with_v1_endpoint(id, |state, endpoint| {
@@ -209,13 +207,9 @@ impl State<'_> {
                 format!("(an endpoint named {:?} exists)", v1.name),
             ));
         }
-        let requested = if v1.id.is_empty() {
-            Guid::ZERO
-        } else {
-            match v1.id.parse() {
-                Ok(id) => id,
-                Err(_) => return Ok(V1Reply::Failure(format!("invalid ID {:?}", v1.id))),
-            }
+        let requested = match requested_id(&v1.id) {
+            Ok(id) => id,
+            Err(refusal) => return Ok(refusal),
         };
         let settings = match v2_document(&v1) {
             Ok(settings) => settings.to_string(),
@@ -378,13 +372,6 @@ fn v2_document(v1: &V1EndpointRequest) -> Result<Value, HcnFailure> {
     let route = |gateway: &str, default: &str| {
         (!gateway.is_empty()).then(|| json!({ "NextHop": gateway, "DestinationPrefix": default }))
     };
-    let list = |text: &str| -> Vec<String> {
-        text.split(',')
-            .map(str::trim)
-            .filter(|item| !item.is_empty())
-            .map(str::to_owned)
-            .collect()
-    };
     let policies = v1
         .policies
         .iter()
@@ -414,8 +401,8 @@ fn v2_document(v1: &V1EndpointRequest) -> Result<Value, HcnFailure> {
         "Routes": routes,
         "Dns": {
             "Domain": v1.dns_domain,
-            "Search": list(&v1.dns_suffix),
-            "ServerList": list(&v1.dns_server_list),
+            "Search": comma_split(&v1.dns_suffix),
+            "ServerList": comma_split(&v1.dns_server_list),
         },
         "MacAddress": v1.mac_address,
         "Policies": policies,
@@ -460,14 +447,4 @@ fn v1_policy(policy: &EndpointPolicy) -> Value {
         }),
         other => serde_json::to_value(other).unwrap_or(Value::Null),
     }
-}
-
-fn parse_body<T: for<'de> Deserialize<'de> + Default>(
-    request: &str,
-    what: &str,
-) -> Result<T, HcnFailure> {
-    if request.trim().is_empty() {
-        return Ok(T::default());
-    }
-    serde_json::from_str(request).map_err(|e| HcnFailure::invalid_json(what, e))
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{TempDir, endpoint_settings};
-use hns::schema::{HostComputeNamespace, HostComputeQuery};
+use hns::schema::{HostComputeEndpoint, HostComputeNamespace, HostComputeQuery};
 use hns::{Client, Deadlined, Guid, HResult, RawHcn};
 use hns_emulator::Emulator;
 
@@ -43,29 +43,66 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// cbr0 and a pod's endpoint on it, made through `client`: the endpoint as HNS reports it.
+fn pod_on_cbr0(client: &Client<Deadlined>) -> HostComputeEndpoint {
+    let network = client
+        .create_network(
+            Guid::ZERO,
+            &common::network_settings(
+                "cbr0",
+                hns::schema::NetworkType::L2Bridge,
+                "10.244.1.0/24",
+                "10.244.1.1",
+            ),
+        )
+        .unwrap();
+    network
+        .create_endpoint(Guid::ZERO, &endpoint_settings("pod_cbr0", "10.244.1.5"))
+        .unwrap()
+        .into_properties()
+}
+
 #[test]
 fn calls_that_answer_in_time_pass_through_unchanged() {
     let dir = TempDir::new("deadline-pass");
     let (emulator, layer) = layered(&dir, Duration::from_secs(30));
     let client = Client::new(layer);
-    {
-        let network = client
-            .create_network(
-                Guid::ZERO,
-                &common::network_settings(
-                    "cbr0",
-                    hns::schema::NetworkType::L2Bridge,
-                    "10.244.1.0/24",
-                    "10.244.1.1",
-                ),
-            )
-            .unwrap();
-        let endpoint = network
-            .create_endpoint(Guid::ZERO, &endpoint_settings("pod_cbr0", "10.244.1.5"))
-            .unwrap();
-        assert!(endpoint.properties().mac_address.is_some());
-    }
+    let endpoint = pod_on_cbr0(&client);
+    assert!(endpoint.mac_address.is_some());
     assert_eq!(client.list_networks().unwrap().len(), 1);
+    assert_eq!(emulator.open_handles(), 0);
+    assert_eq!(client.raw().abandoned_calls(), 0);
+}
+
+/// kube-proxy's calls through the layer: each load balancer call reaches HNS once, as the
+/// function it is, and every handle is closed.
+#[test]
+fn load_balancer_calls_pass_through_unchanged() {
+    let dir = TempDir::new("deadline-lb");
+    let (emulator, layer) = layered(&dir, Duration::from_secs(30));
+    emulator
+        .engine()
+        .set_version(hns::HnsVersion::new(15, 4))
+        .unwrap();
+    let client = Client::new(layer);
+    let backend = pod_on_cbr0(&client).id;
+    let settings: hns::schema::HostComputeLoadBalancer = serde_json::from_str(
+        &common::document("kube-proxy-1.20-cluster-ip.json")
+            .replace("BACKENDS", &format!("[\"{backend}\"]")),
+    )
+    .unwrap();
+    let created = client.create_load_balancer(Guid::ZERO, &settings).unwrap();
+    let modified = client.modify_load_balancer(created.id, &created).unwrap();
+    assert_eq!(modified, created);
+    client.delete_load_balancer(created.id).unwrap();
+    assert!(client.list_load_balancers().unwrap().is_empty());
+    for function in [
+        "HcnCreateLoadBalancer",
+        "HcnModifyLoadBalancer",
+        "HcnDeleteLoadBalancer",
+    ] {
+        assert_eq!(calls(&emulator, function), 1, "{function}");
+    }
     assert_eq!(emulator.open_handles(), 0);
     assert_eq!(client.raw().abandoned_calls(), 0);
 }

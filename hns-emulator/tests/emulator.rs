@@ -723,6 +723,13 @@ fn each_host_has_its_own_windows_build() {
 fn v1_network_listing_is_derived_from_the_v2_networks() {
     let dir = TempDir::new("v1");
     let client = client(&dir);
+    // The switch these networks make never settles here, so the bridge has no management IP
+    // yet (tests/flanneld.rs reads it once the switch has settled).
+    client
+        .raw()
+        .engine()
+        .set_switch_settle(std::time::Duration::from_secs(3600))
+        .unwrap();
     let call = |path: &str| -> serde_json::Value {
         serde_json::from_str(&client.raw().hns_call("GET", path, "").unwrap()).unwrap()
     };

@@ -516,10 +516,32 @@ impl RawHcn for Deadlined {
         })
     }
 
+    fn create_load_balancer(
+        &self,
+        id: &Guid,
+        settings: &str,
+    ) -> Result<LoadBalancerHandle, RawError> {
+        let (id, settings) = (*id, settings.to_owned());
+        self.call(Function::CreateLoadBalancer, move |b| {
+            b.create_load_balancer(&id, &settings)
+        })
+    }
+
     fn open_load_balancer(&self, id: &Guid) -> Result<LoadBalancerHandle, RawError> {
         let id = *id;
         self.call(Function::OpenLoadBalancer, move |b| {
             b.open_load_balancer(&id)
+        })
+    }
+
+    fn modify_load_balancer(
+        &self,
+        load_balancer: &LoadBalancerHandle,
+        settings: &str,
+    ) -> Result<(), RawError> {
+        let settings = settings.to_owned();
+        self.on_handle(Function::ModifyLoadBalancer, load_balancer, move |b, h| {
+            b.modify_load_balancer(h, &settings)
         })
     }
 
@@ -534,6 +556,13 @@ impl RawHcn for Deadlined {
             load_balancer,
             move |b, h| b.query_load_balancer_properties(h, &query),
         )
+    }
+
+    fn delete_load_balancer(&self, id: &Guid) -> Result<(), RawError> {
+        let id = *id;
+        self.call(Function::DeleteLoadBalancer, move |b| {
+            b.delete_load_balancer(&id)
+        })
     }
 
     fn close_load_balancer(&self, load_balancer: LoadBalancerHandle) -> Result<(), RawError> {
@@ -620,8 +649,11 @@ mod tests {
             delete_namespace(&Guid) -> ();
             close_namespace(NamespaceHandle) -> ();
             enumerate_load_balancers(&str) -> String;
+            create_load_balancer(&Guid, &str) -> LoadBalancerHandle;
             open_load_balancer(&Guid) -> LoadBalancerHandle;
+            modify_load_balancer(&LoadBalancerHandle, &str) -> ();
             query_load_balancer_properties(&LoadBalancerHandle, &str) -> String;
+            delete_load_balancer(&Guid) -> ();
             close_load_balancer(LoadBalancerHandle) -> ();
             hns_call(&str, &str, &str) -> String;
             windows_build() -> u32;

@@ -352,11 +352,37 @@ impl RawHcn for ComputeNetwork {
         })
     }
 
+    fn create_load_balancer(
+        &self,
+        id: &Guid,
+        settings: &str,
+    ) -> Result<LoadBalancerHandle, RawError> {
+        let (id, settings) = (to_guid(id), HSTRING::from(settings));
+        checked_handle(Function::CreateLoadBalancer, |handle, record| {
+            // SAFETY: `id` and `settings` are live locals; `handle` and `record` point at live locals the call may write once.
+            unsafe { hcn::HcnCreateLoadBalancer(&id, &settings, handle, Some(record)) }
+        })
+    }
+
     fn open_load_balancer(&self, id: &Guid) -> Result<LoadBalancerHandle, RawError> {
         let id = to_guid(id);
         checked_handle(Function::OpenLoadBalancer, |handle, record| {
             // SAFETY: `id` is a live local; `handle` and `record` point at live locals the call may write once.
             unsafe { hcn::HcnOpenLoadBalancer(&id, handle, Some(record)) }
+        })
+    }
+
+    fn modify_load_balancer(
+        &self,
+        load_balancer: &LoadBalancerHandle,
+        settings: &str,
+    ) -> Result<(), RawError> {
+        let settings = HSTRING::from(settings);
+        checked(Function::ModifyLoadBalancer, |record| {
+            // SAFETY: the handle is open (HCN issued it and only its owner, which lent it here, closes it); `settings` is a live HSTRING and `record` a live out pointer.
+            unsafe {
+                hcn::HcnModifyLoadBalancer(handle_ptr(load_balancer), &settings, Some(record))
+            }
         })
     }
 
@@ -376,6 +402,14 @@ impl RawHcn for ComputeNetwork {
                     Some(record),
                 )
             }
+        })
+    }
+
+    fn delete_load_balancer(&self, id: &Guid) -> Result<(), RawError> {
+        let id = to_guid(id);
+        checked(Function::DeleteLoadBalancer, |record| {
+            // SAFETY: `id` is a live local GUID and `record` a live out pointer.
+            unsafe { hcn::HcnDeleteLoadBalancer(&id, Some(record)) }
         })
     }
 

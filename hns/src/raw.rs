@@ -153,14 +153,29 @@ pub trait RawHcn: std::fmt::Debug + Send + Sync {
 
     /// `HcnEnumerateLoadBalancers(Query, *LoadBalancers, *ErrorRecord)`.
     fn enumerate_load_balancers(&self, query: &str) -> Result<String, RawError>;
+    /// `HcnCreateLoadBalancer(Id, Settings, *LoadBalancer, *ErrorRecord)`; the zero GUID lets
+    /// HNS choose.
+    fn create_load_balancer(
+        &self,
+        id: &Guid,
+        settings: &str,
+    ) -> Result<LoadBalancerHandle, RawError>;
     /// `HcnOpenLoadBalancer(Id, *LoadBalancer, *ErrorRecord)`.
     fn open_load_balancer(&self, id: &Guid) -> Result<LoadBalancerHandle, RawError>;
+    /// `HcnModifyLoadBalancer(LoadBalancer, Settings, *ErrorRecord)`.
+    fn modify_load_balancer(
+        &self,
+        load_balancer: &LoadBalancerHandle,
+        settings: &str,
+    ) -> Result<(), RawError>;
     /// `HcnQueryLoadBalancerProperties(LoadBalancer, Query, *Properties, *ErrorRecord)`.
     fn query_load_balancer_properties(
         &self,
         load_balancer: &LoadBalancerHandle,
         query: &str,
     ) -> Result<String, RawError>;
+    /// `HcnDeleteLoadBalancer(Id, *ErrorRecord)`.
+    fn delete_load_balancer(&self, id: &Guid) -> Result<(), RawError>;
     /// `HcnCloseLoadBalancer(LoadBalancer)`.
     fn close_load_balancer(&self, load_balancer: LoadBalancerHandle) -> Result<(), RawError>;
 
@@ -220,10 +235,16 @@ pub enum Function {
     CloseNamespace,
     /// `HcnEnumerateLoadBalancers`
     EnumerateLoadBalancers,
+    /// `HcnCreateLoadBalancer`
+    CreateLoadBalancer,
     /// `HcnOpenLoadBalancer`
     OpenLoadBalancer,
+    /// `HcnModifyLoadBalancer`
+    ModifyLoadBalancer,
     /// `HcnQueryLoadBalancerProperties`
     QueryLoadBalancerProperties,
+    /// `HcnDeleteLoadBalancer`
+    DeleteLoadBalancer,
     /// `HcnCloseLoadBalancer`
     CloseLoadBalancer,
     /// `HNSCall`
@@ -234,7 +255,7 @@ pub enum Function {
 
 impl Function {
     /// Every function, in declaration order.
-    pub const ALL: [Function; 27] = [
+    pub const ALL: [Function; 30] = [
         Function::EnumerateNetworks,
         Function::CreateNetwork,
         Function::OpenNetwork,
@@ -257,8 +278,11 @@ impl Function {
         Function::DeleteNamespace,
         Function::CloseNamespace,
         Function::EnumerateLoadBalancers,
+        Function::CreateLoadBalancer,
         Function::OpenLoadBalancer,
+        Function::ModifyLoadBalancer,
         Function::QueryLoadBalancerProperties,
+        Function::DeleteLoadBalancer,
         Function::CloseLoadBalancer,
         Function::HnsCall,
         Function::RtlGetVersion,
@@ -289,8 +313,11 @@ impl Function {
             Function::DeleteNamespace => "HcnDeleteNamespace",
             Function::CloseNamespace => "HcnCloseNamespace",
             Function::EnumerateLoadBalancers => "HcnEnumerateLoadBalancers",
+            Function::CreateLoadBalancer => "HcnCreateLoadBalancer",
             Function::OpenLoadBalancer => "HcnOpenLoadBalancer",
+            Function::ModifyLoadBalancer => "HcnModifyLoadBalancer",
             Function::QueryLoadBalancerProperties => "HcnQueryLoadBalancerProperties",
+            Function::DeleteLoadBalancer => "HcnDeleteLoadBalancer",
             Function::CloseLoadBalancer => "HcnCloseLoadBalancer",
             Function::HnsCall => "HNSCall",
             Function::RtlGetVersion => "RtlGetVersion",

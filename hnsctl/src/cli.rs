@@ -3,7 +3,6 @@
 //! (`hnsctl completions bash`).
 
 use std::net::IpAddr;
-#[cfg(not(windows))]
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -14,7 +13,8 @@ use hns::schema::{IpPrefix, MacAddress, NetworkType};
 ///
 /// On Windows it talks to the host's HNS (computenetwork.dll). Elsewhere there is no HNS, so it
 /// drives the HCN emulator whose state lives in $HCN_EMULATOR_STATE (or --state DIR), and has
-/// the emulator's test controls (stats, fault, host version --set).
+/// the emulator's test controls (stats, fault, acl, host version --set, host restart, reboot,
+/// adapter and switch).
 #[derive(Debug, Parser)]
 #[command(name = "hnsctl", version, max_term_width = 100)]
 pub struct Cli {
@@ -41,20 +41,35 @@ pub enum Command {
     /// Namespaces: create, list, show, delete, attach, detach.
     #[command(subcommand)]
     Namespace(NamespaceCommand),
+    /// Load balancers (kube-proxy's Services): list with their backends, show, delete; create
+    /// and modify from a JSON document.
+    #[command(subcommand, name = "loadbalancer", visible_alias = "lb")]
+    LoadBalancer(LoadBalancerCommand),
     /// The host's HNS: version and supported features.
     #[command(subcommand)]
     Host(HostCommand),
-    /// Calls per HCN function (emulator test control).
+    /// Calls per HCN function and policy writes (emulator test control).
+    ///
+    /// With --json, the calls alone (a map of function to count); with --writes, the policy
+    /// writes alone: policy requests on live endpoints and networks and the ACL rules and IP
+    /// sets they wrote or removed.
     #[cfg(not(windows))]
     Stats {
-        /// Print the counters, then reset them to zero.
+        /// Print the counters, then reset them (calls and writes) to zero.
         #[arg(long)]
         reset: bool,
+        /// Print the policy writes only.
+        #[arg(long)]
+        writes: bool,
     },
     /// Injected faults, crashes and latency (emulator test controls).
     #[cfg(not(windows))]
     #[command(subcommand)]
     Fault(FaultCommand),
+    /// What the host's ACLs let through (emulator test control).
+    #[cfg(not(windows))]
+    #[command(subcommand)]
+    Acl(crate::acl::AclCommand),
     /// Prints a completion script for a shell (e.g. `hnsctl completions bash > /etc/bash_completion.d/hnsctl`).
     Completions {
         /// The shell to complete for.
@@ -202,6 +217,41 @@ pub struct Attachment {
     pub endpoint: String,
 }
 
+/// `hnsctl loadbalancer ...`
+#[derive(Debug, Subcommand)]
+pub enum LoadBalancerCommand {
+    /// Lists every load balancer: frontend, ports, source VIP and each backend's address
+    /// (`gone` for a backend endpoint that no longer exists).
+    List,
+    /// Prints one load balancer's document.
+    Show {
+        /// The load balancer's GUID.
+        id: Guid,
+    },
+    /// Deletes a load balancer.
+    Delete {
+        /// The load balancer's GUID.
+        id: Guid,
+    },
+    /// Creates a load balancer from an HCN document (kube-proxy's shape); prints its GUID.
+    Create {
+        /// The document: a file, or `-` for stdin.
+        #[arg(long, value_name = "FILE")]
+        file: PathBuf,
+        /// The GUID to create it with (default: HNS chooses).
+        #[arg(long, value_name = "GUID")]
+        id: Option<Guid>,
+    },
+    /// Replaces a load balancer's settings with an HCN document (HNS 15.4 and later).
+    Modify {
+        /// The load balancer's GUID.
+        id: Guid,
+        /// The document: a file, or `-` for stdin.
+        #[arg(long, value_name = "FILE")]
+        file: PathBuf,
+    },
+}
+
 /// `hnsctl host ...`
 #[derive(Debug, Subcommand)]
 pub enum HostCommand {
@@ -234,6 +284,31 @@ pub enum HostCommand {
     /// EnableNonPersistent are dropped).
     #[cfg(not(windows))]
     Reboot,
+    /// Emulator: the host adapter (name, address, MAC) networks that reach the outside are
+    /// bound to; prints it, after setting what is given.
+    #[cfg(not(windows))]
+    Adapter {
+        /// The adapter's name (what a NetAdapterName policy names).
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// The host's address on it with its prefix, the node IP (e.g. 10.0.0.4/24).
+        #[arg(long, value_name = "CIDR")]
+        address: Option<IpPrefix>,
+        /// The adapter's MAC.
+        #[arg(long, value_name = "MAC")]
+        mac: Option<MacAddress>,
+    },
+    /// Emulator: the virtual switch the first network on the adapter creates, whose
+    /// management IP appears once it settles; prints it, after changing what is given.
+    #[cfg(not(windows))]
+    Switch {
+        /// How long a switch created from now on takes to settle, in milliseconds.
+        #[arg(long, value_name = "MS")]
+        settle_ms: Option<u64>,
+        /// Settles the current switch now.
+        #[arg(long)]
+        settle_now: bool,
+    },
 }
 
 /// `hnsctl fault ...`

@@ -9,9 +9,16 @@ use crate::{Context, print_json};
 #[cfg(not(windows))]
 use hns_emulator::Outage;
 
-/// `hnsctl host version|features|call|restart|reboot`
+/// `hnsctl host version|features|call|restart|reboot|adapter|switch`
 pub fn host(context: &Context, command: HostCommand) -> Result<(), String> {
     match command {
+        #[cfg(not(windows))]
+        HostCommand::Adapter { name, address, mac } => adapter(context, name, address, mac),
+        #[cfg(not(windows))]
+        HostCommand::Switch {
+            settle_ms,
+            settle_now,
+        } => switch(context, settle_ms, settle_now),
         HostCommand::Call { method, path, body } => {
             let response = context
                 .client
@@ -60,6 +67,65 @@ pub fn host(context: &Context, command: HostCommand) -> Result<(), String> {
     }
 }
 
+/// `hnsctl host adapter`: sets what is given, prints the adapter.
+#[cfg(not(windows))]
+fn adapter(
+    context: &Context,
+    name: Option<String>,
+    address: Option<hns::schema::IpPrefix>,
+    mac: Option<hns::schema::MacAddress>,
+) -> Result<(), String> {
+    let engine = &context.engine;
+    let mut adapter = engine.adapter().map_err(|e| e.to_string())?;
+    if name.is_some() || address.is_some() || mac.is_some() {
+        adapter.name = name.unwrap_or(adapter.name);
+        adapter.address = address.unwrap_or(adapter.address);
+        adapter.mac_address = mac.unwrap_or(adapter.mac_address);
+        engine
+            .set_adapter(adapter.clone())
+            .map_err(|e| e.to_string())?;
+    }
+    if context.json {
+        return print_json(&adapter);
+    }
+    println!(
+        "{}  {}  {}",
+        adapter.name, adapter.address, adapter.mac_address
+    );
+    Ok(())
+}
+
+/// `hnsctl host switch`: changes what is given, prints the switch.
+#[cfg(not(windows))]
+fn switch(context: &Context, settle_ms: Option<u64>, settle_now: bool) -> Result<(), String> {
+    let engine = &context.engine;
+    if let Some(millis) = settle_ms {
+        engine
+            .set_switch_settle(std::time::Duration::from_millis(millis))
+            .map_err(|e| e.to_string())?;
+    }
+    if settle_now {
+        engine.settle_switch_now().map_err(|e| e.to_string())?;
+    }
+    let switch = engine.switch().map_err(|e| e.to_string())?;
+    if context.json {
+        return print_json(&serde_json::json!({
+            "SettleMillis": switch.settle_millis,
+            "Settled": switch.settled(),
+        }));
+    }
+    println!(
+        "settle {} ms, {}",
+        switch.settle_millis,
+        if switch.settled() {
+            "settled"
+        } else {
+            "settling"
+        }
+    );
+    Ok(())
+}
+
 /// `hnsctl host restart|reboot`: what the emulated host drops, as counts.
 #[cfg(not(windows))]
 fn outage(context: &Context, outage: Outage) -> Result<(), String> {
@@ -78,20 +144,43 @@ fn outage(context: &Context, outage: Outage) -> Result<(), String> {
     Ok(())
 }
 
-/// `hnsctl stats [--reset]`
+/// `hnsctl stats [--writes] [--reset]`
 #[cfg(not(windows))]
-pub fn stats(context: &Context, reset: bool) -> Result<(), String> {
-    let counters = if reset {
-        context.engine.reset_stats()
+pub fn stats(context: &Context, reset: bool, writes_only: bool) -> Result<(), String> {
+    let engine = &context.engine;
+    let (counters, writes) = if reset {
+        (engine.reset_stats(), engine.reset_policy_writes())
     } else {
-        context.engine.stats()
-    }
-    .map_err(|e| e.to_string())?;
+        (engine.stats(), engine.policy_writes())
+    };
+    let (counters, writes) = (
+        counters.map_err(|e| e.to_string())?,
+        writes.map_err(|e| e.to_string())?,
+    );
     if context.json {
-        return print_json(&counters);
+        // Harnesses sum the calls map: the writes have their own switch.
+        return if writes_only {
+            print_json(&writes)
+        } else {
+            print_json(&counters)
+        };
     }
-    for (function, calls) in &counters {
-        println!("{function:<32} {calls}");
+    if !writes_only && !counters.is_empty() {
+        for (function, calls) in &counters {
+            println!("{function:<32} {calls}");
+        }
+        println!();
+    }
+    println!("policy writes");
+    for (what, count) in [
+        ("endpoint policy requests", writes.endpoint_requests),
+        ("ACL rules written", writes.acl_rules_written),
+        ("ACL rules removed", writes.acl_rules_removed),
+        ("network policy requests", writes.network_requests),
+        ("IP sets written", writes.sets_written),
+        ("IP sets removed", writes.sets_removed),
+    ] {
+        println!("  {what:<30} {count}");
     }
     Ok(())
 }

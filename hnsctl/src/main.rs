@@ -6,6 +6,9 @@
 //! non-zero exit; usage errors are clap's (exit 2).
 #![forbid(unsafe_code)]
 
+#[cfg(not(windows))]
+mod acl;
+mod balancers;
 mod cli;
 mod controls;
 mod objects;
@@ -48,7 +51,7 @@ fn main() -> ExitCode {
         Err(err) => err.exit(),
     };
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => status,
         Err(message) => {
             eprintln!("hnsctl: {message}");
             ExitCode::FAILURE
@@ -56,22 +59,26 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), String> {
+fn run(cli: Cli) -> Result<ExitCode, String> {
     let connect = connector(&cli);
     match cli.command {
         Command::Network(command) => objects::network(&connect()?, command),
         Command::Endpoint(command) => objects::endpoint(&connect()?, command),
         Command::Namespace(command) => objects::namespace(&connect()?, command),
+        Command::LoadBalancer(command) => balancers::load_balancer(&connect()?, command),
         Command::Host(command) => controls::host(&connect()?, command),
         #[cfg(not(windows))]
-        Command::Stats { reset } => controls::stats(&connect()?, reset),
+        Command::Stats { reset, writes } => controls::stats(&connect()?, reset, writes),
         #[cfg(not(windows))]
         Command::Fault(command) => controls::fault(&connect()?, command),
+        #[cfg(not(windows))]
+        Command::Acl(command) => return Ok(acl::run(connect, command)),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "hnsctl", &mut std::io::stdout());
             Ok(())
         }
     }
+    .map(|()| ExitCode::SUCCESS)
 }
 
 /// The host's HNS: computenetwork.dll is the only backend a Windows build has.
@@ -112,6 +119,17 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), String> {
         serde_json::to_string(value).map_err(|e| e.to_string())?
     );
     Ok(())
+}
+
+/// Prints an object's GUID, what `create` prints without `--json`.
+pub fn print_line(id: hns::Guid) -> Result<(), String> {
+    println!("{id}");
+    Ok(())
+}
+
+/// An HNS error as the one line hnsctl prints.
+pub fn fail(error: hns::HnsError) -> String {
+    error.to_string()
 }
 
 /// Prints a value as indented JSON (for `show`).

@@ -1,5 +1,6 @@
 //! `network`, `endpoint` and `namespace` commands.
 
+use hns::Guid;
 use hns::schema::policy::{
     DrMacAddressPolicy, IsolationIdPolicy, NetAdapterNamePolicy, ProviderAddressPolicy,
     VxlanPortPolicy,
@@ -8,10 +9,9 @@ use hns::schema::{
     HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, Ipam, NetworkPolicy, Subnet,
     SubnetPolicy,
 };
-use hns::{Guid, HnsError};
 
 use crate::cli::{EndpointCommand, NamespaceCommand, NetworkCommand, NetworkCreate};
-use crate::{Context, print_json, print_pretty};
+use crate::{Context, fail, print_json, print_line, print_pretty};
 
 /// `hnsctl network ...`
 pub fn network(context: &Context, command: NetworkCommand) -> Result<(), String> {
@@ -230,7 +230,11 @@ fn network_id(context: &Context, name_or_id: &str) -> Result<Guid, String> {
     }
 }
 
-fn find_endpoint(context: &Context, name_or_id: &str) -> Result<HostComputeEndpoint, String> {
+/// The endpoint with this GUID or name.
+pub(crate) fn find_endpoint(
+    context: &Context,
+    name_or_id: &str,
+) -> Result<HostComputeEndpoint, String> {
     let endpoint = match name_or_id.parse() {
         Ok(id) => Some(context.client.open_endpoint(id).map_err(fail)?),
         Err(_) => context
@@ -241,13 +245,4 @@ fn find_endpoint(context: &Context, name_or_id: &str) -> Result<HostComputeEndpo
     endpoint
         .map(|endpoint| endpoint.into_properties())
         .ok_or_else(|| format!("no endpoint is named {name_or_id:?}"))
-}
-
-fn print_line(id: Guid) -> Result<(), String> {
-    println!("{id}");
-    Ok(())
-}
-
-fn fail(error: HnsError) -> String {
-    error.to_string()
 }

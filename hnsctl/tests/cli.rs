@@ -2,9 +2,13 @@
 //! errors from the parser with exit status 2, help and shell completions.
 #![cfg(not(windows))]
 
-use std::process::Command;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 
 use hns::Guid;
+use hns::schema::HostComputeLoadBalancer;
+use serde_json::{Value, json};
 
 const HNSCTL: &str = env!("CARGO_BIN_EXE_hnsctl");
 
@@ -79,6 +83,155 @@ fn hnsctl_drives_the_emulator_and_reports_errors_on_one_line() {
         .unwrap();
     assert!(!unset.status.success());
     assert!(String::from_utf8_lossy(&unset.stderr).contains("HCN_EMULATOR_STATE is not set"));
+}
+
+/// hnsctl on the emulated host under `state`, with `stdin` on its standard input.
+fn run(state: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(HNSCTL)
+        .args(args)
+        .env("HCN_EMULATOR_STATE", state)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// What a successful [`run`] printed.
+fn succeeded(state: &Path, args: &[&str], stdin: &str) -> String {
+    let output = run(state, args, stdin);
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// `network create` of cbr0, 10.244.1.0/24 with gateway .1.
+const CBR0: [&str; 10] = [
+    "network",
+    "create",
+    "--name",
+    "cbr0",
+    "--type",
+    "L2Bridge",
+    "--subnet",
+    "10.244.1.0/24",
+    "--gateway",
+    "10.244.1.1",
+];
+
+#[test]
+fn hnsctl_creates_lists_modifies_and_deletes_load_balancers() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = |args: &[&str], stdin: &str| succeeded(dir.path(), args, stdin);
+    ok(&CBR0, "");
+    let pods: Vec<String> = ["10.244.1.5", "10.244.1.6"]
+        .iter()
+        .map(|ip| {
+            let body = json!({"Name": ip, "VirtualNetworkName": "cbr0", "IPAddress": ip});
+            let body = body.to_string();
+            let created = ok(
+                &["host", "call", "POST", "/endpoints/", "--body", &body],
+                "",
+            );
+            let reply: Value = serde_json::from_str(&created).unwrap();
+            reply["Output"]["ID"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    // kube-proxy's document for a ClusterIP Service, from a file and from stdin.
+    let document = |backends: &[String]| {
+        json!({
+            "HostComputeEndpoints": backends, "SourceVIP": "10.244.1.2",
+            "FrontendVIPs": ["10.96.0.10"],
+            "PortMappings": [{"Protocol": 6, "InternalPort": 8080, "ExternalPort": 80}],
+            "SchemaVersion": {"Major": 2, "Minor": 0}
+        })
+        .to_string()
+    };
+    let file = dir.path().join("service.json");
+    std::fs::write(&file, document(&pods[..1])).unwrap();
+    let created = ok(
+        &["loadbalancer", "create", "--file", file.to_str().unwrap()],
+        "",
+    );
+    let id: Guid = created.trim().parse().unwrap();
+    let listed: Vec<HostComputeLoadBalancer> =
+        serde_json::from_str(&ok(&["--json", "lb", "list"], "")).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, id);
+    assert_eq!(
+        listed[0].host_compute_endpoints,
+        [pods[0].parse::<Guid>().unwrap()]
+    );
+    let table = ok(&["loadbalancer", "list"], "");
+    for needle in [
+        id.to_string(),
+        "10.96.0.10".to_owned(),
+        "TCP 80->8080".to_owned(),
+        "10.244.1.2".to_owned(),
+        format!("10.244.1.5 ({})", pods[0]),
+    ] {
+        assert!(table.contains(&needle), "{needle} missing in {table}");
+    }
+
+    // Modify is HNS 15.4's: refused on the emulated 13.2, taken once the host has it.
+    let modify = ["lb", "modify", &id.to_string(), "--file", "-"];
+    let refused = run(dir.path(), &modify, &document(&pods));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("0x80004001"),
+        "{stderr}"
+    );
+    ok(&["host", "version", "--set", "15.4"], "");
+    ok(&modify, &document(&pods));
+    let shown: HostComputeLoadBalancer =
+        serde_json::from_str(&ok(&["loadbalancer", "show", &id.to_string()], "")).unwrap();
+    assert_eq!(shown.host_compute_endpoints.len(), 2);
+
+    // A backend deleted under the load balancer is listed as gone.
+    ok(&["endpoint", "delete", &pods[1]], "");
+    let table = ok(&["loadbalancer", "list"], "");
+    assert!(table.contains(&format!("gone ({})", pods[1])), "{table}");
+
+    let delete = ["loadbalancer", "delete", &id.to_string()];
+    ok(&delete, "");
+    assert_eq!(ok(&["--json", "lb", "list"], "").trim(), "[]");
+    let again = run(dir.path(), &delete, "");
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        !again.status.success() && stderr.contains("0x80070490"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn hnsctl_sets_the_host_adapter_and_settles_its_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = |args: &[&str]| succeeded(dir.path(), args, "");
+    let default: Value = serde_json::from_str(&ok(&["--json", "host", "adapter"])).unwrap();
+    assert_eq!(default["Address"], "192.168.1.10/24");
+    let set = ["--json", "host", "adapter", "--address", "10.0.0.4/24"];
+    let set: Value = serde_json::from_str(&ok(&set)).unwrap();
+    assert_eq!(set["Address"], "10.0.0.4/24");
+    assert_eq!(set["Name"], default["Name"]);
+    ok(&["host", "switch", "--settle-ms", "3600000"]);
+    ok(&CBR0);
+    let management_ip = || {
+        let reply: Value =
+            serde_json::from_str(&ok(&["host", "call", "GET", "/networks/"])).unwrap();
+        reply["Output"][0]["ManagementIP"].clone()
+    };
+    assert_eq!(management_ip(), Value::Null, "the switch is settling");
+    let switch: Value =
+        serde_json::from_str(&ok(&["--json", "host", "switch", "--settle-now"])).unwrap();
+    assert_eq!(switch, json!({"SettleMillis": 3_600_000, "Settled": true}));
+    assert_eq!(management_ip(), "10.0.0.4");
 }
 
 #[test]

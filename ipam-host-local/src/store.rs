@@ -85,9 +85,17 @@ impl Store {
     }
 
     /// Whether `<dataDir>/<network>` does not exist at all: nothing is reserved there, so a
-    /// command that only gives addresses back has nothing to do (and creates nothing).
+    /// command that only gives addresses back has nothing to do (and creates nothing). A
+    /// network name the file system refuses as a name (too long) cannot have a directory, so
+    /// nothing was ever reserved under it: its DEL, which the runtime retries until it
+    /// succeeds, has nothing to release.
     pub fn is_missing(&self) -> bool {
-        fs::symlink_metadata(&self.net_dir).is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+        fs::symlink_metadata(&self.net_dir).is_err_and(|e| {
+            matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::InvalidFilename
+            )
+        })
     }
 
     /// The addresses the network directory has reservation files for (other entries, the

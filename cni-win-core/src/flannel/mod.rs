@@ -30,6 +30,7 @@ use ipam_host_local::{HostLocal, IpamConfig, StoreLocation, Teardown};
 use serde_json::Value;
 
 use crate::codes::CHECK_MISMATCH;
+use crate::decodes::Decodes;
 use crate::hns_error::to_cni;
 use crate::ipam::{Ipam, Release};
 pub use record::Record;
@@ -190,6 +191,7 @@ fn store_of_derived_ranges(conf: &NetConf) -> Result<Option<StoreLocation>, Erro
     {
         return Ok(None);
     }
+    Decodes::count_ipam();
     let ipam = case_insensitive::get(conf.raw(), "ipam").and_then(Value::as_object);
     StoreLocation::from_ipam(ipam).map(Some)
 }
@@ -245,8 +247,21 @@ pub fn status<T>(
     features: impl FnOnce() -> Result<SupportedFeatures, HnsError>,
     status: impl FnOnce(&NetworkRequest) -> Result<T, Error>,
 ) -> Result<T, Error> {
+    match effective_network(request, features)? {
+        Some(effective) => status(&effective),
+        None => status(request),
+    }
+}
+
+/// The config STATUS (and what the node tools ask as STATUS would) runs on in Flannel-native
+/// mode: what subnet.env makes of `request`; `None` when the config is not Flannel-native
+/// (it runs as it is). Code 50 naming what is missing when subnet.env is incomplete.
+pub fn effective_network(
+    request: &NetworkRequest,
+    features: impl FnOnce() -> Result<SupportedFeatures, HnsError>,
+) -> Result<Option<NetworkRequest>, Error> {
     let Some(native) = Native::of(&request.config)? else {
-        return status(request);
+        return Ok(None);
     };
     let not_available = |msg: String| Error::new(ErrorCode::NotAvailable, msg);
     let env = native
@@ -255,9 +270,9 @@ pub fn status<T>(
     let dual = dual_stack_with(&env, features).map_err(|e| not_available(e.msg().to_owned()))?;
     let (config, stdin) = derive::effective(&request.config, &env, dual)
         .map_err(|e| not_available(e.msg().to_owned()))?;
-    status(&NetworkRequest {
+    Ok(Some(NetworkRequest {
         config,
         stdin,
         ..request.clone()
-    })
+    }))
 }

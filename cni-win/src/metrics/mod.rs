@@ -1,69 +1,37 @@
 //! The node daemon's metrics (`cni-win sweep --every … --metrics-address …`), in the Prometheus
 //! exposition format, so an operator sees a pool filling up, stale objects piling up after an
-//! HNS restart, or a node going unhealthy before pods stop starting.
+//! HNS restart, HNS drifting from the node's records, or a node going unhealthy before pods
+//! stop starting.
 //!
-//! A CNI plugin lives for one command and cannot be scraped; the sweep daemon is cni-win's one
+//! A CNI plugin lives for one command and cannot be scraped; the node daemon is cni-win's one
 //! long-running process on a node, and each of its rounds already reads everything these
-//! metrics say (the pass, the pools, doctor's checks). [`NodeMetrics::observe`] records a
-//! round; [`NodeMetrics::render`] is what a scrape gets ([`http`] serves it). The exposition
-//! format is the Prometheus project's own client's (`prometheus-client`), not ours.
+//! metrics say. [`Metrics`] is the one registry: each task of the round registers its families
+//! once, when the daemon starts ([`sweep::SweepMetrics`], [`drift::DriftMetrics`],
+//! [`doctor::DoctorMetrics`]), and records what a round found while holding the lock a
+//! scrape takes, so a scrape sees a whole round or none of it. [`http`] serves it. The
+//! exposition format is the Prometheus project's own client's (`prometheus-client`), not ours.
 //!
 //! Every family is named `cniwin_*` and has help text; series that describe the node now
-//! (pools, stale objects found, checks) are replaced whole at each round, so a network or a
-//! check that went away stops being reported; counters only grow.
+//! (pools, stale objects found, drift, checks) are replaced whole at each round, so a network
+//! or a check that went away stops being reported; counters only grow.
 
+pub mod doctor;
+pub mod drift;
 pub mod http;
+pub mod sweep;
 
-use std::sync::Mutex;
 use std::sync::atomic::AtomicU64;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Mutex, MutexGuard};
 
 use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::info::Info;
-use prometheus_client::registry::{Registry, Unit};
-
-use crate::doctor::{Report, Verdict};
-use crate::sweep::{Outcome, Pass};
+use prometheus_client::registry::Registry;
 
 /// What every metric name starts with.
 pub const PREFIX: &str = "cniwin";
 
-/// The check doctor reports HNS's reachability under (`cniwin_hns_up` follows it).
-const HNS_CHECK: &str = "HNS reachable";
-
-/// Upper bounds of the pass-duration histogram, in seconds: a pass reads HNS once and each store
-/// once, which takes tens of milliseconds on a quiet node and seconds when HNS is slow; a pass
-/// near a minute means HNS is near its deadline.
-const PASS_SECONDS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
-
 type FloatGauge = Gauge<f64, AtomicU64>;
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PoolLabels {
-    network: String,
-    subnets: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct StaleLabels {
-    network: String,
-    kind: &'static str,
-    reason: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct CheckLabels {
-    check: String,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResultLabels {
-    result: &'static str,
-}
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BuildLabels {
@@ -71,58 +39,18 @@ struct BuildLabels {
     commit: String,
 }
 
-/// One round of the daemon, as the metrics see it.
+/// Every metric the daemon serves: one registry, each family registered once.
 #[derive(Debug)]
-pub struct Round<'a> {
-    /// The sweep pass, or why it could not run.
-    pub pass: Result<&'a Pass, &'a crate::Error>,
-    /// How long the pass took.
-    pub duration: Duration,
-    /// When it ended.
-    pub ended: SystemTime,
-    /// Doctor's report of the node at the end of the round.
-    pub doctor: &'a Report,
-}
-
-/// Every metric the daemon serves, registered once.
-#[derive(Debug)]
-pub struct NodeMetrics {
-    registry: Registry,
+pub struct Metrics {
     /// Held while a round is recorded and while the registry is encoded, so a scrape never
     /// sees half a round (families are cleared and refilled).
-    round: Mutex<()>,
-    pool_addresses: Family<PoolLabels, FloatGauge>,
-    pool_reserved: Family<PoolLabels, FloatGauge>,
-    pool_free: Family<PoolLabels, FloatGauge>,
-    stale_found: Family<StaleLabels, Gauge>,
-    stale_removed: Family<StaleLabels, Counter>,
-    stale_failed: Family<StaleLabels, Counter>,
-    passes: Family<ResultLabels, Counter>,
-    pass_duration: Histogram,
-    last_success: FloatGauge,
-    hns_up: Gauge,
-    check_failing: Family<CheckLabels, Gauge>,
+    registry: Mutex<Registry>,
 }
 
-impl NodeMetrics {
-    /// Registers every family, with `version` and `commit` as `cniwin_build_info`'s labels.
-    pub fn new(version: &str, commit: &str) -> NodeMetrics {
-        let mut metrics = NodeMetrics {
-            registry: Registry::with_prefix(PREFIX),
-            round: Mutex::new(()),
-            pool_addresses: Family::default(),
-            pool_reserved: Family::default(),
-            pool_free: Family::default(),
-            stale_found: Family::default(),
-            stale_removed: Family::default(),
-            stale_failed: Family::default(),
-            passes: Family::default(),
-            pass_duration: Histogram::new(PASS_SECONDS),
-            last_success: FloatGauge::default(),
-            hns_up: Gauge::default(),
-            check_failing: Family::default(),
-        };
-        let registry = &mut metrics.registry;
+impl Metrics {
+    /// The registry, with `version` and `commit` as `cniwin_build_info`'s labels.
+    pub fn new(version: &str, commit: &str) -> Metrics {
+        let mut registry = Registry::with_prefix(PREFIX);
         registry.register(
             "build",
             "The running cni-win's version and commit (always 1)",
@@ -131,179 +59,85 @@ impl NodeMetrics {
                 commit: commit.to_owned(),
             }),
         );
-        registry.register(
-            "ipam_addresses",
-            "Addresses a network's host-local range set can hand out (gateways and excluded \
-             addresses left out)",
-            metrics.pool_addresses.clone(),
-        );
-        registry.register(
-            "ipam_reserved_addresses",
-            "Addresses of a range set that hold a reservation (pods' and node components' such as \
-             kube-proxy's source VIP), after the last pass",
-            metrics.pool_reserved.clone(),
-        );
-        registry.register(
-            "ipam_free_addresses",
-            "Addresses of a range set a new pod can still get; at 0 every ADD fails with code 100",
-            metrics.pool_free.clone(),
-        );
-        registry.register(
-            "stale_objects",
-            "Stale endpoints and reservations the last pass found, by network, kind and reason",
-            metrics.stale_found.clone(),
-        );
-        registry.register(
-            "stale_objects_removed",
-            "Stale endpoints and reservations removed since the daemon started (only with --apply)",
-            metrics.stale_removed.clone(),
-        );
-        registry.register(
-            "stale_objects_remove_failures",
-            "Stale objects whose removal failed since the daemon started (the next pass retries)",
-            metrics.stale_failed.clone(),
-        );
-        registry.register(
-            "sweep_passes",
-            "Sweep passes since the daemon started, by result: ok, or failed (a network or file \
-             that could not be examined, a removal that failed, HNS unreachable)",
-            metrics.passes.clone(),
-        );
-        registry.register_with_unit(
-            "sweep_pass_duration",
-            "How long a sweep pass took",
-            Unit::Seconds,
-            metrics.pass_duration.clone(),
-        );
-        registry.register(
-            "sweep_last_success_timestamp_seconds",
-            "When the last pass that failed nothing ended (Unix time); 0 until one has",
-            metrics.last_success.clone(),
-        );
-        registry.register(
-            "hns_up",
-            "Whether HNS answered at the last round (1) or not (0)",
-            metrics.hns_up.clone(),
-        );
-        registry.register(
-            "doctor_check_failing",
-            "Each of doctor's checks at the last round: 1 when it fails (pods cannot get or keep \
-             their network), 0 when it passes or warns. `cni-win doctor` on the node says why",
-            metrics.check_failing.clone(),
-        );
-        metrics
-    }
-
-    /// Records one round of the daemon.
-    pub fn observe(&self, round: &Round<'_>) {
-        let _round = self
-            .round
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let ok = round.pass.is_ok_and(|pass| !pass.failed());
-        self.passes
-            .get_or_create(&ResultLabels {
-                result: if ok { "ok" } else { "failed" },
-            })
-            .inc();
-        self.pass_duration.observe(round.duration.as_secs_f64());
-        if ok {
-            let seconds = round
-                .ended
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_secs_f64();
-            self.last_success.set(seconds);
-        }
-        match round.pass {
-            Ok(pass) => self.record_pass(pass),
-            // Nothing is known of the pools and stale objects now: a scrape shows none rather
-            // than the last pass's as if they were current.
-            Err(_) => self.forget_the_node(),
-        }
-        self.record_doctor(round.doctor);
-    }
-
-    fn forget_the_node(&self) {
-        for family in [&self.pool_addresses, &self.pool_reserved, &self.pool_free] {
-            family.clear();
-        }
-        self.stale_found.clear();
-    }
-
-    fn record_pass(&self, pass: &Pass) {
-        self.forget_the_node();
-        for pool in &pass.pools {
-            let labels = PoolLabels {
-                network: pool.network.clone(),
-                subnets: pool.subnets.clone(),
-            };
-            self.pool_addresses
-                .get_or_create(&labels)
-                .set(pool.usable as f64);
-            self.pool_reserved
-                .get_or_create(&labels)
-                .set(pool.reserved as f64);
-            self.pool_free.get_or_create(&labels).set(pool.free as f64);
-        }
-        for stale in &pass.stale {
-            let labels = StaleLabels {
-                network: stale.network.clone(),
-                kind: stale.kind.as_str(),
-                reason: stale.reason.as_str(),
-            };
-            self.stale_found.get_or_create(&labels).inc();
-            match stale.outcome {
-                Some(Outcome::Removed) => {
-                    self.stale_removed.get_or_create(&labels).inc();
-                }
-                Some(Outcome::Failed(_)) => {
-                    self.stale_failed.get_or_create(&labels).inc();
-                }
-                Some(Outcome::Skipped | Outcome::Alive) | None => {}
-            }
+        Metrics {
+            registry: Mutex::new(registry),
         }
     }
 
-    fn record_doctor(&self, report: &Report) {
-        self.check_failing.clear();
-        let mut hns_up = false;
-        for finding in &report.findings {
-            let failing = finding.verdict == Verdict::Fail;
-            if finding.check == HNS_CHECK {
-                hns_up = !failing;
-            }
-            // Two findings of one name (one per network file, say) fail together if either does.
-            let gauge = self.check_failing.get_or_create(&CheckLabels {
-                check: finding.check.clone(),
-            });
-            if failing {
-                gauge.set(1);
-            }
-        }
-        self.hns_up.set(i64::from(hns_up));
+    /// Registers a task's families: once, when the daemon takes the task on.
+    pub fn register(&self, families: impl FnOnce(&mut Registry)) {
+        families(&mut self.lock());
+    }
+
+    /// Records a round: `record` runs while no scrape can encode the registry.
+    pub fn publish(&self, record: impl FnOnce()) {
+        let _round = self.lock();
+        record();
     }
 
     /// The registry in the text exposition format (OpenMetrics), as a scrape gets it.
     pub fn render(&self) -> String {
-        let _round = self
-            .round
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let registry = self.lock();
         let mut text = String::new();
         // Writing into a String cannot fail; an encoding error would be a bug in a label.
-        if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut text, &registry) {
             log::error!("cannot encode the metrics: {e}");
         }
         text
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.registry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::doctor::{DoctorMetrics, HNS_CHECK};
+    use super::drift::DriftMetrics;
+    use super::sweep::SweepMetrics;
     use super::*;
-    use crate::doctor::Finding;
-    use crate::sweep::{ObjectKind, Pool, Reason, StaleObject};
+    use crate::doctor::{Finding, Report, Verdict};
+    use crate::drift::{Drift, Reason as DriftReason};
+    use crate::sweep::{ObjectKind, Outcome, Pass, Pool, Reason, StaleObject};
+
+    /// The daemon's registry with every family of its built-in tasks.
+    struct Daemon {
+        metrics: Metrics,
+        sweep: SweepMetrics,
+        drift: DriftMetrics,
+        doctor: DoctorMetrics,
+    }
+
+    impl Daemon {
+        fn new() -> Daemon {
+            let daemon = Daemon {
+                metrics: Metrics::new("0.1.0", "abc"),
+                sweep: SweepMetrics::default(),
+                drift: DriftMetrics::default(),
+                doctor: DoctorMetrics::default(),
+            };
+            daemon.metrics.register(|registry| {
+                daemon.sweep.register(registry);
+                daemon.drift.register(registry);
+                daemon.doctor.register(registry);
+            });
+            daemon
+        }
+
+        /// One round: the pass (or why it failed), what drifted and doctor's report.
+        fn round(&self, pass: Result<&Pass, &crate::Error>, duration: Duration, report: &Report) {
+            self.metrics.publish(|| {
+                self.sweep.record(pass, duration, SystemTime::now());
+                self.drift.record(&[]);
+                self.doctor.record(report);
+            });
+        }
+    }
 
     fn report(findings: &[(&str, Verdict)]) -> Report {
         Report {
@@ -355,16 +189,23 @@ mod tests {
         }
     }
 
-    /// The metrics after one round over [`full_pass`].
+    /// The metrics after one round over [`full_pass`], with one drift of each reason.
     fn rendered_full_round() -> String {
-        let metrics = NodeMetrics::new("0.1.0", "abc");
-        metrics.observe(&Round {
-            pass: Ok(&full_pass()),
-            duration: Duration::from_millis(20),
-            ended: SystemTime::now(),
-            doctor: &report(&[(HNS_CHECK, Verdict::Pass)]),
+        let daemon = Daemon::new();
+        daemon.metrics.publish(|| {
+            daemon.sweep.record(
+                Ok(&full_pass()),
+                Duration::from_millis(20),
+                SystemTime::now(),
+            );
+            daemon.drift.record(&DriftReason::ALL.map(|reason| Drift {
+                reason,
+                network: None,
+                object: String::new(),
+            }));
+            daemon.doctor.record(&report(&[(HNS_CHECK, Verdict::Pass)]));
         });
-        metrics.render()
+        daemon.metrics.render()
     }
 
     #[test]
@@ -374,7 +215,7 @@ mod tests {
             .lines()
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .collect();
-        assert_eq!(families.len(), 12, "{text}");
+        assert_eq!(families.len(), 13, "{text}");
         for family in families {
             let (name, kind) = family.split_once(' ').unwrap();
             assert!(name.starts_with("cniwin_"), "{name}");
@@ -408,37 +249,39 @@ mod tests {
             line(&text, "cniwin_build_info"),
             Some(r#"cniwin_build_info{version="0.1.0",commit="abc"} 1"#)
         );
+        for reason in DriftReason::ALL {
+            let series = format!("cniwin_hns_drift{{reason=\"{}\"}} 1\n", reason.as_str());
+            assert!(text.contains(&series), "{series} in {text}");
+        }
     }
 
     #[test]
     fn an_unreachable_hns_and_a_failed_pass_are_counted() {
-        let metrics = NodeMetrics::new("0.1.0", "abc");
+        let daemon = Daemon::new();
         let ok = Pass {
             stale: vec![stale(Outcome::Removed)],
             ..full_pass()
         };
-        metrics.observe(&Round {
-            pass: Ok(&ok),
-            duration: Duration::from_millis(20),
-            ended: SystemTime::now(),
-            doctor: &report(&[(HNS_CHECK, Verdict::Pass)]),
-        });
-        let first = metrics.render();
+        daemon.round(
+            Ok(&ok),
+            Duration::from_millis(20),
+            &report(&[(HNS_CHECK, Verdict::Pass)]),
+        );
+        let first = daemon.metrics.render();
         assert!(first.contains("cniwin_ipam_free_addresses{"));
         let last_success = line(&first, "cniwin_sweep_last_success_timestamp_seconds ")
             .unwrap()
             .to_owned();
         let error = crate::Error::new("HNS is gone");
-        metrics.observe(&Round {
-            pass: Err(&error),
-            duration: Duration::from_secs(30),
-            ended: SystemTime::now(),
-            doctor: &report(&[
+        daemon.round(
+            Err(&error),
+            Duration::from_secs(30),
+            &report(&[
                 (HNS_CHECK, Verdict::Fail),
                 ("config directory", Verdict::Warn),
             ]),
-        });
-        let text = metrics.render();
+        );
+        let text = daemon.metrics.render();
         assert_eq!(line(&text, "cniwin_hns_up "), Some("cniwin_hns_up 0"));
         // The last pass's pools and stale objects are not served as if they were current.
         assert!(!text.contains("cniwin_ipam_free_addresses{"), "{text}");
@@ -457,13 +300,12 @@ mod tests {
         assert!(text.contains(r#"cniwin_doctor_check_failing{check="config directory"} 0"#));
 
         // HNS is back: the gauge follows, the failed pass stays counted.
-        metrics.observe(&Round {
-            pass: Ok(&Pass::default()),
-            duration: Duration::from_millis(20),
-            ended: SystemTime::now(),
-            doctor: &report(&[(HNS_CHECK, Verdict::Pass)]),
-        });
-        let text = metrics.render();
+        daemon.round(
+            Ok(&Pass::default()),
+            Duration::from_millis(20),
+            &report(&[(HNS_CHECK, Verdict::Pass)]),
+        );
+        let text = daemon.metrics.render();
         assert_eq!(line(&text, "cniwin_hns_up "), Some("cniwin_hns_up 1"));
         assert!(text.contains(r#"cniwin_sweep_passes_total{result="failed"} 1"#));
         assert!(text.contains(r#"cniwin_sweep_passes_total{result="ok"} 2"#));
@@ -486,7 +328,7 @@ mod tests {
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .map(|family| family.split(' ').next().unwrap().to_owned())
             .collect();
-        assert_eq!(served.len(), 12, "{served:?}");
+        assert_eq!(served.len(), 13, "{served:?}");
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../deploy/grafana-dashboard.json"

@@ -23,6 +23,9 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use cni_win_core::platform::ConnectError;
+
+use crate::paths::NodePaths;
 use hns::Client;
 use serde::Serialize;
 
@@ -56,10 +59,9 @@ const GRACE: Duration = Duration::from_millis(500);
 /// What to collect and within what limits.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// The CNI config directory the runtime reads (containerd's `conf_dir`).
-    pub conf_dir: PathBuf,
-    /// Where the runtime finds the plugins (containerd's `bin_dir`): the only binaries run.
-    pub bin_dir: PathBuf,
+    /// The CNI config directory the runtime reads and where it finds the plugins: the only
+    /// binaries run are the plugins found there.
+    pub paths: NodePaths,
     /// Flannel's subnet.env, collected with any other a config names.
     pub subnet_file: PathBuf,
     /// How much of the end of each plugin log.
@@ -156,7 +158,7 @@ impl Plan {
     }
 
     /// Runs every step against `hns` (the node's HNS or why it could not be reached).
-    pub fn collect(self, hns: Result<Client, String>) -> Bundle {
+    pub fn collect(self, hns: Result<Client, ConnectError>) -> Bundle {
         let created = Utc::now();
         let settings = self.settings;
         let hns = Arc::new(hns);

@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use cni::case_insensitive;
+use cni_win_core::platform::ConnectError;
 use hns::client::ObjectKind;
 use hns::client::{EndpointKind, LoadBalancerKind, NamespaceKind, NetworkKind};
 use hns::schema::HostComputeQuery;
@@ -27,7 +28,13 @@ use crate::record::InstallRecord;
 use crate::shipped;
 
 /// The node's HNS, or why it could not be reached.
-pub(crate) type Hns = Result<Client, String>;
+pub(crate) type Hns = Result<Client, ConnectError>;
+
+/// The node's HNS for a step that needs it; unreachable fails the step with the whole cause.
+fn reached(hns: &Hns) -> Result<&Client, StepError> {
+    hns.as_ref()
+        .map_err(|error| StepError::Failed(crate::chain(error)))
+}
 
 /// A step's work: given HNS and its deadline, what it collected so far is kept even when it
 /// fails.
@@ -105,12 +112,19 @@ impl From<String> for StepError {
 /// Every step for `settings`, in the bundle's order. A config directory that cannot be read
 /// names no logs, subnet.env or stores here; its own step reports why.
 pub(crate) fn plan(settings: &Settings) -> Vec<Step> {
-    let networks = confdir::read(&settings.conf_dir, std::slice::from_ref(&settings.bin_dir))
+    let paths = &settings.paths;
+    let networks = confdir::read(&paths.conf_dir, paths.cni_path())
         .map(|found| found.networks)
         .unwrap_or_default();
     let mut steps: Vec<Step> = shipped::binaries()
         .iter()
-        .map(|binary| binary_step(&settings.bin_dir, &binary.file_name()))
+        .map(|binary| {
+            let file = binary.file_name();
+            let path = paths
+                .find_binary(&file)
+                .unwrap_or_else(|| paths.bin_dir().join(&file));
+            binary_step(path, &file)
+        })
         .collect();
     steps.push(host_step());
     steps.push(doctor_step(settings));
@@ -136,7 +150,7 @@ pub(crate) fn plan(settings: &Settings) -> Vec<Step> {
             |raw, id| raw.open_load_balancer(id),
         ),
     ]);
-    steps.push(conf_dir_step(&settings.conf_dir));
+    steps.push(conf_dir_step(&paths.conf_dir));
     for subnet_file in unique(
         std::iter::once(settings.subnet_file.clone())
             .chain(networks.iter().filter_map(subnet_file)),
@@ -155,7 +169,7 @@ pub(crate) fn plan(settings: &Settings) -> Vec<Step> {
     steps.push(file_step(
         "install record",
         "install-record",
-        InstallRecord::path(&settings.bin_dir),
+        InstallRecord::path(paths.bin_dir()),
     ));
     steps
 }
@@ -197,10 +211,9 @@ fn store_dir(network: &Network) -> Option<PathBuf> {
     Some(location.data_dir.join(network.name()))
 }
 
-/// A shipped binary in the bin directory: its size, SHA-256 and answer to `--version`, run
-/// with the step's deadline. Only the bin directory's own regular file runs.
-fn binary_step(bin_dir: &Path, file: &str) -> Step {
-    let path = bin_dir.join(file);
+/// A shipped binary where the runtime finds it (`path`): its size, SHA-256 and answer to
+/// `--version`, run with the step's deadline. Only a plugin directory's own regular file runs.
+fn binary_step(path: PathBuf, file: &str) -> Step {
     let entry = format!("binaries/{file}.json");
     Step {
         name: format!("binary {file}"),
@@ -273,7 +286,7 @@ fn host_step() -> Step {
         name: "Windows build and HNS version".to_owned(),
         source: "HNS: GET /globals/version, RtlGetVersion".to_owned(),
         work: Box::new(|hns, collected, _| {
-            let client = hns.as_ref().map_err(Clone::clone)?;
+            let client = reached(hns)?;
             let features = client.supported_features().map_err(|e| e.to_string())?;
             let table: serde_json::Map<String, Value> = features
                 .table()
@@ -295,19 +308,20 @@ fn host_step() -> Step {
 
 /// doctor's report, as `cni-win doctor --json` prints it.
 fn doctor_step(settings: &Settings) -> Step {
-    let doctor = doctor::Settings {
-        conf_dir: settings.conf_dir.clone(),
-        bin_dir: settings.bin_dir.clone(),
-    };
+    let doctor = settings.paths.clone();
+    let bin_dirs: String = doctor
+        .cni_path()
+        .iter()
+        .map(|dir| format!(" --bin-dir {}", dir.display()))
+        .collect();
     Step {
         name: "doctor".to_owned(),
         source: format!(
-            "cni-win doctor --json --conf-dir {} --bin-dir {}",
-            doctor.conf_dir.display(),
-            doctor.bin_dir.display()
+            "cni-win doctor --json --conf-dir {}{bin_dirs}",
+            doctor.conf_dir.display()
         ),
         work: Box::new(move |hns, collected, _| {
-            let report = doctor::diagnose(hns.as_ref().map_err(Clone::clone), &doctor);
+            let report = doctor::diagnose(hns.as_ref(), &doctor);
             collected.add_json("doctor.json", &report);
             Ok(())
         }),
@@ -325,7 +339,7 @@ fn hns_step<K: ObjectKind + 'static>(
         name: format!("HNS {what}"),
         source: format!("HNS: all {what}, each queried for its whole document"),
         work: Box::new(move |hns, collected, _| {
-            let client = hns.as_ref().map_err(Clone::clone)?;
+            let client = reached(hns)?;
             let raw = client.raw();
             let query = HostComputeQuery::all().to_json();
             let ids = enumerate(raw, &query).map_err(|e| e.to_string())?;

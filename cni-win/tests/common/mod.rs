@@ -3,6 +3,7 @@
 //! build what ADD, DEL and crashes leave behind.
 #![allow(dead_code)] // each test file uses part of it
 
+pub mod daemon;
 pub mod overlay;
 
 use std::collections::BTreeSet;
@@ -10,12 +11,16 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use cni::NetConf;
-use cni_win::confdir::{self, Network};
+use cni_win::confdir;
+use cni_win::node::Network;
+use cni_win::shutdown::Shutdown;
 use cni_win::sweep::{self, Commands, Pass};
 use cni_win_conformance::node::{Node, network_settings};
 use cni_win_core::identity::Identity;
 use cni_win_core::snapshot::NodeSnapshot;
-use hns::schema::{EndpointFlags, HostComputeEndpoint, IpConfig, Route};
+use hns::schema::{
+    EndpointFlags, HostComputeEndpoint, HostComputeNetwork, IpConfig, NetworkFlags, Route,
+};
 use hns::{Client, Guid};
 use hns_emulator::Engine;
 use ipam_host_local::HostLocal;
@@ -31,13 +36,21 @@ pub struct ScratchNode {
 
 impl ScratchNode {
     pub fn new() -> ScratchNode {
+        ScratchNode::with_flags(NetworkFlags::NONE)
+    }
+
+    /// `cbr0` made non-persistent, as flanneld makes its networks: a reboot drops it.
+    pub fn non_persistent() -> ScratchNode {
+        ScratchNode::with_flags(NetworkFlags::ENABLE_NON_PERSISTENT)
+    }
+
+    fn with_flags(flags: NetworkFlags) -> ScratchNode {
         // No plugin runs on this node: the path only names its scratch directory.
         let node = Node::new("cni-win", "tools");
-        node.create_network(&network_settings(
-            "cbr0",
-            "L2Bridge",
-            &[("10.244.1.0/24", "10.244.1.1")],
-        ));
+        node.create_network(&HostComputeNetwork {
+            flags,
+            ..network_settings("cbr0", "L2Bridge", &[("10.244.1.0/24", "10.244.1.1")])
+        });
         let config = serde_json::json!({
             "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
             "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
@@ -64,9 +77,14 @@ impl ScratchNode {
         self.node.dir().join("net.d")
     }
 
-    /// The networks the config directory configures now.
+    /// The networks the config directory configures now, decoded by their plugins' code.
     pub fn networks(&self) -> Vec<Network> {
-        confdir::read(&self.conf_dir(), &[]).unwrap().networks
+        confdir::read(&self.conf_dir(), &[])
+            .unwrap()
+            .networks
+            .into_iter()
+            .map(|network| network.decode(None))
+            .collect()
     }
 
     pub fn network_id(&self) -> Guid {
@@ -140,7 +158,14 @@ impl ScratchNode {
         apply: bool,
     ) -> Pass {
         let snapshot = NodeSnapshot::read(&self.client).unwrap();
-        sweep::sweep(&self.client, &snapshot, networks, commands, apply)
+        sweep::sweep(
+            &self.client,
+            &snapshot,
+            networks,
+            commands,
+            apply,
+            &Shutdown::new(),
+        )
     }
 
     /// Raw HCN calls since the last reading, without and with the `HcnClose*` calls.

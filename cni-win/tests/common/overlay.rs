@@ -5,6 +5,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use cni::NetConf;
+use cni_win::paths::NodePaths;
 use cni_win::source_vip::Settings;
 use cni_win_conformance::node::{Node, network_settings};
 use hns::Client;
@@ -71,8 +72,7 @@ impl Overlay {
 
     pub fn settings(&self) -> Settings {
         Settings {
-            conf_dir: self.conf_dir(),
-            cni_path: Vec::new(),
+            paths: NodePaths::with_bin_dir(self.conf_dir(), self.node.dir().join("bin")),
             network: None,
         }
     }

@@ -72,3 +72,37 @@ pub fn endpoint_settings(name: &str, ip: &str) -> HostComputeEndpoint {
         ..HostComputeEndpoint::default()
     }
 }
+
+/// The HRESULT of a failed call.
+pub fn code(error: &hns::HnsError) -> hns::HResult {
+    error
+        .hresult()
+        .unwrap_or_else(|| panic!("no HRESULT in {error}"))
+}
+
+/// One `HNSCall`: the reply envelope as JSON, or the HRESULT when the call itself failed.
+pub fn hns_call(
+    client: &Client<Emulator>,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Result<serde_json::Value, hns::HResult> {
+    use hns::RawHcn;
+    client
+        .raw()
+        .hns_call(method, path, body)
+        .map(|text| serde_json::from_str(&text).unwrap())
+        .map_err(|raw| raw.hresult)
+}
+
+/// A document a node component sends, from `tests/data`: flanneld's and kube-proxy's exact
+/// requests, written as those programs marshal them.
+pub fn document(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .trim_end()
+        .to_owned()
+}

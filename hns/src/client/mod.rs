@@ -157,12 +157,7 @@ impl<R: RawHcn + ?Sized> Client<R> {
                 ),
             ));
         }
-        let json = serde_json::to_string(settings).map_err(|e| {
-            HnsError::new(
-                ErrorKind::InvalidInput,
-                format!("network settings do not serialise: {e}"),
-            )
-        })?;
+        let json = encode(settings, "network settings")?;
         let context = format!("create network {:?}", settings.name);
         let handle = self
             .raw
@@ -253,12 +248,7 @@ impl<R: RawHcn + ?Sized> Client<R> {
         id: Guid,
         settings: &HostComputeNamespace,
     ) -> Result<HostComputeNamespace, HnsError> {
-        let json = serde_json::to_string(settings).map_err(|e| {
-            HnsError::new(
-                ErrorKind::InvalidInput,
-                format!("namespace settings do not serialise: {e}"),
-            )
-        })?;
+        let json = encode(settings, "namespace settings")?;
         let context = "create namespace";
         let handle = self
             .raw
@@ -353,20 +343,82 @@ impl<R: RawHcn + ?Sized> Client<R> {
 
     // ---- load balancers ----
 
+    /// Creates a load balancer (zero `id` = HNS chooses) and returns its properties as HNS
+    /// stored them, as kube-proxy's winkernel proxier does for every Service port.
+    ///
+    /// Raw calls: `HcnCreateLoadBalancer` + `HcnQueryLoadBalancerProperties` +
+    /// `HcnCloseLoadBalancer` = 3 (2 without the close).
+    pub fn create_load_balancer(
+        &self,
+        id: Guid,
+        settings: &HostComputeLoadBalancer,
+    ) -> Result<HostComputeLoadBalancer, HnsError> {
+        let json = encode(settings, "load balancer settings")?;
+        let context = "create load balancer";
+        let handle = self
+            .raw
+            .create_load_balancer(&id, &json)
+            .map_err(|e| HnsError::from_raw(e, context))?;
+        Ok(OpenLoadBalancer::query_new(self, handle, context)?.into_properties())
+    }
+
+    /// Opens a load balancer by ID.
+    ///
+    /// Raw calls: `HcnOpenLoadBalancer` + `HcnQueryLoadBalancerProperties` = 2 (+1 close on
+    /// drop).
+    pub fn open_load_balancer(&self, id: Guid) -> Result<OpenLoadBalancer<'_, R>, HnsError> {
+        let context = format!("open load balancer {id}");
+        let handle = self
+            .raw
+            .open_load_balancer(&id)
+            .map_err(|e| HnsError::from_raw(e, context.clone()))?;
+        Open::query_new(self, handle, &context)
+    }
+
+    /// Replaces a load balancer's settings in place (its backends, typically), as hcsshim's
+    /// `HostComputeLoadBalancer.Update` does. HNS supports it from 15.4 (feature
+    /// `ModifyLoadbalancer`); an older HNS refuses with `E_NOTIMPL`
+    /// ([`ErrorKind::Unsupported`]), and a caller deletes and creates instead.
+    ///
+    /// Raw calls: `HcnOpenLoadBalancer` + `HcnModifyLoadBalancer` +
+    /// `HcnQueryLoadBalancerProperties` + `HcnCloseLoadBalancer` = 4 (3 without the close).
+    pub fn modify_load_balancer(
+        &self,
+        id: Guid,
+        settings: &HostComputeLoadBalancer,
+    ) -> Result<HostComputeLoadBalancer, HnsError> {
+        let json = encode(settings, "load balancer settings")?;
+        let context = format!("modify load balancer {id}");
+        let handle = self
+            .raw
+            .open_load_balancer(&id)
+            .map_err(|e| HnsError::from_raw(e, context.clone()))?;
+        match self.raw.modify_load_balancer(&handle, &json) {
+            Ok(()) => Ok(OpenLoadBalancer::query_new(self, handle, &context)?.into_properties()),
+            Err(error) => {
+                drop(open::Guard::<R, LoadBalancerKind> {
+                    client: self,
+                    handle: Some(handle),
+                });
+                Err(HnsError::from_raw(error, context))
+            }
+        }
+    }
+
+    /// Deletes a load balancer. Raw calls: `HcnDeleteLoadBalancer` = 1.
+    pub fn delete_load_balancer(&self, id: Guid) -> Result<(), HnsError> {
+        self.raw
+            .delete_load_balancer(&id)
+            .map_err(|e| HnsError::from_raw(e, format!("delete load balancer {id}")))
+    }
+
     /// Every load balancer's properties. Raw calls: 1 `HcnEnumerateLoadBalancers` + 3 per load balancer.
     pub fn list_load_balancers(&self) -> Result<Vec<HostComputeLoadBalancer>, HnsError> {
         let json = self
             .raw
             .enumerate_load_balancers(&HostComputeQuery::all().to_json())
             .map_err(|e| HnsError::from_raw(e, "list load balancers"))?;
-        self.read_all(parse_ids(&json)?, |id| {
-            let context = format!("open load balancer {id}");
-            let handle = self
-                .raw
-                .open_load_balancer(&id)
-                .map_err(|e| HnsError::from_raw(e, context.clone()))?;
-            OpenLoadBalancer::query_new(self, handle, &context)
-        })
+        self.read_all(parse_ids(&json)?, |id| self.open_load_balancer(id))
     }
 
     // ---- host ----
@@ -437,6 +489,17 @@ pub(crate) fn decode<T: DeserializeOwned>(json: &str, what: &str) -> Result<T, H
         HnsError::new(
             ErrorKind::Other,
             format!("cannot decode {what} returned by HNS: {e}: {json}"),
+        )
+    })
+}
+
+/// Encodes a document a create or modify call sends; a document that does not encode is
+/// refused before any call.
+fn encode<T: serde::Serialize>(settings: &T, what: &str) -> Result<String, HnsError> {
+    serde_json::to_string(settings).map_err(|e| {
+        HnsError::new(
+            ErrorKind::InvalidInput,
+            format!("{what} do not serialise: {e}"),
         )
     })
 }

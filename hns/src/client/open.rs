@@ -110,7 +110,7 @@ object_kind!(
     NamespaceKind, NamespaceHandle, HostComputeNamespace, "namespace", query_namespace_properties, close_namespace
 );
 object_kind!(
-    /// Load balancers: read-only here, for operators' listings.
+    /// Load balancers: kube-proxy's Service rules, which operators list and tests create.
     LoadBalancerKind, LoadBalancerHandle, HostComputeLoadBalancer, "load balancer", query_load_balancer_properties, close_load_balancer
 );
 

@@ -1,4 +1,6 @@
-//! `HostComputeLoadBalancer` (read side: kube-proxy creates these; we only list them).
+//! `HostComputeLoadBalancer`: what kube-proxy's winkernel proxier creates per Service port
+//! (hcsshim's, now hnslib's, `hcn/hcnloadbalancer.go` schema). cni-win's plugins never make
+//! one; the node tools list them and the emulator stores them.
 
 use std::net::IpAddr;
 

@@ -2,9 +2,9 @@
 //!
 //! Exports, with the documented signatures (`ComputeNetwork.h`), every
 //! function `hns::native::ComputeNetwork` imports: Enumerate / Create / Open /
-//! Modify / Query…Properties / Delete / Close for networks, endpoints and
-//! namespaces, and Enumerate / Open / Query…Properties / Close for load
-//! balancers. Each export is one call of the emulator (`hns_emulator`), which
+//! Modify / Query…Properties / Delete / Close for networks, endpoints,
+//! namespaces and load balancers (what kube-proxy's winkernel proxier calls).
+//! Each export is one call of the emulator (`hns_emulator`), which
 //! holds all semantics; the state lives under `HCN_EMULATOR_STATE`, so
 //! `hnsctl` on Linux sees what a Windows binary did under Wine. The C-ABI
 //! conventions (UTF-16, CoTaskMem out strings, error records, no unwinding)
@@ -174,7 +174,8 @@ macro_rules! close {
     };
 }
 
-/// `HcnCreateNetwork` / `HcnCreateNamespace`: `(Id, Settings, *Handle, *ErrorRecord)`.
+/// `HcnCreateNetwork` / `HcnCreateNamespace` / `HcnCreateLoadBalancer`:
+/// `(Id, Settings, *Handle, *ErrorRecord)`.
 macro_rules! create {
     ($export:ident = $function:ident, $method:ident) => {
         #[doc = concat!("`", stringify!($export), "(Id, Settings, *Handle, *ErrorRecord)`; the zero GUID lets HNS choose.")]
@@ -267,11 +268,24 @@ enumerate!(
     HcnEnumerateLoadBalancers = EnumerateLoadBalancers,
     enumerate_load_balancers
 );
+create!(
+    HcnCreateLoadBalancer = CreateLoadBalancer,
+    create_load_balancer
+);
 open!(HcnOpenLoadBalancer = OpenLoadBalancer, open_load_balancer);
+modify!(
+    HcnModifyLoadBalancer = ModifyLoadBalancer,
+    modify_load_balancer,
+    LoadBalancerHandle
+);
 query!(
     HcnQueryLoadBalancerProperties = QueryLoadBalancerProperties,
     query_load_balancer_properties,
     LoadBalancerHandle
+);
+delete!(
+    HcnDeleteLoadBalancer = DeleteLoadBalancer,
+    delete_load_balancer
 );
 close!(
     HcnCloseLoadBalancer = CloseLoadBalancer,

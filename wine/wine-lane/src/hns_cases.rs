@@ -57,6 +57,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("probe.v1-networks", v1_networks),
         HnsCase::new("probe.v1-endpoints", v1_endpoints),
         HnsCase::new("probe.load-balancers", load_balancers),
+        HnsCase::new("probe.load-balancer-lifecycle", load_balancer_lifecycle),
         HnsCase::new("win-bridge.netns-path", netns_path),
         HnsCase::new("win-bridge.hung-hns", hung_hns),
         HnsCase::new("cni-win.sweep", sweep),
@@ -81,6 +82,7 @@ const PROBE_NETWORK: &str = "5eed0001-0000-4000-8000-000000000001";
 const PROBE_ENDPOINT: &str = "5eed0002-0000-4000-8000-000000000002";
 const PROBE_NAMESPACE: &str = "5eed0003-0000-4000-8000-000000000003";
 const PROBE_MISSING: &str = "5eed0004-0000-4000-8000-000000000004";
+const PROBE_LOAD_BALANCER: &str = "5eed0005-0000-4000-8000-000000000005";
 
 fn parse(what: &str, text: &str) -> Result<Value, String> {
     serde_json::from_str(text.trim()).map_err(|e| format!("{what} is not JSON ({e}): {text:?}"))
@@ -494,6 +496,92 @@ fn load_balancers(bench: &Bench<'_>) -> Result<String, String> {
         || format!("listed {observed}, seeded {balancer}"),
     )?;
     Ok("the seeded load balancer listed through Enumerate/Open/Query/Close".to_owned())
+}
+
+/// `HcnCreateLoadBalancer`, `HcnModifyLoadBalancer` and `HcnDeleteLoadBalancer` through the
+/// side's backend (under Wine: `hns::native` calling the DLL): created as sent, modify refused
+/// with `E_NOTIMPL` on the emulated HNS 13.2 and taken on 15.4, delete once, then 0x490.
+fn load_balancer_lifecycle(bench: &Bench<'_>) -> Result<String, String> {
+    let run = |modified_backends: usize| -> Result<Value, String> {
+        let observed = parse(
+            "probe load-balancer-lifecycle",
+            &bench.probe(&["load-balancer-lifecycle"])?.ok()?,
+        )?;
+        let created = &observed["created"];
+        ensure(
+            created["ID"]
+                .as_str()
+                .map(str::to_ascii_lowercase)
+                .as_deref()
+                == Some(PROBE_LOAD_BALANCER)
+                && created["HostComputeEndpoints"].as_array().map(Vec::len) == Some(1)
+                && created["FrontendVIPs"] == json!(["10.96.0.10"])
+                && created["PortMappings"]
+                    == json!([{"Protocol": 6, "InternalPort": 8080, "ExternalPort": 80}]),
+            || format!("HcnCreateLoadBalancer answered {created}"),
+        )?;
+        ensure(
+            observed["listed"][0]["HostComputeEndpoints"]
+                .as_array()
+                .map(Vec::len)
+                == Some(modified_backends),
+            || {
+                format!(
+                    "listed {} after modify {}",
+                    observed["listed"], observed["modified"]
+                )
+            },
+        )?;
+        ensure(
+            observed["deleted"] == json!({"kind": "succeeded"})
+                && observed["deleted-again"]["hresult"] == 0x8007_0490_u32
+                && observed["deleted-again"]["kind"] == "NotFound",
+            || {
+                format!(
+                    "delete answered {}, then {}",
+                    observed["deleted"], observed["deleted-again"]
+                )
+            },
+        )?;
+        Ok(observed)
+    };
+    let refused = run(1)?;
+    let modified = &refused["modified"];
+    ensure(
+        modified["hresult"] == 0x8000_4001_u32 && modified["kind"] == "Unsupported",
+        || format!("HcnModifyLoadBalancer on HNS 13.2 answered {modified}"),
+    )?;
+    bench
+        .linux_hnsctl(&["host", "version", "--set", "15.4"])?
+        .ok()?;
+    let taken = run(2)?;
+    ensure(
+        taken["modified"]["HostComputeEndpoints"]
+            .as_array()
+            .map(Vec::len)
+            == Some(2),
+        || {
+            format!(
+                "HcnModifyLoadBalancer on HNS 15.4 answered {}",
+                taken["modified"]
+            )
+        },
+    )?;
+    let stats = parse(
+        "Linux stats",
+        &bench.linux_hnsctl(&["--json", "stats"])?.ok()?,
+    )?;
+    ensure(
+        stats["HcnCreateLoadBalancer"] == 2
+            && stats["HcnModifyLoadBalancer"] == 2
+            && stats["HcnDeleteLoadBalancer"] == 4,
+        || format!("the emulator counted {stats}"),
+    )?;
+    empty_for_linux(bench, "loadbalancer")?;
+    Ok(
+        "create, modify (E_NOTIMPL on 13.2, taken on 15.4), delete, delete again (0x490)"
+            .to_owned(),
+    )
 }
 
 /// The DLL's own contract for arguments `hns::native` never passes: null pointers, broken

@@ -54,20 +54,8 @@ fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("cni-win: {}", chain(&err));
+            eprintln!("cni-win: {}", cni_win::chain(&err));
             ExitCode::FAILURE
         }
     }
-}
-
-/// The error and every cause under it: `cannot read C:\x: Access is denied.`
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

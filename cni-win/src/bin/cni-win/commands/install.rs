@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use cni_win::install::{self, Change, Event, Settings};
 use cni_win::templates::{self, Template};
-use cni_win::{Error, binaries, checksums, containerd, defaults};
+use cni_win::{Error, binaries, checksums, containerd};
+
+use super::NodePathArgs;
 
 /// Installs the plugins and a conflist (what a HostProcess init container runs).
 #[derive(Debug, clap::Args)]
@@ -14,12 +16,9 @@ pub struct Args {
     /// holding cni-win itself]
     #[arg(long, value_name = "DIR")]
     source: Option<PathBuf>,
-    /// The CNI bin directory containerd runs plugins from
-    #[arg(long, value_name = "DIR", default_value = defaults::BIN_DIR)]
-    bin_dir: PathBuf,
-    /// The CNI config directory containerd reads
-    #[arg(long, value_name = "DIR", default_value = defaults::CONF_DIR)]
-    conf_dir: PathBuf,
+    /// Where to install: the config directory and the (one) plugin directory.
+    #[command(flatten)]
+    paths: NodePathArgs,
     /// The conflist to write
     #[arg(long, value_name = "TEMPLATE")]
     conflist: Template,
@@ -35,13 +34,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
+    let paths = args.paths.paths()?;
     let settings = Settings {
         source: match args.source {
             Some(dir) => dir,
             None => install::own_dir()?,
         },
-        bin_dir: args.bin_dir,
-        conf_dir: args.conf_dir,
+        bin_dir: paths.only_bin_dir()?.to_owned(),
+        conf_dir: paths.conf_dir,
         conflist: args.conflist,
         sets: args.sets,
         conflist_name: args.conflist_name,

@@ -4,15 +4,17 @@
 use std::path::PathBuf;
 
 use cni_win::source_vip::{self, Settings, SourceVip};
-use cni_win::{Error, defaults, fsutil};
+use cni_win::{Error, fsutil};
+use cni_win_core::platform::{self, Deadline};
+
+use super::NodePathArgs;
 use hns::schema::MacAddress;
 
 /// Reserves kube-proxy's source VIP on an overlay network (idempotent) and prints it.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The CNI config directory the runtime reads (containerd's `conf_dir`).
-    #[arg(long, value_name = "DIR", default_value = defaults::CONF_DIR)]
-    conf_dir: PathBuf,
+    #[command(flatten)]
+    paths: NodePathArgs,
     /// The network's config `name` (the HNS network's); default: the one win-overlay network.
     #[arg(long, value_name = "NAME")]
     network: Option<String>,
@@ -48,14 +50,10 @@ enum Format {
 
 pub fn run(args: Args) -> Result<(), Error> {
     let settings = Settings {
-        conf_dir: args.conf_dir,
-        cni_path: Vec::new(),
+        paths: args.paths.paths()?,
         network: args.network,
     };
-    let deadline =
-        cni_win_core::hns_deadline::node_deadline().map_err(|e| Error::new(e.msg().to_owned()))?;
-    let client =
-        cni_win_core::platform::client(deadline).map_err(|e| Error::hns("reach HNS", e))?;
+    let client = platform::connect(Deadline::Node)?;
     if args.release {
         let released = source_vip::release(&client, &settings)?;
         eprintln!(

@@ -6,17 +6,18 @@ use std::time::Duration;
 
 use cni_win::support_bundle::{self, Outcome, Plan, Settings};
 use cni_win::{Error, defaults};
+use cni_win_core::platform::{self, Deadline};
+
+use super::NodePathArgs;
 
 /// Collects what a bug report needs into one zip (secrets redacted): see README, "Reporting a
 /// bug".
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The CNI config directory the runtime reads (containerd's `conf_dir`).
-    #[arg(long, value_name = "DIR", default_value = defaults::CONF_DIR)]
-    conf_dir: PathBuf,
-    /// Where the runtime finds the plugins (containerd's `bin_dir`): the only binaries run.
-    #[arg(long, value_name = "DIR", default_value = defaults::BIN_DIR)]
-    bin_dir: PathBuf,
+    /// The node's paths: the plugins found in the plugin directories are the only binaries
+    /// run.
+    #[command(flatten)]
+    paths: NodePathArgs,
     /// Flannel's subnet.env (any other a config names is collected too).
     #[arg(long, value_name = "FILE", default_value = defaults::SUBNET_FILE)]
     subnet_file: PathBuf,
@@ -46,8 +47,7 @@ pub fn run(args: Args) -> Result<(), Error> {
     let step_timeout = seconds("--step-timeout", args.step_timeout)?;
     let timeout = seconds("--timeout", args.timeout)?;
     let settings = Settings {
-        conf_dir: args.conf_dir,
-        bin_dir: args.bin_dir,
+        paths: args.paths.paths()?,
         subnet_file: args.subnet_file,
         log_tail_bytes: args.log_tail.saturating_mul(1024),
         step_timeout,
@@ -63,7 +63,7 @@ pub fn run(args: Args) -> Result<(), Error> {
         println!("output: {} (not written: dry run)", output.display());
         return Ok(());
     }
-    let bundle = plan.collect(cni_win_core::platform::node_client());
+    let bundle = plan.collect(platform::connect(Deadline::Node));
     bundle.publish(&output)?;
     for step in &bundle.manifest.steps {
         let outcome = match step.outcome {

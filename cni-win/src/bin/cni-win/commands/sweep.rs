@@ -1,48 +1,48 @@
-//! `cni-win sweep`: its arguments, the `--every` loop and what it prints; the work is
-//! [`cni_win::sweep`].
+//! `cni-win sweep`: its arguments and what it prints, once or each round of the node daemon
+//! (`--every`); the work is [`cni_win::sweep`] and [`cni_win::daemon`].
 
 use std::fmt;
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::net::SocketAddr;
+use std::time::Duration;
 
-use cni_win::metrics::http::MetricsEndpoint;
-use cni_win::metrics::{NodeMetrics, Round};
+use cni_win::Error;
+use cni_win::daemon::{self, Daemon};
+use cni_win::shutdown::Shutdown;
 use cni_win::sweep::{self, Outcome, Pass, Settings};
-use cni_win::{Error, defaults, doctor};
+
+use super::NodePathArgs;
 
 /// Removes stale endpoints and reservations of cni-win's networks (dry run unless --apply).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The CNI config directory the runtime reads (containerd's `conf_dir`).
-    #[arg(long, value_name = "DIR", default_value = defaults::CONF_DIR)]
-    conf_dir: PathBuf,
-    /// `CNI_PATH` for a delegated IPAM plugin's DEL (host-local runs in-process).
-    #[arg(long, value_name = "DIR")]
-    bin_dir: Vec<PathBuf>,
+    /// The node's paths (a delegated IPAM plugin's DEL runs from the plugin directories;
+    /// host-local runs in-process).
+    #[command(flatten)]
+    paths: NodePathArgs,
     /// Remove what is stale (without it, only report).
     #[arg(long)]
     apply: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Run again every DURATION (e.g. 30s, 5m, 1h), logging each pass: a DaemonSet's loop.
+    /// Run as the node daemon: a round every DURATION (e.g. 30s, 5m, 1h) after the last one
+    /// ended, logging each pass, with doctor's checks after each; stops on SIGTERM or Ctrl-C
+    /// (the console's stop events on Windows).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     every: Option<Duration>,
-    /// With --every: serve Prometheus metrics at http://ADDRESS/metrics (e.g. 0.0.0.0:9760),
-    /// updated each pass, with doctor's checks run after each pass.
-    #[arg(long, value_name = "ADDRESS", requires = "every")]
-    metrics_address: Option<String>,
+    /// With --every: serve Prometheus metrics at http://ADDRESS/metrics (e.g. 0.0.0.0:9760;
+    /// port 0 picks a free port, printed), updated each round.
+    #[arg(long, value_name = "ADDRESS", requires = "every", value_parser = parse_address)]
+    metrics_address: Option<SocketAddr>,
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
-    let settings = Settings {
-        conf_dir: args.conf_dir,
-        cni_path: args.bin_dir,
-        apply: args.apply,
-    };
+    let paths = args.paths.paths()?;
     let Some(every) = args.every else {
-        let pass = sweep::pass(&settings)?;
+        let pass = sweep::pass(&Settings {
+            paths,
+            apply: args.apply,
+        })?;
         print(&pass, args.json)?;
         return if pass.failed() {
             Err(Error::Found(
@@ -52,53 +52,29 @@ pub fn run(args: Args) -> Result<(), Error> {
             Ok(())
         };
     };
-    let metrics = match &args.metrics_address {
-        Some(address) => Some(serve_metrics(address)?),
-        None => None,
+    let stop = Shutdown::on_signals()?;
+    let (apply, json) = (args.apply, args.json);
+    let settings = daemon::Settings {
+        paths,
+        apply,
+        every,
+        metrics_address: args.metrics_address,
     };
-    // doctor's plugins are where the runtime finds them: the first CNI_PATH entry given.
-    let doctor_settings = doctor::Settings {
-        conf_dir: settings.conf_dir.clone(),
-        bin_dir: (settings.cni_path.first().cloned())
-            .unwrap_or_else(|| PathBuf::from(defaults::BIN_DIR)),
-    };
-    loop {
-        let started = Instant::now();
-        let pass = sweep::pass(&settings);
-        let duration = started.elapsed();
-        match &pass {
-            Ok(pass) => {
-                log_pass(pass, settings.apply);
-                print(pass, args.json)?;
+    let daemon = Daemon::start(settings, move |pass| match pass {
+        Ok(pass) => {
+            log_pass(pass, apply);
+            if let Err(e) = print(pass, json) {
+                eprintln!("cni-win sweep: {}", cni_win::chain(&e));
             }
-            Err(e) => eprintln!("cni-win sweep: pass failed: {}", crate::chain(e)),
         }
-        if let Some(metrics) = &metrics {
-            let report = doctor::examine(&doctor_settings);
-            metrics.observe(&Round {
-                pass: pass.as_ref(),
-                duration,
-                ended: SystemTime::now(),
-                doctor: &report,
-            });
-        }
-        std::thread::sleep(every);
+        Err(e) => eprintln!("cni-win sweep: pass failed: {}", cni_win::chain(e)),
+    })?;
+    if let Some(address) = daemon.metrics_address() {
+        eprintln!("cni-win sweep: serving metrics on http://{address}/metrics");
     }
-}
-
-/// Starts serving the metrics and says where (port 0 picks a free port: the line tells it).
-fn serve_metrics(address: &str) -> Result<Arc<NodeMetrics>, Error> {
-    let build = cni::build!();
-    let metrics = Arc::new(NodeMetrics::new(
-        build.version,
-        build.commit.unwrap_or("unknown"),
-    ));
-    let endpoint = MetricsEndpoint::serve(address, Arc::clone(&metrics))?;
-    eprintln!(
-        "cni-win sweep: serving metrics on http://{}/metrics",
-        endpoint.address()
-    );
-    Ok(metrics)
+    daemon.run(&stop);
+    eprintln!("cni-win sweep: stopped");
+    Ok(())
 }
 
 fn log_pass(pass: &Pass, apply: bool) {
@@ -106,10 +82,16 @@ fn log_pass(pass: &Pass, apply: bool) {
         let removed = pass.count(&Outcome::Removed);
         let skipped = pass.count(&Outcome::Skipped);
         let alive = pass.count(&Outcome::Alive);
+        let abandoned = pass.count(&Outcome::Abandoned);
+        let stopping = if abandoned > 0 {
+            format!(", {abandoned} left for later (stopping)")
+        } else {
+            String::new()
+        };
         eprintln!(
-            "cni-win sweep: {} stale, {removed} removed, {skipped} skipped (command in flight), {alive} no longer stale, {} failed, {} error(s)",
+            "cni-win sweep: {} stale, {removed} removed, {skipped} skipped (command in flight), {alive} no longer stale, {} failed{stopping}, {} error(s)",
             pass.stale.len(),
-            pass.stale.len() - removed - skipped - alive,
+            pass.stale.len() - removed - skipped - alive - abandoned,
             pass.errors.len()
         );
     } else {
@@ -156,6 +138,7 @@ impl fmt::Display for Table<'_> {
                     Some(Outcome::Skipped) => "skipped: command in flight".to_owned(),
                     Some(Outcome::Alive) => "left: no longer stale".to_owned(),
                     Some(Outcome::Failed(e)) => format!("FAILED: {e}"),
+                    Some(Outcome::Abandoned) => "left: stopping".to_owned(),
                 };
                 [
                     stale.object.clone(),
@@ -193,6 +176,12 @@ impl fmt::Display for Table<'_> {
         }
         Ok(())
     }
+}
+
+/// `IP:PORT`, such as `0.0.0.0:9760`.
+fn parse_address(text: &str) -> Result<SocketAddr, String> {
+    text.parse()
+        .map_err(|_| format!("{text:?} is not IP:PORT (such as 0.0.0.0:9760)"))
 }
 
 /// `30s`, `5m`, `1h` or a number of seconds.

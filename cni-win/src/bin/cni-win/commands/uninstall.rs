@@ -1,16 +1,17 @@
 //! `cni-win uninstall`: its arguments and what it prints; the work is [`cni_win::uninstall`].
 
-use std::path::PathBuf;
-
+use cni_win::paths;
 use cni_win::uninstall::{self, Event, Outcome, Settings};
-use cni_win::{Error, defaults, record};
+use cni_win::{Error, record};
+
+use super::BinDirArgs;
 
 /// Removes what `cni-win install` wrote, restoring what it replaced.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The CNI bin directory install wrote to (its record is there)
-    #[arg(long, value_name = "DIR", default_value = defaults::BIN_DIR)]
-    bin_dir: PathBuf,
+    /// The plugin directory install wrote to (its record is there).
+    #[command(flatten)]
+    bin: BinDirArgs,
     /// Shows what uninstall would do and changes nothing
     #[arg(long)]
     dry_run: bool,
@@ -18,7 +19,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Error> {
     let settings = Settings {
-        bin_dir: args.bin_dir,
+        bin_dir: paths::only_one(&args.bin.bin_dirs)?.to_owned(),
         dry_run: args.dry_run,
     };
     uninstall::uninstall(&settings, &mut print)

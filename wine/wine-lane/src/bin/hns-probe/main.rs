@@ -15,6 +15,8 @@
 //!   v1        the V1 network listing (`HNSCall GET /networks/`) and the HNS version
 //!   v1-endpoints   the V1 endpoint resource: create, duplicate name, list, V2 view, delete
 //!   load-balancers   every load balancer's properties
+//!   load-balancer-lifecycle   create a load balancer over an endpoint, modify it to two
+//!             (as the host's HNS answers), delete it twice, remove the rest
 //!   abi       (Windows only) computenetwork.dll called directly with edge arguments
 //!
 //! Test-only, never shipped.
@@ -25,9 +27,10 @@ mod abi;
 use std::net::IpAddr;
 use std::process::ExitCode;
 
+use hns::schema::policy::protocol;
 use hns::schema::{
-    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, IpConfig, IpPrefix, Ipam,
-    NetworkType, Subnet,
+    HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNamespace, HostComputeNetwork,
+    IpConfig, IpPrefix, Ipam, LoadBalancerPortMapping, NetworkType, Subnet,
 };
 use hns::{Client, Guid, HnsError, RawError};
 use serde_json::{Value, json};
@@ -37,6 +40,8 @@ const ENDPOINT: Guid = Guid::from_u128(0x5eed0002_0000_4000_8000_000000000002);
 const NAMESPACE: Guid = Guid::from_u128(0x5eed0003_0000_4000_8000_000000000003);
 /// Never created: the not-found probes look for it.
 const MISSING: Guid = Guid::from_u128(0x5eed0004_0000_4000_8000_000000000004);
+const LOAD_BALANCER: Guid = Guid::from_u128(0x5eed0005_0000_4000_8000_000000000005);
+const SECOND_ENDPOINT: Guid = Guid::from_u128(0x5eed0006_0000_4000_8000_000000000006);
 
 fn main() -> ExitCode {
     let command = std::env::args().nth(1).unwrap_or_default();
@@ -61,8 +66,9 @@ fn main() -> ExitCode {
                 .list_load_balancers()
                 .map_err(|error| error.to_string())
                 .and_then(|balancers| to_json(&balancers)),
+            "load-balancer-lifecycle" => load_balancer_lifecycle(&client),
             other => Err(format!(
-                "unknown command {other:?}; expected attach, detach, errors, v1, v1-endpoints or load-balancers"
+                "unknown command {other:?}; expected attach, detach, errors, v1, v1-endpoints, load-balancers or load-balancer-lifecycle"
             )),
         });
     match outcome {
@@ -93,13 +99,33 @@ fn network_settings(name: &str) -> HostComputeNetwork {
 }
 
 fn endpoint_settings() -> HostComputeEndpoint {
+    endpoint_at("probe-ep", [10, 99, 0, 5])
+}
+
+fn endpoint_at(name: &str, ip: [u8; 4]) -> HostComputeEndpoint {
     HostComputeEndpoint {
-        name: "probe-ep".to_owned(),
+        name: name.to_owned(),
         ip_configurations: vec![IpConfig {
-            ip_address: IpAddr::from([10, 99, 0, 5]),
+            ip_address: IpAddr::from(ip),
             prefix_length: None,
         }],
         ..HostComputeEndpoint::default()
+    }
+}
+
+/// kube-proxy's load balancer for a ClusterIP Service over `backends`.
+fn load_balancer_settings(backends: &[Guid]) -> HostComputeLoadBalancer {
+    HostComputeLoadBalancer {
+        host_compute_endpoints: backends.to_vec(),
+        source_vip: Some(IpAddr::from([10, 99, 0, 2])),
+        frontend_vips: vec![IpAddr::from([10, 96, 0, 10])],
+        port_mappings: vec![LoadBalancerPortMapping {
+            protocol: protocol::TCP,
+            internal_port: 8080,
+            external_port: 80,
+            ..LoadBalancerPortMapping::default()
+        }],
+        ..HostComputeLoadBalancer::default()
     }
 }
 
@@ -140,6 +166,45 @@ fn detach(client: &Client) -> Result<Value, String> {
     client.delete_namespace(NAMESPACE).map_err(fail)?;
     client.delete_network(NETWORK).map_err(fail)?;
     Ok(json!({ "namespace": to_json(&namespace)? }))
+}
+
+/// A load balancer's life as kube-proxy drives it: created over one endpoint, modified to two
+/// (HNS 15.4 and later; older ones refuse), listed, deleted, deleted again.
+fn load_balancer_lifecycle(client: &Client) -> Result<Value, String> {
+    let fail = |error: HnsError| error.to_string();
+    let network = client
+        .create_network(NETWORK, &network_settings("probe-lb"))
+        .map_err(fail)?;
+    for (id, name, ip) in [
+        (ENDPOINT, "probe-ep", [10, 99, 0, 5]),
+        (SECOND_ENDPOINT, "probe-ep-2", [10, 99, 0, 6]),
+    ] {
+        network
+            .create_endpoint(id, &endpoint_at(name, ip))
+            .map_err(|error| fail(error.into()))?;
+    }
+    drop(network);
+    let created = client
+        .create_load_balancer(LOAD_BALANCER, &load_balancer_settings(&[ENDPOINT]))
+        .map_err(fail)?;
+    let modified = match client.modify_load_balancer(
+        LOAD_BALANCER,
+        &load_balancer_settings(&[ENDPOINT, SECOND_ENDPOINT]),
+    ) {
+        Ok(modified) => to_json(&modified)?,
+        Err(error) => failure(Err(error)),
+    };
+    let listed = client.list_load_balancers().map_err(fail)?;
+    let deleted = failure(client.delete_load_balancer(LOAD_BALANCER));
+    let deleted_again = failure(client.delete_load_balancer(LOAD_BALANCER));
+    client.delete_network(NETWORK).map_err(fail)?;
+    Ok(json!({
+        "created": to_json(&created)?,
+        "modified": modified,
+        "listed": to_json(&listed)?,
+        "deleted": deleted,
+        "deleted-again": deleted_again,
+    }))
 }
 
 /// One failure as the caller sees it: kind, HRESULT and error record.

@@ -1,0 +1,177 @@
+//! A network of the node's config directory as its plugin's own code reads it: decoded once,
+//! then no longer generic over the plugin kind, so the node tools ask it every question (is
+//! the config accepted, what would STATUS say, which pool do pods get their addresses from,
+//! where are its reservations) without knowing which plugin it is or decoding it again.
+//!
+//! The plugin kind is chosen once, by whoever knows the plugins ([`ConfiguredNetwork::load`]
+//! with the kind's type): a third kind is one more choice there and nothing here.
+//!
+//! Decodes, per network: the config as configured, once (its review, and what STATUS and the
+//! pool run on); in Flannel-native mode also the config subnet.env makes of it, once (STATUS
+//! and ADD run on that one). A config the plugin refuses is read once more, by DEL's teardown
+//! view only, for where its reservations are: collecting never needs a config ADD accepts.
+
+use std::fmt;
+
+use cni::{CniArgs, Error, NetworkRequest};
+use hns::schema::HostComputeNetwork;
+use hns::{ErrorKind, HnsError, SupportedFeatures};
+use ipam_host_local::{Exhausted, HostLocal};
+
+use crate::config::ConfigReview;
+use crate::ipam::Ipam;
+use crate::kind::NetworkKind;
+use crate::prepare::Prepared;
+
+/// One configured network, decoded (see the module docs).
+#[derive(Debug)]
+pub struct ConfiguredNetwork {
+    request: NetworkRequest,
+    /// What the plugin's config code says of the config as configured.
+    review: Result<ConfigReview, Error>,
+    /// The config STATUS and ADD run on this round, decoded; or why there is none (refused,
+    /// subnet.env incomplete).
+    effective: Result<Box<dyn Decoded>, Error>,
+    /// The host-local store holding the network's reservations; `None` for a delegated IPAM
+    /// (its store is its own) or a config without `ipam`.
+    store: Result<Option<HostLocal>, Error>,
+}
+
+impl ConfiguredNetwork {
+    /// Decodes the network `request` configures with plugin `K`'s code. `features` are the
+    /// node's HNS features as last read (Flannel-native mode asks them for dual-stack);
+    /// `None` when HNS could not be read.
+    pub fn load<K: NetworkKind + 'static>(
+        request: NetworkRequest,
+        features: Option<SupportedFeatures>,
+    ) -> ConfiguredNetwork {
+        let args = CniArgs::default();
+        let as_configured = Prepared::<K>::load(&request.config, &args);
+        let review = match &as_configured {
+            Ok(prepared) => Ok(prepared.conf.review()),
+            Err(refused) => Err(refused.clone()),
+        };
+        let known =
+            || features.ok_or_else(|| HnsError::new(ErrorKind::Backend, "HNS could not be read"));
+        let effective = match crate::flannel::effective_network(&request, known) {
+            Ok(None) => as_configured.map(|prepared| Effective::boxed(request.clone(), prepared)),
+            Ok(Some(derived)) => Prepared::<K>::load(&derived.config, &args)
+                .map(|prepared| Effective::boxed(derived, prepared)),
+            Err(not_ready) => Err(not_ready),
+        };
+        let store = match &effective {
+            Ok(decoded) => Ok(decoded.store()),
+            Err(_) => {
+                crate::flannel::teardown_ipam(&request.config, &args).map(|ipam| match ipam {
+                    Some(Ipam::HostLocal(host_local)) => Some(host_local),
+                    _ => None,
+                })
+            }
+        };
+        ConfiguredNetwork {
+            request,
+            review,
+            effective,
+            store,
+        }
+    }
+
+    /// The network's (and HNS network's) name.
+    pub fn name(&self) -> &str {
+        &self.request.config.name
+    }
+
+    /// The config as the runtime hands it, with `CNI_PATH`: what DEL of one of its
+    /// attachments runs with.
+    pub fn request(&self) -> &NetworkRequest {
+        &self.request
+    }
+
+    /// What the plugin's config code says of the config: accepted (with what it may still do
+    /// otherwise than meant), or why ADD refuses it.
+    pub fn review(&self) -> Result<&ConfigReview, &Error> {
+        self.review.as_ref()
+    }
+
+    /// The store the network's reservations are in (`None`: its IPAM is another plugin's),
+    /// or why it cannot be told.
+    pub fn store(&self) -> Result<Option<&HostLocal>, &Error> {
+        self.store.as_ref().map(Option::as_ref)
+    }
+
+    /// STATUS as the runtime's STATUS would answer with the HNS network `network` (`None`:
+    /// HNS has none of that name): ready with the full range sets, or why not.
+    pub fn status(&self, network: Option<&HostComputeNetwork>) -> Result<Vec<Exhausted>, Error> {
+        self.effective
+            .as_ref()
+            .map_err(Clone::clone)?
+            .status(network)
+    }
+
+    /// host-local over the pods' store with exactly the ranges and exclusions ADD allocates
+    /// from on `network` (in Flannel-native mode subnet.env's; the pod gateways and the HNS
+    /// subnets' gateways kept out). What a node component reserves here (kube-proxy's source
+    /// VIP) is an address ADD would hand out, so no pod ever gets it. Refused, naming the
+    /// cause, when the network is missing or does not fit the config, or the IPAM is not
+    /// host-local.
+    pub fn pod_pool(&self, network: Option<&HostComputeNetwork>) -> Result<HostLocal, Error> {
+        self.effective
+            .as_ref()
+            .map_err(Clone::clone)?
+            .pod_pool(network)
+    }
+}
+
+/// A decoded config, whatever its plugin: the kind-erased questions.
+trait Decoded: fmt::Debug {
+    fn status(&self, network: Option<&HostComputeNetwork>) -> Result<Vec<Exhausted>, Error>;
+    fn pod_pool(&self, network: Option<&HostComputeNetwork>) -> Result<HostLocal, Error>;
+    fn store(&self) -> Option<HostLocal>;
+}
+
+/// The config STATUS and ADD run on, decoded by plugin `K`.
+#[derive(Debug)]
+struct Effective<K> {
+    request: NetworkRequest,
+    prepared: Prepared<K>,
+}
+
+impl<K: NetworkKind + 'static> Effective<K> {
+    fn boxed(request: NetworkRequest, prepared: Prepared<K>) -> Box<dyn Decoded> {
+        Box::new(Effective { request, prepared })
+    }
+}
+
+impl<K: NetworkKind> Decoded for Effective<K> {
+    fn status(&self, network: Option<&HostComputeNetwork>) -> Result<Vec<Exhausted>, Error> {
+        crate::status::status_of(&self.prepared, network, &self.request)
+    }
+
+    fn pod_pool(&self, network: Option<&HostComputeNetwork>) -> Result<HostLocal, Error> {
+        let name = &self.request.config.name;
+        self.prepared.required_ipam()?;
+        let network = network.ok_or_else(|| {
+            Error::try_again_later(format!(
+                "HNS network {name:?} does not exist (yet); flanneld or the node's setup creates it"
+            ))
+        })?;
+        let ipam = self
+            .prepared
+            .fitted_ipam(network)
+            .map_err(|unusable| unusable.into_error(name))?;
+        match ipam {
+            Some(Ipam::HostLocal(host_local)) => Ok(host_local),
+            _ => Err(Error::invalid_config(format!(
+                "network {name:?}: ipam.type is not host-local, so the pods' addresses are \
+                 another IPAM plugin's to give; reserve the address with that plugin"
+            ))),
+        }
+    }
+
+    fn store(&self) -> Option<HostLocal> {
+        match &self.prepared.ipam {
+            Some(Ipam::HostLocal(host_local)) => Some(host_local.clone()),
+            _ => None,
+        }
+    }
+}

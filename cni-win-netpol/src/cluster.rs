@@ -1,0 +1,290 @@
+//! The cluster as the agent sees it: namespaces' labels, pods, validated policies.
+//!
+//! The agent keeps one [`Cluster`] up to date from its watches (each object converted once,
+//! when it changes) and translates from it; nothing here reaches the API server.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+
+use crate::policy::{Policy, PolicyKey};
+use crate::ports::{ApiProtocol, Protocol};
+use crate::selector::Labels;
+
+/// A pod's namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PodKey {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub name: String,
+}
+
+/// What policy translation needs of a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodInfo {
+    /// Which pod.
+    pub key: PodKey,
+    /// Its labels.
+    pub labels: Labels,
+    /// Its addresses (`status.podIPs`, one per family on a dual-stack cluster); empty until
+    /// the pod has been given them.
+    pub ips: Vec<IpAddr>,
+    /// Its containers' named ports, which policies may name instead of numbers.
+    pub named_ports: Vec<NamedPort>,
+}
+
+/// A named container port.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NamedPort {
+    /// The port's name (`serve-80-tcp`).
+    pub name: String,
+    /// Its protocol: a policy port names it only with the same protocol.
+    pub protocol: Protocol,
+    /// Its number.
+    pub port: u16,
+}
+
+impl PodInfo {
+    /// Reads an API pod; `None` for a pod policies do not apply to: one on the host's network
+    /// (its address is the node's), one that has finished (`Succeeded`, `Failed`: its
+    /// address may already be another pod's), or one without namespace or name. A pod being
+    /// deleted still counts until it is gone: its connections are still draining.
+    pub fn from_api(pod: &Pod) -> Option<PodInfo> {
+        let key = PodKey {
+            namespace: pod.metadata.namespace.clone().filter(|n| !n.is_empty())?,
+            name: pod.metadata.name.clone().filter(|n| !n.is_empty())?,
+        };
+        let spec = pod.spec.as_ref();
+        if spec.and_then(|spec| spec.host_network) == Some(true) {
+            return None;
+        }
+        let status = pod.status.as_ref();
+        if let Some("Succeeded" | "Failed") = status.and_then(|s| s.phase.as_deref()) {
+            return None;
+        }
+        let mut ips: Vec<IpAddr> = status
+            .and_then(|status| status.pod_ips.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| entry.ip.parse().ok())
+            .collect();
+        if ips.is_empty()
+            && let Some(ip) = status
+                .and_then(|status| status.pod_ip.as_deref())
+                .and_then(|ip| ip.parse().ok())
+        {
+            ips.push(ip);
+        }
+        let mut named_ports: Vec<NamedPort> = spec
+            .into_iter()
+            .flat_map(|spec| &spec.containers)
+            .flat_map(|container| container.ports.iter().flatten())
+            .filter_map(|port| {
+                let name = port.name.clone().filter(|name| !name.is_empty())?;
+                let protocol = match Protocol::from_api(port.protocol.as_deref(), "").ok()? {
+                    ApiProtocol::Matched(protocol) => protocol,
+                    ApiProtocol::Sctp => return None,
+                };
+                let port = u16::try_from(port.container_port)
+                    .ok()
+                    .filter(|p| *p != 0)?;
+                Some(NamedPort {
+                    name,
+                    protocol,
+                    port,
+                })
+            })
+            .collect();
+        named_ports.sort();
+        named_ports.dedup();
+        Some(PodInfo {
+            key,
+            labels: pod.metadata.labels.clone().unwrap_or_default(),
+            ips,
+            named_ports,
+        })
+    }
+
+    /// The number `name` stands for on this pod with `protocol`, if a container names it so.
+    pub fn resolve(&self, name: &str, protocol: Protocol) -> Option<u16> {
+        self.named_ports
+            .iter()
+            .find(|port| port.name == name && port.protocol == protocol)
+            .map(|port| port.port)
+    }
+}
+
+/// Everything translation reads of the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Cluster {
+    namespaces: BTreeMap<String, Labels>,
+    pods: BTreeMap<PodKey, PodInfo>,
+    policies: BTreeMap<PolicyKey, Policy>,
+}
+
+impl Cluster {
+    /// An empty cluster.
+    pub fn new() -> Cluster {
+        Cluster::default()
+    }
+
+    /// Adds or replaces a namespace and its labels.
+    pub fn set_namespace(&mut self, name: impl Into<String>, labels: Labels) {
+        self.namespaces.insert(name.into(), labels);
+    }
+
+    /// Adds or replaces a namespace from the API object (ignored without a name).
+    pub fn set_namespace_from_api(&mut self, namespace: &Namespace) {
+        if let Some(name) = namespace.metadata.name.as_ref().filter(|n| !n.is_empty()) {
+            let labels = namespace.metadata.labels.clone().unwrap_or_default();
+            self.set_namespace(name.clone(), labels);
+        }
+    }
+
+    /// Forgets a namespace.
+    pub fn remove_namespace(&mut self, name: &str) {
+        self.namespaces.remove(name);
+    }
+
+    /// Adds or replaces a pod.
+    pub fn set_pod(&mut self, pod: PodInfo) {
+        self.pods.insert(pod.key.clone(), pod);
+    }
+
+    /// Forgets a pod.
+    pub fn remove_pod(&mut self, key: &PodKey) {
+        self.pods.remove(key);
+    }
+
+    /// Adds or replaces a policy (a refused policy's stand-in goes here too).
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.policies.insert(policy.key.clone(), policy);
+    }
+
+    /// Forgets a policy.
+    pub fn remove_policy(&mut self, key: &PolicyKey) {
+        self.policies.remove(key);
+    }
+
+    /// A namespace's labels, if the namespace is known.
+    pub fn namespace_labels(&self, name: &str) -> Option<&Labels> {
+        self.namespaces.get(name)
+    }
+
+    /// A pod, if known.
+    pub fn pod(&self, key: &PodKey) -> Option<&PodInfo> {
+        self.pods.get(key)
+    }
+
+    /// Every pod, in key order.
+    pub fn pods(&self) -> impl Iterator<Item = &PodInfo> {
+        self.pods.values()
+    }
+
+    /// Every policy, in key order.
+    pub fn policies(&self) -> impl Iterator<Item = &Policy> {
+        self.policies.values()
+    }
+
+    /// The policies of one namespace, in name order.
+    pub fn policies_in<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = &'a Policy> {
+        self.policies
+            .values()
+            .filter(move |policy| policy.key.namespace == namespace)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(json: serde_json::Value) -> Option<PodInfo> {
+        PodInfo::from_api(&serde_json::from_value(json).unwrap())
+    }
+
+    #[test]
+    fn reads_labels_addresses_and_named_ports() {
+        let info = pod(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "a", "labels": {"pod": "a"}},
+            "spec": {"containers": [
+                {"name": "web", "ports": [
+                    {"name": "http", "containerPort": 8080},
+                    {"name": "dns", "containerPort": 53, "protocol": "UDP"},
+                    {"name": "assoc", "containerPort": 9000, "protocol": "SCTP"},
+                    {"containerPort": 9090}
+                ]}
+            ]},
+            "status": {"phase": "Running", "podIP": "10.244.1.1",
+                       "podIPs": [{"ip": "10.244.1.1"}, {"ip": "fd00::1"}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            info.key,
+            PodKey {
+                namespace: "x".into(),
+                name: "a".into()
+            }
+        );
+        assert_eq!(info.labels.get("pod").map(String::as_str), Some("a"));
+        assert_eq!(
+            info.ips,
+            [
+                "10.244.1.1".parse::<IpAddr>().unwrap(),
+                "fd00::1".parse().unwrap()
+            ]
+        );
+        assert_eq!(info.resolve("http", Protocol::Tcp), Some(8080));
+        assert_eq!(
+            info.resolve("http", Protocol::Udp),
+            None,
+            "a name resolves with its protocol"
+        );
+        assert_eq!(info.resolve("dns", Protocol::Udp), Some(53));
+        assert_eq!(
+            info.named_ports.len(),
+            2,
+            "SCTP and unnamed ports are nothing policies can name here"
+        );
+    }
+
+    #[test]
+    fn falls_back_to_pod_ip_and_waits_for_addresses() {
+        let single = pod(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "a"},
+            "status": {"podIP": "10.244.1.1"}
+        }))
+        .unwrap();
+        assert_eq!(single.ips, ["10.244.1.1".parse::<IpAddr>().unwrap()]);
+        let pending =
+            pod(serde_json::json!({"metadata": {"namespace": "x", "name": "a"}})).unwrap();
+        assert!(pending.ips.is_empty());
+    }
+
+    #[test]
+    fn pods_policies_do_not_apply_to() {
+        let host_network = pod(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "a"},
+            "spec": {"hostNetwork": true, "containers": []},
+            "status": {"podIP": "10.0.0.10"}
+        }));
+        assert_eq!(host_network, None, "its address is the node's");
+        for phase in ["Succeeded", "Failed"] {
+            let finished = pod(serde_json::json!({
+                "metadata": {"namespace": "x", "name": "a"},
+                "status": {"phase": phase, "podIP": "10.244.1.1"}
+            }));
+            assert_eq!(
+                finished, None,
+                "{phase}: its address may be another pod's already"
+            );
+        }
+        let terminating = pod(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "a", "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {"phase": "Running", "podIP": "10.244.1.1"}
+        }));
+        assert!(terminating.is_some(), "its connections are still draining");
+        assert_eq!(pod(serde_json::json!({"metadata": {"name": "a"}})), None);
+    }
+}

@@ -1,0 +1,166 @@
+//! What HNS should hold: every local endpoint's ACLs and the IP sets they name.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use hns::Guid;
+use hns::schema::policy::AclPolicy;
+
+use crate::cluster::{Cluster, PodKey};
+use crate::render::{IpSet, Mode, Priorities, PriorityConflict, RULE_ID_PREFIX, Renderer};
+use crate::rules::{self, Subject};
+
+/// The node the agent runs on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Node {
+    /// Its addresses: traffic with them is always allowed (kubelet probes come from them).
+    pub addresses: Vec<IpAddr>,
+}
+
+/// A pod endpoint on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalEndpoint {
+    /// The HNS endpoint.
+    pub id: Guid,
+    /// The pod it belongs to.
+    pub pod: PodKey,
+    /// Its addresses as HNS holds them.
+    pub ips: Vec<IpAddr>,
+    /// The ACLs on it that are not the agent's (the conflist's, `allowAclPortMapping`'s), as
+    /// read from HNS: the agent's priorities stay clear of them.
+    pub others: Vec<AclPolicy>,
+}
+
+/// What HNS should hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Desired {
+    /// The agent's ACLs of each endpoint, in priority order.
+    pub endpoints: BTreeMap<Guid, Vec<AclPolicy>>,
+    /// The IP sets those ACLs name ([`Mode::IpSets`]), by `Id`.
+    pub sets: BTreeMap<String, IpSet>,
+    /// Endpoints left as they are: no priority is free of their other owners' rules.
+    pub conflicts: BTreeMap<Guid, PriorityConflict>,
+}
+
+/// The agent's ACLs for every endpoint in `endpoints`, and the sets they name.
+///
+/// An endpoint whose pod the agent has not seen gets its namespace's posture
+/// ([`namespace_posture`]).
+pub fn desired(cluster: &Cluster, node: &Node, endpoints: &[LocalEndpoint], mode: Mode) -> Desired {
+    let mut desired = Desired::default();
+    for endpoint in endpoints {
+        let pod = cluster.pod(&endpoint.pod);
+        let subject = Subject {
+            namespace: &endpoint.pod.namespace,
+            labels: pod.map(|pod| &pod.labels),
+            named_ports: pod.map_or(&[], |pod| &pod.named_ports),
+        };
+        match endpoint_acls(
+            cluster,
+            node,
+            subject,
+            &endpoint.ips,
+            &endpoint.others,
+            mode,
+            &mut desired.sets,
+        ) {
+            Ok(acls) => {
+                desired.endpoints.insert(endpoint.id, acls);
+            }
+            Err(conflict) => {
+                desired.conflicts.insert(endpoint.id, conflict);
+            }
+        }
+    }
+    desired
+}
+
+/// The ACLs for a pod the agent has seen but that has no address yet, as ADD creates its
+/// endpoint: its rules name their peers, never the pod's own address. Peers are listed
+/// inline, so the endpoint needs no network set to exist; the agent later converges it to its
+/// usual form without a window (rules are added before others are removed). `others` are the
+/// ACLs ADD writes besides (the conflist's, `allowAclPortMapping`'s).
+///
+/// A pod the agent has not seen gets [`namespace_posture`].
+pub fn pending_pod_acls(
+    cluster: &Cluster,
+    node: &Node,
+    pod: &PodKey,
+    others: &[AclPolicy],
+) -> Result<Vec<AclPolicy>, PriorityConflict> {
+    let Some(info) = cluster.pod(pod) else {
+        return namespace_posture(cluster, node, &pod.namespace, others);
+    };
+    let subject = Subject {
+        namespace: &pod.namespace,
+        labels: Some(&info.labels),
+        named_ports: &info.named_ports,
+    };
+    endpoint_acls(
+        cluster,
+        node,
+        subject,
+        &[],
+        others,
+        Mode::Inline,
+        &mut BTreeMap::new(),
+    )
+}
+
+/// The ACLs for a new pod of `namespace` that the agent has not seen: a direction is open
+/// only when no policy of the namespace isolates any pod in it; otherwise the pod is
+/// isolated, allowed its node and what the policies selecting every pod of the namespace
+/// allow (those surely select it; rules naming its own named ports cannot be resolved yet).
+/// It fails closed until the agent sees the pod: narrower than its policies, never wider.
+pub fn namespace_posture(
+    cluster: &Cluster,
+    node: &Node,
+    namespace: &str,
+    others: &[AclPolicy],
+) -> Result<Vec<AclPolicy>, PriorityConflict> {
+    let subject = Subject {
+        namespace,
+        labels: None,
+        named_ports: &[],
+    };
+    endpoint_acls(
+        cluster,
+        node,
+        subject,
+        &[],
+        others,
+        Mode::Inline,
+        &mut BTreeMap::new(),
+    )
+}
+
+fn endpoint_acls(
+    cluster: &Cluster,
+    node: &Node,
+    subject: Subject<'_>,
+    own: &[IpAddr],
+    others: &[AclPolicy],
+    mode: Mode,
+    sets: &mut BTreeMap<String, IpSet>,
+) -> Result<Vec<AclPolicy>, PriorityConflict> {
+    let others: Vec<AclPolicy> = others
+        .iter()
+        .filter(|acl| !is_agents(acl))
+        .cloned()
+        .collect();
+    let mut renderer = Renderer {
+        cluster,
+        mode,
+        priorities: Priorities::clear_of(&others)?,
+        sets,
+    };
+    let policy = rules::pod_policy(cluster, subject);
+    Ok(renderer.endpoint(&policy, &node.addresses, own))
+}
+
+/// Whether an ACL is one of the agent's (its `Id` has the agent's prefix).
+pub fn is_agents(acl: &AclPolicy) -> bool {
+    acl.id
+        .as_deref()
+        .is_some_and(|id| id.starts_with(RULE_ID_PREFIX))
+}

@@ -1,0 +1,346 @@
+//! Allow rules spelt as HNS ACLs, at the priorities of the plan, with the rules no policy
+//! states: the node's and the pod's own traffic, and each direction's default.
+//!
+//! # Priorities
+//!
+//! HNS evaluates lower numbers first. The plan ([`Priorities::NOMINAL`]):
+//!
+//! | priority | rule | why there |
+//! | --- | --- | --- |
+//! | below 4200 | other owners' rules: the conflist's ACL policies, `allowAclPortMapping`'s per-port allows (no priority), Azure CNI's wireserver block (200) | an operator's rules (documented for 100-4096) keep precedence over policy, never overridden silently |
+//! | 4200 | allow from and to the node and the pod itself | the API: traffic with the node (kubelet probes) is always allowed, and a pod cannot block itself |
+//! | 4300 | every policy allow | allows only, so their order among themselves does not matter |
+//! | 65000 | block all, In or Out, for a direction the pod is isolated in | after every allow; before `allowAclPortMapping`'s allow-all at 65500, which it must beat |
+//! | 65100 | allow all, In or Out, for a direction the pod is not isolated in | Windows Server 2025 denies what no ACL allows once an endpoint has any ACL, so openness is written out; after the block, so a pod becoming isolated gets its block added before its allow-all is removed, and the reverse, without a window or a tie |
+//!
+//! Two rules of one priority with opposite actions are never written (what HNS does with
+//! them is undocumented): where another owner's rule sits at one of these numbers with
+//! another action, the agent's rule moves to the next free number before the next slot
+//! ([`Priorities::clear_of`]); on a tie the other owner's rule is the one that stays first.
+//!
+//! # Identity
+//!
+//! Every rule the agent writes has an `Id` starting [`RULE_ID_PREFIX`], followed by a
+//! fingerprint of the rule itself, so the agent recognises its rules among others', an
+//! unchanged rule keeps its `Id` across restarts, and a changed one is a new rule (added
+//! before the old one is removed: rules are never updated in place).
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
+use ipnetwork::IpNetwork;
+
+use crate::cluster::Cluster;
+use crate::ports::{self, PortRange, Protocol};
+use crate::rules::{Allow, Direction, Family, Group, PodPolicy, Remote, Service};
+
+/// How pod peers' addresses reach HNS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Each rule lists its peers' addresses: a membership change rewrites the rules of every
+    /// endpoint that refers to the peer. For hosts without IP sets (HNS before 13.0).
+    Inline,
+    /// Each pod peer is a network-level IP set (`SetPolicy`, HNS 13.0 and later) that rules
+    /// name in `RemoteAddresses` by its `Id`, as Azure NPM does: a membership change is one
+    /// set update, and no endpoint's rules change.
+    IpSets,
+}
+
+/// The prefix of the `Id` of every ACL the agent writes.
+pub const RULE_ID_PREFIX: &str = "cni-win-netpol-";
+
+/// The prefix of the `Id` of every IP set the agent writes.
+pub const SET_ID_PREFIX: &str = "cni-win-netpol-set-";
+
+/// A network-level IP set: the addresses of one group of pods, of one family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IpSet {
+    /// What rules name it by: [`SET_ID_PREFIX`] and a fingerprint of `name`.
+    pub id: String,
+    /// What selects its members, readable (`ns/x pod:pod=b v4`).
+    pub name: String,
+    /// Its members' addresses, sorted; never empty (a peer with no member needs no rule).
+    pub addresses: Vec<IpAddr>,
+}
+
+/// The priorities of the agent's rules (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Priorities {
+    /// Allow from and to the node and the pod itself.
+    pub node: u16,
+    /// Every policy allow.
+    pub allow: u16,
+    /// Block all in a direction the pod is isolated in.
+    pub isolate: u16,
+    /// Allow all in a direction the pod is not isolated in.
+    pub open: u16,
+}
+
+/// No priority is free for one of the agent's rules on an endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "every priority from {first} to {last} holds another owner's ACL with another action than the agent's {slot} rule; the agent leaves this endpoint's rules as they are"
+)]
+pub struct PriorityConflict {
+    /// Which of the agent's rules found no room.
+    pub slot: &'static str,
+    /// The first priority tried.
+    pub first: u16,
+    /// The last.
+    pub last: u16,
+}
+
+/// The number after which HNS's lowest-precedence rules of other owners start
+/// (`allowAclPortMapping`'s and Azure CNI's allow-all at 65500).
+const PLAN_END: u16 = 65500;
+
+impl Priorities {
+    /// The plan, before other owners' rules are seen.
+    pub const NOMINAL: Priorities = Priorities {
+        node: 4200,
+        allow: 4300,
+        isolate: 65000,
+        open: 65100,
+    };
+
+    /// The plan moved clear of `others`' rules: each of the agent's rules takes the first
+    /// number from its nominal one (and before the next slot's) where no rule of another owner
+    /// has another action.
+    pub fn clear_of(others: &[AclPolicy]) -> Result<Priorities, PriorityConflict> {
+        let nominal = Priorities::NOMINAL;
+        let free = |slot: &'static str, first: u16, end: u16, action: AclAction| {
+            (first..end)
+                .find(|priority| {
+                    !others
+                        .iter()
+                        .any(|other| other.priority == Some(*priority) && other.action != action)
+                })
+                .ok_or(PriorityConflict {
+                    slot,
+                    first,
+                    last: end - 1,
+                })
+        };
+        Ok(Priorities {
+            node: free("node", nominal.node, nominal.allow, AclAction::Allow)?,
+            allow: free(
+                "policy allow",
+                nominal.allow,
+                nominal.isolate,
+                AclAction::Allow,
+            )?,
+            isolate: free(
+                "isolation block",
+                nominal.isolate,
+                nominal.open,
+                AclAction::Block,
+            )?,
+            open: free("allow-all", nominal.open, PLAN_END, AclAction::Allow)?,
+        })
+    }
+}
+
+/// Where the rules of one endpoint are being spelt.
+pub(crate) struct Renderer<'a> {
+    pub(crate) cluster: &'a Cluster,
+    pub(crate) mode: Mode,
+    pub(crate) priorities: Priorities,
+    /// The sets rules refer to, by `Id`, gathered across endpoints.
+    pub(crate) sets: &'a mut BTreeMap<String, IpSet>,
+}
+
+impl Renderer<'_> {
+    /// Every ACL of one endpoint, in priority order then `Id` order: node and own addresses,
+    /// the policy allows, each direction's default.
+    pub(crate) fn endpoint(
+        &mut self,
+        policy: &PodPolicy,
+        node: &[IpAddr],
+        own: &[IpAddr],
+    ) -> Vec<AclPolicy> {
+        let mut acls = Vec::new();
+        for addresses in [node, own] {
+            for family in [Family::V4, Family::V6] {
+                let of_family: Vec<IpNetwork> = addresses
+                    .iter()
+                    .filter(|ip| Family::of(**ip) == family)
+                    .map(|ip| IpNetwork::from(*ip))
+                    .collect();
+                if of_family.is_empty() {
+                    continue;
+                }
+                let remote = Some(spell_prefixes(&of_family));
+                for direction in [Direction::In, Direction::Out] {
+                    acls.push(acl(
+                        direction,
+                        AclAction::Allow,
+                        self.priorities.node,
+                        remote.clone(),
+                        None,
+                        None,
+                    ));
+                }
+            }
+        }
+        acls.extend(self.allows(policy));
+        for (direction, isolated) in [
+            (Direction::In, policy.isolated_in),
+            (Direction::Out, policy.isolated_out),
+        ] {
+            let (action, priority) = if isolated {
+                (AclAction::Block, self.priorities.isolate)
+            } else {
+                (AclAction::Allow, self.priorities.open)
+            };
+            acls.push(acl(direction, action, priority, None, None, None));
+        }
+        acls.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
+        acls.dedup();
+        acls
+    }
+
+    /// The policy allows, those of one direction, remote and protocol merged into one rule
+    /// listing all their ports.
+    fn allows(&mut self, policy: &PodPolicy) -> Vec<AclPolicy> {
+        type Key = (Direction, Option<String>, Option<Protocol>);
+        let mut merged: BTreeMap<Key, Option<Vec<PortRange>>> = BTreeMap::new();
+        for Allow {
+            direction,
+            remote,
+            service,
+        } in &policy.allows
+        {
+            let Some(remote) = self.remote(remote) else {
+                continue;
+            };
+            let (protocol, ranges) = match service {
+                Service::Any => (None, Vec::new()),
+                Service::Ports(protocol, ranges) => (Some(*protocol), ranges.clone()),
+            };
+            let ports = merged
+                .entry((*direction, remote, protocol))
+                .or_insert_with(|| Some(Vec::new()));
+            match ports {
+                // All ports of the protocol already.
+                None => {}
+                Some(_) if ranges.is_empty() => *ports = None,
+                Some(list) => list.extend(ranges),
+            }
+        }
+        merged
+            .into_iter()
+            .map(|((direction, remote, protocol), ranges)| {
+                let ports = ranges.map(|ranges| {
+                    ports::merge(ranges)
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                });
+                acl(
+                    direction,
+                    AclAction::Allow,
+                    self.priorities.allow,
+                    remote,
+                    protocol,
+                    ports,
+                )
+            })
+            .collect()
+    }
+
+    /// `RemoteAddresses` for a remote: absent for anyone; `None` for a group without a member
+    /// (an empty list would mean anyone to HNS, so such a rule is not written at all).
+    fn remote(&mut self, remote: &Remote) -> Option<Option<String>> {
+        match remote {
+            Remote::Any => Some(None),
+            Remote::Prefixes(prefixes) => Some(Some(spell_prefixes(prefixes))),
+            Remote::Group(group) => {
+                let addresses = group.addresses(self.cluster);
+                if addresses.is_empty() {
+                    return None;
+                }
+                Some(Some(match self.mode {
+                    Mode::Inline => spell_addresses(&addresses),
+                    Mode::IpSets => self.set(group, addresses),
+                }))
+            }
+        }
+    }
+
+    fn set(&mut self, group: &Group, addresses: Vec<IpAddr>) -> String {
+        let name = group.to_string();
+        let id = format!("{SET_ID_PREFIX}{}", fingerprint(&name));
+        self.sets.entry(id.clone()).or_insert_with(|| IpSet {
+            id: id.clone(),
+            name,
+            addresses,
+        });
+        id
+    }
+}
+
+/// One ACL of the agent, its `Id` the fingerprint of everything else in it. Protocol `None`
+/// is every protocol (`256`, as cni-win's own allow-all rules write it); `ports` are the
+/// destination's: the pod's (`LocalPorts`) on ingress, the remote's on egress.
+fn acl(
+    direction: Direction,
+    action: AclAction,
+    priority: u16,
+    remote_addresses: Option<String>,
+    protocol: Option<Protocol>,
+    ports: Option<String>,
+) -> AclPolicy {
+    let (local_ports, remote_ports, direction) = match direction {
+        Direction::In => (ports, None, AclDirection::In),
+        Direction::Out => (None, ports, AclDirection::Out),
+    };
+    let mut acl = AclPolicy {
+        id: None,
+        protocols: Some(protocol.map_or_else(|| "256".to_owned(), |p| p.number().to_string())),
+        action,
+        direction,
+        local_addresses: None,
+        remote_addresses,
+        local_ports,
+        remote_ports,
+        rule_type: Some(AclRuleType::Switch),
+        priority: Some(priority),
+    };
+    let content = serde_json::to_string(&acl).unwrap_or_default();
+    acl.id = Some(format!("{RULE_ID_PREFIX}{}", fingerprint(&content)));
+    acl
+}
+
+/// Addresses as HNS lists them: comma-separated, hosts without their `/32` or `/128`.
+fn spell_prefixes(prefixes: &[IpNetwork]) -> String {
+    prefixes
+        .iter()
+        .map(|prefix| {
+            if prefix.prefix() == crate::cidr::host(prefix.ip()).prefix() {
+                prefix.ip().to_string()
+            } else {
+                prefix.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn spell_addresses(addresses: &[IpAddr]) -> String {
+    addresses
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// 64-bit FNV-1a of `text`, in hex: stable across builds and platforms, which a rule's
+/// identity must be (it is compared with what an earlier run wrote).
+pub(crate) fn fingerprint(text: &str) -> String {
+    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}

@@ -1,0 +1,275 @@
+//! A packet's path through the emulated host: egress on its source endpoint, ingress on its
+//! destination endpoint, each where the host enforces ACLs.
+//!
+//! A side is a *local* endpoint of this host (its ACLs decide), a *remote* endpoint
+//! (`RemoteEndpoint` flag: kube-proxy's stand-in for a pod of another node, whose own host
+//! filters it; nothing here), this *host* (a network's `ProviderAddress`), or an address no
+//! endpoint of this host holds. Traffic from the host or from elsewhere to a pod is therefore
+//! ingress on the pod only, and a pod's traffic to them egress on the pod only. The verdict
+//! does not depend on knowing the host's address: it only names the side.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use super::evaluate::{Decision, EndpointAcls, Packet, Verdict, evaluate};
+use super::sets::IpSets;
+use crate::engine::{Engine, State};
+use crate::failure::HcnFailure;
+use crate::state::{IPS, ip_key};
+use crate::store::ObjectDir;
+use hns::guid::Guid;
+use hns::hresult::HResult;
+use hns::schema::policy::AclDirection;
+use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeNetwork, NetworkPolicy};
+
+/// One end of a packet's path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "Kind")]
+pub enum Side {
+    /// A local endpoint: its ACLs decide for its direction.
+    #[serde(rename_all = "PascalCase")]
+    Endpoint {
+        /// The endpoint holding the address.
+        endpoint: Guid,
+        /// Its decision.
+        decision: Decision,
+    },
+    /// A remote endpoint: this host enforces no ACL for it.
+    #[serde(rename_all = "PascalCase")]
+    RemoteEndpoint {
+        /// The endpoint holding the address.
+        endpoint: Guid,
+    },
+    /// This host (the `ProviderAddress` of one of its networks).
+    Host,
+    /// An address no endpoint of this host holds.
+    Elsewhere,
+}
+
+impl Side {
+    /// The decision, for a local endpoint.
+    pub fn decision(&self) -> Option<&Decision> {
+        match self {
+            Side::Endpoint { decision, .. } => Some(decision),
+            _ => None,
+        }
+    }
+}
+
+/// Where a packet goes through the host, and what each side decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct PathVerdict {
+    /// The packet checked.
+    pub packet: Packet,
+    /// The source's side (egress).
+    pub source: Side,
+    /// The destination's side (ingress).
+    pub destination: Side,
+}
+
+/// A verdict that rests on two rules of one priority with opposite actions: what HNS does
+/// then is not documented, so the emulator's choice (`Block` wins) is not evidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndocumentedTie {
+    /// The emulator's verdict.
+    pub emulated: Verdict,
+    /// The decision that rests on the tie.
+    pub decision: Decision,
+}
+
+impl fmt::Display for UndocumentedTie {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let others: Vec<String> = self.decision.tie.iter().map(ToString::to_string).collect();
+        write!(
+            f,
+            "the {:?} verdict rests on {} and {} matching at one priority; HNS's tie-break is \
+             not documented (the emulator lets Block win): give them different priorities",
+            self.decision.direction,
+            self.decision.reason,
+            others.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UndocumentedTie {}
+
+impl PathVerdict {
+    /// The verdict: denied when either side denies. A verdict that rests on an undocumented
+    /// tie-break is an error, so a test cannot assert what only the emulator decided.
+    pub fn verdict(&self) -> Result<Verdict, UndocumentedTie> {
+        match self.undocumented_tie() {
+            Some(decision) => Err(UndocumentedTie {
+                emulated: self.emulated_verdict(),
+                decision: decision.clone(),
+            }),
+            None => Ok(self.emulated_verdict()),
+        }
+    }
+
+    /// The emulator's verdict, ties broken as the emulator breaks them.
+    pub fn emulated_verdict(&self) -> Verdict {
+        if self
+            .decisions()
+            .any(|decision| decision.verdict == Verdict::Denied)
+        {
+            Verdict::Denied
+        } else {
+            Verdict::Allowed
+        }
+    }
+
+    /// The local sides' decisions, egress first.
+    pub fn decisions(&self) -> impl Iterator<Item = &Decision> {
+        [&self.source, &self.destination]
+            .into_iter()
+            .filter_map(Side::decision)
+    }
+
+    /// The decision the verdict rests on when that is a tie: a side denies through one and
+    /// no side denies without one.
+    pub fn undocumented_tie(&self) -> Option<&Decision> {
+        let denials: Vec<&Decision> = self
+            .decisions()
+            .filter(|decision| decision.verdict == Verdict::Denied)
+            .collect();
+        if denials.iter().any(|decision| decision.tie.is_empty()) {
+            return None;
+        }
+        denials
+            .into_iter()
+            .find(|decision| !decision.tie.is_empty())
+    }
+}
+
+/// A local endpoint's ACLs, for listing.
+#[derive(Debug, Clone)]
+pub struct EndpointRules {
+    /// The endpoint.
+    pub endpoint: Guid,
+    /// Its name.
+    pub name: String,
+    /// Its addresses.
+    pub addresses: Vec<IpAddr>,
+    /// Its ACLs.
+    pub acls: EndpointAcls,
+}
+
+impl Engine {
+    /// Whether `packet` passes the ACLs of the endpoints it leaves and enters on this host, on
+    /// this host's Windows build. A test-only query: not an HCN call, not counted, nothing
+    /// written.
+    pub fn check_packet(&self, packet: &Packet) -> Result<PathVerdict, HcnFailure> {
+        self.inspect(|state| state.check_packet(packet))
+    }
+
+    /// The local endpoints that have ACLs, with their rules.
+    pub fn endpoint_rules(&self) -> Result<Vec<EndpointRules>, HcnFailure> {
+        self.inspect(|state| {
+            let mut listed = Vec::new();
+            for id in state.all_ids(ObjectDir::Endpoints)? {
+                let Some(endpoint) = state.load_endpoint(id)? else {
+                    continue;
+                };
+                if endpoint.flags.contains(EndpointFlags::REMOTE_ENDPOINT) {
+                    continue;
+                }
+                let acls = state.acls_of(&endpoint)?;
+                if !acls.is_empty() {
+                    listed.push(EndpointRules {
+                        endpoint: id,
+                        addresses: endpoint
+                            .ip_configurations
+                            .iter()
+                            .map(|c| c.ip_address)
+                            .collect(),
+                        name: endpoint.name,
+                        acls,
+                    });
+                }
+            }
+            Ok(listed)
+        })
+    }
+}
+
+impl State<'_> {
+    fn check_packet(&self, packet: &Packet) -> Result<PathVerdict, HcnFailure> {
+        let mut networks = Vec::new();
+        for id in self.all_ids(ObjectDir::Networks)? {
+            networks.extend(self.load_network(id)?);
+        }
+        Ok(PathVerdict {
+            packet: *packet,
+            source: self.side(&networks, packet.source, AclDirection::Out, packet)?,
+            destination: self.side(&networks, packet.destination, AclDirection::In, packet)?,
+        })
+    }
+
+    fn side(
+        &self,
+        networks: &[HostComputeNetwork],
+        ip: IpAddr,
+        direction: AclDirection,
+        packet: &Packet,
+    ) -> Result<Side, HcnFailure> {
+        let mut holders = Vec::new();
+        for network in networks {
+            let holds = |endpoint: &HostComputeEndpoint| {
+                endpoint
+                    .ip_configurations
+                    .iter()
+                    .any(|c| c.ip_address == ip)
+            };
+            if let Some(id) = self.live_holder(IPS, network.id, &ip_key(ip), holds)? {
+                holders.extend(self.load_endpoint(id)?);
+            }
+        }
+        let endpoint = match holders.as_slice() {
+            [] if networks.iter().any(|network| provides(network, ip)) => return Ok(Side::Host),
+            [] => return Ok(Side::Elsewhere),
+            [endpoint] => endpoint,
+            [first, second, ..] => {
+                return Err(HcnFailure::new(
+                    HResult::E_INVALIDARG,
+                    format!(
+                        "({ip} is held by endpoint {} and endpoint {} on different networks: \
+                         which one the packet is for cannot be told from its address)",
+                        first.id, second.id
+                    ),
+                ));
+            }
+        };
+        if endpoint.flags.contains(EndpointFlags::REMOTE_ENDPOINT) {
+            return Ok(Side::RemoteEndpoint {
+                endpoint: endpoint.id,
+            });
+        }
+        let acls = self.acls_of(endpoint)?;
+        Ok(Side::Endpoint {
+            endpoint: endpoint.id,
+            decision: evaluate(&acls, direction, packet, self.host.windows_build),
+        })
+    }
+
+    /// An endpoint's ACLs against its network's IP sets.
+    fn acls_of(&self, endpoint: &HostComputeEndpoint) -> Result<EndpointAcls, HcnFailure> {
+        let network = self.require_network(endpoint.host_compute_network)?;
+        let sets = IpSets::of(&network.policies)?;
+        EndpointAcls::new(&endpoint.policies, &sets).map_err(|failure| {
+            HcnFailure::new(
+                failure.code,
+                format!("(endpoint {}: {})", endpoint.id, failure.detail),
+            )
+        })
+    }
+}
+
+/// Whether `ip` is the host's address on `network` (its `ProviderAddress` policy).
+fn provides(network: &HostComputeNetwork, ip: IpAddr) -> bool {
+    network.policies.iter().any(|policy| {
+        matches!(policy, NetworkPolicy::ProviderAddress(provider) if provider.provider_address == ip)
+    })
+}
