@@ -5,6 +5,9 @@
 #   wine_stage_dlls DIR        builds computenetwork.dll, vmcompute.dll (the HCN emulator) and the
 #                              test-only bcryptprimitives.dll shim (Wine 8 lacks ProcessPrng, which
 #                              every Rust .exe imports) and copies them into DIR
+#   wine_system_dlls DIR       copies the emulator DLLs staged in DIR into the prefix's System32,
+#                              where a Windows host has computenetwork.dll and vmcompute.dll
+#                              (call after wine_start)
 #   wine_start PREFIX          exports WINE/WINEPREFIX/..., initialises PREFIX once and starts
 #                              one persistent wineserver, ended when the calling script exits;
 #                              $WINE starts every Windows process with ASLR off (see below)
@@ -40,6 +43,15 @@ wine_stage_dlls() {
   x86_64-w64-mingw32-gcc -O2 -Wall -Wextra -Werror -shared \
     -o "$dir/bcryptprimitives.dll" wine/prng-shim/bcryptprimitives.c -ladvapi32
   cp target/"$WINE_TARGET"/debug/computenetwork.dll target/"$WINE_TARGET"/debug/vmcompute.dll "$dir"/
+}
+
+# Go programs (kube-proxy, through hcsshim) load computenetwork.dll and vmcompute.dll as system
+# DLLs, from System32 only (LOAD_LIBRARY_SEARCH_SYSTEM32), never from beside the .exe as Rust's
+# raw-dylib imports do; the emulator DLLs go there too, with the shim they import.
+wine_system_dlls() {
+  local dir=$1
+  cp "$dir/computenetwork.dll" "$dir/vmcompute.dll" "$dir/bcryptprimitives.dll" \
+    "$WINEPREFIX/drive_c/windows/system32/"
 }
 
 # A private, headless prefix: no display, no Mono/Gecko installers, Wine's own logging off,

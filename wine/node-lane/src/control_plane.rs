@@ -33,6 +33,9 @@ pub struct ControlPlane {
     /// kube-proxy's token (user `system:kube-proxy`, which RBAC's default
     /// `system:node-proxier` binding authorises).
     proxy_token: String,
+    /// `https://<node IP>:6443`: the serving certificate names the advertised address, not
+    /// loopback.
+    server: String,
 }
 
 impl ControlPlane {
@@ -89,15 +92,17 @@ impl ControlPlane {
             program: kube_bin.join("kubectl"),
             kubeconfig: dir.join("admin.kubeconfig"),
         };
+        let server = format!("https://{node_ip}:{API_PORT}");
         write(
             &kubectl.kubeconfig,
-            &kubeconfig(&path(&ca), &admin_token, "admin"),
+            &kubeconfig(&server, &path(&ca), &admin_token, "admin"),
         )?;
         let mut plane = ControlPlane {
             processes,
             kubectl,
             ca,
             proxy_token,
+            server,
         };
         plane.wait_ready()?;
         Ok(plane)
@@ -112,7 +117,12 @@ impl ControlPlane {
     ) -> Result<(), String> {
         write(
             file,
-            &kubeconfig(&spell(&self.ca), &self.proxy_token, "kube-proxy"),
+            &kubeconfig(
+                &self.server,
+                &spell(&self.ca),
+                &self.proxy_token,
+                "kube-proxy",
+            ),
         )
     }
 
@@ -207,9 +217,9 @@ impl Kubectl {
     }
 }
 
-fn kubeconfig(ca: &str, token: &str, user: &str) -> String {
+fn kubeconfig(server: &str, ca: &str, token: &str, user: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: lane\n  cluster:\n    server: https://127.0.0.1:{API_PORT}\n    certificate-authority: '{ca}'\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: lane\n  context:\n    cluster: lane\n    user: {user}\ncurrent-context: lane\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: lane\n  cluster:\n    server: {server}\n    certificate-authority: '{ca}'\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: lane\n  context:\n    cluster: lane\n    user: {user}\ncurrent-context: lane\n"
     )
 }
 

@@ -60,7 +60,7 @@ impl KubeProxy {
     /// HNS does not answer its policy-list probe).
     pub fn kernel_proxier(&self) -> Option<bool> {
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        if log.contains("Using Kernel Proxier") {
+        if log.contains("Using Kernelspace Proxier") {
             Some(true)
         } else if log.contains("Using userspace Proxier") {
             Some(false)

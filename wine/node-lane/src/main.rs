@@ -21,6 +21,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use control_plane::ControlPlane;
+use hns::schema::{IpPrefix, MacAddress};
 use report::Report;
 use scenario::{Backend, Lane};
 
@@ -28,33 +29,39 @@ use scenario::{Backend, Lane};
 pub const NODE_NAME: &str = "node1";
 
 const USAGE: &str = "\
-usage: node-lane --kube-bin DIR --windows-bin DIR --scratch DIR --node-ip IP [--only overlay|l2bridge]
+usage: node-lane --kube-bin DIR --windows-bin DIR --scratch DIR --node-ip CIDR --node-mac MAC
+                 [--only overlay|l2bridge]
 
   --kube-bin DIR      kube-apiserver and kubectl (Linux) and kube-proxy.exe
   --windows-bin DIR   cni-win's .exe files, hnsctl.exe and flannel-hns.exe with the emulator DLLs
   --scratch DIR       emptied, then used for the control plane's and each node's state
-  --node-ip IP        the address of the host adapter (its MAC is kube-proxy's host MAC)
+  --node-ip CIDR      the host adapter's address and prefix, e.g. 192.168.1.10/24
+  --node-mac MAC      the host adapter's MAC (kube-proxy's host MAC)
   --only NODE         runs one node: overlay (Flannel vxlan) or l2bridge (Flannel host-gw)";
 
 struct Options {
     kube_bin: PathBuf,
     windows_bin: PathBuf,
     scratch: PathBuf,
-    node_ip: String,
+    node_address: IpPrefix,
+    node_mac: MacAddress,
     only: Option<String>,
 }
 
 fn options() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
-    let (mut kube_bin, mut windows_bin, mut scratch, mut node_ip, mut only) =
-        (None, None, None, None, None);
+    let (mut kube_bin, mut windows_bin, mut scratch, mut node_address, mut node_mac, mut only) =
+        (None, None, None, None, None, None);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--kube-bin" => kube_bin = Some(PathBuf::from(value)),
             "--windows-bin" => windows_bin = Some(PathBuf::from(value)),
             "--scratch" => scratch = Some(PathBuf::from(value)),
-            "--node-ip" => node_ip = Some(value),
+            "--node-ip" => {
+                node_address = Some(value.parse().map_err(|e| format!("--node-ip: {e}"))?)
+            }
+            "--node-mac" => node_mac = Some(value.parse().map_err(|e| format!("--node-mac: {e}"))?),
             "--only" if ["overlay", "l2bridge"].contains(&value.as_str()) => only = Some(value),
             _ => return Err(format!("unknown argument {flag} {value}")),
         }
@@ -63,7 +70,8 @@ fn options() -> Result<Options, String> {
         kube_bin: kube_bin.ok_or("--kube-bin is required")?,
         windows_bin: windows_bin.ok_or("--windows-bin is required")?,
         scratch: scratch.ok_or("--scratch is required")?,
-        node_ip: node_ip.ok_or("--node-ip is required")?,
+        node_address: node_address.ok_or("--node-ip is required")?,
+        node_mac: node_mac.ok_or("--node-mac is required")?,
         only,
     })
 }
@@ -87,19 +95,31 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let mut report = Report::default();
+    let node_ip = options.node_address.ip().to_string();
     match ControlPlane::start(
         &options.kube_bin,
         &options.scratch.join("control-plane"),
-        &options.node_ip,
+        &node_ip,
     ) {
         Ok(control_plane) => {
-            let testdata = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("testdata");
+            report.record(
+                "-",
+                "control plane starts, nodes registered",
+                control_plane
+                    .kubectl
+                    .apply(&services::nodes(&node_ip))
+                    .map(|()| format!("kube-apiserver and etcd; {NODE_NAME} at {node_ip}")),
+            );
+            let flanneld =
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../hns-emulator/tests/data");
             let lane = Lane {
                 kube_bin: &options.kube_bin,
                 windows_bin: &options.windows_bin,
                 scratch: &options.scratch,
-                testdata: &testdata,
-                node_ip: &options.node_ip,
+                flanneld: &flanneld,
+                node_ip: &node_ip,
+                node_address: options.node_address,
+                node_mac: options.node_mac,
                 control_plane: &control_plane,
             };
             for backend in [Backend::Vxlan, Backend::HostGw] {

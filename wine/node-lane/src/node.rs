@@ -12,7 +12,8 @@ use conformance::exec::{Invocation, execute_with_args};
 use conformance::launcher::{Launcher, Wine};
 use hns::Guid;
 use hns::schema::{HostComputeEndpoint, HostComputeLoadBalancer};
-use hns_emulator::STATE_ENV;
+use hns::schema::{IpPrefix, MacAddress};
+use hns_emulator::{Engine, HostAdapter, STATE_ENV};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -59,10 +60,17 @@ impl Node {
     }
 
     /// Gives the emulated host the adapter of the lane's network namespace, before any Windows
-    /// process runs: HNS takes a new network's management IP from the host's adapter.
-    pub fn set_host_adapter(&self, address: &str) -> Result<(), String> {
-        let _ = address;
-        Ok(())
+    /// process runs (the engine is Linux code, which must not overlap Wine's): HNS takes a new
+    /// network's management IP from the host's adapter.
+    pub fn set_host_adapter(&self, address: IpPrefix, mac: MacAddress) -> Result<(), String> {
+        let engine = Engine::open(&self.state).map_err(|failure| failure.to_string())?;
+        engine
+            .set_adapter(HostAdapter {
+                name: "Ethernet".to_owned(),
+                address,
+                mac_address: mac,
+            })
+            .map_err(|failure| failure.to_string())
     }
 
     /// The node's scratch directory.

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hns::Guid;
-use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeLoadBalancer};
+use hns::schema::{
+    EndpointFlags, HostComputeEndpoint, HostComputeLoadBalancer, IpPrefix, MacAddress,
+};
 use serde_json::{Value, json};
 
 use crate::control_plane::ControlPlane;
@@ -63,8 +65,11 @@ pub struct Lane<'a> {
     pub kube_bin: &'a Path,
     pub windows_bin: &'a Path,
     pub scratch: &'a Path,
-    pub testdata: &'a Path,
+    /// flanneld's documents (the emulator's test data, whose addresses are the lane's node's).
+    pub flanneld: &'a Path,
     pub node_ip: &'a str,
+    pub node_address: IpPrefix,
+    pub node_mac: MacAddress,
     pub control_plane: &'a ControlPlane,
 }
 
@@ -108,7 +113,7 @@ impl<'a> Story<'a> {
     ) -> Result<Story<'a>, String> {
         let label = backend.label();
         let node = Node::new(lane.windows_bin, &lane.scratch.join(label))?;
-        node.set_host_adapter(lane.node_ip)?;
+        node.set_host_adapter(lane.node_address, lane.node_mac)?;
         report.record(
             label,
             "flanneld makes the network",
@@ -275,7 +280,7 @@ impl<'a> Story<'a> {
                 Some(true) => {
                     self.proxy = Some(proxy);
                     return Ok(
-                        "\"Using Kernel Proxier\" (HNS answered GET /policylists/)".to_owned()
+                        "\"Using Kernelspace Proxier\" (HNS answered GET /policylists/)".to_owned(),
                     );
                 }
                 Some(false) => {
@@ -293,7 +298,7 @@ impl<'a> Story<'a> {
     }
 
     /// kube-proxy's own endpoint on the VIP: local, nameless, with the host's MAC.
-    fn source_vip_endpoint(&self) -> Result<String, String> {
+    fn source_vip_endpoint(&mut self) -> Result<String, String> {
         let vip = self.source_vip.ok_or("no source VIP was reserved")?;
         let endpoint =
             self.wait(|endpoints, _| Ok(endpoints.iter().find(|e| holds(e, vip)).cloned()))?;
@@ -377,7 +382,7 @@ impl<'a> Story<'a> {
 
     /// Waits until HNS holds exactly the load balancers the Services ask for, then judges
     /// each one; a check per Service plus one for the total.
-    fn wait_for_balancers(&self) -> Vec<(String, Result<String, String>)> {
+    fn wait_for_balancers(&mut self) -> Vec<(String, Result<String, String>)> {
         let expected = match self.expected_balancers_now() {
             Ok(expected) => expected,
             Err(why) => return vec![("load balancers".to_owned(), Err(why))],
@@ -560,6 +565,9 @@ impl<'a> Story<'a> {
         }
     }
 
+    /// kube-proxy deletes every load balancer when it starts (its V1 policy-list clean-up) and
+    /// programs them again: after a restart the same Services are balanced over the same
+    /// endpoints, under new IDs, none twice and none missing.
     fn restart_proxy(
         &mut self,
         before: &Result<KubeProxyObjects, String>,
@@ -567,23 +575,33 @@ impl<'a> Story<'a> {
         let before = before.as_ref().map_err(Clone::clone)?;
         self.proxy = None;
         self.start_proxy()?;
-        // kube-proxy 1.20 looks its load balancers up again on its first sync: give it one.
         let expected = self.expected_balancers_now()?;
         self.wait(|endpoints, balancers| {
             let all = expected
                 .iter()
                 .all(|want| judge(want, endpoints, balancers).is_ok());
-            Ok(all.then_some(()))
+            let fresh = balancers.iter().all(|b| !before.balancers.contains(&b.id));
+            Ok((all && fresh && balancers.len() == expected.len()).then_some(()))
         })?;
-        self.unchanged(&Ok(before.clone()), "restart")
+        let after = self.kube_proxy_objects()?;
+        if after.programming != before.programming || after.endpoints != before.endpoints {
+            return Err(format!("before {before:?}, after {after:?}"));
+        }
+        Ok(format!(
+            "{} load balancers programmed again under new IDs, the same {} kube-proxy endpoints",
+            after.balancers.len(),
+            after.endpoints.len()
+        ))
     }
 
-    /// The load balancers and kube-proxy's own endpoints (every endpoint no pod of ours has).
+    /// The load balancers and kube-proxy's own endpoints (every nameless endpoint no pod of
+    /// ours holds).
     fn kube_proxy_objects(&self) -> Result<KubeProxyObjects, String> {
         let (endpoints, balancers) = self.read()?;
         let pods: BTreeSet<IpAddr> = self.pods.iter().map(|pod| pod.ip).collect();
         Ok(KubeProxyObjects {
             balancers: balancers.iter().map(|b| b.id).collect(),
+            programming: balancers.iter().map(Programmed::of).collect(),
             endpoints: endpoints
                 .iter()
                 .filter(|e| {
@@ -622,7 +640,7 @@ impl<'a> Story<'a> {
     /// Polls HNS (through `hnsctl.exe`) until `probe` yields, or fails at the deadline with
     /// what kube-proxy last logged.
     fn wait<T>(
-        &self,
+        &mut self,
         mut probe: impl FnMut(
             &[HostComputeEndpoint],
             &[HostComputeLoadBalancer],
@@ -633,6 +651,11 @@ impl<'a> Story<'a> {
             let (endpoints, balancers) = self.read()?;
             if let Some(value) = probe(&endpoints, &balancers)? {
                 return Ok(value);
+            }
+            if let Some(proxy) = self.proxy.as_mut()
+                && !proxy.running()
+            {
+                return Err(format!("kube-proxy exited: {}", proxy.log_tail()));
             }
             if Instant::now() >= deadline {
                 return Err(format!(
@@ -653,7 +676,33 @@ impl<'a> Story<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct KubeProxyObjects {
     balancers: BTreeSet<Guid>,
+    /// What the load balancers do, whatever their IDs.
+    programming: BTreeSet<Programmed>,
     endpoints: BTreeSet<Guid>,
+}
+
+/// One load balancer's programming: frontend, port mapping, source VIP and backends.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Programmed {
+    frontends: Vec<IpAddr>,
+    ports: Vec<(u32, u16, u16)>,
+    source_vip: Option<IpAddr>,
+    backends: BTreeSet<Guid>,
+}
+
+impl Programmed {
+    fn of(balancer: &HostComputeLoadBalancer) -> Programmed {
+        Programmed {
+            frontends: balancer.frontend_vips.clone(),
+            ports: balancer
+                .port_mappings
+                .iter()
+                .map(|m| (m.protocol, m.internal_port, m.external_port))
+                .collect(),
+            source_vip: balancer.source_vip,
+            backends: balancer.host_compute_endpoints.iter().copied().collect(),
+        }
+    }
 }
 
 /// One load balancer kube-proxy must have programmed.
@@ -754,18 +803,18 @@ fn first_line(text: &str) -> &str {
 
 /// Runs `flannel-hns.exe` with flanneld's documents for `backend`.
 fn flanneld(lane: &Lane<'_>, backend: Backend, node: &Node) -> Result<String, String> {
-    let data = |name: &str| node.windows_path(&lane.testdata.join("flanneld").join(name));
+    let data = |name: &str| node.windows_path(&lane.flanneld.join(format!("flanneld-{name}.json")));
     let args: Vec<String> = match backend {
         Backend::Vxlan => vec![
             "vxlan".to_owned(),
-            data("vxlan-network.json"),
-            data("vxlan-remote-subnet.json"),
-            data("vxlan-host-route.json"),
+            data("vxlan-network"),
+            data("vxlan-remote-subnet-route"),
+            data("vxlan-host-route"),
         ],
         Backend::HostGw => vec![
             "host-gw".to_owned(),
-            data("host-gw-network.json"),
-            data("host-gw-bridge-endpoint.json"),
+            data("host-gw-network"),
+            data("host-gw-bridge-endpoint"),
         ],
     };
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -6,7 +6,8 @@
 //! flannel-hns vxlan NETWORK.json [MODIFY.json ...]
 //!     HcnCreateNetwork with flanneld's vxlan document (the zero GUID: HNS chooses), then waits,
 //!     as flanneld does, until HNS has added the network's ProviderAddress policy (its
-//!     management IP), then sends each HcnModifyNetwork request (RemoteSubnetRoute, HostRoute).
+//!     management IP), then sends each HcnModifyNetwork policy request (RemoteSubnetRoute,
+//!     HostRoute) as an `Add`, as flanneld does when it sets a node up.
 //! flannel-hns host-gw NETWORK.json ENDPOINT.json
 //!     V1 `POST /networks/` with flanneld's host-gw document, waits until the V1 network reports
 //!     its ManagementIP, then creates the bridge endpoint (`POST /endpoints/`) and attaches it
@@ -96,7 +97,10 @@ fn vxlan(raw: &dyn RawHcn, network: &str, modifications: &[String]) -> Result<Va
     });
     let result = created.and_then(|(id, provider)| {
         for modification in modifications {
-            raw.modify_network(&handle, modification)
+            let mut request: Value = serde_json::from_str(modification)
+                .map_err(|error| format!("a modify document is not JSON: {error}"))?;
+            request["RequestType"] = json!("Add");
+            raw.modify_network(&handle, &request.to_string())
                 .map_err(|error| format!("HcnModifyNetwork: {error}"))?;
         }
         Ok(json!({ "network": id, "managementIp": provider }))
