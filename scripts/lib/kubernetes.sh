@@ -3,7 +3,8 @@
 # Kubernetes source with its vendor/ tree that this project's registries carry; the Go module
 # proxy is not reachable) with Debian's Go toolchain.
 #
-#   k8s_tools          installs etcd-server, the Go toolchain and the build's helpers from Debian
+#   k8s_tools          installs etcd-server, the Go toolchain, the build's helpers and iproute2
+#                      (the lane's network namespace) from Debian
 #   k8s_binaries DIR   prints the directory holding kube-apiserver, kubectl (Linux) and
 #                      kube-proxy.exe (Windows), building them once into a cache under DIR keyed
 #                      by the source package's version and this recipe's, so a fresh clone on
@@ -28,6 +29,7 @@ k8s_tools() {
   command -v rsync >/dev/null || packages+=(rsync)
   command -v patch >/dev/null || packages+=(patch)
   command -v openssl >/dev/null || packages+=(openssl)
+  command -v ip >/dev/null || packages+=(iproute2)
   if [ ${#packages[@]} -gt 0 ]; then
     echo "kubernetes: installing ${packages[*]}" >&2
     k8s_as_root apt-get update -q
