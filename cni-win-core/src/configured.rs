@@ -28,7 +28,7 @@ use crate::prepare::Prepared;
 pub struct ConfiguredNetwork {
     request: NetworkRequest,
     /// What the plugin's config code says of the config ADD runs on (in Flannel-native mode,
-    /// the one subnet.env completes).
+    /// the one subnet.env completes, once it can be read).
     review: Result<ConfigReview, Error>,
     /// The config STATUS and ADD run on this round, decoded; or why there is none (refused,
     /// subnet.env incomplete).
@@ -51,7 +51,9 @@ impl ConfiguredNetwork {
         let known =
             || features.ok_or_else(|| HnsError::new(ErrorKind::Backend, "HNS could not be read"));
         // The review is of the config ADD runs on: in Flannel-native mode the one subnet.env
-        // completes (an `ipam` section there may lack what subnet.env fills in).
+        // completes (an `ipam` section there may lack what subnet.env fills in); while
+        // subnet.env cannot be read (install time, flanneld not started) of the config as
+        // configured, which is all that can be judged then.
         let (review, effective) = match crate::flannel::effective_network(&request, known) {
             Ok(None) => (
                 reviewed(&as_configured),
@@ -64,7 +66,7 @@ impl ConfiguredNetwork {
                     prepared.map(|prepared| Effective::boxed(derived, prepared)),
                 )
             }
-            Err(not_ready) => (Err(not_ready.clone()), Err(not_ready)),
+            Err(not_ready) => (reviewed(&as_configured), Err(not_ready)),
         };
         let store = match &effective {
             Ok(decoded) => Ok(decoded.store()),
