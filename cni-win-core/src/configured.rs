@@ -6,9 +6,9 @@
 //! The plugin kind is chosen once, by whoever knows the plugins ([`ConfiguredNetwork::load`]
 //! with the kind's type): a third kind is one more choice there and nothing here.
 //!
-//! Decodes, per network: the config as configured, once (its review, and what STATUS and the
-//! pool run on); in Flannel-native mode also the config subnet.env makes of it, once (STATUS
-//! and ADD run on that one). A config the plugin refuses is read once more, by DEL's teardown
+//! Decodes, per network: the config as configured, once; in Flannel-native mode also the
+//! config subnet.env makes of it, once. The review, STATUS and the pool are of the config ADD
+//! runs on: the second where there is one. A config the plugin refuses is read once more, by DEL's teardown
 //! view only, for where its reservations are: collecting never needs a config ADD accepts.
 
 use std::fmt;
@@ -29,7 +29,8 @@ use crate::prepare::Prepared;
 #[derive(Debug)]
 pub struct ConfiguredNetwork {
     request: NetworkRequest,
-    /// What the plugin's config code says of the config as configured.
+    /// What the plugin's config code says of the config ADD runs on (in Flannel-native mode,
+    /// the one subnet.env completes, once it can be read).
     review: Result<ConfigReview, Error>,
     /// The config STATUS and ADD run on this round, decoded; or why there is none (refused,
     /// subnet.env incomplete).
@@ -53,10 +54,6 @@ impl ConfiguredNetwork {
     ) -> ConfiguredNetwork {
         let args = CniArgs::default();
         let as_configured = Prepared::<K>::load(&request.config, &args);
-        let review = match &as_configured {
-            Ok(prepared) => Ok(prepared.conf.review()),
-            Err(refused) => Err(refused.clone()),
-        };
         let (network_policy_snapshot, config_acls) = match &as_configured {
             Ok(prepared) => (
                 prepared.conf.network_policy_snapshot.clone(),
@@ -74,11 +71,23 @@ impl ConfiguredNetwork {
         };
         let known =
             || features.ok_or_else(|| HnsError::new(ErrorKind::Backend, "HNS could not be read"));
-        let effective = match crate::flannel::effective_network(&request, known) {
-            Ok(None) => as_configured.map(|prepared| Effective::boxed(request.clone(), prepared)),
-            Ok(Some(derived)) => Prepared::<K>::load(&derived.config, &args)
-                .map(|prepared| Effective::boxed(derived, prepared)),
-            Err(not_ready) => Err(not_ready),
+        // The review is of the config ADD runs on: in Flannel-native mode the one subnet.env
+        // completes (an `ipam` section there may lack what subnet.env fills in); while
+        // subnet.env cannot be read (install time, flanneld not started) of the config as
+        // configured, which is all that can be judged then.
+        let (review, effective) = match crate::flannel::effective_network(&request, known) {
+            Ok(None) => (
+                reviewed(&as_configured),
+                as_configured.map(|prepared| Effective::boxed(request.clone(), prepared)),
+            ),
+            Ok(Some(derived)) => {
+                let prepared = Prepared::<K>::load(&derived.config, &args);
+                (
+                    reviewed(&prepared),
+                    prepared.map(|prepared| Effective::boxed(derived, prepared)),
+                )
+            }
+            Err(not_ready) => (reviewed(&as_configured), Err(not_ready)),
         };
         let store = match &effective {
             Ok(decoded) => Ok(decoded.store()),
@@ -110,8 +119,8 @@ impl ConfiguredNetwork {
         &self.request
     }
 
-    /// What the plugin's config code says of the config: accepted (with what it may still do
-    /// otherwise than meant), or why ADD refuses it.
+    /// What the plugin's config code says of the config ADD runs on: accepted (with what it
+    /// may still do otherwise than meant), or why ADD refuses it.
     pub fn review(&self) -> Result<&ConfigReview, &Error> {
         self.review.as_ref()
     }
@@ -209,4 +218,12 @@ impl<K: NetworkKind> Decoded for Effective<K> {
             _ => None,
         }
     }
+}
+
+/// The review of a decoded config, or why it was refused.
+fn reviewed<K>(prepared: &Result<Prepared<K>, Error>) -> Result<ConfigReview, Error> {
+    prepared
+        .as_ref()
+        .map(|prepared| prepared.conf.review())
+        .map_err(Clone::clone)
 }

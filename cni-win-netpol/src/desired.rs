@@ -96,15 +96,7 @@ pub fn pending_pod_acls(
         labels: Some(&info.labels),
         named_ports: &info.named_ports,
     };
-    endpoint_acls(
-        cluster,
-        node,
-        subject,
-        &[],
-        others,
-        Mode::Inline,
-        &mut BTreeMap::new(),
-    )
+    addressless_acls(cluster, node, subject, others)
 }
 
 /// The ACLs for a new pod of `namespace` that the agent has not seen: a direction is open
@@ -123,6 +115,17 @@ pub fn namespace_posture(
         labels: None,
         named_ports: &[],
     };
+    addressless_acls(cluster, node, subject, others)
+}
+
+/// The ACLs of an endpoint whose own addresses are not known yet, with every peer inline: what
+/// ADD writes before the agent has programmed the pod.
+fn addressless_acls(
+    cluster: &Cluster,
+    node: &Node,
+    subject: Subject<'_>,
+    others: &[AclPolicy],
+) -> Result<Vec<AclPolicy>, PriorityConflict> {
     endpoint_acls(
         cluster,
         node,

@@ -148,6 +148,38 @@ fn a_config_the_plugin_refuses_fails_naming_the_key() {
     assert!(!report.healthy);
 }
 
+/// A Flannel-native config whose `ipam` section leaves the type and ranges to subnet.env, as
+/// ADD accepts it, is reviewed as ADD runs it: not refused for the type subnet.env supplies.
+#[test]
+fn a_flannel_native_config_is_reviewed_as_subnet_env_completes_it() {
+    let doctor = Doctor::new();
+    let dir = doctor.node.dir();
+    let subnet_env = dir.join("subnet.env");
+    fs::write(
+        &subnet_env,
+        "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n",
+    )
+    .unwrap();
+    let config = serde_json::json!({
+        "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+        "subnetFile": subnet_env, "dataDir": dir.join("flannel"),
+        "ipam": {"dataDir": dir.join("ipam")}
+    });
+    fs::write(
+        doctor.node.conf_dir().join("10-cbr0.conf"),
+        serde_json::to_vec(&config).unwrap(),
+    )
+    .unwrap();
+    let report = doctor.report();
+    assert!(
+        !problems(&report)
+            .iter()
+            .any(|(check, _)| check == "network \"cbr0\": config"),
+        "{report}"
+    );
+    assert!(report.healthy, "{report}");
+}
+
 /// A full range fails new pods, not the node: STATUS stays ready and doctor warns with
 /// the fix.
 #[test]

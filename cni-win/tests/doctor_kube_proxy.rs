@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::fs;
-
 use cni_win::doctor::{Report, Verdict, diagnose};
 use cni_win::paths::NodePaths;
 use cni_win::source_vip;
@@ -14,7 +12,7 @@ use common::overlay::{HOST_MAC, Overlay};
 use common::{plugin, problems};
 use hns::Guid;
 use hns::features::HnsVersion;
-use hns::schema::{HostComputeEndpoint, IpConfig};
+use hns::schema::{HostComputeEndpoint, HostComputeLoadBalancer, IpConfig};
 use serde_json::json;
 
 struct Doctor {
@@ -82,19 +80,21 @@ impl Doctor {
         id
     }
 
-    /// kube-proxy's load balancer for a service: source VIP, ClusterIP, pods' backends.
+    /// kube-proxy's load balancer for a service, created as kube-proxy creates it: source
+    /// VIP, ClusterIP, one port mapping, the pods' backends.
     fn load_balancer(&self, vip: std::net::IpAddr, backends: &[Guid]) {
-        let dir = self.node.node.state().join("loadbalancers");
-        fs::create_dir_all(&dir).unwrap();
-        let id = "1B000000-0000-4000-8000-000000000001";
-        let balancer = json!({
-            "ID": id,
+        let settings: HostComputeLoadBalancer = serde_json::from_value(json!({
             "HostComputeEndpoints": backends.iter().map(Guid::to_string).collect::<Vec<_>>(),
             "SourceVIP": vip,
             "FrontendVIPs": ["10.96.0.50"],
+            "PortMappings": [{"Protocol": 6, "InternalPort": 8080, "ExternalPort": 80}],
             "SchemaVersion": {"Major": 2, "Minor": 0}
-        });
-        fs::write(dir.join(format!("{id}.json")), balancer.to_string()).unwrap();
+        }))
+        .unwrap();
+        self.node
+            .client
+            .create_load_balancer(Guid::ZERO, &settings)
+            .unwrap();
     }
 }
 
@@ -193,6 +193,21 @@ fn a_load_balancer_backend_gone_is_reported() {
     println!("{report}");
     assert_eq!(problems(&report), [finding("load balancers")], "{report}");
     assert!(report.to_string().contains(&backends[1].to_string()));
+}
+
+/// kube-proxy made its source VIP endpoint (it has synced) but holds no load balancer, though
+/// the `kubernetes` Service always exists: it fails every Service, and the node is not fine.
+#[test]
+fn a_synced_kube_proxy_without_a_load_balancer_is_a_warning() {
+    let doctor = Doctor::new();
+    doctor.source_vip();
+    doctor.pod("a");
+    let report = doctor.report();
+    assert_eq!(problems(&report), [finding("load balancers")], "{report}");
+    assert!(
+        report.to_string().contains("Policy creation failed"),
+        "{report}"
+    );
 }
 
 #[test]

@@ -2,15 +2,16 @@
 //! the one node snapshot: HNS supports remote subnets (else kube-proxy refuses the network),
 //! a source VIP is reserved in the pods' store by a node component inside the network's
 //! subnets, no pod holds it, an endpoint holds it once kube-proxy has synced (kube-proxy
-//! creates that endpoint, and programs no service while it cannot), and no load balancer of
-//! kube-proxy's on that VIP sends traffic to an endpoint that is gone.
+//! creates that endpoint, and programs no service while it cannot), kube-proxy once synced
+//! holds a load balancer on the network (the `kubernetes` Service always exists), and no load
+//! balancer of kube-proxy's on that VIP sends traffic to an endpoint that is gone.
 
 use std::net::IpAddr;
 
 use cni_win_core::ownership::Verdict as Judged;
 use cni_win_core::snapshot::NetworkView;
-use hns::Feature;
 use hns::schema::{EndpointFlags, HostComputeEndpoint};
+use hns::{Feature, Guid};
 use ipam_host_local::layout::Content;
 
 use super::{Reached, Report, Verdict};
@@ -176,6 +177,38 @@ fn check_load_balancers(
     report: &mut Report,
 ) {
     let exists = |id| node.snapshot.endpoints.iter().any(|e| e.id == id);
+    let on_network: Vec<Guid> = view.endpoints().map(|endpoint| endpoint.id).collect();
+    let synced = view.endpoints().any(|endpoint| {
+        endpoint
+            .ip_configurations
+            .iter()
+            .any(|config| config.ip_address == vip)
+    });
+    let programmed = node
+        .snapshot
+        .load_balancers
+        .iter()
+        .filter(|balancer| {
+            balancer.source_vip == Some(vip)
+                || balancer
+                    .host_compute_endpoints
+                    .iter()
+                    .any(|id| on_network.contains(id))
+        })
+        .count();
+    if synced && programmed == 0 {
+        report.add(
+            check("load balancers"),
+            Verdict::Warn,
+            format!(
+                "kube-proxy has synced (its endpoint holds the source VIP {vip}) but holds no \
+                 load balancer on this network, though every cluster has the `kubernetes` \
+                 Service: it is failing to program Services"
+            ),
+            "look in kube-proxy's log for \"Policy creation failed\" and the HNS error it names",
+        );
+        return;
+    }
     let balancers: Vec<_> = node
         .snapshot
         .load_balancers

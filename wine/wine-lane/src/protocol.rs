@@ -92,10 +92,6 @@ impl Plugin {
     /// The catalogue natively and under Wine, one row per case.
     pub fn rows(&self, lane: &Lane) -> Vec<Row> {
         let [native, wine] = Side::BOTH.map(|side| self.report(lane, side));
-        let wine = match wine {
-            Ok(wine) => Ok(self.set_up_again(lane, wine)),
-            wine => wine,
-        };
         let row = |case: &str, native: Outcome, wine: Outcome| Row {
             suite: self.name.to_owned(),
             case: case.to_owned(),
@@ -128,50 +124,6 @@ impl Plugin {
                 vec![row("(catalogue)", summary(native), summary(wine))]
             }
         }
-    }
-
-    /// Runs the Wine side's catalogue once more when a case's fixture could not be set up under
-    /// Wine (an `hnsctl.exe` step exited 1 with nothing printed, about once in 200 cases on a
-    /// loaded machine, never reproduced in a loop), and keeps the second outcome of those cases
-    /// with the first failure in its message. Only set-up is given a second chance: the case
-    /// never ran, so nothing it tests is hidden; a case whose plugin command failed fails (the
-    /// plugins' exits are counted by `win-bridge.exit-status`).
-    fn set_up_again(&self, lane: &Lane, wine: Vec<(String, Outcome)>) -> Vec<(String, Outcome)> {
-        let not_set_up = |outcome: &Outcome| {
-            outcome.verdict == Verdict::Fail
-                && outcome.message.starts_with("fixture ")
-                && outcome.message.contains(" set-up failed")
-        };
-        let failed = wine
-            .iter()
-            .filter(|(_, outcome)| not_set_up(outcome))
-            .count();
-        if failed == 0 {
-            return wine;
-        }
-        eprintln!(
-            "wine-lane: {} under Wine could not set up {failed} case(s)' fixture: running them again",
-            self.name
-        );
-        let Ok(again) = self.report(lane, Side::Wine) else {
-            return wine;
-        };
-        let again: BTreeMap<String, Outcome> = again.into_iter().collect();
-        wine.into_iter()
-            .map(|(case, first)| match again.get(&case) {
-                Some(second) if not_set_up(&first) => {
-                    let outcome = Outcome {
-                        verdict: second.verdict,
-                        message: format!(
-                            "{} (fixture set up on a second run; the first: {})",
-                            second.message, first.message
-                        ),
-                    };
-                    (case, outcome)
-                }
-                _ => (case, first),
-            })
-            .collect()
     }
 
     /// Runs `cni-conformance` (`cni-win-conformance` on an HNS host) for one side and reads its

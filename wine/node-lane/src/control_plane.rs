@@ -1,0 +1,268 @@
+//! The control plane the node talks to: Debian's etcd and the kube-apiserver built from
+//! Kubernetes' source, on this network namespace's loopback, with token authentication and
+//! RBAC on; and `kubectl` (from the same source) for what the lane puts into the API.
+//!
+//! No controller-manager runs, so nothing fills Endpoints or EndpointSlices from selectors and
+//! no namespace is ever finalised: the lane writes a Service's Endpoints and EndpointSlice
+//! itself, as the endpoints controllers would, and deletes objects one by one.
+
+use std::fs::File;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use conformance::exec::{Invocation, execute_with_args};
+use conformance::launcher::Native;
+use serde_json::Value;
+
+/// The API server answers `/readyz` within this long of starting (about 10 s on 2 cores).
+const START_DEADLINE: Duration = Duration::from_secs(120);
+const KUBECTL_DEADLINE: Duration = Duration::from_secs(60);
+pub const API_PORT: u16 = 6443;
+const ETCD_CLIENT: &str = "http://127.0.0.1:2379";
+
+/// etcd and kube-apiserver, stopped when dropped.
+#[derive(Debug)]
+pub struct ControlPlane {
+    processes: Vec<Child>,
+    /// The admin's kubectl.
+    pub kubectl: Kubectl,
+    /// The API server's self-signed serving certificate, which clients trust.
+    ca: PathBuf,
+    /// kube-proxy's token (user `system:kube-proxy`, which RBAC's default
+    /// `system:node-proxier` binding authorises).
+    proxy_token: String,
+    /// `https://<node IP>:6443`: the serving certificate names the advertised address, not
+    /// loopback.
+    server: String,
+}
+
+impl ControlPlane {
+    /// Starts etcd and the API server under `dir`, advertising `node_ip` (the API server's own
+    /// Endpoints may not be on loopback) and serving on every address of the namespace.
+    pub fn start(kube_bin: &Path, dir: &Path, node_ip: &str) -> Result<ControlPlane, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let admin_token = random_token()?;
+        let proxy_token = random_token()?;
+        let tokens = dir.join("tokens.csv");
+        write(
+            &tokens,
+            &format!(
+                "{admin_token},admin,admin,system:masters\n{proxy_token},system:kube-proxy,kube-proxy\n"
+            ),
+        )?;
+        let key = dir.join("service-account.key");
+        openssl(&["genrsa", "-out", &path(&key), "2048"])?;
+        let mut processes = Vec::new();
+        processes.push(spawn(
+            Command::new("etcd").args([
+                "--data-dir",
+                &path(&dir.join("etcd")),
+                "--listen-client-urls",
+                ETCD_CLIENT,
+                "--advertise-client-urls",
+                ETCD_CLIENT,
+                "--listen-peer-urls",
+                "http://127.0.0.1:2380",
+            ]),
+            &dir.join("etcd.log"),
+        )?);
+        let certs = dir.join("certs");
+        processes.push(spawn(
+            Command::new(kube_bin.join("kube-apiserver")).args([
+                &format!("--etcd-servers={ETCD_CLIENT}"),
+                "--bind-address=0.0.0.0",
+                &format!("--advertise-address={node_ip}"),
+                &format!("--secure-port={API_PORT}"),
+                "--insecure-port=0",
+                &format!("--cert-dir={}", path(&certs)),
+                &format!("--token-auth-file={}", path(&tokens)),
+                "--authorization-mode=Node,RBAC",
+                "--service-cluster-ip-range=10.96.0.0/12",
+                "--service-node-port-range=30000-32767",
+                &format!("--service-account-key-file={}", path(&key)),
+                &format!("--service-account-signing-key-file={}", path(&key)),
+                "--service-account-issuer=https://kubernetes.default.svc",
+            ]),
+            &dir.join("kube-apiserver.log"),
+        )?);
+        let ca = certs.join("apiserver.crt");
+        let kubectl = Kubectl {
+            program: kube_bin.join("kubectl"),
+            kubeconfig: dir.join("admin.kubeconfig"),
+        };
+        let server = format!("https://{node_ip}:{API_PORT}");
+        write(
+            &kubectl.kubeconfig,
+            &kubeconfig(&server, &path(&ca), &admin_token, "admin"),
+        )?;
+        let mut plane = ControlPlane {
+            processes,
+            kubectl,
+            ca,
+            proxy_token,
+            server,
+        };
+        plane.wait_ready()?;
+        Ok(plane)
+    }
+
+    /// Writes kube-proxy's kubeconfig to `file`, its CA named by `spell` (as kube-proxy's
+    /// platform spells paths).
+    pub fn write_proxy_kubeconfig(
+        &self,
+        file: &Path,
+        spell: impl Fn(&Path) -> String,
+    ) -> Result<(), String> {
+        write(
+            file,
+            &kubeconfig(
+                &self.server,
+                &spell(&self.ca),
+                &self.proxy_token,
+                "kube-proxy",
+            ),
+        )
+    }
+
+    /// Waits until the API server has written its serving certificate and answers `/readyz`.
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            for process in &mut self.processes {
+                if let Ok(Some(status)) = process.try_wait() {
+                    return Err(format!(
+                        "a control-plane process exited during start-up ({status}): see its log"
+                    ));
+                }
+            }
+            if self.ca.exists() && self.kubectl.raw("/readyz").is_ok() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "kube-apiserver not ready within {} s: see its log",
+                    START_DEADLINE.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        for process in self.processes.iter_mut().rev() {
+            let _ = process.kill();
+            let _ = process.wait();
+        }
+    }
+}
+
+/// `kubectl` with the admin's kubeconfig.
+#[derive(Debug)]
+pub struct Kubectl {
+    program: PathBuf,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    fn run(&self, args: &[&str], stdin: Option<&Value>) -> Result<String, String> {
+        let mut all = vec!["--kubeconfig", self.kubeconfig.to_str().unwrap_or_default()];
+        all.extend_from_slice(args);
+        let mut invocation = Invocation::new();
+        if let Some(document) = stdin {
+            invocation = invocation.config(document);
+        }
+        let exec = execute_with_args(&Native, &self.program, &all, &invocation, KUBECTL_DEADLINE)
+            .map_err(|error| format!("cannot start kubectl: {error}"))?;
+        if exec.exit.success() {
+            Ok(String::from_utf8_lossy(&exec.stdout).into_owned())
+        } else {
+            Err(format!(
+                "`kubectl {}` ended with {}: {}",
+                args.join(" "),
+                exec.exit,
+                String::from_utf8_lossy(&exec.stderr).trim()
+            ))
+        }
+    }
+
+    /// Creates or updates the objects of `document` (one object or a `List`).
+    pub fn apply(&self, document: &Value) -> Result<(), String> {
+        self.run(&["apply", "-f", "-"], Some(document)).map(drop)
+    }
+
+    /// Deletes one object; one that is already gone is fine.
+    pub fn delete(&self, kind: &str, namespace: &str, name: &str) -> Result<(), String> {
+        self.run(
+            &[
+                "delete",
+                kind,
+                name,
+                "-n",
+                namespace,
+                "--ignore-not-found",
+                "--wait=false",
+            ],
+            None,
+        )
+        .map(drop)
+    }
+
+    /// `GET` on an API path, for probes.
+    pub fn raw(&self, api_path: &str) -> Result<String, String> {
+        self.run(&["get", "--raw", api_path], None)
+    }
+}
+
+fn kubeconfig(server: &str, ca: &str, token: &str, user: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: lane\n  cluster:\n    server: {server}\n    certificate-authority: '{ca}'\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: lane\n  context:\n    cluster: lane\n    user: {user}\ncurrent-context: lane\n"
+    )
+}
+
+fn spawn(command: &mut Command, log: &Path) -> Result<Child, String> {
+    let out = File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    command
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|error| format!("cannot start {:?}: {error}", command.get_program()))
+}
+
+fn openssl(args: &[&str]) -> Result<(), String> {
+    let status = Command::new("openssl")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|error| format!("cannot run openssl: {error}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`openssl {}` failed ({status})", args.join(" ")))
+    }
+}
+
+/// 128 random bits as hex, for a bearer token nobody else can guess.
+fn random_token() -> Result<String, String> {
+    let mut bytes = [0u8; 16];
+    File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .map_err(|error| format!("cannot read /dev/urandom: {error}"))?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+fn write(file: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(file, text).map_err(|error| format!("{}: {error}", file.display()))
+}
+
+fn path(file: &Path) -> String {
+    file.to_string_lossy().into_owned()
+}

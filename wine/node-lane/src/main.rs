@@ -1,0 +1,144 @@
+//! `node-lane`: a Windows node as a whole, on the HCN emulator. The real kube-apiserver (and
+//! etcd) on loopback, the real kube-proxy.exe under Wine, the network made as flanneld makes
+//! it, and cni-win's `.exe` plugins attaching pods as containerd does; then Services through the
+//! API, judged by the load balancers kube-proxy programs into HNS. Prints one table; exit
+//! status 1 when a check failed, 2 for a usage error.
+//!
+//! `scripts/node-lane` builds the Kubernetes binaries (once per version), stages the `.exe`
+//! files with the emulator DLLs, sets up Wine and a network namespace whose adapter holds the
+//! node's address, and runs this inside it.
+#![forbid(unsafe_code)]
+
+mod control_plane;
+mod kube_proxy;
+mod node;
+mod report;
+mod scenario;
+mod services;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use control_plane::ControlPlane;
+use hns::schema::{IpPrefix, MacAddress};
+use report::Report;
+use scenario::{Backend, Lane};
+
+/// The node's name in the API (kube-proxy's `--hostname-override`, the Endpoints' `nodeName`).
+pub const NODE_NAME: &str = "node1";
+
+const USAGE: &str = "\
+usage: node-lane --kube-bin DIR --windows-bin DIR --scratch DIR --node-ip CIDR --node-mac MAC
+                 [--only overlay|l2bridge]
+
+  --kube-bin DIR      kube-apiserver and kubectl (Linux) and kube-proxy.exe
+  --windows-bin DIR   cni-win's .exe files, hnsctl.exe and flannel-hns.exe with the emulator DLLs
+  --scratch DIR       emptied, then used for the control plane's and each node's state
+  --node-ip CIDR      the host adapter's address and prefix, e.g. 192.168.1.10/24
+  --node-mac MAC      the host adapter's MAC (kube-proxy's host MAC)
+  --only NODE         runs one node: overlay (Flannel vxlan) or l2bridge (Flannel host-gw)";
+
+struct Options {
+    kube_bin: PathBuf,
+    windows_bin: PathBuf,
+    scratch: PathBuf,
+    node_address: IpPrefix,
+    node_mac: MacAddress,
+    only: Option<String>,
+}
+
+fn options() -> Result<Options, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut kube_bin, mut windows_bin, mut scratch, mut node_address, mut node_mac, mut only) =
+        (None, None, None, None, None, None);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--kube-bin" => kube_bin = Some(PathBuf::from(value)),
+            "--windows-bin" => windows_bin = Some(PathBuf::from(value)),
+            "--scratch" => scratch = Some(PathBuf::from(value)),
+            "--node-ip" => {
+                node_address = Some(value.parse().map_err(|e| format!("--node-ip: {e}"))?)
+            }
+            "--node-mac" => node_mac = Some(value.parse().map_err(|e| format!("--node-mac: {e}"))?),
+            "--only" if ["overlay", "l2bridge"].contains(&value.as_str()) => only = Some(value),
+            _ => return Err(format!("unknown argument {flag} {value}")),
+        }
+    }
+    Ok(Options {
+        kube_bin: kube_bin.ok_or("--kube-bin is required")?,
+        windows_bin: windows_bin.ok_or("--windows-bin is required")?,
+        scratch: scratch.ok_or("--scratch is required")?,
+        node_address: node_address.ok_or("--node-ip is required")?,
+        node_mac: node_mac.ok_or("--node-mac is required")?,
+        only,
+    })
+}
+
+fn main() -> ExitCode {
+    let options = match options() {
+        Ok(options) => options,
+        Err(why) => {
+            eprintln!("node-lane: {why}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let started = Instant::now();
+    if options.scratch.exists()
+        && let Err(error) = std::fs::remove_dir_all(&options.scratch)
+    {
+        eprintln!(
+            "node-lane: cannot empty {}: {error}",
+            options.scratch.display()
+        );
+        return ExitCode::FAILURE;
+    }
+    let mut report = Report::default();
+    let node_ip = options.node_address.ip().to_string();
+    match ControlPlane::start(
+        &options.kube_bin,
+        &options.scratch.join("control-plane"),
+        &node_ip,
+    ) {
+        Ok(control_plane) => {
+            report.record(
+                "-",
+                "control plane starts, nodes registered",
+                control_plane
+                    .kubectl
+                    .apply(&services::nodes(&node_ip))
+                    .map(|()| format!("kube-apiserver and etcd; {NODE_NAME} at {node_ip}")),
+            );
+            let flanneld =
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../hns-emulator/tests/data");
+            let lane = Lane {
+                kube_bin: &options.kube_bin,
+                windows_bin: &options.windows_bin,
+                scratch: &options.scratch,
+                flanneld: &flanneld,
+                node_ip: &node_ip,
+                node_address: options.node_address,
+                node_mac: options.node_mac,
+                control_plane: &control_plane,
+            };
+            for backend in [Backend::Vxlan, Backend::HostGw] {
+                if options
+                    .only
+                    .as_deref()
+                    .is_none_or(|only| only == backend.label())
+                {
+                    scenario::run(&lane, backend, &mut report);
+                }
+            }
+        }
+        Err(why) => report.record("-", "control plane starts", Err(why)),
+    }
+    println!("{}", report.table());
+    println!("node lane: {} s", started.elapsed().as_secs());
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,141 @@
+//! The Services the lane puts into the API, with the Endpoints and EndpointSlice the endpoints
+//! controllers would write for them (no controller-manager runs): which addresses back each
+//! port, and on which node each address lives.
+
+use std::net::IpAddr;
+
+use serde_json::{Value, json};
+
+use crate::NODE_NAME;
+
+/// The node another node's pods live on (kube-proxy reaches them through remote endpoints).
+pub const REMOTE_NODE: &str = "node2";
+
+/// The remote node's address: the provider address of its pod subnet in flanneld's
+/// `RemoteSubnetRoute` (hns-emulator/tests/data).
+const REMOTE_NODE_IP: &str = "192.168.1.11";
+
+/// The two Node objects, as their kubelets register them: kube-proxy reads its own node's
+/// address from the API.
+pub fn nodes(node_ip: &str) -> Value {
+    let node = |name: &str, ip: &str| {
+        json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": { "name": name, "labels": { "kubernetes.io/os": "windows" } },
+            "status": { "addresses": [
+                { "type": "InternalIP", "address": ip },
+                { "type": "Hostname", "address": name },
+            ] },
+        })
+    };
+    json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [node(NODE_NAME, node_ip), node(REMOTE_NODE, REMOTE_NODE_IP)],
+    })
+}
+
+/// One Service port and what backs it.
+#[derive(Debug, Clone)]
+pub struct Service {
+    pub name: &'static str,
+    pub cluster_ip: IpAddr,
+    /// `TCP` or `UDP`.
+    pub protocol: &'static str,
+    pub port: u16,
+    pub target_port: u16,
+    /// Set for a `NodePort` Service.
+    pub node_port: Option<u16>,
+    /// Backends on this node.
+    pub local: Vec<IpAddr>,
+    /// Backends on [`REMOTE_NODE`].
+    pub remote: Vec<IpAddr>,
+}
+
+impl Service {
+    /// The IANA number HNS load balancers carry for the protocol.
+    pub fn protocol_number(&self) -> u32 {
+        if self.protocol == "UDP" { 17 } else { 6 }
+    }
+
+    /// Every backend address.
+    pub fn backends(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.local.iter().chain(&self.remote).copied()
+    }
+
+    /// The Service, its Endpoints and its EndpointSlice, as one `List` for `kubectl apply`.
+    pub fn objects(&self) -> Value {
+        let port = json!({ "port": self.target_port, "protocol": self.protocol });
+        let mut service_port = json!({
+            "port": self.port,
+            "targetPort": self.target_port,
+            "protocol": self.protocol,
+        });
+        if let Some(node_port) = self.node_port {
+            service_port["nodePort"] = json!(node_port);
+        }
+        let addresses = |node: &str, ips: &[IpAddr]| -> Vec<Value> {
+            ips.iter()
+                .map(|ip| json!({ "ip": ip, "nodeName": node }))
+                .collect()
+        };
+        let mut endpoint_addresses = addresses(NODE_NAME, &self.local);
+        endpoint_addresses.extend(addresses(REMOTE_NODE, &self.remote));
+        let slice_endpoints: Vec<Value> = self
+            .local
+            .iter()
+            .map(|ip| (ip, NODE_NAME))
+            .chain(self.remote.iter().map(|ip| (ip, REMOTE_NODE)))
+            .map(|(ip, node)| {
+                json!({
+                    "addresses": [ip],
+                    "conditions": { "ready": true },
+                    "topology": { "kubernetes.io/hostname": node },
+                })
+            })
+            .collect();
+        let subsets = if endpoint_addresses.is_empty() {
+            json!([])
+        } else {
+            json!([{ "addresses": endpoint_addresses, "ports": [port.clone()] }])
+        };
+        json!({
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": { "name": self.name, "namespace": "default" },
+                    "spec": {
+                        "type": if self.node_port.is_some() { "NodePort" } else { "ClusterIP" },
+                        "clusterIP": self.cluster_ip,
+                        "ports": [service_port],
+                    },
+                },
+                {
+                    "apiVersion": "v1",
+                    "kind": "Endpoints",
+                    "metadata": { "name": self.name, "namespace": "default" },
+                    "subsets": subsets,
+                },
+                {
+                    "apiVersion": "discovery.k8s.io/v1beta1",
+                    "kind": "EndpointSlice",
+                    "metadata": {
+                        "name": format!("{}-lane", self.name),
+                        "namespace": "default",
+                        "labels": {
+                            "kubernetes.io/service-name": self.name,
+                            "endpointslice.kubernetes.io/managed-by": "node-lane",
+                        },
+                    },
+                    "addressType": "IPv4",
+                    "endpoints": slice_endpoints,
+                    "ports": [port],
+                },
+            ],
+        })
+    }
+}
