@@ -38,10 +38,38 @@ pub struct ConfiguredNetwork {
     /// The host-local store holding the network's reservations; `None` for a delegated IPAM
     /// (its store is its own) or a config without `ipam`.
     store: Result<Option<HostLocal>, Error>,
-    /// `networkPolicySnapshot`, when the config is accepted and names one.
-    network_policy_snapshot: Option<PathBuf>,
+    /// What the policy agent follows of the config.
+    policy: PolicySettings,
+}
+
+/// A config's NetworkPolicy settings, as the config ADD runs on has them (none when ADD
+/// refuses it).
+#[derive(Debug, Default)]
+struct PolicySettings {
+    /// `networkPolicySnapshot`.
+    snapshot: Option<PathBuf>,
     /// The ACLs the config itself writes on every endpoint (its `policies`).
-    config_acls: Vec<AclPolicy>,
+    acls: Vec<AclPolicy>,
+}
+
+impl PolicySettings {
+    fn of<K>(prepared: &Result<Prepared<K>, Error>) -> PolicySettings {
+        let Ok(prepared) = prepared else {
+            return PolicySettings::default();
+        };
+        PolicySettings {
+            snapshot: prepared.conf.network_policy_snapshot.clone(),
+            acls: prepared
+                .conf
+                .policies
+                .iter()
+                .filter_map(|user| match user.policy.effect() {
+                    EndpointPolicy::Acl(acl) => Some(acl),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl ConfiguredNetwork {
@@ -54,40 +82,32 @@ impl ConfiguredNetwork {
     ) -> ConfiguredNetwork {
         let args = CniArgs::default();
         let as_configured = Prepared::<K>::load(&request.config, &args);
-        let (network_policy_snapshot, config_acls) = match &as_configured {
-            Ok(prepared) => (
-                prepared.conf.network_policy_snapshot.clone(),
-                prepared
-                    .conf
-                    .policies
-                    .iter()
-                    .filter_map(|user| match user.policy.effect() {
-                        EndpointPolicy::Acl(acl) => Some(acl),
-                        _ => None,
-                    })
-                    .collect(),
-            ),
-            Err(_) => (None, Vec::new()),
-        };
         let known =
             || features.ok_or_else(|| HnsError::new(ErrorKind::Backend, "HNS could not be read"));
         // The review is of the config ADD runs on: in Flannel-native mode the one subnet.env
         // completes (an `ipam` section there may lack what subnet.env fills in); while
         // subnet.env cannot be read (install time, flanneld not started) of the config as
         // configured, which is all that can be judged then.
-        let (review, effective) = match crate::flannel::effective_network(&request, known) {
+        // So are the NetworkPolicy settings the policy agent follows.
+        let (review, policy, effective) = match crate::flannel::effective_network(&request, known) {
             Ok(None) => (
                 reviewed(&as_configured),
+                PolicySettings::of(&as_configured),
                 as_configured.map(|prepared| Effective::boxed(request.clone(), prepared)),
             ),
             Ok(Some(derived)) => {
                 let prepared = Prepared::<K>::load(&derived.config, &args);
                 (
                     reviewed(&prepared),
+                    PolicySettings::of(&prepared),
                     prepared.map(|prepared| Effective::boxed(derived, prepared)),
                 )
             }
-            Err(not_ready) => (reviewed(&as_configured), Err(not_ready)),
+            Err(not_ready) => (
+                reviewed(&as_configured),
+                PolicySettings::of(&as_configured),
+                Err(not_ready),
+            ),
         };
         let store = match &effective {
             Ok(decoded) => Ok(decoded.store()),
@@ -103,8 +123,7 @@ impl ConfiguredNetwork {
             review,
             effective,
             store,
-            network_policy_snapshot,
-            config_acls,
+            policy,
         }
     }
 
@@ -125,16 +144,17 @@ impl ConfiguredNetwork {
         self.review.as_ref()
     }
 
-    /// The NetworkPolicy snapshot the config names (`networkPolicySnapshot`): NetworkPolicy
-    /// is enforced on the network's pods. `None` for a config the plugin refuses.
+    /// The NetworkPolicy snapshot the config ADD runs on names (`networkPolicySnapshot`):
+    /// NetworkPolicy is enforced on the network's pods. `None` for a config the plugin
+    /// refuses.
     pub fn network_policy_snapshot(&self) -> Option<&Path> {
-        self.network_policy_snapshot.as_deref()
+        self.policy.snapshot.as_deref()
     }
 
     /// The ACLs the config itself writes on every endpoint (its `policies`, as HNS applies
     /// them), which the policy agent's rules keep clear of.
     pub fn config_acls(&self) -> &[AclPolicy] {
-        &self.config_acls
+        &self.policy.acls
     }
 
     /// The store the network's reservations are in (`None`: its IPAM is another plugin's),

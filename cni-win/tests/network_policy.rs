@@ -111,6 +111,23 @@ fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write(
     }
 }
 
+/// On a Flannel node the conflist is in Flannel-native form, refused as configured (its
+/// `ipam` lacks what subnet.env fills in) and accepted as ADD runs it: the agent follows the
+/// config ADD runs on, so the snapshot is written. (Found by the node lane: the agent read
+/// the config as configured and wrote no snapshot at all.)
+#[test]
+fn a_flannel_native_config_gets_its_snapshot() {
+    let node = PolicyNode::new().flannel_native();
+    let agent = node.agent();
+    node.sync(&agent.feed(), &[b_to_a()]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert_eq!(snapshot(&node).pods["x/a"].policies, ["x/b-to-a"]);
+    assert_eq!(
+        node.tcp("x/c", "x/a", 80, WindowsBuild::SERVER_2025),
+        Denied
+    );
+}
+
 /// A change between rounds costs one enumeration of the endpoints and its writes: the
 /// programmer reads again only what it wrote to last time (here the network whose IP set the
 /// previous change updated), never every endpoint (2 calls each: half a second on a node with

@@ -65,6 +65,27 @@ impl PolicyNode {
         }
     }
 
+    /// The node's config in Flannel-native form, as `cni-win install`'s Flannel templates
+    /// write it: its `ipam` section leaves the type and ranges to subnet.env.
+    pub fn flannel_native(self) -> PolicyNode {
+        let dir = self.node.dir();
+        let subnet_env = dir.join("subnet.env");
+        std::fs::write(
+            &subnet_env,
+            "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n",
+        )
+        .unwrap();
+        let config = json!({
+            "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+            "subnetFile": subnet_env, "dataDir": dir.join("flannel"),
+            "ipam": {"dataDir": dir.join("ipam")},
+            "networkPolicySnapshot": self.snapshot,
+        });
+        let conf = self.node.conf_dir().join("10-cbr0.conf");
+        std::fs::write(&conf, serde_json::to_vec(&config).unwrap()).unwrap();
+        self
+    }
+
     /// The node's CNI paths.
     pub fn paths(&self) -> NodePaths {
         NodePaths::with_bin_dir(self.node.conf_dir(), self.node.dir().join("bin"))
