@@ -254,7 +254,7 @@ fn a_lock_held_elsewhere_has_a_deadline() {
         "ADD",
         "b",
         &base,
-        &[("CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT", "600")],
+        &[("CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT_SECONDS", "600")],
     );
     let (ok, error) = finish_within(child, limit, "ADD with the config's deadline");
     assert!(!ok);
@@ -267,7 +267,7 @@ fn a_lock_held_elsewhere_has_a_deadline() {
         "ADD",
         "b",
         &base,
-        &[("CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT", "1")],
+        &[("CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT_SECONDS", "1")],
     );
     let (ok, error) = finish_within(child, limit, "ADD with the environment's deadline");
     assert!(!ok);
@@ -275,6 +275,40 @@ fn a_lock_held_elsewhere_has_a_deadline() {
     holder.unlock().unwrap();
     let (ok, error) = run("DEL", "a", &base);
     assert!(ok, "{error}");
+}
+
+/// The lock deadline's variable without its unit still sets the deadline when the one with it
+/// is not set, and the command says which name to set instead.
+#[test]
+fn the_lock_deadline_variable_without_its_unit_is_read_with_a_warning() {
+    let dir = Scratch::new("bin-lock-unitless");
+    let base = conf(dir.path(), "1.1.0", json!({"subnet": "10.0.0.0/24"}));
+    let (ok, added) = run("ADD", "a", &base);
+    assert!(ok, "{added}");
+    let holder = fs::File::open(dir.path().join("net").join("lock")).unwrap();
+    holder.lock().unwrap();
+    let child = common::spawn(
+        "ADD",
+        "b",
+        &base,
+        &[("CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT", "1")],
+    );
+    let started = std::time::Instant::now();
+    let output = common::wait(child);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "the deadline of 1 s was not read"
+    );
+    assert!(!output.success);
+    assert_eq!(output.json()["code"], 11, "{}", output.stdout);
+    assert!(
+        output.stderr.contains(
+            "CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT is read as CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT_SECONDS"
+        ),
+        "{}",
+        output.stderr
+    );
+    holder.unlock().unwrap();
 }
 
 /// Class 8: `resolvConf` naming a FIFO or an endless device is refused at once, naming it.
