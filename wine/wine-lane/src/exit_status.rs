@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::hns_cases::cbr0_pod_setup;
+use crate::cbr0::cbr0_pod_setup;
 use crate::lane::{Bench, Side};
 use crate::process::Ran;
 

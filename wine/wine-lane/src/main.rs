@@ -8,6 +8,7 @@
 //! `WINEDLLOVERRIDES`) before running this.
 #![forbid(unsafe_code)]
 
+mod cbr0;
 mod exit_status;
 mod hns_cases;
 mod lane;
