@@ -64,7 +64,7 @@ fn acls_for_mapped_ports_come_with_an_allow_all_fallback_that_check_requires() {
         ])
     );
 
-    // An endpoint without the fallback (as an earlier release made it) fails CHECK.
+    // An endpoint without the fallback (one made without it, or edited since) fails CHECK.
     let netns = node.namespace();
     config["prevResult"] = node.add("pod", &netns, &config).result();
     let endpoint = node.endpoint("pod_cbr0");

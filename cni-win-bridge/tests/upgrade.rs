@@ -218,8 +218,8 @@ fn a_reference_endpoint_that_is_not_this_attachments_is_named() {
     assert_eq!(node.endpoints(NETWORK), vec![before]);
     assert_eq!(node.reservations(NETWORK), [POD_IP]);
 
-    // Another pod's endpoint holding the address is not adopted: the ADD fails as before and
-    // keeps nothing of its own.
+    // Another pod's endpoint holding the address is not adopted: the ADD fails and keeps
+    // nothing of its own.
     std::fs::remove_file(node.ipam_dir().join(NETWORK).join(POD_IP)).unwrap();
     std::fs::write(
         node.ipam_dir().join(NETWORK).join("last_reserved_ip.0"),
