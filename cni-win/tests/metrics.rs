@@ -6,7 +6,7 @@
 mod common;
 
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cni_win::doctor::{self, Verdict};
 use cni_win::paths::NodePaths;
@@ -298,113 +298,4 @@ fn only_metrics_is_served() {
         build.contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))),
         "{build}"
     );
-}
-
-/// Not a check: the pod churn `scripts/render-dashboard` runs (`--ignored`) while Prometheus
-/// scrapes two daemons, to draw the dashboard of the README. Two nodes for
-/// `CNI_WIN_CHURN_SECONDS` (default 240): pools filling and draining, pods killed without DEL,
-/// ADDs dying after their reservation, then on the first node an HNS outage and restart.
-/// The daemons listen on `CNI_WIN_CHURN_ADDRESSES` (two, comma-separated).
-#[test]
-#[ignore = "a tool for scripts/render-dashboard, minutes long"]
-fn churn_for_the_dashboard() {
-    let seconds: u64 = std::env::var("CNI_WIN_CHURN_SECONDS")
-        .map(|s| s.parse().unwrap())
-        .unwrap_or(240);
-    let addresses = std::env::var("CNI_WIN_CHURN_ADDRESSES")
-        .unwrap_or_else(|_| "127.0.0.1:19760,127.0.0.1:19761".to_owned());
-    let nodes: Vec<ScratchNode> = (0..2).map(|_| ScratchNode::new()).collect();
-    let _daemons: Vec<Daemon> = nodes
-        .iter()
-        .zip(addresses.split(','))
-        .map(|(node, address)| {
-            let bin = node.dir().join("bin");
-            std::fs::create_dir_all(&bin).unwrap();
-            common::plugin(
-                &bin,
-                "win-bridge",
-                "CNI win-bridge plugin 0.1.0 (commit aaaaaaaaaaaa)",
-            );
-            Daemon::start_on(node, true, address, "2s")
-        })
-        .collect();
-    let targets = [180.0_f64, 80.0];
-    let mut pods: Vec<Vec<(String, Guid)>> = vec![Vec::new(), Vec::new()];
-    let mut serial = 0_u64;
-    let mut random = 0x2545_f491_4f6c_dd1d_u64;
-    let mut next = move |below: usize| {
-        random ^= random << 13;
-        random ^= random >> 7;
-        random ^= random << 17;
-        (random % below.max(1) as u64) as usize
-    };
-    let started = Instant::now();
-    let mut outage_done = false;
-    let mut restart_done = false;
-    while started.elapsed().as_secs() < seconds {
-        let t = started.elapsed().as_secs_f64() / seconds as f64;
-        for (n, node) in nodes.iter().enumerate() {
-            if n == 0 && outage_done && !restart_done {
-                continue; // HNS does not answer: no pod starts or stops there either.
-            }
-            // Up for the first quarter, steady, then the second node drains.
-            let want = match (n, t) {
-                (_, t) if t < 0.25 => targets[n] * t / 0.25,
-                (1, t) if t > 0.7 => targets[1] * (1.0 - (t - 0.7) / 0.3).max(0.1),
-                _ => targets[n],
-            } as usize;
-            let live = &mut pods[n];
-            if live.len() < want {
-                for _ in 0..(want - live.len()).min(6) {
-                    serial += 1;
-                    let id = format!("pod-{serial}");
-                    let namespace = start_pod(node, &id);
-                    live.push((id, namespace));
-                }
-            } else {
-                for _ in 0..(live.len() - want).min(6) {
-                    let (id, namespace) = live.swap_remove(next(live.len()));
-                    stop_pod(node, &id, namespace);
-                }
-            }
-            // Churn: a pod deleted and a pod killed without DEL now and then, an ADD that
-            // died after reserving now and then.
-            if !live.is_empty() && next(2) == 0 {
-                let (id, namespace) = live.swap_remove(next(live.len()));
-                stop_pod(node, &id, namespace);
-            }
-            if !live.is_empty() && next(6) == 0 {
-                let (_, namespace) = live.swap_remove(next(live.len()));
-                node.client.delete_namespace(namespace).unwrap();
-            }
-            if next(15) == 0 {
-                serial += 1;
-                reserve(node, &format!("crashed-{serial}"));
-            }
-        }
-        // The first node: HNS stops answering for a while, then restarts and loses every
-        // endpoint (the pods' sandboxes are re-created by kubelet: the loop adds them again).
-        if t > 0.45 && !outage_done {
-            outage_done = true;
-            for nth in 1..=400 {
-                nodes[0]
-                    .engine
-                    .inject_fault(
-                        hns::raw::Function::EnumerateNetworks,
-                        nth,
-                        hns::HResult::ERROR_TIMEOUT,
-                    )
-                    .unwrap();
-            }
-        }
-        if t > 0.55 && !restart_done {
-            restart_done = true;
-            nodes[0].engine.clear_controls().unwrap();
-            nodes[0].engine.suffer(Outage::Restart).unwrap();
-            for (_, namespace) in pods[0].drain(..) {
-                let _ = nodes[0].client.delete_namespace(namespace);
-            }
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
