@@ -15,7 +15,8 @@ use cni_win::confdir;
 use cni_win::node::Network;
 use cni_win::shutdown::Shutdown;
 use cni_win::sweep::{self, Commands, Pass};
-use cni_win_conformance::node::{Node, network_settings};
+use cni_win_conformance::flannel;
+use cni_win_conformance::node::Node;
 use cni_win_core::identity::Identity;
 use cni_win_core::snapshot::NodeSnapshot;
 use hns::schema::{
@@ -45,25 +46,14 @@ impl ScratchNode {
     }
 
     fn with_flags(flags: NetworkFlags) -> ScratchNode {
-        // No plugin runs on this node: the path only names its scratch directory.
-        let node = Node::new("cni-win", "tools");
-        node.create_network(&HostComputeNetwork {
-            flags,
-            ..network_settings("cbr0", "L2Bridge", &[("10.244.1.0/24", "10.244.1.1")])
-        });
-        let config = serde_json::json!({
-            "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
-            "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
-                     "dataDir": node.ipam_dir()}
-        });
-        let conf_dir = node.dir().join("net.d");
-        fs::create_dir_all(&conf_dir).unwrap();
-        fs::write(
-            conf_dir.join("10-cbr0.conf"),
-            serde_json::to_vec(&config).unwrap(),
-        )
-        .unwrap();
-        let conf = NetConf::parse(&serde_json::to_vec(&config).unwrap()).unwrap();
+        let node = Node::builder("tools")
+            .network(HostComputeNetwork {
+                flags,
+                ..flannel::host_gw("cbr0", &[("10.244.1.0/24", "10.244.1.1")])
+            })
+            .config("10-cbr0.conf", cbr0_config)
+            .build();
+        let conf = NetConf::parse(&serde_json::to_vec(&cbr0_config(&node)).unwrap()).unwrap();
         ScratchNode {
             client: node.client(),
             engine: node.engine(),
@@ -74,7 +64,7 @@ impl ScratchNode {
 
     /// The config directory holding `10-cbr0.conf`.
     pub fn conf_dir(&self) -> PathBuf {
-        self.node.dir().join("net.d")
+        self.node.conf_dir()
     }
 
     /// The networks the config directory configures now, decoded by their plugins' code.
@@ -187,6 +177,15 @@ impl ScratchNode {
     pub fn dir(&self) -> &Path {
         self.node.dir()
     }
+}
+
+/// win-bridge's config for `cbr0`, host-local over `node`'s store.
+fn cbr0_config(node: &Node) -> serde_json::Value {
+    serde_json::json!({
+        "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
+                 "dataDir": node.ipam_dir()}
+    })
 }
 
 /// A plugin binary in `bin` that answers `--version` with `about`, as doctor asks it.

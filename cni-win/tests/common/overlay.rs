@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use cni::NetConf;
 use cni_win::paths::NodePaths;
 use cni_win::source_vip::Settings;
-use cni_win_conformance::node::{Node, network_settings};
+use cni_win_conformance::flannel;
+use cni_win_conformance::node::Node;
 use hns::Client;
-use hns::schema::policy::{IsolationIdPolicy, ProviderAddressPolicy, VxlanPortPolicy};
-use hns::schema::{NetworkPolicy, SubnetPolicy};
+use hns::schema::{HostComputeNetwork, NetworkType};
 use ipam_host_local::HostLocal;
 use serde_json::{Value, json};
 
@@ -29,37 +29,33 @@ impl Overlay {
     }
 
     pub fn with(network_type: &str, plugin: &str) -> Overlay {
-        let node = Node::new("cni-win", "source-vip");
-        let mut network = network_settings(
-            "flannel.4096",
-            network_type,
-            &[("10.244.1.0/24", "10.244.1.1")],
-        );
-        for subnet in network.ipams.iter_mut().flat_map(|ipam| &mut ipam.subnets) {
-            subnet.policies = vec![SubnetPolicy::Vsid(IsolationIdPolicy { isolation_id: 4096 })];
-        }
-        network.policies = vec![
-            NetworkPolicy::VxlanPort(VxlanPortPolicy { port: 4789 }),
-            NetworkPolicy::ProviderAddress(ProviderAddressPolicy {
-                provider_address: "10.127.130.38".parse().unwrap(),
-            }),
-        ];
-        node.create_network(&network);
-        let overlay = Overlay {
+        let network = HostComputeNetwork {
+            network_type: NetworkType::parse(network_type),
+            ..flannel::vxlan(
+                "flannel.4096",
+                &[("10.244.1.0/24", "10.244.1.1")],
+                flannel::VNI,
+            )
+        };
+        let plugin = plugin.to_owned();
+        let node = Node::builder("source-vip")
+            .network(network)
+            .config("10-net.conf", move |node| {
+                json!({
+                    "cniVersion": "1.0.0", "name": "flannel.4096", "type": plugin,
+                    "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
+                             "dataDir": node.ipam_dir()}
+                })
+            })
+            .build();
+        Overlay {
             client: node.client(),
             node,
-        };
-        fs::create_dir_all(overlay.conf_dir()).unwrap();
-        overlay.write_config(&json!({
-            "cniVersion": "1.0.0", "name": "flannel.4096", "type": plugin,
-            "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
-                     "dataDir": overlay.node.ipam_dir()}
-        }));
-        overlay
+        }
     }
 
     pub fn conf_dir(&self) -> PathBuf {
-        self.node.dir().join("net.d")
+        self.node.conf_dir()
     }
 
     pub fn write_config(&self, config: &Value) {

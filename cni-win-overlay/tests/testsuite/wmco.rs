@@ -10,24 +10,22 @@
 //! merged into the plugin's OutBoundNAT), with a warning naming each key; one whose keys only
 //! differ in case is read as its typed policy. Fixtures (`testdata/field/openshift-wmco-*`)
 //! are written from those shapes.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
 
-mod common;
-
-use std::path::Path;
-
-use cni_win_conformance::node::load_json;
+use cni_win_conformance::flannel::PROVIDER_ADDRESS;
 use cni_win_conformance::node::policy::{nat, provider_address, route};
-use common::{PROVIDER_ADDRESS, node_with};
+use cni_win_conformance::node::{Node, load_json};
 use hns::schema::{EndpointPolicy, ModifyRequest, RequestType};
 use serde_json::{Value, json};
 
+use crate::PLUGIN;
+
 fn field(name: &str) -> Value {
-    load_json(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("testdata/field")
-            .join(name),
-    )
+    load_json(&PLUGIN.testdata("field").join(name))
+}
+
+/// A node whose overlay network is WMCO's.
+fn node_with(label: &str) -> Node {
+    PLUGIN.node_with(WMCO_NETWORK, label)
 }
 
 /// The WMCO overlay network's name.
@@ -36,7 +34,7 @@ const WMCO_NETWORK: &str = "OVNKubernetesHybridOverlayNetwork";
 #[test]
 fn openshift_wmco_configs_run_with_their_policies_sent_as_written() {
     // camelCase keys throughout.
-    let node = node_with(WMCO_NETWORK, "wmco-camel");
+    let node = node_with("wmco-camel");
     let config = node.with_data_dir(field("openshift-wmco-camelcase.json"));
     let (endpoint, log) = node.pod_life_cycle(&config);
     assert_eq!(
@@ -58,7 +56,7 @@ fn openshift_wmco_configs_run_with_their_policies_sent_as_written() {
     assert!(!log.contains("policies[2]"), "{log}");
 
     // PascalCase keys, `SDNROUTE`, a V1 key inside V2 settings.
-    let node = node_with(WMCO_NETWORK, "wmco-pascal");
+    let node = node_with("wmco-pascal");
     let mut config = field("openshift-wmco-pascalcase.json");
     config["Ipam"]["dataDir"] = json!(node.ipam_dir());
     let (endpoint, log) = node.pod_life_cycle(&config);
@@ -78,7 +76,7 @@ fn openshift_wmco_configs_run_with_their_policies_sent_as_written() {
 
 #[test]
 fn envelope_and_settings_keys_are_matched_in_any_case() {
-    let node = node_with(WMCO_NETWORK, "any-case");
+    let node = node_with("any-case");
     let mut config = node.with_data_dir(field("openshift-wmco-camelcase.json"));
     config["ipMasq"] = json!(true);
     config["policies"] = json!([
@@ -103,7 +101,7 @@ fn envelope_and_settings_keys_are_matched_in_any_case() {
 /// report a policy sent with keys it ignores in its own spelling, without them.
 #[test]
 fn check_compares_policies_by_what_hns_applies() {
-    let node = node_with(WMCO_NETWORK, "check-effect");
+    let node = node_with("check-effect");
     let mut config = node.with_data_dir(field("openshift-wmco-camelcase.json"));
     config["cniVersion"] = json!("1.0.0");
     let netns = node.namespace();

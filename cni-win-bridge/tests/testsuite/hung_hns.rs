@@ -1,15 +1,14 @@
 //! HNS that does not answer (the emulator's latency above the HNS deadline):
 //! the command fails with code 110 in time, naming the function and the wait,
 //! and leaves nothing it created behind.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
-
-mod common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{Call, NETWORK, Node, config};
+use cni_win_conformance::node::{Call, Node};
 use serde_json::Value;
+
+use crate::{NETWORK, config};
 
 const ENV_VAR: &str = "CNI_WIN_HNS_TIMEOUT_SECONDS";
 
@@ -41,7 +40,7 @@ fn assert_names_the_wait(message: &str) {
 
 #[test]
 fn add_against_a_hung_hns_fails_with_110_and_leaves_nothing() {
-    let node = common::node("hung-add");
+    let node = crate::node("hung-add");
     let mut config = config(&node, "1.0.0");
     config["hnsTimeoutSeconds"] = 0.3.into();
     let netns = node.namespace();
@@ -61,7 +60,7 @@ fn add_against_a_hung_hns_fails_with_110_and_leaves_nothing() {
 
 #[test]
 fn del_against_a_hung_hns_fails_with_110_keeps_the_address_and_a_later_del_cleans_up() {
-    let node = common::node("hung-del");
+    let node = crate::node("hung-del");
     let config = config(&node, "1.0.0");
     let netns = node.namespace();
     node.add("pod", &netns, &config).result();
@@ -82,7 +81,7 @@ fn del_against_a_hung_hns_fails_with_110_keeps_the_address_and_a_later_del_clean
 
 #[test]
 fn a_bad_deadline_is_a_config_or_environment_error() {
-    let node = common::node("hung-config");
+    let node = crate::node("hung-config");
     let mut config = config(&node, "1.0.0");
     let netns = node.namespace();
     config["hnsTimeoutSeconds"] = "soon".into();

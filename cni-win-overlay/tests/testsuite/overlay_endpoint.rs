@@ -1,45 +1,26 @@
-//! win-overlay's own life-cycle assertions: in every spec version the pod gets the HNS gateway
-//! (.1) and the prefix+IPv4 MAC; the endpoint carries the provider address, the ipMasq
-//! exception and port mappings; dual-stack where HNS supports it; the call budgets with 1 and
-//! 501 endpoints. The shared ones are the HNS catalogue's.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
+//! What win-overlay's endpoint takes from the config and the network: the MAC from the prefix
+//! and the IPv4 address, the provider address, the ipMasq exception (every subnet of the
+//! network) and port mappings; dual-stack where HNS supports it, never IPv6 alone; a provider
+//! address changed under the same network ID. The shared life cycle is the HNS catalogue's and
+//! the suite's (every spec version, the call budgets).
 
-mod common;
+use std::net::Ipv4Addr;
 
+use cni_win_conformance::flannel::PROVIDER_ADDRESS;
+use cni_win_conformance::node::Node;
 use cni_win_conformance::node::policy::{nat, provider_address, route};
-use cni_win_conformance::node::{Budget, first_address};
-use common::{NETWORK, Node, PLUGIN, PROVIDER_ADDRESS, config, overlay_network};
 use serde_json::{Value, json};
 
-/// The MAC win-overlay gives the pod at 10.244.1.`last`.
-fn mac(last: u8) -> String {
-    format!("0E-2A-0A-F4-01-{last:02X}")
-}
+use crate::{NETWORK, PLUGIN, config, mac};
 
-#[test]
-fn add_check_del_in_every_version() {
-    let node = common::node("versions");
-    node.in_every_version(
-        NETWORK,
-        "10.244.1.1",
-        |version| config(&node, version),
-        |_, _, result| {
-            let (address, _) = first_address(result);
-            if result.get("ips").is_some() {
-                assert_eq!(
-                    result["routes"][0],
-                    json!({"dst": "0.0.0.0/0", "gw": "10.244.1.1"})
-                );
-                let last: u8 = address.split(['.', '/']).nth(3).unwrap().parse().unwrap();
-                assert_eq!(result["interfaces"][0]["mac"], mac(last), "{result}");
-            }
-        },
-    );
+/// The MAC win-overlay gives the pod at 10.244.1.`last`.
+fn mac_of(last: u8) -> String {
+    mac(Ipv4Addr::new(10, 244, 1, last))
 }
 
 #[test]
 fn the_endpoint_is_what_the_config_and_the_network_say() {
-    let node = common::node("endpoint");
+    let node = crate::node("endpoint");
     let netns = node.namespace();
     let mut config = config(&node, "1.0.0");
     config["endpointMacPrefix"] = json!("0a-58");
@@ -72,21 +53,13 @@ fn the_endpoint_is_what_the_config_and_the_network_say() {
     config["prevResult"] = result;
     node.check("web", &netns, &config).silent();
     let mut moved = config.clone();
-    moved["prevResult"]["interfaces"][0]["mac"] = json!(mac(2));
+    moved["prevResult"]["interfaces"][0]["mac"] = json!(mac_of(2));
     let msg = node.check("web", &netns, &moved).error(113);
     assert!(msg.contains("0A-58-0A-F4-01-02"), "{msg}");
 }
 
 fn dual_stack_node(label: &str) -> (Node, Value) {
-    let node = Node::new(PLUGIN, label);
-    node.create_network(&overlay_network(
-        NETWORK,
-        &[
-            ("10.244.1.0/24", "10.244.1.1"),
-            ("fd00:10:244:1::/64", "fd00:10:244:1::1"),
-        ],
-        4096,
-    ));
+    let node = PLUGIN.dual_stack_node(label);
     let mut config = config(&node, "1.0.0");
     config["ipam"] = json!({
         "type": "host-local", "dataDir": node.ipam_dir(),
@@ -110,7 +83,7 @@ fn dual_stack_configures_both_families_where_hns_supports_it() {
     let endpoint = serde_json::to_value(node.endpoint("pod_flannel.4096")).unwrap();
     assert_eq!(
         endpoint["MacAddress"],
-        mac(2),
+        mac_of(2),
         "the MAC comes from the IPv4 address"
     );
     assert_eq!(
@@ -153,31 +126,11 @@ fn ipv6_only_is_refused_since_hns_has_no_ipv6_only_overlay() {
 }
 
 #[test]
-fn call_budgets_do_not_depend_on_the_number_of_endpoints() {
-    let node = common::node("budget");
-    // The overlay reads the network's policies, which change under an unchanged ID: a warm
-    // ADD and CHECK query the network after opening it by its cached ID (one call more than
-    // win-bridge), and skip the lookup by name.
-    let limits = Budget {
-        cold_add: (7, 10),
-        add: (6, 9),
-        repeated_add: (5, 7),
-        check: (4, 6),
-        del: (3, 4),
-    };
-    let (few, _) = node.assert_budgets(NETWORK, &config(&node, "1.1.0"), &limits);
-    assert_eq!(
-        few, limits,
-        "the budgets are exact: a change must update the README"
-    );
-}
-
-#[test]
 fn a_provider_address_changed_under_the_same_network_id_is_read_again() {
     use hns::schema::policy::ProviderAddressPolicy;
     use hns::schema::{ModifyRequest, NetworkPolicy, RequestType};
 
-    let node = common::node("cache-provider-address");
+    let node = crate::node("cache-provider-address");
     let config = config(&node, "1.1.0");
     // The first ADD warms the network cache with the network as it is now.
     node.add("first", &node.namespace(), &config).result();

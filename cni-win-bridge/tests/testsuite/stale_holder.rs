@@ -1,19 +1,17 @@
 //! A stale endpoint holding the new pod's address (`HCN_E_ADDR_INVALID_OR_RESERVED`): removed
 //! and the create retried when it is provably a dead attachment of cni-win's on this network;
 //! code 110 naming it otherwise.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
-
-mod common;
 
 use cni_win_conformance::node::{Node, first_address};
-use common::{NETWORK, config};
 use hns::schema::EndpointFlags;
+
+use crate::{NETWORK, config};
 
 /// A node where pod `label` got 10.244.1.3 and host-local then lost its store (a node whose
 /// data dir was wiped while HNS kept its endpoints): the next pod is given .3 again. (Each
 /// test's old pod has its own name: attachment locks are the machine's.)
 fn node_with_old_pod(label: &str) -> (Node, String) {
-    let node = common::node(label);
+    let node = crate::node(label);
     let netns = node.namespace();
     let result = node.add(label, &netns, &config(&node, "1.0.0")).result();
     assert_eq!(first_address(&result).0, "10.244.1.3/24");
@@ -23,7 +21,7 @@ fn node_with_old_pod(label: &str) -> (Node, String) {
 
 /// A node whose store is empty and where something else holds .3.
 fn node_with_holder(label: &str, name: &str, flags: EndpointFlags) -> Node {
-    let node = common::node(label);
+    let node = crate::node(label);
     node.foreign_endpoint(NETWORK, name, "10.244.1.3", flags);
     node
 }

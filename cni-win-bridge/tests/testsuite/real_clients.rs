@@ -2,16 +2,15 @@
 //! `cni.dev/valid-attachments` may be absent (libcni's `cnitool gc`; see robustness.rs) but not
 //! malformed, and cnitool's `CNI_NETNS` is passed through `filepath.Abs`, so a containerd-style
 //! namespace GUID arrives as the last component of a path.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
 
-mod common;
-
-use common::{Call, NETWORK, config};
+use cni_win_conformance::node::Call;
 use serde_json::json;
+
+use crate::{NETWORK, config};
 
 #[test]
 fn gc_with_a_malformed_list_is_still_refused_and_removes_nothing() {
-    let node = common::node("gc-malformed");
+    let node = crate::node("gc-malformed");
     let config = config(&node, "1.1.0");
     node.add("a", &node.namespace(), &config).result();
     for bad in [json!("a/eth0"), json!([{"containerID": 5}]), json!({})] {
@@ -28,7 +27,7 @@ fn gc_with_a_malformed_list_is_still_refused_and_removes_nothing() {
 /// to the namespace the last component names, and the result reports the value as given.
 #[test]
 fn a_netns_path_ending_in_a_namespace_guid_is_that_namespace() {
-    let node = common::node("netns-path");
+    let node = crate::node("netns-path");
     let config = config(&node, "1.0.0");
     for (pod, spelling) in [
         ("plain", "/some/dir/GUID"),
@@ -61,7 +60,7 @@ fn a_netns_path_ending_in_a_namespace_guid_is_that_namespace() {
 
 #[test]
 fn a_netns_path_not_ending_in_a_guid_is_refused_in_display_form() {
-    let node = common::node("netns-bad-path");
+    let node = crate::node("netns-bad-path");
     let config = config(&node, "1.0.0");
     let guid = node.namespace();
     for netns in [

@@ -1,69 +1,15 @@
 //! A node upgraded from the reference win-bridge while pods run: the pods the reference
-//! attached (its endpoint shape, its host-local reservation) go through CHECK, repeated ADD,
-//! DEL and GC of cni-win's win-bridge.
-//!
-//! The reference's endpoint is created here through the raw HCN API with the document its V2
-//! ADD sends (shared/reference: `<containerID>_<network>`, an ID HNS chooses, the user's
-//! policies followed by a separate OutBoundNAT for `ipMasqNetwork`, `PortMapping` with
-//! `"VIP": ""` and no flags, no prefix length, the x.2 default route), attached with
-//! `HcnModifyNamespace`; its reservation is the file the reference's host-local writes.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
+//! attached (its endpoint shape, its host-local reservation: [`PLUGIN`]'s `reference_add`) go
+//! through CHECK (and what it costs), an ADD in another namespace or for another pod, DEL and
+//! GC of cni-win's win-bridge. The repeated ADD that adopts such a pod is the suite's
+//! ([`cni_win_conformance::plugin::upgrade`]).
 
-mod common;
-
-use cni_win_conformance::node::policy;
-use common::{Node, config};
+use cni_win_conformance::node::{Call, Node};
+use cni_win_conformance::plugin::upgrade::POD_IP;
 use hns::schema::{EndpointFlags, HostComputeEndpoint};
 use serde_json::{Value, json};
 
-const NETWORK: &str = common::NETWORK;
-/// The address the reference's host-local gave the pod.
-const POD_IP: &str = "10.244.1.10";
-
-/// The config the node ran with the reference and keeps with cni-win: the plain one plus
-/// `ipMasqNetwork` (which the reference writes as a second OutBoundNAT) and a port mapping.
-fn upgraded_config(node: &Node) -> Value {
-    let mut config = config(node, "1.0.0");
-    config["ipMasqNetwork"] = json!("10.0.0.0/8");
-    config["runtimeConfig"] =
-        json!({"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]});
-    config
-}
-
-/// What the reference's V2 ADD leaves for `container` in `netns` when its host-local gave it
-/// `ip`: the reservation file, the endpoint (created and attached as it does). Returns the
-/// result it printed.
-fn reference_add(node: &Node, container: &str, ip: &str, netns: &str, config: &Value) -> Value {
-    let store = node.ipam_dir().join(NETWORK);
-    std::fs::create_dir_all(&store).unwrap();
-    std::fs::write(store.join(ip), format!("{container}\r\neth0")).unwrap();
-    std::fs::write(store.join("last_reserved_ip.0"), ip).unwrap();
-
-    // The config's two policies as given, then the reference's own, each separate.
-    let policies = [
-        policy::nat(&["10.244.0.0/16", "10.96.0.0/12"]),
-        policy::route("10.96.0.0/12"),
-        policy::nat(&["10.0.0.0/8"]),
-        json!({"Type": "PortMapping", "Settings": {"InternalPort": 80, "ExternalPort": config["runtimeConfig"]["portMappings"][0]["hostPort"], "Protocol": 6, "VIP": ""}}),
-    ];
-    let network = node.network_id(NETWORK);
-    let document = json!({
-        "SchemaVersion": {"Major": 2, "Minor": 0},
-        "Name": format!("{container}_{NETWORK}"),
-        "HostComputeNetwork": network.to_string(),
-        "Policies": policies,
-        "IpConfigurations": [{"IpAddress": ip}],
-        "Dns": {"Search": config["dns"]["search"], "ServerList": config["dns"]["nameservers"]},
-        "Routes": [{"NextHop": "10.244.1.2", "DestinationPrefix": "0.0.0.0/0"}]
-    });
-    let endpoint = node.raw_endpoint(NETWORK, &document, netns);
-    json!({
-        "cniVersion": "1.0.0",
-        "interfaces": [{"name": endpoint.name, "mac": endpoint.mac_address}],
-        "ips": [{"address": format!("{ip}/24"), "gateway": "10.244.1.2"}],
-        "dns": {"nameservers": config["dns"]["nameservers"], "search": config["dns"]["search"]}
-    })
-}
+use crate::{NETWORK, PLUGIN, reference_config};
 
 /// `config` for another pod of the node: a host port is the host's, so each pod maps its own.
 fn with_host_port(config: &Value, port: u16) -> Value {
@@ -94,10 +40,10 @@ fn gc_config(config: &Value, valid: &[&str]) -> Value {
 
 #[test]
 fn the_reference_endpoint_has_the_documented_shape() {
-    let node = common::node("shape");
-    let config = upgraded_config(&node);
+    let node = crate::node("shape");
+    let config = reference_config(&node);
     let netns = node.namespace();
-    reference_add(&node, "old", POD_IP, &netns, &config);
+    PLUGIN.reference_add(&node, "old", POD_IP, &netns, &config);
     let endpoint = reference_endpoint(&node, "old");
     assert!(!endpoint.id.is_zero(), "HNS chose the ID");
     assert_eq!(endpoint.host_compute_namespace.to_string(), netns);
@@ -116,10 +62,10 @@ fn the_reference_endpoint_has_the_documented_shape() {
 
 #[test]
 fn check_finds_and_checks_the_reference_endpoint() {
-    let node = common::node("check");
-    let config = upgraded_config(&node);
+    let node = crate::node("check");
+    let config = reference_config(&node);
     let netns = node.namespace();
-    let result = reference_add(&node, "old", POD_IP, &netns, &config);
+    let result = PLUGIN.reference_add(&node, "old", POD_IP, &netns, &config);
     let checked = with_prev_result(&config, &result);
     node.calls();
     node.check("old", &netns, &checked).silent();
@@ -172,41 +118,11 @@ fn check_finds_and_checks_the_reference_endpoint() {
 }
 
 #[test]
-fn a_repeated_add_adopts_the_reference_endpoint() {
-    let node = common::node("adopt");
-    let config = upgraded_config(&node);
-    let netns = node.namespace();
-    reference_add(&node, "old", POD_IP, &netns, &config);
-    let before = reference_endpoint(&node, "old");
-    node.calls();
-    let result = node.add("old", &netns, &config).result();
-    let adopt = node.calls();
-    assert_eq!(result["ips"][0]["address"], format!("{POD_IP}/24"));
-    assert_eq!(result["ips"][0]["gateway"], "10.244.1.2");
-    assert_eq!(
-        result["interfaces"][0]["mac"],
-        before.mac_address.unwrap().to_string()
-    );
-    assert_eq!(result["interfaces"][0]["sandbox"], netns.as_str());
-    assert_eq!(node.endpoints(NETWORK), vec![before.clone()]);
-    assert_eq!(node.reservations(NETWORK), [POD_IP]);
-    // Again: the same result; and CHECK accepts what ADD returned.
-    assert_eq!(node.add("old", &netns, &config).result(), result);
-    node.check("old", &netns, &with_prev_result(&config, &result))
-        .silent();
-    eprintln!("repeated ADD of a reference pod, raw HCN calls (without, with closes): {adopt:?}");
-
-    node.del("old", Some(&netns), &config).silent();
-    assert!(node.endpoints(NETWORK).is_empty());
-    assert!(node.reservations(NETWORK).is_empty());
-}
-
-#[test]
 fn a_reference_endpoint_that_is_not_this_attachments_is_named() {
-    let node = common::node("holder");
-    let config = upgraded_config(&node);
+    let node = crate::node("holder");
+    let config = reference_config(&node);
     let netns = node.namespace();
-    reference_add(&node, "old", POD_IP, &netns, &config);
+    PLUGIN.reference_add(&node, "old", POD_IP, &netns, &config);
     let before = reference_endpoint(&node, "old");
     // Another namespace: the holder stays where it is, and so does the address.
     let message = node.add("old", &node.namespace(), &config).error(111);
@@ -238,10 +154,10 @@ fn a_reference_endpoint_that_is_not_this_attachments_is_named() {
 
 #[test]
 fn del_removes_the_reference_endpoint_and_its_reservation() {
-    let node = common::node("del");
-    let config = upgraded_config(&node);
+    let node = crate::node("del");
+    let config = reference_config(&node);
     let netns = node.namespace();
-    reference_add(&node, "old", POD_IP, &netns, &config);
+    PLUGIN.reference_add(&node, "old", POD_IP, &netns, &config);
     node.calls();
     node.del("old", Some(&netns), &config).silent();
     let del = node.calls();
@@ -253,16 +169,16 @@ fn del_removes_the_reference_endpoint_and_its_reservation() {
 
 #[test]
 fn gc_keeps_valid_reference_pods_and_collects_stale_ones() {
-    let node = common::node("gc");
-    let config = upgraded_config(&node);
+    let node = crate::node("gc");
+    let config = reference_config(&node);
     let live_netns = node.namespace();
-    reference_add(&node, "live", POD_IP, &live_netns, &config);
+    PLUGIN.reference_add(&node, "live", POD_IP, &live_netns, &config);
     let live = reference_endpoint(&node, "live");
     // A second reference pod, gone from the runtime: its endpoint and address are stale.
     let stale_netns = node.namespace();
-    reference_add(
+    PLUGIN.reference_add(
         &node,
-        "gone",
+        "gone-reference",
         "10.244.1.20",
         &stale_netns,
         &with_host_port(&config, 8081),
@@ -278,7 +194,7 @@ fn gc_keeps_valid_reference_pods_and_collects_stale_ones() {
     );
     node.foreign_endpoint(NETWORK, "cbr0_ep", "10.244.1.202", EndpointFlags::NONE);
 
-    node.run(&common::Call::network("GC", &gc_config(&config, &["live"])))
+    node.run(&Call::network("GC", &gc_config(&config, &["live"])))
         .silent();
     let mut left: Vec<String> = node
         .endpoints(NETWORK)

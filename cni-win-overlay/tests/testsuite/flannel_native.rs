@@ -1,18 +1,18 @@
 //! win-overlay listed directly in a conflist with Flannel's `subnetFile` (Flannel-native mode):
-//! the vxlan example, `ipMasq` from `FLANNEL_IPMASQ` unless the config sets it, CHECK noticing
-//! a node subnet that changed, STATUS as the node's readiness gate and GC without subnet.env.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
+//! `ipMasq` from `FLANNEL_IPMASQ` unless the config sets it, and STATUS as the node's readiness
+//! gate while flanneld and HNS set the network up. What both plugins do in this mode is the
+//! suite's ([`cni_win_conformance::plugin::flannel_native`]).
 
-mod common;
-
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cni_win_conformance::node::load_json;
+use cni_win_conformance::flannel::{self, PROVIDER_ADDRESS, VNI};
 use cni_win_conformance::node::policy::{nat, provider_address, route};
-use common::{Call, NETWORK, Node, PROVIDER_ADDRESS};
+use cni_win_conformance::node::{Call, Node};
+use cni_win_conformance::plugin::flannel_native::{native, subnet_env};
 use hns::schema::NetworkPolicy;
 use serde_json::{Value, json};
+
+use crate::{NETWORK, PLUGIN};
 
 /// What flanneld's vxlan backend writes for this node (`FLANNEL_IPMASQ` as given).
 fn flanneld_writes(subnet: &str, ip_masq: &str) -> String {
@@ -22,40 +22,24 @@ fn flanneld_writes(subnet: &str, ip_masq: &str) -> String {
     )
 }
 
-fn subnet_env(node: &Node) -> PathBuf {
-    node.dir().join("run").join("subnet.env")
-}
-
 fn write_subnet_env(node: &Node, text: &str) {
-    let path = subnet_env(node);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
+    std::fs::write(subnet_env(node), text).unwrap();
 }
 
 /// The vxlan example's plugin as libcni hands it over, its Flannel files and host-local's
 /// store under the node's dir.
 fn native_example(node: &Node) -> Value {
-    let list = load_json(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples/win-overlay/flannel-vxlan-native.conflist"),
-    );
-    let mut config = list["plugins"][0].clone();
-    config["name"] = list["name"].clone();
-    config["cniVersion"] = list["cniVersion"].clone();
-    config["subnetFile"] = json!(subnet_env(node));
-    config["dataDir"] = json!(node.dir().join("flannel"));
-    config["ipam"] = json!({"type": "host-local", "dataDir": node.ipam_dir()});
-    config
+    native(&PLUGIN, node)
 }
 
 fn policies(node: &Node, container_id: &str) -> Value {
-    serde_json::to_value(node.endpoint(&format!("{container_id}_{NETWORK}"))).unwrap()["Policies"]
+    serde_json::to_value(node.endpoint(&PLUGIN.endpoint_name(container_id))).unwrap()["Policies"]
         .clone()
 }
 
 #[test]
 fn the_native_example_takes_ip_masq_from_subnet_env_unless_the_config_sets_it() {
-    let node = common::node("native-example");
+    let node = crate::node("native-example");
     let mut config = native_example(&node);
     let service = route("10.96.0.0/12");
     let pa = provider_address(PROVIDER_ADDRESS);
@@ -85,28 +69,8 @@ fn the_native_example_takes_ip_masq_from_subnet_env_unless_the_config_sets_it() 
 }
 
 #[test]
-fn check_reports_a_node_subnet_that_changed_since_the_pod_was_added() {
-    let node = common::node("moved");
-    let mut config = native_example(&node);
-    write_subnet_env(&node, &flanneld_writes("10.244.1.1/24", "true"));
-    let netns = node.namespace();
-    config["prevResult"] = node.add("pod", &netns, &config).result();
-    node.check("pod", &netns, &config).silent();
-
-    // flanneld got a new lease for the node.
-    write_subnet_env(&node, &flanneld_writes("10.244.7.1/24", "true"));
-    let msg = node.check("pod", &netns, &config).error(113);
-    assert!(
-        msg.contains("subnet changed")
-            && msg.contains("10.244.1.2")
-            && msg.contains("10.244.7.0/24"),
-        "{msg}"
-    );
-}
-
-#[test]
 fn status_is_ready_only_when_an_add_would_succeed() {
-    let node = Node::new(common::PLUGIN, "gate");
+    let node = PLUGIN.node_without_network("gate");
     let config = native_example(&node);
     let status = || node.run(&Call::network("STATUS", &config));
 
@@ -128,7 +92,7 @@ fn status_is_ready_only_when_an_add_would_succeed() {
     node.engine()
         .set_switch_settle(Duration::from_secs(3600))
         .unwrap();
-    let mut network = common::overlay_network(NETWORK, &[("10.244.1.0/24", "10.244.1.1")], 4096);
+    let mut network = flannel::vxlan(NETWORK, &[("10.244.1.0/24", "10.244.1.1")], VNI);
     network
         .policies
         .retain(|policy| !matches!(policy, NetworkPolicy::ProviderAddress(_)));
@@ -138,10 +102,10 @@ fn status_is_ready_only_when_an_add_would_succeed() {
     node.add("early", &node.namespace(), &config).error(11);
 
     node.client().delete_network(id).unwrap();
-    node.create_network(&common::overlay_network(
+    node.create_network(&flannel::vxlan(
         NETWORK,
         &[("10.244.1.0/24", "10.244.1.1")],
-        4096,
+        VNI,
     ));
     status().silent();
 
@@ -157,18 +121,4 @@ fn status_is_ready_only_when_an_add_would_succeed() {
         msg.contains("10.244.1.0/30") && msg.contains("notReadyWhenFull"),
         "{msg}"
     );
-}
-
-#[test]
-fn gc_collects_without_subnet_env() {
-    let node = common::node("gc");
-    let mut config = native_example(&node);
-    write_subnet_env(&node, &flanneld_writes("10.244.1.1/24", "true"));
-    node.add("stale", &node.namespace(), &config).result();
-    std::fs::remove_file(subnet_env(&node)).unwrap();
-
-    config["cni.dev/valid-attachments"] = json!([]);
-    node.run(&Call::network("GC", &config)).silent();
-    assert!(node.endpoints(NETWORK).is_empty());
-    assert!(node.reservations(NETWORK).is_empty());
 }

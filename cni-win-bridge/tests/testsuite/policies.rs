@@ -5,9 +5,6 @@
 //! not merged) and an ACL in windows-container-networking's example shape (sent as written,
 //! without a fallback: the user's own ACLs are theirs); the ACLs `allowAclPortMapping` writes,
 //! with their allow-all fallback.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
-
-mod common;
 
 use std::path::Path;
 
@@ -18,7 +15,7 @@ use serde_json::json;
 
 #[test]
 fn additional_args_in_any_case_with_a_v1_key_inside_v2_settings() {
-    let node = common::node("any-case");
+    let node = crate::node("any-case");
     let config = node.with_data_dir(load_json(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("testdata/field/sdnbridge-additional-args-any-case.json"),
@@ -45,8 +42,8 @@ fn additional_args_in_any_case_with_a_v1_key_inside_v2_settings() {
 /// endpoint to them.
 #[test]
 fn acls_for_mapped_ports_come_with_an_allow_all_fallback_that_check_requires() {
-    let node = common::node("acl-fallback");
-    let mut config = common::config(&node, "1.0.0");
+    let node = crate::node("acl-fallback");
+    let mut config = crate::config(&node, "1.0.0");
     config["optionalFlags"] = json!({"allowAclPortMapping": true, "localRoutedPortMapping": true});
     config["runtimeConfig"] =
         json!({"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]});

@@ -2,14 +2,13 @@
 //! ID and subnet, deleted, dropped by a reboot, replaced by one of another type, raced by
 //! concurrent ADDs) or to the cache file (another network's, damaged, a link), ADD puts the
 //! endpoint on the network that has the name now, or fails as it would without a cache.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
 
-mod common;
-
-use common::{NETWORK, Node, config, network_settings};
+use cni_win_conformance::node::{Node, network_settings};
 use hns::schema::{HostComputeNetwork, NetworkFlags};
 use hns::{Function, Guid, HResult};
 use serde_json::Value;
+
+use crate::{NETWORK, config};
 
 /// `cbr0` as flanneld creates it again with another node subnet.
 fn recreated() -> HostComputeNetwork {
@@ -32,7 +31,7 @@ fn cached_id(node: &Node) -> Option<Guid> {
 
 /// A node whose cache is warm: one pod added.
 fn warm_node(label: &str) -> Node {
-    let node = common::node(label);
+    let node = crate::node(label);
     node.add("warm", &node.namespace(), &config(&node, "1.1.0"))
         .result();
     assert_eq!(cached_id(&node), Some(node.network_id(NETWORK)));
@@ -127,7 +126,7 @@ fn a_deleted_network_is_missing_not_cached() {
 
 #[test]
 fn a_non_persistent_network_dropped_by_a_reboot_is_not_used() {
-    let node = Node::new(common::PLUGIN, "cache-reboot");
+    let node = crate::PLUGIN.node_without_network("cache-reboot");
     let mut settings = network_settings(NETWORK, "L2Bridge", &[("10.244.1.0/24", "10.244.1.1")]);
     settings.flags = NetworkFlags::ENABLE_NON_PERSISTENT;
     let old = node.create_network(&settings);

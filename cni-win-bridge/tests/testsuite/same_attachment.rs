@@ -1,16 +1,14 @@
 //! Commands of one attachment racing each other (runtime retries, a DEL racing a slow ADD):
 //! whatever the interleaving, the endpoint and the reservation either both exist and hold the
 //! address the last successful ADD returned, or are both gone.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
-
-mod common;
 
 use std::collections::BTreeSet;
 use std::time::Instant;
 
 use cni_win_conformance::node::{Node, Reply, first_address};
-use common::{NETWORK, config};
 use serde_json::Value;
+
+use crate::{NETWORK, config};
 
 /// The attachment's endpoint address and host-local's reservations, as they stand.
 fn state(node: &Node, container_id: &str) -> (Option<String>, Vec<String>) {
@@ -66,7 +64,7 @@ fn address(result: &Value) -> String {
 
 #[test]
 fn twenty_concurrent_adds_agree_with_what_they_returned() {
-    let node = common::node("race-adds");
+    let node = crate::node("race-adds");
     let netns = node.namespace();
     for trial in 0..3 {
         let pod = format!("race-adds-{}-{trial}", std::process::id());
@@ -104,7 +102,7 @@ fn twenty_concurrent_adds_agree_with_what_they_returned() {
 
 #[test]
 fn adds_dels_and_checks_interleaved_leave_both_or_neither() {
-    let node = common::node("race-mixed");
+    let node = crate::node("race-mixed");
     let netns = node.namespace();
     let mut commands = vec!["ADD"; 12];
     commands.extend(["DEL"; 6]);
@@ -146,7 +144,7 @@ fn adds_dels_and_checks_interleaved_leave_both_or_neither() {
 
 #[test]
 fn a_command_waits_for_the_attachments_lock_and_gives_up_with_11() {
-    let node = common::node("lock-wait");
+    let node = crate::node("lock-wait");
     let netns = node.namespace();
     let pod = format!("lock-wait-{}", std::process::id());
     let held = cni_win_core::attachment_lock::try_lock(NETWORK, &pod, "eth0")
@@ -179,7 +177,7 @@ fn a_refused_create_looks_for_the_endpoint_before_giving_the_address_back() {
     // error that does not say the endpoint exists. Giving .3 back would leave the endpoint
     // holding an address the store hands to the next pod: the endpoint is looked up by its
     // ID first, found, and adopted, and the address stays reserved.
-    let node = common::node("refused-create");
+    let node = crate::node("refused-create");
     let netns = node.namespace();
     let pod = format!("refused-create-{}", std::process::id());
     let config = config(&node, "1.0.0");
@@ -199,7 +197,7 @@ fn a_refused_create_looks_for_the_endpoint_before_giving_the_address_back() {
 fn gc_leaves_an_attachment_with_a_command_in_flight() {
     // An ADD that has not returned is not in the runtime's list yet: GC must not remove its
     // endpoint or its address under it.
-    let node = common::node("gc-in-flight");
+    let node = crate::node("gc-in-flight");
     let netns = node.namespace();
     let pod = format!("gc-in-flight-{}", std::process::id());
     let mut gc = config(&node, "1.1.0");

@@ -3,9 +3,6 @@
 //!
 //! Each call runs as the leader of its own process group, so whatever it spawned can be
 //! counted after it returns and, if it never does, killed by the watchdog.
-#![cfg(target_os = "linux")]
-
-mod common;
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -13,8 +10,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{NETWORK, PLUGIN, config};
 use serde_json::{Value, json};
+
+use crate::node::Node;
+use crate::plugin::Plugin;
 
 /// A runaway chain is killed after this long; a refused one returns in milliseconds (the
 /// elapsed time of each call is printed).
@@ -31,15 +30,21 @@ struct Outcome {
 
 /// Runs the plugin for `command` of `pod/eth0` in `netns` with `config` on `node`, as its own
 /// process group.
-fn run_bounded(node: &common::Node, command: &str, netns: &str, config: &Value) -> Outcome {
-    let mut child = Command::new(PLUGIN)
+fn run_bounded(
+    plugin: &Plugin,
+    node: &Node,
+    command: &str,
+    netns: &str,
+    config: &Value,
+) -> Outcome {
+    let mut child = Command::new(plugin.binary)
         .env_clear()
         .env("CNI_COMMAND", command)
         .env("CNI_CONTAINERID", "pod")
         .env("CNI_IFNAME", "eth0")
         .env("CNI_NETNS", netns)
-        .env("CNI_PATH", node.dir().join("bin"))
-        .env(cni_win_conformance::hns::STATE_ENV, node.state())
+        .env("CNI_PATH", node.bin_dir())
+        .env(crate::hns::STATE_ENV, node.state())
         .process_group(0)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -104,17 +109,17 @@ fn group_members(group: u32) -> Vec<String> {
 }
 
 /// `CNI_PATH` holds the plugin under `names` (links to the binary, as an operator's copies).
-fn install_as(node: &common::Node, names: &[&str]) {
-    let bin = node.dir().join("bin");
+fn install_as(plugin: &Plugin, node: &Node, names: &[&str]) {
+    let bin = node.bin_dir();
     std::fs::create_dir_all(&bin).unwrap();
     for name in names {
-        std::os::unix::fs::symlink(Path::new(PLUGIN), bin.join(name)).unwrap();
+        std::os::unix::fs::symlink(Path::new(plugin.binary), bin.join(name)).unwrap();
     }
 }
 
 /// The plain config with `ipam.type` replaced.
-fn looping(node: &common::Node, ipam_type: &str) -> Value {
-    let mut config = config(node, "1.1.0");
+fn looping(plugin: &Plugin, node: &Node, ipam_type: &str) -> Value {
+    let mut config = plugin.config(node, "1.1.0");
     config["ipam"]["type"] = json!(ipam_type);
     config
 }
@@ -131,14 +136,15 @@ fn assert_refused(outcome: &Outcome, needles: &[&str]) {
     }
 }
 
-#[test]
-fn an_ipam_type_naming_an_hns_plugin_is_refused_for_every_command() {
-    let node = common::node("loop-names");
+/// `ipam.type` naming either HNS plugin, in any case and with `.exe`, is refused by every
+/// command before anything runs.
+pub fn an_ipam_type_naming_an_hns_plugin_is_refused_for_every_command(plugin: &Plugin) {
+    let node = plugin.node("loop-names");
     let names = ["win-bridge", "win-overlay", "WIN-Bridge.exe"];
-    install_as(&node, &names);
+    install_as(plugin, &node, &names);
     let netns = node.namespace();
     for ipam_type in names {
-        let config = looping(&node, ipam_type);
+        let config = looping(plugin, &node, ipam_type);
         let mut check = config.clone();
         check["prevResult"] = json!({"cniVersion": "1.1.0", "ips": [{"address": "10.244.1.3/24"}]});
         for (command, config) in [
@@ -148,23 +154,28 @@ fn an_ipam_type_naming_an_hns_plugin_is_refused_for_every_command() {
             ("GC", &config),
             ("STATUS", &config),
         ] {
-            let outcome = run_bounded(&node, command, &netns, config);
+            let outcome = run_bounded(plugin, &node, command, &netns, config);
             assert_refused(&outcome, &[&format!("ipam.type \"{ipam_type}\"")]);
         }
     }
-    assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
+    assert!(node.endpoints(plugin.network).is_empty());
+    assert!(node.reservations(plugin.network).is_empty());
 }
 
-#[test]
-fn a_renamed_copy_of_the_plugin_as_ipam_stops_at_the_depth_bound() {
-    let node = common::node("loop-depth");
-    install_as(&node, &["ipam-loop"]);
+/// A renamed copy of the plugin as its IPAM runs itself until the delegation depth bound,
+/// which names the chain, for every command.
+pub fn a_renamed_copy_of_the_plugin_as_ipam_stops_at_the_depth_bound(plugin: &Plugin) {
+    let node = plugin.node("loop-depth");
+    install_as(plugin, &node, &["ipam-loop"]);
     let netns = node.namespace();
     // CHECK delegates only once the endpoint is there and matches prevResult.
-    let result = node.add("pod", &netns, &config(&node, "1.1.0")).result();
-    let config = looping(&node, "ipam-loop");
+    let result = node
+        .add("pod", &netns, &plugin.config(&node, "1.1.0"))
+        .result();
+    let config = looping(plugin, &node, "ipam-loop");
     let mut check = config.clone();
     check["prevResult"] = result;
+    let chain = format!("{} → ipam-loop → ipam-loop", plugin.name);
     for (command, config) in [
         ("CHECK", &check),
         // DEL deletes the endpoint, then asks IPAM; ADD then finds none to adopt and asks too.
@@ -173,7 +184,7 @@ fn a_renamed_copy_of_the_plugin_as_ipam_stops_at_the_depth_bound() {
         ("GC", &config),
         ("STATUS", &config),
     ] {
-        let outcome = run_bounded(&node, command, &netns, config);
-        assert_refused(&outcome, &["win-bridge → ipam-loop → ipam-loop"]);
+        let outcome = run_bounded(plugin, &node, command, &netns, config);
+        assert_refused(&outcome, &[&chain]);
     }
 }

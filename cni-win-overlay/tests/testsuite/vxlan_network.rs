@@ -1,21 +1,26 @@
-//! win-overlay's own errors, through the real binary: the network's VXLAN identity (VNI, port),
-//! the MAC prefix, the provider address HNS has not added yet, an ipam subnet outside the
-//! network. Every refused ADD leaves no endpoint and no address.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
-
-mod common;
+//! win-overlay's own errors, through the real binary: the network's VXLAN identity (VNI, port,
+//! VSID), the MAC prefix, the provider address HNS has not added yet; STATUS and GC check the
+//! VNI as ADD does. Every refused ADD leaves no endpoint and no address.
 
 use std::time::Duration;
 
-use common::{Call, NETWORK, Node, PLUGIN, config, overlay_network};
+use cni_win_conformance::flannel;
+use cni_win_conformance::node::Call;
 use hns::schema::policy::VxlanPortPolicy;
 use hns::schema::{HostComputeNetwork, NetworkPolicy};
 use serde_json::{Value, json};
 
+use crate::{NETWORK, PLUGIN, config};
+
+/// Flannel vxlan's network with `vni`.
+fn overlay_network(name: &str, subnets: &[(&str, &str)], vni: u32) -> HostComputeNetwork {
+    flannel::vxlan(name, subnets, vni)
+}
+
 /// ADDs a pod on a node whose network is `network`, with `overrides` on the plain config;
 /// asserts error `code` and that nothing was left; returns the message.
 fn refused(network: &HostComputeNetwork, overrides: Value, code: u64) -> String {
-    let node = Node::new(PLUGIN, "refused");
+    let node = PLUGIN.node_without_network("refused");
     // HNS adds a management IP (ProviderAddress) to an overlay network once its new switch has
     // settled; here the network stays as created for as long as the test runs.
     node.engine()
@@ -46,7 +51,7 @@ fn a_vni_mismatch_is_invalid_config_with_both_values() {
         "{msg}"
     );
     // The config may name the network's VNI.
-    let node = Node::new(PLUGIN, "vni");
+    let node = PLUGIN.node_without_network("vni");
     node.create_network(&other_vni);
     let mut config = config(&node, "1.1.0");
     config["vni"] = json!(4097);
@@ -107,36 +112,21 @@ fn a_network_without_provider_address_yet_is_try_again_later() {
 }
 
 #[test]
-fn an_ipam_subnet_outside_the_network_is_invalid_config() {
-    let msg = refused(
-        &flannel_network(),
-        json!({"ipam": {"type": "host-local", "subnet": "10.244.2.0/24"}}),
-        7,
-    );
-    assert!(
-        msg.contains("10.244.2.0/24") && msg.contains("10.244.1.0/24"),
-        "{msg}"
-    );
-}
-
-#[test]
 fn status_is_not_ready_while_the_network_has_another_vni() {
-    let node = Node::new(PLUGIN, "status");
+    let node = PLUGIN.node_without_network("status");
     node.create_network(&overlay_network(
         NETWORK,
         &[("10.244.1.0/24", "10.244.1.1")],
         5000,
     ));
     let config = config(&node, "1.1.0");
-    let msg = node
-        .run(&common::Call::network("STATUS", &config))
-        .error(50);
+    let msg = node.run(&Call::network("STATUS", &config)).error(50);
     assert!(msg.contains("VSID 5000"), "{msg}");
 }
 
 #[test]
 fn status_and_gc_check_the_vni_as_add_does() {
-    let node = Node::new(PLUGIN, "status-vni");
+    let node = PLUGIN.node_without_network("status-vni");
     node.create_network(&flannel_network());
     let mut config = node.with_data_dir(config(&node, "1.1.0"));
     config["cni.dev/valid-attachments"] = json!([]);
@@ -147,20 +137,4 @@ fn status_and_gc_check_the_vni_as_add_does() {
         let msg = node.run(&Call::network("GC", &config)).error(7);
         assert!(msg.contains(needle), "GC vni {vni}: {msg}");
     }
-}
-
-/// win-bridge as win-overlay's IPAM would run one HNS plugin under the other without end.
-#[cfg(unix)]
-#[test]
-fn the_other_hns_plugin_as_ipam_is_refused_before_it_runs() {
-    let node = common::node("ipam-loop");
-    let bin = node.dir().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    // Whatever CNI_PATH holds under that name is never executed.
-    std::os::unix::fs::symlink(PLUGIN, bin.join("win-bridge")).unwrap();
-    let mut config = config(&node, "1.1.0");
-    config["ipam"] = json!({"type": "win-bridge"});
-    let msg = node.add("pod", &node.namespace(), &config).error(7);
-    assert!(msg.contains("ipam.type \"win-bridge\""), "{msg}");
-    assert!(node.endpoints(NETWORK).is_empty() && node.reservations(NETWORK).is_empty());
 }

@@ -1,48 +1,14 @@
-//! win-bridge's own life-cycle assertions (its x.2 gateway in every spec version, the endpoint
-//! document, second interfaces, reference endpoints); the shared ones are the HNS catalogue's.
-#![cfg(not(windows))] // the HCN emulator these tests run on is Linux-only
+//! win-bridge's own life-cycle assertions (the endpoint document, second interfaces, reference
+//! endpoints); the shared ones are the HNS catalogue's and the suite's (every spec version).
 
-mod common;
-
-use cni_win_conformance::node::first_address;
-use common::{Call, NETWORK, config};
+use cni_win_conformance::node::Call;
 use serde_json::json;
 
-#[test]
-fn add_check_del_in_every_version() {
-    let node = common::node("versions");
-    node.in_every_version(
-        NETWORK,
-        "10.244.1.2",
-        |version| config(&node, version),
-        |_, netns, result| {
-            let (address, _) = first_address(result);
-            assert!(address.ends_with("/24"), "{address}");
-            for taken in ["10.244.1.1/24", "10.244.1.2/24"] {
-                assert_ne!(
-                    address, taken,
-                    "host-local must never hand out the gateways"
-                );
-            }
-            assert_eq!(result["dns"]["nameservers"], json!(["10.96.0.10"]));
-            if result.get("ips").is_some() {
-                let interface = &result["interfaces"][0];
-                assert_eq!(interface["name"], "eth0");
-                assert_eq!(interface["sandbox"], netns);
-                assert!(interface["mac"].as_str().unwrap().contains('-'));
-                assert_eq!(result["ips"][0]["interface"], 0);
-                assert_eq!(
-                    result["routes"][0],
-                    json!({"dst": "0.0.0.0/0", "gw": "10.244.1.2"})
-                );
-            }
-        },
-    );
-}
+use crate::{NETWORK, config};
 
 #[test]
 fn the_endpoint_is_what_the_config_says() {
-    let node = common::node("endpoint");
+    let node = crate::node("endpoint");
     let netns = node.namespace();
     let mut config = config(&node, "1.0.0");
     config["ipMasqNetwork"] = json!("10.244.0.0/16");
@@ -81,7 +47,7 @@ fn the_endpoint_is_what_the_config_says() {
 
 #[test]
 fn a_second_interface_gets_its_own_endpoint() {
-    let node = common::node("ifname");
+    let node = crate::node("ifname");
     let config = config(&node, "1.0.0");
     let netns = node.namespace();
     let eth0 = node.add("pod", &netns, &config).result();
@@ -104,7 +70,7 @@ fn a_second_interface_gets_its_own_endpoint() {
 
 #[test]
 fn del_removes_an_endpoint_the_reference_plugin_made() {
-    let node = common::node("reference");
+    let node = crate::node("reference");
     let config = config(&node, "1.0.0");
     let id = node.network_id(NETWORK);
     // The reference names it <container>_<network> and lets HNS choose the ID.

@@ -2,18 +2,17 @@
 //! proxier creates them, survive every plugin command: its source VIP (reserved in the pods'
 //! store as its start script does), its nameless local endpoint on the VIP with the host's
 //! MAC, and a load balancer whose source is the VIP and whose backends are pods' endpoints.
-#![cfg(not(windows))]
-
-mod common;
 
 use std::path::PathBuf;
 
 use cni::NetConf;
-use common::{Call, NETWORK, Node};
+use cni_win_conformance::node::{Call, Node};
 use hns::Guid;
 use hns::schema::HostComputeEndpoint;
 use ipam_host_local::HostLocal;
 use serde_json::{Value, json};
+
+use crate::NETWORK;
 
 const VIP: &str = "10.244.1.2";
 const HOST_MAC: &str = "00-15-5D-52-C0-01";
@@ -117,8 +116,8 @@ fn address(result: &Value) -> String {
 
 #[test]
 fn add_check_del_and_gc_leave_kube_proxys_objects_alone() {
-    let node = common::node("kube-proxy");
-    let config = common::config(&node, "1.1.0");
+    let node = crate::node("kube-proxy");
+    let config = crate::config(&node, "1.1.0");
     let source_vip = kube_proxy_source_vip(&node);
     let (ns_a, ns_b) = (node.namespace(), node.namespace());
     let a = node.add("a", &ns_a, &config).result();
@@ -165,9 +164,9 @@ fn add_check_del_and_gc_leave_kube_proxys_objects_alone() {
 /// kube-proxy's endpoint, nor keeps the address it reserved.
 #[test]
 fn add_never_takes_the_address_from_kube_proxys_endpoint() {
-    let node = common::node("kube-proxy-holder");
+    let node = crate::node("kube-proxy-holder");
     let held = kube_proxy_endpoint(&node, "10.244.1.10");
-    let mut config = common::config(&node, "1.1.0");
+    let mut config = crate::config(&node, "1.1.0");
     config["args"] = json!({"cni": {"ips": ["10.244.1.10"]}});
     let msg = node.add("pod", &node.namespace(), &config).error(110);
     assert!(msg.contains(&held.id.to_string()), "{msg}");
