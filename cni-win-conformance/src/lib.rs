@@ -6,7 +6,8 @@
 //! - [`cases::hns`]: what every cni-win plugin must do on that host;
 //! - [`node`]: the emulated node integration tests run plugins and node tools on, made with
 //!   one builder ([`node::Node::builder`]: networks, configs, stand-in plugins), panicking on
-//!   failure as tests do; [`flannel`]: the networks Flannel leaves on it;
+//!   failure as tests do; [`flannel`]: the networks Flannel leaves on it; [`kube_proxy`]: the
+//!   objects kube-proxy creates on it;
 //! - [`plugin`]: the integration tests every cni-win plugin runs, written once over the
 //!   [`plugin::Plugin`] under test, each plugin's test binary making them tests with
 //!   [`plugin_suite!`];
@@ -18,6 +19,7 @@
 pub mod cases;
 pub mod flannel;
 pub mod hns;
+pub mod kube_proxy;
 pub mod node;
 pub mod plugin;
 pub mod suite;

@@ -315,15 +315,11 @@ impl Node {
         self.dir.path().join("bin")
     }
 
-    /// Puts a stand-in for the plugin `name` in [`Node::bin_dir`] that answers `--version`
-    /// with `about`, as doctor asks it, and does nothing else.
+    /// Puts a stand-in for the plugin `name` in [`Node::bin_dir`] ([`stub_plugin`]).
     #[cfg(unix)]
     pub fn stub_plugin(&self, name: &str, about: &str) {
-        use std::os::unix::fs::PermissionsExt;
         std::fs::create_dir_all(self.bin_dir()).unwrap();
-        let path = self.bin_dir().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\necho '{about}'\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        stub_plugin(&self.bin_dir(), name, about);
     }
 
     /// The emulator's state directory, what `HCN_EMULATOR_STATE` points the plugin at.
@@ -521,6 +517,20 @@ impl Node {
         open.create_endpoint(Guid::ZERO, &settings).unwrap().id()
     }
 
+    /// Creates an endpoint on `network` from the raw HCN document `document` under an ID HNS
+    /// chooses, as another component's hcsshim calls do (`HcnCreateEndpoint`), attached to
+    /// nothing.
+    pub fn create_raw_endpoint(&self, network: &str, document: &Value) {
+        let client = self.client();
+        let raw = client.raw();
+        let network = raw.open_network(&self.network_id(network)).unwrap();
+        let endpoint = raw
+            .create_endpoint(&network, &Guid::ZERO, &document.to_string())
+            .unwrap();
+        raw.close_endpoint(endpoint).unwrap();
+        raw.close_network(network).unwrap();
+    }
+
     /// Creates an endpoint on `network` from the raw HCN document `document` (which names it)
     /// under an ID HNS chooses and attaches it to `netns`, as the reference plugins' V2 ADD does
     /// (`HcnCreateEndpoint`, then `HcnModifyNamespace`); returns it as HNS then reports it.
@@ -530,18 +540,11 @@ impl Node {
         document: &Value,
         netns: &str,
     ) -> HostComputeEndpoint {
-        let client = self.client();
-        let raw = client.raw();
-        let network = raw.open_network(&self.network_id(network)).unwrap();
-        let endpoint = raw
-            .create_endpoint(&network, &Guid::ZERO, &document.to_string())
-            .unwrap();
-        raw.close_endpoint(endpoint).unwrap();
-        raw.close_network(network).unwrap();
+        self.create_raw_endpoint(network, document);
         let name = document["Name"]
             .as_str()
             .expect("the document names the endpoint");
-        client
+        self.client()
             .attach_endpoint(netns.parse().unwrap(), self.endpoint(name).id)
             .unwrap();
         self.endpoint(name)
@@ -903,6 +906,16 @@ impl Node {
         left.extend(leftover(container_id));
         left
     }
+}
+
+/// Puts a stand-in for the plugin `name` in the directory `dir` that answers `--version` with
+/// `about`, as doctor asks it, and does nothing else.
+#[cfg(unix)]
+pub fn stub_plugin(dir: &Path, name: &str, about: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\necho '{about}'\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The first address of a result of any version and its gateway (`ips[0]`, or 0.1/0.2's `ip4`).

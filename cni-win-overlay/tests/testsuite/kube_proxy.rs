@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use cni::NetConf;
+use cni_win_conformance::kube_proxy;
 use cni_win_conformance::node::{Call, Node};
 use hns::Guid;
 use hns::schema::HostComputeEndpoint;
@@ -15,8 +16,6 @@ use serde_json::{Value, json};
 use crate::NETWORK;
 
 const VIP: &str = "10.244.1.2";
-const HOST_MAC: &str = "00-15-5D-52-C0-01";
-const LOAD_BALANCER: &str = "1B000000-0000-4000-8000-000000000001";
 
 /// Reserves the VIP as RKE2's start code does (host-local run directly, `kube-proxy`/
 /// `source-vip`, the pods' store), then creates kube-proxy's endpoint with `newSourceVIP`'s
@@ -38,44 +37,21 @@ fn kube_proxy_source_vip(node: &Node) -> HostComputeEndpoint {
     kube_proxy_endpoint(node, VIP)
 }
 
-/// kube-proxy's local endpoint on `ip`: `{IpConfigurations, MacAddress, Flags: 0}`, no name,
-/// no policies, an ID HNS chooses.
+/// kube-proxy's local endpoint on `ip` ([`kube_proxy::local_endpoint`]), as HNS reports it.
 fn kube_proxy_endpoint(node: &Node, ip: &str) -> HostComputeEndpoint {
-    let document = json!({
-        "SchemaVersion": {"Major": 2, "Minor": 0},
-        "IpConfigurations": [{"IpAddress": ip}],
-        "MacAddress": HOST_MAC,
-        "Flags": 0
-    });
-    create_raw(node, &document, ip)
+    create_raw(node, &kube_proxy::local_endpoint(ip), ip)
 }
 
 /// Creates an endpoint on the network from the raw HCN `document`, as kube-proxy's hcsshim
 /// calls do; returns the endpoint holding `ip` as HNS reports it.
 fn create_raw(node: &Node, document: &Value, ip: &str) -> HostComputeEndpoint {
-    let client = node.client();
-    let raw = client.raw();
-    let network = raw.open_network(&node.network_id(NETWORK)).unwrap();
-    let endpoint = raw
-        .create_endpoint(&network, &Guid::ZERO, &document.to_string())
-        .unwrap();
-    raw.close_endpoint(endpoint).unwrap();
-    raw.close_network(network).unwrap();
+    node.create_raw_endpoint(NETWORK, document);
     held_by(node, ip).expect("the endpoint kube-proxy created")
 }
 
-/// kube-proxy's remote endpoint on `ip` (a Service's ClusterIP, or a pod of another node):
-/// `RemoteEndpoint`, the host's MAC and the node IP as its ProviderAddress, as the winkernel
-/// proxier creates it; returns it as HNS reports it.
+/// kube-proxy's remote endpoint on `ip` ([`kube_proxy::remote_endpoint`]), as HNS reports it.
 fn kube_proxy_remote_endpoint(node: &Node, ip: &str) -> HostComputeEndpoint {
-    let document = json!({
-        "SchemaVersion": {"Major": 2, "Minor": 0},
-        "IpConfigurations": [{"IpAddress": ip}],
-        "MacAddress": HOST_MAC,
-        "Flags": 1,
-        "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.38"}}]
-    });
-    create_raw(node, &document, ip)
+    create_raw(node, &kube_proxy::remote_endpoint(ip), ip)
 }
 
 fn held_by(node: &Node, ip: &str) -> Option<HostComputeEndpoint> {
@@ -91,15 +67,13 @@ fn held_by(node: &Node, ip: &str) -> Option<HostComputeEndpoint> {
 fn load_balancer(node: &Node, backends: &[Guid]) -> PathBuf {
     let dir = node.state().join("loadbalancers");
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{LOAD_BALANCER}.json"));
-    let balancer = json!({
-        "ID": LOAD_BALANCER,
-        "HostComputeEndpoints": backends.iter().map(Guid::to_string).collect::<Vec<_>>(),
-        "SourceVIP": VIP,
-        "FrontendVIPs": ["10.96.0.50"],
-        "PortMappings": [{"Protocol": 6, "InternalPort": 8080, "ExternalPort": 80}],
-        "SchemaVersion": {"Major": 2, "Minor": 0}
-    });
+    let path = dir.join(format!("{}.json", kube_proxy::LOAD_BALANCER));
+    let backends: Vec<String> = backends.iter().map(Guid::to_string).collect();
+    let balancer = kube_proxy::load_balancer(
+        VIP,
+        &backends,
+        json!({"PortMappings": [{"Protocol": 6, "InternalPort": 8080, "ExternalPort": 80}]}),
+    );
     std::fs::write(&path, balancer.to_string()).unwrap();
     path
 }

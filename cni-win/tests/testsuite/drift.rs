@@ -1,9 +1,6 @@
 //! HNS drifting from the node's records, each case as the field reports it and the HCN
 //! emulator models it, through a round of the node daemon: what the round does, and the
 //! `cniwin_hns_drift` series that says so.
-#![cfg(not(windows))]
-
-mod common;
 
 use std::time::Duration;
 
@@ -13,11 +10,12 @@ use cni_win::paths::NodePaths;
 use cni_win::shutdown::Shutdown;
 use cni_win::sweep::{Commands, Outcome};
 use cni_win_core::snapshot::NodeSnapshot;
-use common::ScratchNode;
-use common::daemon::Scrape;
 use hns::Guid;
 use hns::schema::EndpointFlags;
 use hns_emulator::{Engine, Outage};
+
+use crate::support::ScratchNode;
+use crate::support::daemon::Scrape;
 
 /// A daemon over `node` that removes what is stale; its metrics read after each round.
 struct Rounds {

@@ -1,9 +1,6 @@
 //! The node daemon: what one round costs on a node with three pods (HCN calls, config
 //! decodes, plugin processes), and how it stops (SIGTERM between rounds, and in the middle of
 //! a round's removals).
-#![cfg(not(windows))]
-
-mod common;
 
 use std::net::TcpStream;
 use std::path::Path;
@@ -13,8 +10,9 @@ use cni_win::daemon::{self, Daemon};
 use cni_win::paths::NodePaths;
 use cni_win::shutdown::Shutdown;
 use cni_win_core::decodes::Decodes;
-use common::ScratchNode;
-use common::daemon::Daemon as DaemonProcess;
+
+use crate::support::ScratchNode;
+use crate::support::daemon::Daemon as DaemonProcess;
 
 /// A win-bridge binary that answers `--version` as cni-win's does and counts its runs in
 /// `runs` beside it.

@@ -1,9 +1,11 @@
-//! `cni-win install` and `uninstall` run as an operator runs them, on a scratch node layout.
+//! `cni-win install` and `uninstall` run as an operator runs them, on a node whose plugin and
+//! config directories they create.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use cni_win_conformance::node::Node;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -15,8 +17,11 @@ const BINARIES: [&str; 5] = [
     "cni-win",
 ];
 
-struct Node {
-    _root: tempfile::TempDir,
+/// A node made by cni-win-conformance's builder with nothing in it, and a release directory
+/// beside its (not yet existing) plugin and config directories.
+struct ReleaseNode {
+    /// Its scratch directory lives as long as this.
+    _node: Node,
     source: PathBuf,
     bin: PathBuf,
     conf: PathBuf,
@@ -33,18 +38,18 @@ fn sha256(bytes: &[u8]) -> String {
         .collect()
 }
 
-impl Node {
+impl ReleaseNode {
     /// A release directory holding stand-ins for the binaries (install copies bytes; what
     /// they are does not matter) and their SHA256SUMS.
-    fn new(release: &str) -> Node {
-        let root = tempfile::tempdir().unwrap();
-        let source = root.path().join("release");
+    fn new(release: &str) -> ReleaseNode {
+        let node = Node::builder("install").build();
+        let source = node.dir().join("release");
         fs::create_dir(&source).unwrap();
-        let node = Node {
+        let node = ReleaseNode {
             source,
-            bin: root.path().join("opt/cni/bin"),
-            conf: root.path().join("etc/cni/net.d"),
-            _root: root,
+            bin: node.bin_dir(),
+            conf: node.conf_dir(),
+            _node: node,
         };
         node.release(release);
         node
@@ -118,7 +123,7 @@ fn failed(output: Output) -> String {
 
 #[test]
 fn installs_binaries_and_a_linted_conflist_then_changes_nothing() {
-    let node = Node::new("v1");
+    let node = ReleaseNode::new("v1");
     let stdout = node.install(&["--set", "serviceCidr=10.100.0.0/16"]);
     for binary in BINARIES {
         assert_eq!(
@@ -150,7 +155,7 @@ fn installs_binaries_and_a_linted_conflist_then_changes_nothing() {
 
 #[test]
 fn dry_run_changes_nothing_and_says_what_it_would_do() {
-    let node = Node::new("v1");
+    let node = ReleaseNode::new("v1");
     let stdout = node.install(&["--dry-run"]);
     assert!(stdout.contains("would install"), "{stdout}");
     assert!(!node.bin.exists() && !node.conf.exists());
@@ -158,7 +163,7 @@ fn dry_run_changes_nothing_and_says_what_it_would_do() {
 
 #[test]
 fn a_binary_that_does_not_match_sha256sums_stops_the_install() {
-    let node = Node::new("v1");
+    let node = ReleaseNode::new("v1");
     fs::write(node.source.join(exe("host-local")), "tampered").unwrap();
     let stderr = failed(node.cni_win(&["install", "--conflist", "flannel-host-gw"]));
     assert!(stderr.contains("SHA256SUMS says"), "{stderr}");
@@ -167,7 +172,7 @@ fn a_binary_that_does_not_match_sha256sums_stops_the_install() {
 
 #[test]
 fn a_setting_the_plugins_refuse_writes_nothing() {
-    let node = Node::new("v1");
+    let node = ReleaseNode::new("v1");
     let stderr =
         failed(node.cni_win(&["install", "--conflist", "flannel-vxlan", "--set", "vni=100"]));
     assert!(stderr.contains("win-overlay refuses it"), "{stderr}");
@@ -176,7 +181,7 @@ fn a_setting_the_plugins_refuse_writes_nothing() {
 
 #[test]
 fn upgrades_then_uninstall_restores_what_was_there_and_removes_the_rest() {
-    let node = Node::new("v1");
+    let node = ReleaseNode::new("v1");
     fs::create_dir_all(&node.bin).unwrap();
     fs::create_dir_all(&node.conf).unwrap();
     fs::write(node.bin.join(exe("win-bridge")), "reference win-bridge").unwrap();
@@ -208,7 +213,7 @@ fn upgrades_then_uninstall_restores_what_was_there_and_removes_the_rest() {
     let stdout = ok(node.cni_win(&["uninstall", "--dry-run"]));
     assert!(stdout.contains("would restore"), "{stdout}");
     ok(node.cni_win(&["uninstall"]));
-    let left: Vec<_> = node
+    let mut left: Vec<_> = node
         .files()
         .into_iter()
         .map(|(path, bytes)| {
@@ -218,6 +223,7 @@ fn upgrades_then_uninstall_restores_what_was_there_and_removes_the_rest() {
             )
         })
         .collect();
+    left.sort();
     assert_eq!(
         left,
         vec![
@@ -235,7 +241,7 @@ fn upgrades_then_uninstall_restores_what_was_there_and_removes_the_rest() {
 
 #[test]
 fn a_release_without_sha256sums_installs_with_a_note() {
-    let node = Node::new("v1");
+    let node = ReleaseNode::new("v1");
     fs::remove_file(node.source.join("SHA256SUMS")).unwrap();
     let stdout = node.install(&[]);
     assert!(stdout.contains("no SHA256SUMS"), "{stdout}");
@@ -244,7 +250,7 @@ fn a_release_without_sha256sums_installs_with_a_note() {
 
 #[test]
 fn a_missing_binary_is_named() {
-    let node = Node::new("v1");
+    let node = ReleaseNode::new("v1");
     fs::remove_file(node.source.join(exe("win-overlay"))).unwrap();
     let stderr = failed(node.cni_win(&["install", "--conflist", "flannel-vxlan"]));
     assert!(stderr.contains(&exe("win-overlay")), "{stderr}");

@@ -1,46 +1,28 @@
 //! `cni-win doctor` on a Flannel vxlan node: what kube-proxy's winkernel proxier needs there,
 //! with kube-proxy's objects created exactly as it creates them.
-#![cfg(not(windows))]
-
-mod common;
 
 use std::fs;
 
-use cni_win::doctor::{Report, Verdict, diagnose};
-use cni_win::paths::NodePaths;
+use cni_win::doctor::Verdict;
 use cni_win::source_vip;
+use cni_win_conformance::kube_proxy::{self, HOST_MAC};
 use cni_win_core::identity::Identity;
-use common::overlay::{HOST_MAC, Overlay};
-use common::{plugin, problems};
 use hns::Guid;
 use hns::features::HnsVersion;
 use hns::schema::{HostComputeEndpoint, IpConfig};
 use serde_json::json;
 
-struct Doctor {
-    node: Overlay,
-    bin: tempfile::TempDir,
+use crate::support::doctor::Doctor;
+use crate::support::overlay::Overlay;
+use crate::support::problems;
+
+/// A node with `flannel.4096` and win-overlay's stand-in.
+fn doctor() -> Doctor<Overlay> {
+    Doctor::new(Overlay::new(), "win-overlay")
 }
 
-impl Doctor {
-    fn new() -> Doctor {
-        let bin = tempfile::tempdir().unwrap();
-        plugin(
-            bin.path(),
-            "win-overlay",
-            "CNI win-overlay plugin 0.1.0 (commit aaaaaaaaaaaa)",
-        );
-        Doctor {
-            node: Overlay::new(),
-            bin,
-        }
-    }
-
-    fn report(&self) -> Report {
-        let settings = NodePaths::with_bin_dir(self.node.conf_dir(), self.bin.path().to_owned());
-        diagnose(Ok(&self.node.client), &settings)
-    }
-
+/// What only a Flannel vxlan node with kube-proxy needs of the fixture.
+impl Doctor<Overlay> {
     /// `cni-win source-vip --create-endpoint`: kube-proxy's VIP and its endpoint.
     fn source_vip(&self) -> source_vip::SourceVip {
         source_vip::reserve(
@@ -86,15 +68,13 @@ impl Doctor {
     fn load_balancer(&self, vip: std::net::IpAddr, backends: &[Guid]) {
         let dir = self.node.node.state().join("loadbalancers");
         fs::create_dir_all(&dir).unwrap();
-        let id = "1B000000-0000-4000-8000-000000000001";
-        let balancer = json!({
-            "ID": id,
-            "HostComputeEndpoints": backends.iter().map(Guid::to_string).collect::<Vec<_>>(),
-            "SourceVIP": vip,
-            "FrontendVIPs": ["10.96.0.50"],
-            "SchemaVersion": {"Major": 2, "Minor": 0}
-        });
-        fs::write(dir.join(format!("{id}.json")), balancer.to_string()).unwrap();
+        let backends: Vec<String> = backends.iter().map(Guid::to_string).collect();
+        let balancer = kube_proxy::load_balancer(&vip.to_string(), &backends, json!({}));
+        fs::write(
+            dir.join(format!("{}.json", kube_proxy::LOAD_BALANCER)),
+            balancer.to_string(),
+        )
+        .unwrap();
     }
 }
 
@@ -107,7 +87,7 @@ fn finding(check: &str) -> (String, Verdict) {
 
 #[test]
 fn a_synced_kube_proxy_passes_every_check() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     let vip = doctor.source_vip();
     let backends = [doctor.pod("a"), doctor.pod("b")];
     doctor.load_balancer(vip.ip, &backends);
@@ -136,7 +116,7 @@ fn a_synced_kube_proxy_passes_every_check() {
 
 #[test]
 fn no_vip_reserved_is_a_warning_with_the_command_that_fixes_it() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     let report = doctor.report();
     assert_eq!(problems(&report), [finding("source VIP")], "{report}");
     assert!(report.healthy);
@@ -148,7 +128,7 @@ fn no_vip_reserved_is_a_warning_with_the_command_that_fixes_it() {
 
 #[test]
 fn a_vip_no_endpoint_holds_yet_is_a_warning() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     source_vip::reserve(&doctor.node.client, &doctor.node.settings(), None).unwrap();
     let report = doctor.report();
     assert_eq!(
@@ -162,7 +142,7 @@ fn a_vip_no_endpoint_holds_yet_is_a_warning() {
 /// while the pod's endpoint held it): kube-proxy's endpoint cannot be created.
 #[test]
 fn a_pod_holding_the_vip_fails() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     let vip = source_vip::reserve(&doctor.node.client, &doctor.node.settings(), None).unwrap();
     doctor.endpoint("thief", vip.ip);
     let report = doctor.report();
@@ -183,7 +163,7 @@ fn a_pod_holding_the_vip_fails() {
 /// A pod's DEL removed a backend of kube-proxy's load balancer before kube-proxy synced.
 #[test]
 fn a_load_balancer_backend_gone_is_reported() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     let vip = doctor.source_vip();
     let backends = [doctor.pod("a"), doctor.pod("b")];
     doctor.load_balancer(vip.ip, &backends);
@@ -197,7 +177,7 @@ fn a_load_balancer_backend_gone_is_reported() {
 
 #[test]
 fn hns_without_remote_subnets_fails() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     doctor.source_vip();
     doctor
         .node

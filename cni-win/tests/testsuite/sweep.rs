@@ -1,17 +1,15 @@
 //! Each situation `cni-win sweep` must judge, built on an emulated node: what goes and what
 //! stays.
-#![cfg(not(windows))]
-
-mod common;
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
 use cni::GcAttachment;
 use cni_win::sweep::{AttachmentLocks, Commands, Outcome, Pass};
-use common::ScratchNode;
 use hns::Guid;
 use hns::schema::EndpointFlags;
+
+use crate::support::ScratchNode;
 
 /// A command is in flight for the attachments of these containers.
 struct Busy(&'static [&'static str], RefCell<usize>);

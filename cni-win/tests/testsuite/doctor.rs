@@ -1,40 +1,20 @@
 //! `cni-win doctor`: a test per finding, each on an emulated node broken in one way.
-#![cfg(not(windows))]
-
-mod common;
 
 use std::fs;
 
 use cni_win::doctor::{Finding, Report, Verdict, diagnose};
 use cni_win::paths::NodePaths;
+use cni_win_conformance::node::stub_plugin;
 use cni_win_core::platform::ConnectError;
-use common::{ScratchNode, plugin, problems};
 use hns::Guid;
 use hns::schema::EndpointFlags;
 
-struct Doctor {
-    node: ScratchNode,
-    bin: tempfile::TempDir,
-}
+use crate::support::doctor::Doctor;
+use crate::support::{ScratchNode, problems};
 
-impl Doctor {
-    fn new() -> Doctor {
-        let bin = tempfile::tempdir().unwrap();
-        plugin(
-            bin.path(),
-            "win-bridge",
-            "CNI win-bridge plugin 0.1.0 (commit aaaaaaaaaaaa)",
-        );
-        Doctor {
-            node: ScratchNode::new(),
-            bin,
-        }
-    }
-
-    fn report(&self) -> Report {
-        let settings = NodePaths::with_bin_dir(self.node.conf_dir(), self.bin.path().to_owned());
-        diagnose(Ok(&self.node.client), &settings)
-    }
+/// A node with `cbr0` and win-bridge's stand-in.
+fn doctor() -> Doctor<ScratchNode> {
+    Doctor::new(ScratchNode::new(), "win-bridge")
 }
 
 fn evidence(report: &Report, check: &str) -> String {
@@ -48,7 +28,7 @@ fn evidence(report: &Report, check: &str) -> String {
 
 #[test]
 fn a_healthy_node_passes_everything() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     let ns = doctor.node.namespace();
     let ip = doctor.node.reserve("live");
     let id = doctor.node.ours("live", &ip);
@@ -64,7 +44,7 @@ fn a_healthy_node_passes_everything() {
 /// kube-proxy's own nameless endpoint, is not a stale reservation and not a pod's address.
 #[test]
 fn the_source_vip_and_its_endpoint_are_not_findings() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     for (container_id, ifname) in [("dummy", "dummy"), ("kube-proxy", "source-vip")] {
         let vip = doctor.node.reserve_as(container_id, ifname);
         doctor
@@ -80,7 +60,7 @@ fn the_source_vip_and_its_endpoint_are_not_findings() {
 /// balancers 1 = 13), where it cost 34 (47 with closes) when each check asked HNS itself.
 #[test]
 fn a_run_on_a_three_pod_node_reads_hns_once() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     for pod in ["a", "b", "c"] {
         let ns = doctor.node.namespace();
         let ip = doctor.node.reserve(pod);
@@ -98,8 +78,8 @@ fn a_run_on_a_three_pod_node_reads_hns_once() {
 
 #[test]
 fn hns_unreachable_fails() {
-    let doctor = Doctor::new();
-    let settings = NodePaths::with_bin_dir(doctor.node.conf_dir(), doctor.bin.path().to_owned());
+    let doctor = doctor();
+    let settings = NodePaths::with_bin_dir(doctor.node.conf_dir(), doctor.bin());
     let unreachable = ConnectError::Unreachable(hns::HnsError::new(
         hns::ErrorKind::Backend,
         "HNS is not running",
@@ -112,7 +92,7 @@ fn hns_unreachable_fails() {
 
 #[test]
 fn a_missing_network_fails_readiness() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     let id = doctor.node.network_id();
     doctor.node.client.delete_network(id).unwrap();
     let report = doctor.report();
@@ -126,7 +106,7 @@ fn a_missing_network_fails_readiness() {
 
 #[test]
 fn a_config_the_plugin_refuses_fails_naming_the_key() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     fs::write(
         doctor.node.conf_dir().join("10-cbr0.conf"),
         br#"{"cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
@@ -152,7 +132,7 @@ fn a_config_the_plugin_refuses_fails_naming_the_key() {
 /// the fix.
 #[test]
 fn a_full_range_is_a_warning_not_a_readiness_failure() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     // The range is made one address wide: the second pod's (the first gets the win-bridge
     // pod gateway, which the plugin never hands out).
     let mut ip = String::new();
@@ -181,7 +161,7 @@ fn a_full_range_is_a_warning_not_a_readiness_failure() {
 
 #[test]
 fn policy_keys_hns_ignores_are_warnings_naming_the_entry_and_the_key() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     fs::write(
         doctor.node.conf_dir().join("10-cbr0.conf"),
         br#"{"cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
@@ -211,7 +191,7 @@ fn policy_keys_hns_ignores_are_warnings_naming_the_entry_and_the_key() {
 
 #[test]
 fn own_acls_without_an_allow_all_fallback_warn_on_a_default_deny_build() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     let config = |policies: &str| {
         format!(
             r#"{{"cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
@@ -272,7 +252,7 @@ fn own_acls_without_an_allow_all_fallback_warn_on_a_default_deny_build() {
 /// and doctor reports STATUS's verdict with both subnets named, not a check of its own.
 #[test]
 fn a_range_outside_the_hns_subnet_fails_once() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     fs::write(
         doctor.node.conf_dir().join("10-cbr0.conf"),
         br#"{"cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
@@ -296,15 +276,15 @@ fn a_range_outside_the_hns_subnet_fails_once() {
 
 #[test]
 fn plugins_of_one_release_pass_and_a_mixed_bin_dir_fails_naming_each() {
-    let doctor = Doctor::new();
-    let bin = doctor.bin.path();
-    plugin(
-        bin,
+    let doctor = doctor();
+    let bin = doctor.bin();
+    stub_plugin(
+        &bin,
         "win-bridge",
         "CNI win-bridge plugin 0.1.0 (commit aaaaaaaaaaaa)",
     );
-    plugin(
-        bin,
+    stub_plugin(
+        &bin,
         "host-local",
         "CNI host-local plugin 0.1.0 (commit aaaaaaaaaaaa)",
     );
@@ -313,7 +293,7 @@ fn plugins_of_one_release_pass_and_a_mixed_bin_dir_fails_naming_each() {
     assert!(evidence(&report, "one release").contains("cni-win 0.1.0 (commit aaaaaaaaaaaa)"));
 
     // The reference's host-local left beside ours.
-    plugin(bin, "host-local", "CNI host-local plugin v1.6.2");
+    stub_plugin(&bin, "host-local", "CNI host-local plugin v1.6.2");
     let report = doctor.report();
     assert_eq!(
         problems(&report),
@@ -330,8 +310,8 @@ fn plugins_of_one_release_pass_and_a_mixed_bin_dir_fails_naming_each() {
 
 #[test]
 fn a_missing_plugin_binary_fails() {
-    let doctor = Doctor::new();
-    fs::remove_file(doctor.bin.path().join("win-bridge")).unwrap();
+    let doctor = doctor();
+    fs::remove_file(doctor.bin().join("win-bridge")).unwrap();
     let report = doctor.report();
     assert_eq!(
         problems(&report),
@@ -342,7 +322,7 @@ fn a_missing_plugin_binary_fails() {
 
 #[test]
 fn an_unknown_plugin_type_is_named() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     fs::write(
         doctor.node.conf_dir().join("20-typo.conflist"),
         br#"{"cniVersion": "1.1.0", "name": "vxlan0", "plugins": [{"type": "win-overlya"}]}"#,
@@ -359,7 +339,7 @@ fn an_unknown_plugin_type_is_named() {
 
 #[test]
 fn what_sweep_would_remove_is_a_warning() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     doctor.node.reserve("lost");
     let ip = doctor.node.reserve("crashed");
     doctor.node.ours("crashed", &ip);
@@ -378,7 +358,7 @@ fn what_sweep_would_remove_is_a_warning() {
 
 #[test]
 fn an_endpoint_without_reservation_is_a_warning() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     let ns = doctor.node.namespace();
     let id = doctor.node.ours("orphan", "10.244.1.50");
     doctor.node.client.attach_endpoint(ns, id).unwrap();
@@ -396,7 +376,7 @@ fn an_endpoint_without_reservation_is_a_warning() {
 
 #[test]
 fn two_endpoints_holding_one_ip_fail() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     let ns = doctor.node.namespace();
     let ip = doctor.node.reserve("pod");
     let id = doctor.node.ours("pod", &ip);
@@ -441,7 +421,7 @@ fn two_endpoints_holding_one_ip_fail() {
 
 #[test]
 fn a_remote_endpoint_holding_a_local_pod_ip_fails() {
-    let doctor = Doctor::new();
+    let doctor = doctor();
     let ip = doctor.node.reserve("pod");
     doctor.node.endpoint(
         Guid::from_u128(5),

@@ -1,9 +1,6 @@
 //! The node daemon's metrics, scraped over HTTP from a running `cni-win sweep --every 1s
 //! --metrics-address 127.0.0.1:0` on an emulated node while pods come and go, get killed and
 //! HNS restarts under them.
-#![cfg(not(windows))]
-
-mod common;
 
 use std::net::TcpStream;
 use std::time::Duration;
@@ -11,11 +8,12 @@ use std::time::Duration;
 use cni_win::doctor::{self, Verdict};
 use cni_win::paths::NodePaths;
 use cni_win_core::snapshot::NodeSnapshot;
-use common::ScratchNode;
-use common::daemon::Daemon;
 use hns::Guid;
 use hns_emulator::Outage;
 use ipam_host_local::HostLocal;
+
+use crate::support::ScratchNode;
+use crate::support::daemon::Daemon;
 
 const POOL: &str = r#"{network="cbr0",subnets="10.244.1.0/24"}"#;
 

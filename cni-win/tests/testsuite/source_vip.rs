@@ -1,19 +1,18 @@
 //! `cni-win source-vip` on an emulated Flannel vxlan node: the VIP comes from the pods' store
 //! and ranges, never the gateway, the same every run, a script's reservation adopted, and
 //! kube-proxy's endpoint created exactly as kube-proxy would.
-#![cfg(not(windows))]
-
-mod common;
 
 use std::fs;
 use std::net::IpAddr;
 
 use cni::NetConf;
 use cni_win::source_vip::{self, Settings};
-use common::overlay::{HOST_MAC, Overlay};
+use cni_win_conformance::kube_proxy::HOST_MAC;
 use hns::schema::{EndpointFlags, MacAddress};
 use ipam_host_local::HostLocal;
 use serde_json::json;
+
+use crate::support::overlay::Overlay;
 
 fn ip(text: &str) -> IpAddr {
     text.parse().unwrap()

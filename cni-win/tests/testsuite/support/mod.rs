@@ -1,14 +1,16 @@
-//! A scratch node for the node tools' tests, on cni-win-conformance's emulated node: network
-//! `cbr0` (win-bridge, host-local over 10.244.1.0/24) in a config directory, and the means to
-//! build what ADD, DEL and crashes leave behind.
-#![allow(dead_code)] // each test file uses part of it
+//! The node tools' nodes, made with cni-win-conformance's builder: [`ScratchNode`] (network
+//! `cbr0`, win-bridge, host-local over 10.244.1.0/24, in a config directory, and the means to
+//! build what ADD, DEL and crashes leave behind), [`overlay::Overlay`] (Flannel vxlan), the one
+//! [`doctor::Doctor`] fixture over either, and the node daemon as a process ([`daemon`]).
+#![allow(dead_code)] // each test module uses part of it
 
 pub mod daemon;
+pub mod doctor;
 pub mod overlay;
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use cni::NetConf;
 use cni_win::confdir;
@@ -33,7 +35,14 @@ pub struct ScratchNode {
     pub engine: Engine,
     pub host_local: HostLocal,
     node: Node,
+    _alone: MutexGuard<'static, ()>,
 }
+
+/// Held by each [`ScratchNode`] for its life: one at a time in the test binary. Every scratch
+/// node's network is `cbr0` and the tests name their pods alike (`live`, `killed`, `a`), while
+/// attachment locks are the machine's and sweep, the daemon and doctor try them: two tests at
+/// once would see each other's commands in flight and leave what they came to remove.
+static SCRATCH_NODES: Mutex<()> = Mutex::new(());
 
 impl ScratchNode {
     pub fn new() -> ScratchNode {
@@ -46,6 +55,10 @@ impl ScratchNode {
     }
 
     fn with_flags(flags: NetworkFlags) -> ScratchNode {
+        // A test that failed holding it says nothing about the next one.
+        let alone = SCRATCH_NODES
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let node = Node::builder("tools")
             .network(HostComputeNetwork {
                 flags,
@@ -59,6 +72,7 @@ impl ScratchNode {
             engine: node.engine(),
             host_local: HostLocal::from_conf(&conf, &cni::CniArgs::default()).unwrap(),
             node,
+            _alone: alone,
         }
     }
 
@@ -177,6 +191,11 @@ impl ScratchNode {
     pub fn dir(&self) -> &Path {
         self.node.dir()
     }
+
+    /// The emulated node itself.
+    pub fn emulated(&self) -> &Node {
+        &self.node
+    }
 }
 
 /// win-bridge's config for `cbr0`, host-local over `node`'s store.
@@ -186,14 +205,6 @@ fn cbr0_config(node: &Node) -> serde_json::Value {
         "ipam": {"type": "host-local", "subnet": "10.244.1.0/24",
                  "dataDir": node.ipam_dir()}
     })
-}
-
-/// A plugin binary in `bin` that answers `--version` with `about`, as doctor asks it.
-pub fn plugin(bin: &Path, name: &str, about: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let path = bin.join(name);
-    fs::write(&path, format!("#!/bin/sh\necho '{about}'\n")).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// doctor's findings that are not a pass, as (check, verdict).

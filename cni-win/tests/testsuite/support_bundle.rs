@@ -1,8 +1,5 @@
 //! `cni-win support-bundle` on an emulated node with a pod, Flannel's subnet.env, a store, a
 //! plugin log (rotated once), an install record, planted secrets, a link and a FIFO.
-#![cfg(not(windows))]
-
-mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -14,9 +11,12 @@ use std::time::Duration;
 use cni_win::paths::NodePaths;
 use cni_win::record::InstallRecord;
 use cni_win::support_bundle::{Bundle, MANIFEST, Outcome, Plan, Settings};
+use cni_win_conformance::node::stub_plugin;
 use cni_win_core::platform::ConnectError;
-use common::{ScratchNode, plugin};
 use serde_json::{Value, json};
+
+use crate::support::ScratchNode;
+use crate::support::doctor::about;
 
 /// Every value planted where a secret is kept: none may reach the bundle.
 const SECRETS: [&str; 6] = [
@@ -111,9 +111,8 @@ impl Scene {
         fs::write(&log, line.clone() + &"c".repeat(2999 - line.len()) + "\n").unwrap();
 
         let bin = tempfile::tempdir().unwrap();
-        let about = |name: &str| format!("CNI {name} plugin 0.1.0 (commit aaaaaaaaaaaa)");
-        plugin(bin.path(), "win-bridge", &about("win-bridge"));
-        plugin(bin.path(), "host-local", &about("host-local"));
+        stub_plugin(bin.path(), "win-bridge", &about("win-bridge"));
+        stub_plugin(bin.path(), "host-local", &about("host-local"));
         // hnsctl hangs when asked its version.
         hanging(bin.path(), "hnsctl");
         InstallRecord {

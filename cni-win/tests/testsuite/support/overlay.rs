@@ -7,14 +7,12 @@ use std::path::PathBuf;
 use cni::NetConf;
 use cni_win::paths::NodePaths;
 use cni_win::source_vip::Settings;
-use cni_win_conformance::flannel;
 use cni_win_conformance::node::Node;
+use cni_win_conformance::{flannel, kube_proxy};
 use hns::Client;
 use hns::schema::{HostComputeNetwork, NetworkType};
 use ipam_host_local::HostLocal;
 use serde_json::{Value, json};
-
-pub const HOST_MAC: &str = "00-15-5D-52-C0-01";
 
 pub struct Overlay {
     pub node: Node,
@@ -91,27 +89,10 @@ impl Overlay {
         self.node.reservations("flannel.4096")
     }
 
-    /// kube-proxy's remote endpoint on `ip` (a Service's ClusterIP, a pod of another node): the
-    /// host's MAC, `RemoteEndpoint`, the node IP as ProviderAddress, as the proxier makes it.
+    /// kube-proxy's remote endpoint on `ip` (a Service's ClusterIP, a pod of another node),
+    /// as the proxier makes it ([`kube_proxy::remote_endpoint`]).
     pub fn kube_proxy_remote_endpoint(&self, ip: &str) {
-        let document = json!({
-            "SchemaVersion": {"Major": 2, "Minor": 0},
-            "IpConfigurations": [{"IpAddress": ip}],
-            "MacAddress": HOST_MAC,
-            "Flags": 1,
-            "Policies": [{"Type": "ProviderAddress", "Settings": {"ProviderAddress": "10.127.130.38"}}]
-        });
-        let raw = self.client.raw();
-        let id = self
-            .client
-            .find_network_by_name("flannel.4096")
-            .unwrap()
-            .id();
-        let network = raw.open_network(&id).unwrap();
-        let endpoint = raw
-            .create_endpoint(&network, &hns::Guid::ZERO, &document.to_string())
-            .unwrap();
-        raw.close_endpoint(endpoint).unwrap();
-        raw.close_network(network).unwrap();
+        self.node
+            .create_raw_endpoint("flannel.4096", &kube_proxy::remote_endpoint(ip));
     }
 }
