@@ -28,11 +28,126 @@ use conformance::{Harness, Verdict};
 use crate::cases;
 use crate::hns::HnsFixture;
 
-/// A fresh emulated node under the temp dir, removed on drop.
+/// A fresh emulated node under the temp dir, removed on drop: its HCN emulator state, its
+/// networks, the CNI config directory and plugin directory a runtime reads, host-local's store,
+/// and the plugin its tests run. Made with [`Node::builder`].
+///
+/// Only what the builder was asked for exists: a directory nothing put there is not created
+/// (`cni-win install` is tested against a node whose directories it creates).
 #[derive(Debug)]
 pub struct Node {
     dir: tempfile::TempDir,
-    plugin: PathBuf,
+    plugin: Option<PathBuf>,
+}
+
+/// What a [`Node`] starts with; [`NodeBuilder::build`] makes it.
+///
+/// ```no_run
+/// # use cni_win_conformance::{flannel, node::Node};
+/// let node = Node::builder("doctor")
+///     .network(flannel::host_gw("cbr0", &[("10.244.1.0/24", "10.244.1.1")]))
+///     .config("10-cbr0.conf", |node| {
+///         serde_json::json!({"cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+///             "ipam": {"type": "host-local", "subnet": "10.244.1.0/24", "dataDir": node.ipam_dir()}})
+///     })
+///     .build();
+/// ```
+#[must_use = "a builder makes nothing until `build`"]
+pub struct NodeBuilder {
+    label: String,
+    plugin: Option<PathBuf>,
+    networks: Vec<HostComputeNetwork>,
+    configs: Vec<(String, ConfigOf)>,
+    stub_plugins: Vec<(String, String)>,
+}
+
+/// A config written once the node's directories are known (host-local's `dataDir`).
+type ConfigOf = Box<dyn FnOnce(&Node) -> Value>;
+
+impl std::fmt::Debug for NodeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeBuilder")
+            .field("label", &self.label)
+            .field("plugin", &self.plugin)
+            .field("networks", &self.networks.len())
+            .field(
+                "configs",
+                &self
+                    .configs
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
+            .field("stub_plugins", &self.stub_plugins)
+            .finish()
+    }
+}
+
+impl NodeBuilder {
+    /// The plugin binary [`Node::run`] and its ADD, CHECK and DEL run.
+    pub fn plugin(mut self, binary: impl Into<PathBuf>) -> NodeBuilder {
+        self.plugin = Some(binary.into());
+        self
+    }
+
+    /// An HNS network the node has before anything runs, as Flannel or an operator makes it.
+    pub fn network(mut self, settings: HostComputeNetwork) -> NodeBuilder {
+        self.networks.push(settings);
+        self
+    }
+
+    /// A file of the CNI config directory ([`Node::conf_dir`]), written from what `config`
+    /// makes of the node (its store, its directories).
+    pub fn config(
+        mut self,
+        file_name: &str,
+        config: impl FnOnce(&Node) -> Value + 'static,
+    ) -> NodeBuilder {
+        self.configs.push((file_name.to_owned(), Box::new(config)));
+        self
+    }
+
+    /// A stand-in for the plugin `name` in the plugin directory ([`Node::bin_dir`]) that
+    /// answers `--version` with `about`, as doctor asks it, and does nothing else.
+    #[cfg(unix)]
+    pub fn stub_plugin(mut self, name: &str, about: &str) -> NodeBuilder {
+        self.stub_plugins.push((name.to_owned(), about.to_owned()));
+        self
+    }
+
+    /// Makes the node: its scratch directory, then its networks, configs and plugins.
+    pub fn build(self) -> Node {
+        let stem = self
+            .plugin
+            .as_deref()
+            .and_then(Path::file_stem)
+            .map_or_else(|| "node".into(), |stem| stem.to_string_lossy().into_owned());
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{stem}-{}-", self.label))
+            .tempdir()
+            .unwrap();
+        let node = Node {
+            dir,
+            plugin: self.plugin,
+        };
+        for network in &self.networks {
+            node.create_network(network);
+        }
+        for (file_name, config) in self.configs {
+            let config = config(&node);
+            std::fs::create_dir_all(node.conf_dir()).unwrap();
+            std::fs::write(
+                node.conf_dir().join(file_name),
+                serde_json::to_vec(&config).unwrap(),
+            )
+            .unwrap();
+        }
+        #[cfg(unix)]
+        for (name, about) in self.stub_plugins {
+            node.stub_plugin(&name, &about);
+        }
+        node
+    }
 }
 
 /// What one plugin call returned.
@@ -174,22 +289,37 @@ pub fn network_settings(
 }
 
 impl Node {
-    /// A node without networks whose plugin is the binary at `plugin`.
-    pub fn new(plugin: impl Into<PathBuf>, label: &str) -> Node {
-        let plugin = plugin.into();
-        let stem = plugin
-            .file_stem()
-            .map_or_else(|| "plugin".into(), |s| s.to_string_lossy());
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("{stem}-{label}-"))
-            .tempdir()
-            .unwrap();
-        Node { dir, plugin }
+    /// A node to be made, named `label` in its directory's name.
+    pub fn builder(label: &str) -> NodeBuilder {
+        NodeBuilder {
+            label: label.to_owned(),
+            plugin: None,
+            networks: Vec::new(),
+            configs: Vec::new(),
+            stub_plugins: Vec::new(),
+        }
     }
 
     /// The node's scratch root; tests put extra configs and CNI_PATH binaries under it.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// The CNI config directory a runtime (and `cni-win`) reads.
+    pub fn conf_dir(&self) -> PathBuf {
+        self.dir.path().join("net.d")
+    }
+
+    /// The plugin directory: `CNI_PATH` of every plugin run, where a runtime finds plugins.
+    pub fn bin_dir(&self) -> PathBuf {
+        self.dir.path().join("bin")
+    }
+
+    /// Puts a stand-in for the plugin `name` in [`Node::bin_dir`] ([`stub_plugin`]).
+    #[cfg(unix)]
+    pub fn stub_plugin(&self, name: &str, about: &str) {
+        std::fs::create_dir_all(self.bin_dir()).unwrap();
+        stub_plugin(&self.bin_dir(), name, about);
     }
 
     /// The emulator's state directory, what `HCN_EMULATOR_STATE` points the plugin at.
@@ -246,7 +376,11 @@ impl Node {
 
     /// Like [`Node::run`], with extra environment variables (e.g. a shorter HNS deadline).
     pub fn run_with(&self, call: &Call<'_>, extra_env: &BTreeMap<&str, String>) -> Reply {
-        let mut command = Command::new(&self.plugin);
+        let plugin = self
+            .plugin
+            .as_ref()
+            .expect("the node runs a plugin: NodeBuilder::plugin");
+        let mut command = Command::new(plugin);
         // A relative path in a config (a hostile test's log file) lands in the node's dir.
         command
             .current_dir(self.dir.path())
@@ -254,7 +388,7 @@ impl Node {
             .env("CNI_COMMAND", call.command)
             .env("CNI_CONTAINERID", call.container_id)
             .env("CNI_IFNAME", call.ifname)
-            .env("CNI_PATH", self.dir.path().join("bin"))
+            .env("CNI_PATH", self.bin_dir())
             .env(hns_emulator::STATE_ENV, self.state())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -383,6 +517,20 @@ impl Node {
         open.create_endpoint(Guid::ZERO, &settings).unwrap().id()
     }
 
+    /// Creates an endpoint on `network` from the raw HCN document `document` under an ID HNS
+    /// chooses, as another component's hcsshim calls do (`HcnCreateEndpoint`), attached to
+    /// nothing.
+    pub fn create_raw_endpoint(&self, network: &str, document: &Value) {
+        let client = self.client();
+        let raw = client.raw();
+        let network = raw.open_network(&self.network_id(network)).unwrap();
+        let endpoint = raw
+            .create_endpoint(&network, &Guid::ZERO, &document.to_string())
+            .unwrap();
+        raw.close_endpoint(endpoint).unwrap();
+        raw.close_network(network).unwrap();
+    }
+
     /// Creates an endpoint on `network` from the raw HCN document `document` (which names it)
     /// under an ID HNS chooses and attaches it to `netns`, as the reference plugins' V2 ADD does
     /// (`HcnCreateEndpoint`, then `HcnModifyNamespace`); returns it as HNS then reports it.
@@ -392,18 +540,11 @@ impl Node {
         document: &Value,
         netns: &str,
     ) -> HostComputeEndpoint {
-        let client = self.client();
-        let raw = client.raw();
-        let network = raw.open_network(&self.network_id(network)).unwrap();
-        let endpoint = raw
-            .create_endpoint(&network, &Guid::ZERO, &document.to_string())
-            .unwrap();
-        raw.close_endpoint(endpoint).unwrap();
-        raw.close_network(network).unwrap();
+        self.create_raw_endpoint(network, document);
         let name = document["Name"]
             .as_str()
             .expect("the document names the endpoint");
-        client
+        self.client()
             .attach_endpoint(netns.parse().unwrap(), self.endpoint(name).id)
             .unwrap();
         self.endpoint(name)
@@ -651,6 +792,13 @@ impl Node {
     /// How many pods [`Node::del_with_every_variant`] runs at once.
     const HOSTILE_WORKERS: usize = 3;
 
+    /// A name for this process's `run`th call of [`Node::del_with_every_variant`]: attachment
+    /// locks are the machine's, so two runs in one test binary must not share pod names.
+    fn hostile_run() -> usize {
+        static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// After an ADD with a good config, DEL with each hostile variant of it
     /// ([`conformance::hostile::variants`]) that `selected` accepts; when something of
     /// the pod is left then, DEL with the good config must clean it up before the next. A
@@ -675,6 +823,7 @@ impl Node {
             variants
         };
         let variants = variants_of(0);
+        let run = Self::hostile_run();
         let next = std::sync::atomic::AtomicUsize::new(0);
         let blocked = std::sync::Mutex::new(Vec::new());
         std::thread::scope(|scope| {
@@ -683,7 +832,7 @@ impl Node {
                 scope.spawn(move || {
                     let good = good(worker);
                     let variants = variants_of(worker);
-                    let pod = format!("hostile-{worker}");
+                    let pod = format!("hostile-{run}-{worker}");
                     let netns = self.namespace();
                     let left = || self.left_of(network, &pod, leftover);
                     loop {
@@ -757,6 +906,16 @@ impl Node {
         left.extend(leftover(container_id));
         left
     }
+}
+
+/// Puts a stand-in for the plugin `name` in the directory `dir` that answers `--version` with
+/// `about`, as doctor asks it, and does nothing else.
+#[cfg(unix)]
+pub fn stub_plugin(dir: &Path, name: &str, about: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\necho '{about}'\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The first address of a result of any version and its gateway (`ips[0]`, or 0.1/0.2's `ip4`).

@@ -29,9 +29,9 @@ use hns::schema::{Dns, EndpointPolicy};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::acl_fallback;
 use crate::decodes::Decodes;
 use crate::kind::NetworkKind;
-use crate::policy;
 
 /// A validated config: the shared keys plus the plugin's kind, built from its own keys.
 #[derive(Debug)]
@@ -86,7 +86,7 @@ impl<K> Conf<K> {
                 .filter(|direction| {
                     !acls
                         .iter()
-                        .any(|acl| acl.direction == *direction && policy::allows_all(acl))
+                        .any(|acl| acl.direction == *direction && acl_fallback::allows_all(acl))
                 })
                 .collect()
         };

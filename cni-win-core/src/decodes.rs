@@ -3,9 +3,10 @@
 //! IPAM ADD allocates from, or the store DEL releases from).
 //!
 //! A plugin decodes its config once per command; the node daemon serves every network of the
-//! node in each round and is held to the same, one decode of each per network (it used to
-//! decode `ipam` about five times per network, once per question asked of it). The count is
-//! per thread because a round runs on one thread and tests of several rounds run in parallel.
+//! node in each round and is held to the same, one decode of each per network, however many
+//! questions are asked of it (a decode per question would be about five of `ipam` per
+//! network). The count is per thread because a round runs on one thread and tests of several
+//! rounds run in parallel.
 
 use std::cell::Cell;
 use std::ops::Sub;

@@ -1,8 +1,8 @@
 //! How long one HCN call may take before the command gives up on HNS.
 //!
-//! HNS hangs (endpoint delete, namespace modify under load), and a hung call
-//! used to hang the plugin until the runtime killed it, which then learned
-//! nothing and rolled nothing back. Every call now waits at most this
+//! HNS hangs (endpoint delete, namespace modify under load), and a plugin that
+//! waited on a hung call would hang until the runtime killed it, learning
+//! nothing and rolling nothing back. So every call waits at most this
 //! deadline, after which the command rolls back and fails with code 110
 //! naming the function, the time waited and "HNS did not answer".
 //!

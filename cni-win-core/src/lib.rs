@@ -45,6 +45,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod acl_fallback;
 mod add;
 pub mod attachment_lock;
 mod check;

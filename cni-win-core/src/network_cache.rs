@@ -7,7 +7,7 @@
 //! config names (the plugin writes nowhere else), already made owner-only by host-local, and
 //! outside the network directory's listing that host-local stamps (writing there would make
 //! host-local rebuild its index). With a delegated IPAM the config names no directory, so
-//! there is no cache and every command finds the network by name, as before.
+//! there is no cache and every command finds the network by name.
 //!
 //! The file follows the store's rules: it is read and replaced without following a link
 //! ([`rootsafe::file`]), written atomically (a new file renamed over the old one), 0600, and

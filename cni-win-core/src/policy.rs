@@ -6,7 +6,7 @@
 //! On Windows Server 2025 an endpoint with any ACL denies all traffic no ACL allows (see
 //! [`hns::WindowsBuild::acls_default_deny`]), so a lone Allow for a mapped port would cut the
 //! pod off. Every ACL cni-win writes therefore comes with allow-all rules, In and Out, at the
-//! lowest precedence ([`acl_fallback`]): the endpoint behaves the same on every build. The
+//! lowest precedence ([`acl_fallback::rules`]): the endpoint behaves the same on every build. The
 //! user's own ACLs are sent as written, without it: they are the user's security policy, a
 //! default-deny may be what they mean, and an added allow-all could tie with their own
 //! catch-all rule (`cni-win doctor` warns where they lack it on a default-deny build).
@@ -23,6 +23,7 @@ use hns::schema::policy::{
 use hns::schema::{AddressOrPrefix, EndpointPolicy, HostComputeNetwork, IpPrefix, NatFlags};
 use ipnetwork::IpNetwork;
 
+use crate::acl_fallback;
 use crate::config::{Conf, PortMapping};
 use crate::kind::NetworkKind;
 
@@ -56,7 +57,7 @@ pub(crate) fn compose<K: NetworkKind>(
         }
     }
     if conf.flags.allow_acl_port_mapping && !conf.port_mappings.is_empty() {
-        for fallback in acl_fallback() {
+        for fallback in acl_fallback::rules() {
             if !policies.iter().any(|policy| policy.effect() == fallback) {
                 policies.push(fallback);
             }
@@ -151,45 +152,6 @@ fn port_mapping(mapping: &PortMapping, local_routed: bool) -> EndpointPolicy {
         vip: mapping.host_ip,
         flags,
     })
-}
-
-/// The priority of the fallback rules: the lowest precedence HNS is known to take (a higher
-/// number is evaluated later; Azure CNI's default allow-all In and Out rules use 65500, its
-/// blocks 65498-65499), below any rule a user writes (windows-container-networking kept user
-/// ACLs within 100-4096).
-const FALLBACK_PRIORITY: u16 = 65500;
-
-/// Every IP protocol, as HNS takes it in an ACL's `Protocols`.
-const ANY_PROTOCOL: &str = "256";
-
-/// Allow-all rules, In and Out, at [`FALLBACK_PRIORITY`]: what keeps an endpoint's other
-/// traffic once it has an ACL, on a build where HNS then denies by default.
-fn acl_fallback() -> [EndpointPolicy; 2] {
-    [AclDirection::In, AclDirection::Out].map(|direction| {
-        EndpointPolicy::Acl(AclPolicy::all_traffic(
-            AclAction::Allow,
-            direction,
-            FALLBACK_PRIORITY,
-        ))
-    })
-}
-
-/// Whether `acl` allows all traffic of its direction: the fallback's effect, whatever its
-/// priority or rule type.
-pub(crate) fn allows_all(acl: &AclPolicy) -> bool {
-    acl.action == AclAction::Allow
-        && acl
-            .protocols
-            .as_deref()
-            .is_none_or(|protocols| protocols.trim() == ANY_PROTOCOL)
-        && [
-            &acl.local_addresses,
-            &acl.remote_addresses,
-            &acl.local_ports,
-            &acl.remote_ports,
-        ]
-        .iter()
-        .all(|field| field.as_deref().is_none_or(|value| value.trim().is_empty()))
 }
 
 /// `allowAclPortMapping`: let inbound traffic reach the mapped container port.

@@ -25,6 +25,7 @@ const EXTENSIONS: [&str; 3] = ["conf", "conflist", "json"];
 /// A network cni-win serves: which plugin and the config it runs with.
 #[derive(Debug, Clone)]
 pub struct Network {
+    /// The cni-win plugin the config names (directly or as Flannel's delegate).
     pub plugin: Plugin,
     /// Listed as Flannel's delegate rather than directly.
     pub via_flannel: bool,
@@ -36,6 +37,7 @@ pub struct Network {
 }
 
 impl Network {
+    /// The network's `name`: its HNS network's and its host-local store's.
     pub fn name(&self) -> &str {
         &self.request.config.name
     }
@@ -45,7 +47,9 @@ impl Network {
 /// read (each with the reason). Other plugins' networks are neither.
 #[derive(Debug, Default)]
 pub struct ConfDir {
+    /// cni-win's networks, in the order libcni loads their files.
     pub networks: Vec<Network>,
+    /// The files or entries that could not be read, each with the reason.
     pub problems: Vec<String>,
     /// Every plugin type the loaded files name, each once, in order: the runtime executes
     /// each from its `bin_dir`.

@@ -1,6 +1,7 @@
-//! containerd's CRI config pointing at the directories install filled. The section moved in
-//! containerd 2 (`io.containerd.grpc.v1.cri` → `io.containerd.cri.v1.runtime`) and `bin_dir`
-//! became the list `bin_dirs`; both are printed, as install cannot know which one runs.
+//! containerd's CRI config pointing at the directories install filled. containerd 1.7 and 2.x
+//! name the section differently (`io.containerd.grpc.v1.cri`, `io.containerd.cri.v1.runtime`)
+//! and 2.x takes a list `bin_dirs` where 1.7 takes `bin_dir`; both are printed, as install
+//! cannot know which one runs.
 
 use std::path::Path;
 

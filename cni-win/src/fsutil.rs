@@ -16,7 +16,9 @@ use crate::error::Error;
 /// What is at a path install may write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Existing {
+    /// Nothing is there: install creates the file.
     Nothing,
+    /// A regular file is there: install may replace it (atomically).
     RegularFile,
 }
 

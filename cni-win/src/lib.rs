@@ -20,6 +20,13 @@
 //! ([`fsutil`]), containerd's config ([`containerd`]) and the default directories
 //! ([`defaults`]).
 
+// `unsafe` is denied but where the stop signals' handlers are installed ([`shutdown`]): an FFI
+// call on each platform, the one thing the node's operations cannot do without it.
+#![deny(unsafe_code)]
+// Every public item says why it is there: this library is what the `cni-win` command and its
+// tests drive.
+#![warn(missing_docs)]
+
 pub mod binaries;
 pub mod checksums;
 pub mod confdir;

@@ -126,6 +126,7 @@ impl Shutdown {
 
 /// SIGTERM (what kubelet and containerd stop a container with) and SIGINT (Ctrl-C).
 #[cfg(unix)]
+#[allow(unsafe_code)] // installing a signal handler is an FFI call
 mod platform {
     use std::sync::atomic::Ordering;
 
@@ -161,6 +162,7 @@ mod platform {
 /// of a close or shutdown returns, so that handler waits (a few seconds at most) until the
 /// command has stopped.
 #[cfg(windows)]
+#[allow(unsafe_code)] // installing a console control handler is an FFI call
 mod platform {
     use std::sync::OnceLock;
     use std::sync::atomic::Ordering;

@@ -1,5 +1,5 @@
-//! What a log line costs in the plugins' log file, per way of writing it: the way before
-//! rotation (simplelog's writer over one handle kept open, a record in several writes) and the
+//! What a log line costs in the plugins' log file, per way of writing it: a plain file logger
+//! (simplelog's writer over one handle kept open, a record in several writes) and the plugins'
 //! rotating log (open, lock, one write, close per line), with rotation off, on at the default
 //! cap, and at a cap so small that one line in 20 rotates. The line is formatted the same way in
 //! each; each way writes [`LINES`] lines to a fresh file, [`ROUNDS`] times taking turns, and
@@ -32,7 +32,7 @@ fn config() -> simplelog::Config {
         .build()
 }
 
-/// Before: one handle opened for appending, simplelog writing each record to it.
+/// A plain file logger: one handle opened for appending, simplelog writing each record to it.
 fn kept_open(dir: &Path) {
     let file = OpenOptions::new()
         .create(true)
@@ -45,8 +45,7 @@ fn kept_open(dir: &Path) {
     }
 }
 
-/// Now: simplelog formats into a buffer, the rotating log writes it, as the plugins' file
-/// logger does.
+/// The plugins' file logger: simplelog formats into a buffer, the rotating log writes it.
 fn rotating(dir: &Path, rotation: Option<Rotation>) {
     let log = LogFile::open(&dir.join("cni.log"), rotation).expect("log");
     let buffer = Buffer::default();
@@ -102,7 +101,7 @@ fn main() {
     };
     let small = Rotation::new(NonZeroU64::new(20 * line_bytes).expect("cap"), 5);
     let ways: [(&str, &Way<'_>); 4] = [
-        ("before: simplelog over one open handle", &kept_open),
+        ("simplelog over one open handle", &kept_open),
         ("rotating log, rotation off", &|dir| rotating(dir, None)),
         ("rotating log, 10 MiB cap (default)", &|dir| {
             rotating(dir, Some(Rotation::DEFAULT))

@@ -9,11 +9,11 @@
 //! value is a string, or which is missing, gets the rule's HRESULT and a record
 //! naming the field and the value; anything else (not JSON, wrong shape, a
 //! number where a string belongs, a string where a list belongs) is
-//! `HCN_E_INVALID_JSON`, as before.
+//! `HCN_E_INVALID_JSON`.
 //!
-//! Values the old string schema let through and HNS is not known to take are
-//! refused now: a DNS server that is not an address, an empty `ProviderAddress`,
-//! a prefix with spaces. Addresses and MACs read back in HNS's own spelling
+//! Values a schema of plain strings would let through and HNS is not known to
+//! take are refused: a DNS server that is not an address, an empty
+//! `ProviderAddress`, a prefix with spaces. Addresses and MACs read back in HNS's own spelling
 //! (upper-case dashes, compressed IPv6), whatever spelling the client used.
 
 use serde::de::DeserializeOwned;

@@ -164,6 +164,7 @@ impl Deadlined {
     }
 
     /// Runs a call on an open handle, lending the call thread a copy of it.
+    #[allow(unsafe_code)] // the lent copy is made with `Handle::from_raw`
     fn on_handle<H: Handle + Send + 'static, T: Reply>(
         &self,
         function: Function,

@@ -15,6 +15,10 @@
 //! The typed layer is shared, so what the tests prove on the emulator is the
 //! code that runs on Windows.
 
+// `unsafe` is denied but where it is the point, each allowed where it stands: the FFI to
+// computenetwork.dll and vmcompute.dll ([`native`]), minting a handle ([`raw::Handle`]), and
+// the deadline layer lending a call's thread a copy of one ([`deadline`]).
+#![deny(unsafe_code)]
 // Every public item says why it is there: this crate is the HCN boundary, read by whoever
 // checks what a plugin sends to HNS.
 #![warn(missing_docs)]
@@ -26,6 +30,7 @@ pub mod features;
 pub mod guid;
 pub mod hresult;
 #[cfg(windows)]
+#[allow(unsafe_code)] // the FFI to computenetwork.dll, vmcompute.dll and ntdll
 pub mod native;
 pub mod raw;
 pub mod schema;

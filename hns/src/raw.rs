@@ -29,6 +29,7 @@ use crate::guid::Guid;
 /// ```compile_fail
 /// let forged = hns::raw::NetworkHandle(0x1234);
 /// ```
+#[allow(unsafe_code)] // minting a handle is unsafe: see `from_raw`
 pub trait Handle: std::fmt::Debug + Sized {
     /// Wraps a handle value a backend issued.
     ///
@@ -52,6 +53,7 @@ macro_rules! handle_types {
         #[derive(Debug, PartialEq, Eq, Hash)]
         pub struct $name(usize);
 
+        #[allow(unsafe_code)] // the handle types' one constructor
         impl Handle for $name {
             unsafe fn from_raw(raw: usize) -> Self {
                 $name(raw)

@@ -90,8 +90,8 @@ impl StoreLocation {
             }
         };
         let configured = key("lockTimeoutSeconds").filter(|value| !value.is_null());
-        let lock_timeout = LOCK_SETTING
-            .from_leniently(configured, std::env::var(LOCK_TIMEOUT_ENV).ok().as_deref());
+        let (setting, env) = lock_setting_from(env_var);
+        let lock_timeout = setting.from_leniently(configured, env.as_deref());
         Ok(StoreLocation {
             data_dir: data_dir_or_default(data_dir),
             lock_timeout,
@@ -114,8 +114,13 @@ fn data_dir_or_default(configured: Option<PathBuf>) -> PathBuf {
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The environment variable that sets the lock deadline for every network on a node without
-/// `ipam.lockTimeoutSeconds`.
-pub const LOCK_TIMEOUT_ENV: &str = "CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT";
+/// `ipam.lockTimeoutSeconds`, in seconds like cni-win's other deadlines
+/// (`CNI_WIN_HNS_TIMEOUT_SECONDS`, `CNI_WIN_ATTACHMENT_LOCK_TIMEOUT_SECONDS`).
+pub const LOCK_TIMEOUT_ENV: &str = "CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT_SECONDS";
+
+/// [`LOCK_TIMEOUT_ENV`] without its unit: still read when [`LOCK_TIMEOUT_ENV`] is not set, so
+/// a node that sets this name keeps its deadline, with a warning naming the variable to set.
+pub const LOCK_TIMEOUT_ENV_WITHOUT_UNIT: &str = "CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT";
 
 /// The lock deadline's setting. The longest accepted is an hour: anything longer is a wait
 /// without end.
@@ -233,10 +238,7 @@ impl IpamConfig {
         let range_sets = validate_sets(&sets, conf.cni_version)?;
 
         let requested = requested_ips(conf, args, raw_args.cni.ips, &range_sets).map_err(Box::new);
-        let lock_timeout = lock_timeout(
-            ipam.lock_timeout_seconds,
-            std::env::var(LOCK_TIMEOUT_ENV).ok().as_deref(),
-        )?;
+        let lock_timeout = lock_timeout(ipam.lock_timeout_seconds, env_var)?;
         Ok(IpamConfig {
             range_sets,
             routes: ipam.routes,
@@ -250,9 +252,42 @@ impl IpamConfig {
 }
 
 /// The lock deadline, by cni-win's one precedence rule ([`Seconds`]): `ipam.lockTimeoutSeconds`,
-/// else [`LOCK_TIMEOUT_ENV`], else [`DEFAULT_LOCK_TIMEOUT`].
-fn lock_timeout(config: Option<f64>, env: Option<&str>) -> Result<Duration, Error> {
-    LOCK_SETTING.from(config.map(Value::from).as_ref(), env)
+/// else [`LOCK_TIMEOUT_ENV`] (or [`LOCK_TIMEOUT_ENV_WITHOUT_UNIT`]), else
+/// [`DEFAULT_LOCK_TIMEOUT`]. `env` reads a variable of the process environment.
+fn lock_timeout(
+    config: Option<f64>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Duration, Error> {
+    let (setting, value) = lock_setting_from(env);
+    setting.from(config.map(Value::from).as_ref(), value.as_deref())
+}
+
+/// The lock deadline's setting and the variable's value, from [`LOCK_TIMEOUT_ENV`], else from
+/// [`LOCK_TIMEOUT_ENV_WITHOUT_UNIT`] with a warning; the setting names the variable the value
+/// came from, so a message about a bad value names the one the node sets.
+fn lock_setting_from(env: impl Fn(&str) -> Option<String>) -> (Seconds, Option<String>) {
+    if let Some(value) = env(LOCK_TIMEOUT_ENV) {
+        return (LOCK_SETTING, Some(value));
+    }
+    match env(LOCK_TIMEOUT_ENV_WITHOUT_UNIT) {
+        Some(value) => {
+            log::warn!(
+                "{LOCK_TIMEOUT_ENV_WITHOUT_UNIT} is read as {LOCK_TIMEOUT_ENV}, the name that \
+                 says its unit: set {LOCK_TIMEOUT_ENV} instead"
+            );
+            let setting = Seconds {
+                env_var: LOCK_TIMEOUT_ENV_WITHOUT_UNIT,
+                ..LOCK_SETTING
+            };
+            (setting, Some(value))
+        }
+        None => (LOCK_SETTING, None),
+    }
+}
+
+/// A variable of the process environment; one that is unset or not Unicode is `None`.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// Deserialises `value`, naming the failing key's full path (`ipam.ranges[0][1].subnet`).
@@ -820,30 +855,75 @@ mod tests {
         assert_eq!(config.range_sets.len(), 2);
     }
 
+    /// An environment holding only `vars`.
+    fn environment(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+            .collect();
+        move |name| {
+            vars.iter()
+                .find(|(set, _)| set == name)
+                .map(|(_, value)| value.clone())
+        }
+    }
+
     #[test]
     fn lock_deadline_comes_from_the_config_then_the_environment() {
-        assert_eq!(lock_timeout(None, None).unwrap(), DEFAULT_LOCK_TIMEOUT);
+        let seconds = |value| environment(&[(LOCK_TIMEOUT_ENV, value)]);
         assert_eq!(
-            lock_timeout(None, Some("1")).unwrap(),
+            lock_timeout(None, environment(&[])).unwrap(),
+            DEFAULT_LOCK_TIMEOUT
+        );
+        assert_eq!(
+            lock_timeout(None, seconds("1")).unwrap(),
             Duration::from_secs(1)
         );
         assert_eq!(
-            lock_timeout(Some(2.5), Some("1")).unwrap(),
+            lock_timeout(Some(2.5), seconds("1")).unwrap(),
             Duration::from_millis(2500)
         );
         for bad in ["0", "-1", "x", "NaN", "inf", "3601"] {
-            let err = lock_timeout(None, Some(bad)).unwrap_err();
+            let err = lock_timeout(None, seconds(bad)).unwrap_err();
             assert_eq!(err.code(), ErrorCode::InvalidEnvironment, "{bad}");
             assert!(err.msg().contains(LOCK_TIMEOUT_ENV), "{}", err.msg());
         }
         for bad in [0.0, -3.0, f64::NAN, 1e9] {
-            let err = lock_timeout(Some(bad), None).unwrap_err();
+            let err = lock_timeout(Some(bad), environment(&[])).unwrap_err();
             assert!(
                 err.msg().contains("ipam.lockTimeoutSeconds"),
                 "{}",
                 err.msg()
             );
         }
+    }
+
+    /// The variable without its unit is read when the one with it is not set, and a bad value
+    /// there is named by the name the node sets.
+    #[test]
+    fn lock_deadline_reads_the_variable_without_its_unit_when_the_other_is_unset() {
+        let unitless = |value| environment(&[(LOCK_TIMEOUT_ENV_WITHOUT_UNIT, value)]);
+        assert_eq!(
+            lock_timeout(None, unitless("2")).unwrap(),
+            Duration::from_secs(2)
+        );
+        let both = environment(&[
+            (LOCK_TIMEOUT_ENV, "3"),
+            (LOCK_TIMEOUT_ENV_WITHOUT_UNIT, "2"),
+        ]);
+        assert_eq!(lock_timeout(None, both).unwrap(), Duration::from_secs(3));
+        assert_eq!(
+            lock_timeout(Some(4.0), unitless("2")).unwrap(),
+            Duration::from_secs(4)
+        );
+        let err = lock_timeout(None, unitless("soon")).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::InvalidEnvironment);
+        assert!(
+            err.msg()
+                .starts_with(&format!("{LOCK_TIMEOUT_ENV_WITHOUT_UNIT}:")),
+            "{}",
+            err.msg()
+        );
     }
 
     fn check_prefix(network: IpAddr, prefix: u8) {

@@ -88,11 +88,12 @@
 //!
 //! # Lock deadline
 //!
-//! The lock is polled, never waited on without end: after `ipam.lockTimeoutSeconds` (or the
-//! `CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT` environment variable, which wins; default 60 s, half
-//! kubelet's default 2-minute CRI `runtimeRequestTimeout`, so a stuck holder costs one
-//! retried sandbox, not an abandoned one) ADD, DEL and GC fail with code 11 naming the lock
-//! and, on Linux, the holding process; STATUS with 50.
+//! The lock is polled, never waited on without end: after `ipam.lockTimeoutSeconds` (else the
+//! `CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT_SECONDS` environment variable, else 60 s: half kubelet's
+//! default 2-minute CRI `runtimeRequestTimeout`, so a stuck holder costs one retried sandbox,
+//! not an abandoned one) ADD, DEL and GC fail with code 11 naming the lock and, on Linux, the
+//! holding process; STATUS with 50. The variable without its unit,
+//! `CNI_WIN_HOST_LOCAL_LOCK_TIMEOUT`, is read when the other is not set, with a warning.
 //!
 //! # Crash safety
 //!
@@ -152,8 +153,8 @@ mod store;
 mod teardown;
 
 pub use config::{
-    DEFAULT_DATA_DIR, DEFAULT_LOCK_TIMEOUT, IpamConfig, LOCK_TIMEOUT_ENV, RequestedIp,
-    StoreLocation,
+    DEFAULT_DATA_DIR, DEFAULT_LOCK_TIMEOUT, IpamConfig, LOCK_TIMEOUT_ENV,
+    LOCK_TIMEOUT_ENV_WITHOUT_UNIT, RequestedIp, StoreLocation,
 };
 pub use host_local::{Allocation, Exhausted, HostLocal, PoolUsage};
 pub use retention::Retention;

@@ -26,11 +26,17 @@ pub struct Entry {
 /// A UTC time to the second: the bundle's default name and its entries' dates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Utc {
+    /// The year, e.g. 2026.
     pub year: u16,
+    /// 1 to 12.
     pub month: u8,
+    /// 1 to 31.
     pub day: u8,
+    /// 0 to 23.
     pub hour: u8,
+    /// 0 to 59.
     pub minute: u8,
+    /// 0 to 59.
     pub second: u8,
 }
 

@@ -87,39 +87,53 @@ pub struct Plan {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// It collected what it names.
     Ok,
+    /// It failed; the record says why, and keeps what it had collected.
     Failed,
+    /// It passed its deadline (or the bundle's) and was abandoned.
     TimedOut,
 }
 
 /// One step in the manifest.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepRecord {
+    /// What it collects ([`Step::name`]).
     pub name: String,
+    /// Where from ([`Step::source`]).
     pub source: String,
+    /// How it came out.
     pub outcome: Outcome,
+    /// Why it failed or timed out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The entries it added to the zip.
     pub entries: Vec<String>,
     /// Their size, uncompressed.
     pub bytes: u64,
+    /// How long it ran, in milliseconds.
     pub duration_ms: u64,
 }
 
 /// A value replaced by [`redact::REDACTED`]: in which entry and under which key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Redaction {
+    /// The zip entry it was in.
     pub entry: String,
+    /// Where in it: a JSON pointer, or `line N: key` in text.
     pub at: String,
 }
 
 /// The limits a bundle was collected within.
 #[derive(Debug, Clone, Serialize)]
 pub struct Limits {
+    /// [`Settings::step_timeout`], in milliseconds.
     pub step_timeout_ms: u64,
+    /// [`Settings::timeout`], in milliseconds.
     pub timeout_ms: u64,
+    /// [`Settings::max_bytes`].
     pub max_bytes: u64,
+    /// [`Settings::log_tail_bytes`].
     pub log_tail_bytes: u64,
 }
 
@@ -130,20 +144,27 @@ pub struct Manifest {
     pub written_by: String,
     /// When, in UTC (RFC 3339).
     pub created: String,
+    /// The node's host name.
     pub host: String,
+    /// The limits it was collected within.
     pub limits: Limits,
+    /// Every step, in the bundle's order.
     pub steps: Vec<StepRecord>,
     /// Paths looked at and not read (links, FIFOs, files too large), and entries dropped at
     /// the size cap.
     pub skipped: Vec<Skipped>,
+    /// Every value redacted, by where it was (never the value).
     pub redacted: Vec<Redaction>,
 }
 
 /// A collected bundle: its entries, `manifest.json` last.
 #[derive(Debug)]
 pub struct Bundle {
+    /// The zip's entries, redacted, `manifest.json` last.
     pub entries: Vec<Entry>,
+    /// What the manifest says.
     pub manifest: Manifest,
+    /// When the collection started: the bundle's default name and its entries' dates.
     pub created: Utc,
 }
 

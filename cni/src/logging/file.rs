@@ -18,12 +18,12 @@
 //!   them wait. So no process has the file open while it is renamed or replaced, and no file is
 //!   larger than the cap unless one line alone is.
 //!
-//!   Writers sharing the lock and a rotator taking it exclusively was tried, and measured
-//!   worse: writers that looked at the size together all wrote (200 writers natively took a
-//!   52 KB file 16 KB past its cap), and it leans on appends being atomic between processes,
-//!   which they are on local NTFS and Unix but not everywhere: Wine writes an append at an end
-//!   it read before, and two processes' lines overwrote each other in the Wine lane. Holding
-//!   the lock for one write costs microseconds natively (README, Performance).
+//!   Writers sharing the lock with a rotator taking it exclusively would not do: writers that
+//!   look at the size together all write (200 writers natively take a 52 KB file 16 KB past
+//!   its cap), and it leans on appends being atomic between processes, which they are on local
+//!   NTFS and Unix but not everywhere: Wine writes an append at an end it read before, and two
+//!   processes' lines overwrite each other in the Wine lane. Holding the lock for one write
+//!   costs microseconds natively (README, Performance).
 //! - **No wait without a deadline.** The lock is polled ([`rootsafe::deadline`]) for
 //!   [`LOCK_WAIT`]; a writer that could not get it by then writes its line anyway, without
 //!   rotating, and its process stops waiting for the lock: a line in a file over its cap
@@ -43,9 +43,9 @@
 //!
 //! Why the plugins rotate, rather than one long-running process (the sweep daemon): plugins
 //! log on nodes where no daemon of ours runs (kube-proxy's host-local, a config written by
-//! hand), and between two passes of a daemon the file has no bound. What made plugin rotation
-//! crash elsewhere was rotators that did not exclude one another and renamed files their peers
-//! held open; the lock and the open-write-close per line take both away.
+//! hand), and between two passes of a daemon the file has no bound. Rotating in the plugins is
+//! safe only when rotators exclude one another and no peer holds a file open while it is
+//! renamed; the lock and the open-write-close per line give both.
 //!
 //! On Windows std opens files with `FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE`,
 //! so a writer that wrote without the lock does not block a rename, and its line lands in

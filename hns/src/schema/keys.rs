@@ -5,7 +5,9 @@
 //! `Settings` as raw bytes), so configs in the field spell their keys in every case (OpenShift's
 //! Windows Machine Config Operator writes `exceptionList`, `destinationPrefix`). The typed view
 //! reads them as Go reads a struct, and leaves the keys it does not know to the caller: HNS
-//! ignores them, and the caller decides whether to say so.
+//! ignores them, and the caller decides whether to say so. A key the other shape (V1 or V2)
+//! spells differently is named with the key it most likely means ([`v2_key_for`],
+//! [`v1_key_for`]).
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
@@ -96,6 +98,37 @@ pub(crate) fn member<'a>(
             .find(|(key, _)| key.eq_ignore_ascii_case(name))
             .map(|(_, value)| *value)
     })
+}
+
+/// The same setting's key in V1 and in V2 `Settings`, per V2 type: what a key written in the
+/// wrong shape most likely means.
+const RENAMED_KEYS: &[(&str, &str, &str)] = &[
+    ("OutBoundNAT", "ExceptionList", "Exceptions"),
+    ("OutBoundNAT", "VIP", "VirtualIP"),
+    ("ProviderAddress", "PA", "ProviderAddress"),
+    ("ACL", "Protocol", "Protocols"),
+    ("ACL", "LocalPort", "LocalPorts"),
+    ("ACL", "RemotePort", "RemotePorts"),
+];
+
+/// The V2 key of `v2_type` that V1 spells `v1_key`, e.g. `Exceptions` for `ExceptionList`.
+pub(crate) fn v2_key_for(v2_type: &str, v1_key: &str) -> Option<&'static str> {
+    RENAMED_KEYS
+        .iter()
+        .find(|(policy, v1, _)| {
+            policy.eq_ignore_ascii_case(v2_type) && v1.eq_ignore_ascii_case(v1_key)
+        })
+        .map(|(_, _, v2)| *v2)
+}
+
+/// The V1 key of the V1 shape of `v2_type` that V2 spells `v2_key`.
+pub(crate) fn v1_key_for(v2_type: &str, v2_key: &str) -> Option<&'static str> {
+    RENAMED_KEYS
+        .iter()
+        .find(|(policy, _, v2)| {
+            policy.eq_ignore_ascii_case(v2_type) && v2.eq_ignore_ascii_case(v2_key)
+        })
+        .map(|(_, v1, _)| *v1)
 }
 
 #[cfg(test)]

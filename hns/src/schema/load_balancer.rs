@@ -1,5 +1,5 @@
 //! `HostComputeLoadBalancer`: what kube-proxy's winkernel proxier creates per Service port
-//! (hcsshim's, now hnslib's, `hcn/hcnloadbalancer.go` schema). cni-win's plugins never make
+//! (the `hcn/hcnloadbalancer.go` schema of hcsshim and hnslib). cni-win's plugins never make
 //! one; the node tools list them and the emulator stores them.
 
 use std::net::IpAddr;

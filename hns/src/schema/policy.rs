@@ -223,7 +223,7 @@ impl fmt::Display for IgnoredKey {
 impl IgnoredKey {
     fn v2(policy_type: &'static str, known: &'static [&'static str], key: String) -> IgnoredKey {
         IgnoredKey {
-            suggestion: super::v1::v2_key_for(policy_type, &key),
+            suggestion: keys::v2_key_for(policy_type, &key),
             key,
             policy_type,
             shape: PolicyShape::V2,

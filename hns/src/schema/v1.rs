@@ -41,37 +41,6 @@ pub struct Translated<P> {
     pub dropped: Vec<IgnoredKey>,
 }
 
-/// The same setting's key in V1 and in V2 `Settings`, per V2 type: what a key written in the
-/// wrong shape most likely means.
-const RENAMED_KEYS: &[(&str, &str, &str)] = &[
-    ("OutBoundNAT", "ExceptionList", "Exceptions"),
-    ("OutBoundNAT", "VIP", "VirtualIP"),
-    ("ProviderAddress", "PA", "ProviderAddress"),
-    ("ACL", "Protocol", "Protocols"),
-    ("ACL", "LocalPort", "LocalPorts"),
-    ("ACL", "RemotePort", "RemotePorts"),
-];
-
-/// The V2 key of `v2_type` that V1 spells `v1_key`, e.g. `Exceptions` for `ExceptionList`.
-pub(crate) fn v2_key_for(v2_type: &str, v1_key: &str) -> Option<&'static str> {
-    RENAMED_KEYS
-        .iter()
-        .find(|(policy, v1, _)| {
-            policy.eq_ignore_ascii_case(v2_type) && v1.eq_ignore_ascii_case(v1_key)
-        })
-        .map(|(_, _, v2)| *v2)
-}
-
-/// The V1 key of the V1 shape of `v2_type` that V2 spells `v2_key`.
-fn v1_key_for(v2_type: &str, v2_key: &str) -> Option<&'static str> {
-    RENAMED_KEYS
-        .iter()
-        .find(|(policy, _, v2)| {
-            policy.eq_ignore_ascii_case(v2_type) && v2.eq_ignore_ascii_case(v2_key)
-        })
-        .map(|(_, v1, _)| *v1)
-}
-
 /// A policy object's members, `Type` and (non-null) `Settings` matched as Go matches them.
 struct Shape<'a> {
     type_name: String,
@@ -229,7 +198,7 @@ fn read_v1<T: DeserializeOwned>(
         .unknown
         .into_iter()
         .map(|key| IgnoredKey {
-            suggestion: v1_key_for(v2_type, &key),
+            suggestion: keys::v1_key_for(v2_type, &key),
             key,
             policy_type: v1_type,
             shape: PolicyShape::V1,

@@ -6,16 +6,16 @@
 //! Under Wine the commands run with Wine's `thread` debug channel on, and a run that did not
 //! exit 0 is quoted with the end of its stderr: the channel names each thread after the HCN
 //! function it ran and traces each thread's exit and the process's own, so the report shows
-//! which threads were still exiting when the process ended. (Before `hns::deadline` waited for
-//! its call threads, a few CHECKs in a thousand died with SIGSEGV after every call had
-//! answered; see that module.)
+//! which threads were still exiting when the process ended. (A call thread still running when
+//! the process ends kills it under Wine: without `hns::deadline` waiting for its call threads,
+//! a few CHECKs in a thousand die with SIGSEGV after every call has answered; see that module.)
 
 use std::collections::BTreeMap;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::hns_cases::cbr0_pod_setup;
+use crate::cbr0::cbr0_pod_setup;
 use crate::lane::{Bench, Side};
 use crate::process::Ran;
 

@@ -8,6 +8,7 @@
 //! `WINEDLLOVERRIDES`) before running this.
 #![forbid(unsafe_code)]
 
+mod cbr0;
 mod exit_status;
 mod hns_cases;
 mod lane;
@@ -42,7 +43,7 @@ const NOT_UNDER_WINE: &[(&str, &str)] = &[
          lock would not exclude them, so the lane never overlaps them",
     ),
     (
-        "hns multi-process and crash-point tests (hns/tests/processes.rs)",
+        "hns multi-process and crash-point tests (hns-emulator/tests/testsuite/processes.rs)",
         "Linux test binaries that fork the Linux hnsctl; the same engine code runs under Wine \
          in every case above",
     ),

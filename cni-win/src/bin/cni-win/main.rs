@@ -1,6 +1,7 @@
 //! `cni-win`: the operator's command on a Windows node, a thin binary over the `cni_win`
 //! library: `install`, `uninstall`, `sweep`, `doctor`, `source-vip` and `support-bundle` parse their arguments and print what
 //! the library reports (see [`commands`]).
+#![forbid(unsafe_code)]
 
 use std::process::ExitCode;
 use std::sync::LazyLock;

@@ -1,0 +1,7 @@
+//! cni-win-netpol's integration tests, one binary: upstream's NetworkPolicy truth tables as our
+//! own data (`tests/cases`), and how the agent's writes converge HNS, on the HCN emulator.
+
+#[cfg(not(windows))] // the HCN emulator the cases run on is Linux-only
+mod support;
+mod truth_table;
+mod writes;

@@ -1,0 +1,440 @@
+//! How the agent's writes converge HNS: how many, in what order, around whose rules.
+
+#![cfg(not(windows))]
+
+use std::collections::BTreeMap;
+
+use cni_win_netpol::{Mode, PodKey, Programmed, Write, namespace_posture, pending_pod_acls};
+use hns::WindowsBuild;
+use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
+use hns_emulator::acl::{Packet, Verdict};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+
+use crate::support::Changes;
+
+fn policy(namespace: &str, name: &str, spec: serde_json::Value) -> NetworkPolicy {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+/// x/a accepts ingress from pods `b` of every namespace only.
+fn from_every_b() -> NetworkPolicy {
+    policy(
+        "x",
+        "from-b",
+        serde_json::json!({
+            "podSelector": {"matchLabels": {"pod": "a"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "b"}}}]}]
+        }),
+    )
+}
+
+/// Programs `policies` on a fresh HNS and returns it.
+fn programmed(changes: &Changes, policies: &[NetworkPolicy], mode: Mode) -> Programmed {
+    let (cluster, _) = crate::support::cluster(changes, policies);
+    let mut hns = crate::support::fresh_hns();
+    let (_, writes) = crate::support::round(&cluster, changes, &hns, mode);
+    crate::support::apply(&mut hns, &writes);
+    hns
+}
+
+fn describe(writes: &[Write]) -> Vec<String> {
+    writes
+        .iter()
+        .map(|write| match write {
+            Write::Network(request) => format!(
+                "network {:?} {}",
+                request.request_type,
+                request.settings.policies.len()
+            ),
+            Write::Endpoint { endpoint, request } => {
+                let pod = crate::support::pods()
+                    .into_iter()
+                    .find(|pod| crate::support::endpoint_id(pod) == *endpoint)
+                    .unwrap();
+                format!(
+                    "{pod} {:?} {}",
+                    request.request_type,
+                    request.settings.policies.len()
+                )
+            }
+        })
+        .collect()
+}
+
+fn relabel(pod: &str, labels: &[(&str, &str)]) -> Changes {
+    let labels = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Changes {
+        pod_labels: BTreeMap::from([(pod.to_owned(), labels)]),
+        ..Changes::default()
+    }
+}
+
+#[test]
+fn a_remote_pods_label_change_is_one_set_update_with_ip_sets() {
+    let before = Changes::default();
+    let mut hns = programmed(&before, &[from_every_b()], Mode::IpSets);
+    let after = relabel("y/c", &[("pod", "b")]);
+    let (cluster, _) = crate::support::cluster(&after, &[from_every_b()]);
+    let (_, writes) = crate::support::round(&cluster, &after, &hns, Mode::IpSets);
+    assert_eq!(
+        describe(&writes),
+        ["network Update 1"],
+        "no endpoint is rewritten"
+    );
+    crate::support::apply(&mut hns, &writes);
+    let packet = Packet::tcp(
+        crate::support::pod_ip("y/c", false),
+        crate::support::pod_ip("x/a", false),
+        80,
+    );
+    assert_eq!(
+        crate::support::verdict(&hns, "y/c", "x/a", &packet, WindowsBuild::SERVER_2025),
+        Verdict::Allowed
+    );
+}
+
+#[test]
+fn a_remote_pods_label_change_rewrites_the_rules_naming_it_inline() {
+    let before = Changes::default();
+    let hns = programmed(&before, &[from_every_b()], Mode::Inline);
+    let after = relabel("y/c", &[("pod", "b")]);
+    let (cluster, _) = crate::support::cluster(&after, &[from_every_b()]);
+    let (_, writes) = crate::support::round(&cluster, &after, &hns, Mode::Inline);
+    assert_eq!(
+        describe(&writes),
+        ["x/a Add 1", "x/a Remove 1"],
+        "the new rule before the old one goes"
+    );
+}
+
+#[test]
+fn an_unchanged_cluster_costs_no_write_even_as_hns_spells_it_back_differently() {
+    for mode in [Mode::Inline, Mode::IpSets] {
+        let changes = Changes::default();
+        let mut hns = programmed(&changes, &[from_every_b()], mode);
+        for acl in hns.endpoints.values_mut().flatten() {
+            if let Some(list) = &acl.remote_addresses {
+                let mut entries: Vec<&str> = list.split(',').collect();
+                entries.reverse();
+                acl.remote_addresses = Some(entries.join(", "));
+            }
+        }
+        let (cluster, _) = crate::support::cluster(&changes, &[from_every_b()]);
+        let (_, writes) = crate::support::round(&cluster, &changes, &hns, mode);
+        assert!(writes.is_empty(), "{mode:?}: {writes:?}");
+    }
+}
+
+#[test]
+fn a_rule_removed_behind_the_agents_back_is_put_back() {
+    let changes = Changes::default();
+    let mut hns = programmed(&changes, &[from_every_b()], Mode::IpSets);
+    let x_a = crate::support::endpoint_id("x/a");
+    let taken = hns.endpoints.get_mut(&x_a).unwrap().remove(4);
+    let (cluster, _) = crate::support::cluster(&changes, &[from_every_b()]);
+    let (_, writes) = crate::support::round(&cluster, &changes, &hns, Mode::IpSets);
+    assert_eq!(describe(&writes), ["x/a Add 1"]);
+    let Write::Endpoint { request, .. } = &writes[0] else {
+        unreachable!()
+    };
+    assert_eq!(
+        request.settings.policies,
+        [hns::schema::EndpointPolicy::Acl(taken)]
+    );
+}
+
+#[test]
+fn writes_go_new_sets_new_rules_memberships_old_rules_old_sets() {
+    let changes = Changes::default();
+    let mut hns = programmed(&changes, &[from_every_b()], Mode::IpSets);
+    let from_c = policy(
+        "x",
+        "from-b",
+        serde_json::json!({
+            "podSelector": {"matchLabels": {"pod": "a"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "c"}}}]}]
+        }),
+    );
+    let keep_b = policy(
+        "y",
+        "to-b",
+        serde_json::json!({
+            "podSelector": {"matchLabels": {"pod": "a"}},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "b"}}}]}]
+        }),
+    );
+    // Step 1: y/a's egress names the pod-b set too, so it stays when x/a stops naming it.
+    let (cluster, _) = crate::support::cluster(&changes, &[from_every_b(), keep_b.clone()]);
+    let (_, writes) = crate::support::round(&cluster, &changes, &hns, Mode::IpSets);
+    crate::support::apply(&mut hns, &writes);
+    // Step 2: x/a switches from the pod-b set to a new pod-c set, and z/b leaves pod-b.
+    let after = relabel("z/b", &[("pod", "z")]);
+    let (cluster, _) = crate::support::cluster(&after, &[from_c.clone(), keep_b.clone()]);
+    let (_, writes) = crate::support::round(&cluster, &after, &hns, Mode::IpSets);
+    assert_eq!(
+        describe(&writes),
+        [
+            "network Add 1",
+            "x/a Add 1",
+            "network Update 1",
+            "x/a Remove 1"
+        ]
+    );
+    crate::support::apply(&mut hns, &writes);
+    // Step 3: nobody names the pod-b set any more: it goes after the rule naming it.
+    let (cluster, _) = crate::support::cluster(&after, &[from_c]);
+    let (_, writes) = crate::support::round(&cluster, &after, &hns, Mode::IpSets);
+    assert_eq!(
+        describe(&writes),
+        ["y/a Add 1", "y/a Remove 2", "network Remove 1"]
+    );
+    crate::support::apply(&mut hns, &writes);
+}
+
+fn foreign(action: AclAction, direction: AclDirection, priority: u16) -> AclPolicy {
+    AclPolicy {
+        id: Some("operator-rule".to_owned()),
+        protocols: Some("6".to_owned()),
+        action,
+        direction,
+        local_addresses: None,
+        remote_addresses: Some("192.0.2.1".to_owned()),
+        local_ports: None,
+        remote_ports: None,
+        rule_type: Some(AclRuleType::Switch),
+        priority: Some(priority),
+    }
+}
+
+#[test]
+fn other_owners_rules_are_kept_and_never_tied_with_an_opposite_action() {
+    let changes = Changes::default();
+    let deny_x = policy(
+        "x",
+        "deny",
+        serde_json::json!({"podSelector": {}, "policyTypes": ["Ingress"]}),
+    );
+    let mut hns = crate::support::fresh_hns();
+    let x_a = crate::support::endpoint_id("x/a");
+    let operator = [
+        foreign(AclAction::Block, AclDirection::In, 4200),
+        foreign(AclAction::Block, AclDirection::In, 4201),
+        foreign(AclAction::Allow, AclDirection::In, 65000),
+    ];
+    hns.endpoints.insert(x_a, operator.to_vec());
+    let (cluster, _) = crate::support::cluster(&changes, &[deny_x, from_every_b()]);
+    let (wanted, writes) = crate::support::round(&cluster, &changes, &hns, Mode::IpSets);
+    crate::support::apply(&mut hns, &writes);
+    let held = &hns.endpoints[&x_a];
+    for rule in &operator {
+        assert!(held.contains(rule), "kept: {rule:?}");
+    }
+    let ours = &wanted.endpoints[&x_a];
+    let priorities = |action: AclAction| -> Vec<u16> {
+        ours.iter()
+            .filter(|acl| acl.action == action)
+            .filter_map(|acl| acl.priority)
+            .collect()
+    };
+    assert!(
+        priorities(AclAction::Allow)
+            .iter()
+            .all(|p| ![4200, 4201, 65000].contains(p)),
+        "{ours:?}"
+    );
+    assert!(
+        priorities(AclAction::Allow).contains(&4202),
+        "node rules moved past the operator's blocks"
+    );
+    assert_eq!(
+        priorities(AclAction::Block),
+        [65001],
+        "the block moved past the operator's allow"
+    );
+}
+
+#[test]
+fn the_node_reaches_an_isolated_pod_and_the_pod_reaches_the_node() {
+    let changes = Changes::default();
+    let deny_all = policy(
+        "x",
+        "deny",
+        serde_json::json!({"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}),
+    );
+    let hns = programmed(&changes, &[deny_all], Mode::Inline);
+    let node = crate::support::node(false).addresses[0];
+    let pod = crate::support::pod_ip("x/a", false);
+    let acls: Vec<hns::schema::EndpointPolicy> = hns.endpoints[&crate::support::endpoint_id("x/a")]
+        .iter()
+        .cloned()
+        .map(hns::schema::EndpointPolicy::Acl)
+        .collect();
+    let sets = hns_emulator::acl::IpSets::default();
+    let acls = hns_emulator::acl::EndpointAcls::new(&acls, &sets).unwrap();
+    for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
+        let probe = hns_emulator::acl::evaluate(
+            &acls,
+            AclDirection::In,
+            &Packet::tcp(node, pod, 8080),
+            build,
+        );
+        assert_eq!(probe.verdict, Verdict::Allowed, "kubelet probe");
+        let to_node = hns_emulator::acl::evaluate(
+            &acls,
+            AclDirection::Out,
+            &Packet::tcp(pod, node, 10250),
+            build,
+        );
+        assert_eq!(to_node.verdict, Verdict::Allowed);
+        let other = hns_emulator::acl::evaluate(
+            &acls,
+            AclDirection::In,
+            &Packet::tcp("10.0.0.11".parse().unwrap(), pod, 80),
+            build,
+        );
+        assert_eq!(
+            other.verdict,
+            Verdict::Denied,
+            "another node's address is not this node"
+        );
+    }
+}
+
+#[test]
+fn a_pending_pod_gets_the_rules_of_its_policies_without_its_own_address() {
+    let changes = Changes::default();
+    let (cluster, _) = crate::support::cluster(&changes, &[from_every_b()]);
+    let x_a = PodKey {
+        namespace: "x".into(),
+        name: "a".into(),
+    };
+    let pending = pending_pod_acls(
+        &cluster,
+        &crate::support::node(false),
+        &x_a,
+        &crate::support::port_mapping_fallback(),
+    )
+    .unwrap();
+    let own = crate::support::pod_ip("x/a", false).to_string();
+    assert!(
+        pending
+            .iter()
+            .all(|acl| acl.remote_addresses.as_deref() != Some(own.as_str()))
+    );
+    let b_pods = ["x/b", "y/b", "z/b"]
+        .map(|pod| crate::support::pod_ip(pod, false).to_string())
+        .join(",");
+    assert!(
+        pending.iter().any(|acl| acl.direction == AclDirection::In
+            && acl.action == AclAction::Allow
+            && acl.remote_addresses.as_deref() == Some(b_pods.as_str())),
+        "peers inline: {pending:?}"
+    );
+    let blocks: Vec<_> = pending
+        .iter()
+        .filter(|acl| acl.action == AclAction::Block)
+        .map(|acl| acl.direction)
+        .collect();
+    assert_eq!(blocks, [AclDirection::In]);
+}
+
+#[test]
+fn an_unseen_pod_gets_its_namespaces_posture() {
+    let changes = Changes::default();
+    let deny_x = policy(
+        "x",
+        "deny",
+        serde_json::json!({"podSelector": {}, "policyTypes": ["Ingress"]}),
+    );
+    let allow_from_y = policy(
+        "x",
+        "from-y",
+        serde_json::json!({"podSelector": {}, "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"ns": "y"}}}]}]}),
+    );
+    let (cluster, _) = crate::support::cluster(&changes, &[deny_x, allow_from_y, from_every_b()]);
+    let node = crate::support::node(false);
+    let unseen = PodKey {
+        namespace: "x".into(),
+        name: "new".into(),
+    };
+    let posture = pending_pod_acls(&cluster, &node, &unseen, &[]).unwrap();
+    assert_eq!(
+        posture,
+        namespace_posture(&cluster, &node, "x", &[]).unwrap()
+    );
+    let isolated: Vec<_> = posture
+        .iter()
+        .filter(|acl| acl.action == AclAction::Block)
+        .map(|acl| acl.direction)
+        .collect();
+    assert_eq!(isolated, [AclDirection::In]);
+    let y_pods = ["y/a", "y/b", "y/c"]
+        .map(|pod| crate::support::pod_ip(pod, false).to_string())
+        .join(",");
+    let allowed: Vec<Option<&str>> = posture
+        .iter()
+        .filter(|acl| {
+            acl.action == AclAction::Allow
+                && acl.direction == AclDirection::In
+                && acl.priority == Some(4300)
+        })
+        .map(|acl| acl.remote_addresses.as_deref())
+        .collect();
+    assert_eq!(
+        allowed,
+        [Some(y_pods.as_str())],
+        "what the namespace-wide policy allows, not what from-b (pods a only) does"
+    );
+
+    let open = namespace_posture(&cluster, &node, "z", &[]).unwrap();
+    assert!(
+        open.iter().all(|acl| acl.action == AclAction::Allow),
+        "no policy in z: open both ways"
+    );
+
+    let (cluster, _) = crate::support::cluster(&changes, &[from_every_b()]);
+    let selective = namespace_posture(&cluster, &node, "x", &[]).unwrap();
+    let blocks: Vec<_> = selective
+        .iter()
+        .filter(|acl| acl.action == AclAction::Block)
+        .map(|acl| acl.direction)
+        .collect();
+    assert_eq!(
+        blocks,
+        [AclDirection::In],
+        "a policy that may select the pod isolates it until the agent sees it"
+    );
+    assert!(
+        selective.iter().all(|acl| acl.priority != Some(4300)),
+        "and allows nothing of that policy's"
+    );
+}
+
+#[test]
+fn every_endpoint_gets_both_directions_explicitly() {
+    let changes = Changes::default();
+    let hns = programmed(&changes, &[], Mode::IpSets);
+    for pod in crate::support::pods() {
+        let acls = &hns.endpoints[&crate::support::endpoint_id(&pod)];
+        for direction in [AclDirection::In, AclDirection::Out] {
+            assert!(
+                acls.iter().any(|acl| acl.direction == direction
+                    && acl.action == AclAction::Allow
+                    && acl.remote_addresses.is_none()
+                    && acl.priority == Some(65100)),
+                "{pod} {direction:?}: Windows Server 2025 denies what no ACL allows"
+            );
+        }
+    }
+    assert!(hns.network.is_empty(), "no policy, no set");
+}

@@ -1,0 +1,201 @@
+//! HNS drifting from the node's records, each case as the field reports it and the HCN
+//! emulator models it, through a round of the node daemon: what the round does, and the
+//! `cniwin_hns_drift` series that says so.
+
+use std::time::Duration;
+
+use cni::GcAttachment;
+use cni_win::daemon::{self, Daemon};
+use cni_win::paths::NodePaths;
+use cni_win::shutdown::Shutdown;
+use cni_win::sweep::{Commands, Outcome};
+use cni_win_core::snapshot::NodeSnapshot;
+use hns::Guid;
+use hns::schema::EndpointFlags;
+use hns_emulator::{Engine, Outage};
+
+use crate::support::ScratchNode;
+use crate::support::daemon::Scrape;
+
+/// A daemon over `node` that removes what is stale; its metrics read after each round.
+struct Rounds {
+    daemon: Daemon,
+}
+
+impl Rounds {
+    fn on(node: &ScratchNode) -> Rounds {
+        let settings = daemon::Settings {
+            paths: NodePaths::with_bin_dir(node.conf_dir(), node.dir().join("bin")),
+            apply: true,
+            every: Duration::from_secs(60),
+            metrics_address: None,
+        };
+        Rounds {
+            daemon: Daemon::new(settings, Ok(node.new_client()), |_| {}).unwrap(),
+        }
+    }
+
+    fn round(&mut self) -> Scrape {
+        self.daemon.round(&Shutdown::new());
+        Scrape::parse(&self.daemon.metrics().render())
+    }
+}
+
+fn drift(scrape: &Scrape, reason: &str) -> f64 {
+    scrape.value(&format!("cniwin_hns_drift{{reason=\"{reason}\"}}"))
+}
+
+/// A running pod: a reservation and cni-win's endpoint attached to a live namespace.
+fn start_pod(node: &ScratchNode, pod: &str) -> Guid {
+    let namespace = node.namespace();
+    let ip = node.reserve(pod);
+    let endpoint = node.ours(pod, &ip);
+    node.client.attach_endpoint(namespace, endpoint).unwrap();
+    namespace
+}
+
+/// An ADD whose attach failed and whose rollback could not delete the endpoint leaves it
+/// detached while the pod's namespace exists (containerd#8340, calico#12795). The rule
+/// removes it once no command of its attachment is in flight; it is never attached again
+/// (the runtime took the ADD as failed) and the namespace is not touched.
+#[test]
+fn an_endpoint_left_detached_is_removed_never_attached_again() {
+    let node = ScratchNode::new();
+    start_pod(&node, "live");
+    let sandbox = node.namespace();
+    let ip = node.reserve("failed-attach");
+    node.ours("failed-attach", &ip);
+
+    let scrape = Rounds::on(&node).round();
+    assert_eq!(drift(&scrape, "endpoint-detached"), 1.0);
+    assert_eq!(
+        scrape.sum(
+            "cniwin_stale_objects_removed_total",
+            r#"kind="endpoint",reason="unattached""#
+        ),
+        1.0
+    );
+    assert_eq!(node.endpoints().len(), 1, "{:?}", node.endpoints());
+    assert_eq!(node.reserved().len(), 1);
+    node.client.open_namespace(sandbox).unwrap();
+}
+
+/// A stopped (or restarting) HNS answers every call with an error: a round reads nothing and
+/// removes nothing (kubernetes#139519 is kube-proxy taking such failures for absent
+/// objects). Once HNS has restarted, which drops its endpoints, the next round releases what
+/// they held, as after any restart.
+#[test]
+fn an_unreadable_hns_is_never_taken_for_absent_objects() {
+    let node = ScratchNode::new();
+    start_pod(&node, "live");
+    let killed = start_pod(&node, "killed");
+    node.client.delete_namespace(killed).unwrap();
+    let mut rounds = Rounds::on(&node);
+
+    node.engine.suffer(Outage::Stop).unwrap();
+    let stopped = rounds.round();
+    assert_eq!(drift(&stopped, "hns-unreadable"), 1.0);
+    assert_eq!(stopped.value("cniwin_hns_up"), 0.0);
+    assert_eq!(
+        stopped.sum("cniwin_sweep_passes_total", r#"result="failed""#),
+        1.0
+    );
+    assert_eq!(stopped.sum("cniwin_stale_objects_removed_total", ""), 0.0);
+    assert_eq!(node.reserved().len(), 2, "nothing released");
+
+    node.engine.suffer(Outage::Restart).unwrap();
+    let restarted = rounds.round();
+    assert_eq!(drift(&restarted, "hns-unreadable"), 0.0);
+    assert_eq!(
+        restarted.sum(
+            "cniwin_stale_objects_removed_total",
+            r#"reason="no-endpoint""#
+        ),
+        2.0
+    );
+}
+
+/// HNS stops between the pass's first read and its removals (while the sweep takes its
+/// claims): the read it makes under the claims fails, and nothing is removed.
+#[test]
+fn an_hns_that_stops_before_the_removals_gets_nothing_removed() {
+    let node = ScratchNode::new();
+    let killed = start_pod(&node, "killed");
+    node.client.delete_namespace(killed).unwrap();
+    node.reserve("lost");
+    /// Stops HNS as it claims.
+    struct StopsHns(Engine);
+    impl Commands for StopsHns {
+        type Claim = ();
+        fn try_claim(&self, _: &str, _: &GcAttachment) -> Option<()> {
+            self.0.suffer(Outage::Stop).unwrap();
+            Some(())
+        }
+    }
+    let snapshot = NodeSnapshot::read(&node.client).unwrap();
+    let pass = cni_win::sweep::sweep(
+        &node.client,
+        &snapshot,
+        &node.networks(),
+        &StopsHns(node.engine.clone()),
+        true,
+        &Shutdown::new(),
+    );
+    assert_eq!(pass.stale.len(), 2, "{pass:?}");
+    assert!(
+        pass.stale
+            .iter()
+            .all(|stale| matches!(&stale.outcome, Some(Outcome::Failed(why)) if why.contains("read HNS again"))),
+        "{pass:?}"
+    );
+    node.engine.suffer(Outage::Restart).unwrap();
+    assert_eq!(node.reserved().len(), 2, "nothing released");
+}
+
+/// kube-proxy's remote endpoint made from a stale lease of another node holds the address a
+/// local pod has (Windows-Containers#631, kubernetes#130963): reported, and left alone with
+/// the address it holds, whatever the sweep may remove.
+#[test]
+fn a_remote_endpoint_on_a_pods_address_is_reported_never_removed() {
+    let node = ScratchNode::new();
+    let ip = node.reserve("pod");
+    node.endpoint(
+        Guid::from_u128(5),
+        "stale-remote",
+        &ip,
+        EndpointFlags::REMOTE_ENDPOINT,
+    );
+    let scrape = Rounds::on(&node).round();
+    assert_eq!(drift(&scrape, "remote-endpoint-on-pod-address"), 1.0);
+    assert_eq!(
+        scrape.value(r#"cniwin_doctor_check_failing{check="network \"cbr0\": remote endpoint"}"#),
+        1.0
+    );
+    assert!(node.endpoints().contains("stale-remote"));
+    assert_eq!(node.reserved().len(), 1);
+}
+
+/// A reboot drops the networks flanneld makes non-persistent, with every endpoint and
+/// namespace (ACN#283, flannel's `EnableNonPersistent`): the pods' reservations are released
+/// by the rule, kube-proxy's source VIP is kept.
+#[test]
+fn after_a_reboot_the_pods_reservations_go_and_the_source_vip_stays() {
+    let node = ScratchNode::non_persistent();
+    for pod in ["a", "b", "c"] {
+        start_pod(&node, pod);
+    }
+    let vip = node.reserve_as("kube-proxy", "source-vip");
+    let dropped = node.engine.suffer(Outage::Reboot).unwrap();
+    assert_eq!((dropped.networks, dropped.endpoints), (1, 3));
+
+    let scrape = Rounds::on(&node).round();
+    assert_eq!(drift(&scrape, "network-gone"), 3.0);
+    assert_eq!(
+        scrape.sum(
+            "cniwin_stale_objects_removed_total",
+            r#"kind="reservation",reason="no-endpoint""#
+        ),
+        3.0
+    );
+    assert_eq!(node.reserved(), [vip].into_iter().collect());
+}

@@ -1,0 +1,634 @@
+//! The emulator enforces what HNS enforces: ACL and IP set documents as Azure NPM, Calico and
+//! hcsshim send them are validated with HNS's HRESULTs, evaluated per packet on the host's
+//! Windows build, and their writes counted.
+
+use crate::common::TempDir;
+use hns::error::RawError;
+use hns::raw::NetworkHandle;
+use hns::{Guid, HResult, HnsVersion, RawHcn, WindowsBuild};
+use hns_emulator::Emulator;
+use hns_emulator::acl::{Packet, PathVerdict, PolicyWrites, Reason, Side, Verdict};
+
+const A: &str = "10.244.1.5";
+const B: &str = "10.244.1.6";
+const C: &str = "10.244.1.7";
+
+/// A host with one L2Bridge network, 10.244.1.0/24.
+struct Node {
+    emulator: Emulator,
+    network: NetworkHandle,
+    _dir: TempDir,
+}
+
+impl Node {
+    fn new(tag: &str) -> Node {
+        Node::with_network(tag, "")
+    }
+
+    /// `policies`: network policies (JSON objects, comma-separated) the network starts with.
+    fn with_network(tag: &str, policies: &str) -> Node {
+        let dir = TempDir::new(tag);
+        let emulator = Emulator::open(&dir.0).unwrap();
+        let network = emulator
+            .create_network(
+                &Guid::ZERO,
+                &format!(
+                    r#"{{"Name":"cbr0","Type":"L2Bridge","Ipams":[{{"Subnets":[{{"IpAddressPrefix":"10.244.1.0/24",
+                    "Routes":[{{"NextHop":"10.244.1.1","DestinationPrefix":"0.0.0.0/0"}}]}}]}}],"Policies":[{policies}]}}"#
+                ),
+            )
+            .unwrap();
+        Node {
+            emulator,
+            network,
+            _dir: dir,
+        }
+    }
+
+    fn set_build(&self, build: WindowsBuild) {
+        self.emulator.engine().set_windows_build(build).unwrap();
+    }
+
+    fn set_version(&self, major: u32, minor: u32) {
+        let version = HnsVersion::new(major, minor);
+        self.emulator.engine().set_version(version).unwrap();
+    }
+
+    /// Creates an endpoint with `acls` (ACL settings objects).
+    fn endpoint(&self, name: &str, ip: &str, acls: &[&str]) -> Result<Guid, RawError> {
+        self.endpoint_with(name, ip, "", acls)
+    }
+
+    fn endpoint_with(
+        &self,
+        name: &str,
+        ip: &str,
+        flags: &str,
+        acls: &[&str],
+    ) -> Result<Guid, RawError> {
+        let policies: Vec<String> = acls.iter().map(|settings| acl(settings)).collect();
+        let settings = format!(
+            r#"{{"Name":"{name}",{flags}"IpConfigurations":[{{"IpAddress":"{ip}"}}],"Policies":[{}]}}"#,
+            policies.join(",")
+        );
+        let id = endpoint_id(ip);
+        let endpoint = self
+            .emulator
+            .create_endpoint(&self.network, &id, &settings)?;
+        self.emulator.close_endpoint(endpoint).unwrap();
+        Ok(id)
+    }
+
+    /// `HcnModifyEndpoint` with a `Policy` request of whole policy objects.
+    fn modify_endpoint(
+        &self,
+        id: Guid,
+        request: &str,
+        policies: &[String],
+    ) -> Result<(), RawError> {
+        let endpoint = self.emulator.open_endpoint(&id).unwrap();
+        let result = self
+            .emulator
+            .modify_endpoint(&endpoint, &policy_request(request, policies));
+        self.emulator.close_endpoint(endpoint).unwrap();
+        result
+    }
+
+    /// `HcnModifyNetwork` with a `Policy` request of `SetPolicy` settings objects.
+    fn modify_sets(&self, request: &str, sets: &[&str]) -> Result<(), RawError> {
+        let policies: Vec<String> = sets
+            .iter()
+            .map(|settings| format!(r#"{{"Type":"SetPolicy","Settings":{settings}}}"#))
+            .collect();
+        self.emulator
+            .modify_network(&self.network, &policy_request(request, &policies))
+    }
+
+    fn policies(&self, id: Guid) -> Vec<serde_json::Value> {
+        let endpoint = self.emulator.open_endpoint(&id).unwrap();
+        let json = self
+            .emulator
+            .query_endpoint_properties(&endpoint, "")
+            .unwrap();
+        self.emulator.close_endpoint(endpoint).unwrap();
+        let document: serde_json::Value = serde_json::from_str(&json).unwrap();
+        document["Policies"].as_array().cloned().unwrap_or_default()
+    }
+
+    fn check(&self, packet: Packet) -> PathVerdict {
+        self.emulator.engine().check_packet(&packet).unwrap()
+    }
+
+    fn tcp(&self, from: &str, to: &str, port: u16) -> Verdict {
+        self.verdict(Packet::tcp(
+            from.parse().unwrap(),
+            to.parse().unwrap(),
+            port,
+        ))
+    }
+
+    fn verdict(&self, packet: Packet) -> Verdict {
+        self.check(packet).verdict().unwrap()
+    }
+
+    fn writes(&self) -> PolicyWrites {
+        self.emulator.engine().reset_policy_writes().unwrap()
+    }
+}
+
+/// The GUID an endpoint is created with: its IPv4 address's bytes, so a test can name it.
+fn endpoint_id(ip: &str) -> Guid {
+    let ip: std::net::Ipv4Addr = ip.parse().unwrap();
+    format!("{:08x}-0000-0000-0000-000000000000", u32::from(ip))
+        .parse()
+        .unwrap()
+}
+
+fn acl(settings: &str) -> String {
+    format!(r#"{{"Type":"ACL","Settings":{settings}}}"#)
+}
+
+fn policy_request(request: &str, policies: &[impl AsRef<str>]) -> String {
+    format!(
+        r#"{{"ResourceType":"Policy","RequestType":"{request}","Settings":{{"Policies":[{}]}}}}"#,
+        policies
+            .iter()
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+}
+
+/// Windows Server 2025's workaround (W-C#616): allow-all rules at a high number.
+const ALLOW_ALL_IN: &str =
+    r#"{"Protocols":"256","Action":"Allow","Direction":"In","RuleType":"Switch","Priority":65500}"#;
+const ALLOW_ALL_OUT: &str = r#"{"Protocols":"256","Action":"Allow","Direction":"Out","RuleType":"Switch","Priority":65500}"#;
+
+fn assert_refused(result: Result<impl std::fmt::Debug, RawError>, code: HResult, needle: &str) {
+    let error = result.expect_err("HNS refuses this");
+    assert_eq!(error.hresult, code, "{}", error.record);
+    assert!(
+        error.record.contains(needle),
+        "{needle:?} not in {}",
+        error.record
+    );
+}
+
+#[test]
+fn acl_values_hns_refuses_are_invalid_policies() {
+    let node = Node::new("acl-invalid");
+    for (settings, needle) in [
+        // hcsshim#1059: "HNS only accepts IP addresses and lists of IP addresses".
+        (
+            r#"{"Action":"Block","Direction":"Out","LocalAddresses":"Any","RemoteAddresses":"10.0.0.25/32","RuleType":"Switch"}"#,
+            r#"LocalAddresses \"Any\""#,
+        ),
+        (
+            r#"{"Action":"Allow","Direction":"In","Protocols":"TCP"}"#,
+            "not an IANA protocol number",
+        ),
+        (
+            r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"90-80"}"#,
+            "first port is above its last",
+        ),
+        (
+            r#"{"Action":"Allow","Direction":"In","RemoteAddresses":"azure-npm-1"}"#,
+            "Id of an IP set",
+        ),
+        (r#"{"Action":"Deny","Direction":"In"}"#, "Action"),
+        (r#"{"Action":"Allow","Direction":"Both"}"#, "Direction"),
+        (
+            r#"{"Action":"Allow","Direction":"In","Priority":70000}"#,
+            "Priority",
+        ),
+        (
+            r#"{"Action":"Allow","Direction":"In","RuleType":"Router"}"#,
+            "RuleType",
+        ),
+    ] {
+        assert_refused(
+            node.endpoint("a", A, &[settings]),
+            HResult::HCN_E_INVALID_POLICY,
+            needle,
+        );
+    }
+    // What fits is taken: several rules may share an Id (Azure NPM's one Id per policy).
+    let shared = r#"{"Id":"azure-acl-x-web","Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80,8000-8080","RemoteAddresses":"10.0.0.0/8,192.168.1.7","Priority":222}"#;
+    let id = node.endpoint("a", A, &[shared, shared]).unwrap();
+    // A refused modify leaves the endpoint as it was.
+    let before = node.policies(id);
+    assert_refused(
+        node.modify_endpoint(
+            id,
+            "Add",
+            &[acl(
+                r#"{"Action":"Allow","Direction":"In","RemoteAddresses":"*"}"#,
+            )],
+        ),
+        HResult::HCN_E_INVALID_POLICY,
+        "RemoteAddresses",
+    );
+    assert_eq!(node.policies(id), before);
+    // Address lists, port ranges and rule Ids need HNS 7.2.
+    node.set_version(7, 1);
+    assert_refused(
+        node.modify_endpoint(
+            id,
+            "Add",
+            &[acl(
+                r#"{"Action":"Allow","Direction":"Out","RemotePorts":"53-54"}"#,
+            )],
+        ),
+        HResult::HCN_E_INVALID_POLICY,
+        "port range",
+    );
+}
+
+#[test]
+fn update_makes_the_request_the_endpoints_whole_policy_list() {
+    let node = Node::new("acl-update");
+    let nat = r#"{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.244.0.0/16"]}}"#.to_owned();
+    let web = acl(
+        r#"{"Id":"azure-acl-x-web","Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","Priority":222}"#,
+    );
+    let deny = acl(r#"{"Id":"azure-acl-x-web","Action":"Block","Direction":"In","Priority":3000}"#);
+    let id = node.endpoint("a", A, &[]).unwrap();
+    node.modify_endpoint(id, "Add", std::slice::from_ref(&nat))
+        .unwrap();
+    node.modify_endpoint(id, "Add", &[web.clone(), deny.clone()])
+        .unwrap();
+    assert_refused(
+        node.modify_endpoint(id, "Add", std::slice::from_ref(&web)),
+        HResult::HCN_E_POLICY_ALREADY_EXISTS,
+        "",
+    );
+    assert_eq!(node.policies(id).len(), 3);
+    // Azure NPM's removal: every policy it keeps, other types first, as one Update.
+    node.modify_endpoint(id, "Update", &[nat.clone(), deny])
+        .unwrap();
+    let kept = node.policies(id);
+    assert_eq!(kept.len(), 2);
+    assert_eq!(kept[1]["Settings"]["Action"], "Block");
+    // With no ACL left, the ACLs go: a per-type replace would have kept them.
+    node.modify_endpoint(id, "Update", &[nat]).unwrap();
+    assert_eq!(node.policies(id).len(), 1);
+    assert_eq!(node.tcp(B, A, 22), Verdict::Allowed);
+    assert_refused(
+        node.modify_endpoint(id, "Remove", &[web]),
+        HResult::HCN_E_POLICY_NOT_FOUND,
+        "",
+    );
+}
+
+#[test]
+fn ip_sets_follow_azure_npm_and_hns_versions() {
+    let node = Node::new("acl-sets");
+    let pods = r#"{"Id":"azure-npm-1","Name":"podlabel-app:web","PolicyType":"IPSET","Values":"10.244.1.5"}"#;
+    let ns = r#"{"Id":"azure-npm-2","Name":"ns-x","PolicyType":"IPSET","Values":"10.244.1.5,10.244.1.7"}"#;
+    let nested = r#"{"Id":"azure-npm-3","Name":"nestedlabel-x","PolicyType":"NESTEDIPSET","Values":"azure-npm-1,azure-npm-2"}"#;
+    node.set_version(12, 0);
+    assert_refused(
+        node.modify_sets("Add", &[pods]),
+        HResult::HCN_E_INVALID_POLICY_TYPE,
+        "HNS 13.0",
+    );
+    node.set_version(13, 2);
+    node.modify_sets("Add", &[pods, ns]).unwrap();
+    assert_refused(
+        node.modify_sets("Add", &[nested]),
+        HResult::HCN_E_INVALID_POLICY,
+        "HNS 15.0",
+    );
+    node.set_version(15, 0);
+    node.modify_sets("Add", &[nested]).unwrap();
+    assert_refused(
+        node.modify_sets("Add", &[pods]),
+        HResult::HCN_E_POLICY_ALREADY_EXISTS,
+        "Update",
+    );
+    assert_refused(
+        node.modify_sets(
+            "Update",
+            &[r#"{"Id":"azure-npm-9","PolicyType":"IPSET","Values":""}"#],
+        ),
+        HResult::HCN_E_POLICY_NOT_FOUND,
+        "azure-npm-9",
+    );
+    assert_refused(
+        node.modify_sets(
+            "Add",
+            &[r#"{"Id":"azure-npm-4","PolicyType":"NESTEDIPSET","Values":"azure-npm-8"}"#],
+        ),
+        HResult::HCN_E_INVALID_POLICY,
+        "azure-npm-8",
+    );
+    // Named by an ACL (as Azure NPM names them, by Id in an address list) or a nested set,
+    // a set stays.
+    let id = node
+        .endpoint("b", B, &[r#"{"Action":"Allow","Direction":"In","RemoteAddresses":"azure-npm-3","Priority":222}"#])
+        .unwrap();
+    assert_refused(
+        node.modify_sets("Remove", &[nested]),
+        HResult::HCN_E_ENTITY_HAS_REFERENCES,
+        &id.to_string(),
+    );
+    assert_refused(
+        node.modify_sets("Remove", &[pods]),
+        HResult::HCN_E_ENTITY_HAS_REFERENCES,
+        "azure-npm-3",
+    );
+    // NPM's order: the ACLs, then nested sets, then their members.
+    node.modify_endpoint(id, "Update", &[]).unwrap();
+    node.modify_sets("Remove", &[nested]).unwrap();
+    node.modify_sets("Remove", &[pods, ns]).unwrap();
+    assert_refused(
+        node.modify_sets("Remove", &[pods]),
+        HResult::HCN_E_POLICY_NOT_FOUND,
+        "",
+    );
+    // A network created with sets is held to the same rules.
+    let dir = TempDir::new("acl-sets-create");
+    let other = Emulator::open(&dir.0).unwrap();
+    other.engine().set_version(HnsVersion::new(12, 0)).unwrap();
+    let error = other
+        .create_network(&Guid::ZERO, &format!(r#"{{"Name":"n","Type":"L2Bridge","Policies":[{{"Type":"SetPolicy","Settings":{pods}}}]}}"#))
+        .unwrap_err();
+    assert_eq!(
+        error.hresult,
+        HResult::HCN_E_INVALID_POLICY_TYPE,
+        "{}",
+        error.record
+    );
+}
+
+#[test]
+fn no_acl_allows_and_windows_server_2025_denies_what_no_rule_allows() {
+    let node = Node::new("acl-default");
+    node.endpoint("a", A, &[]).unwrap();
+    node.endpoint("b", B, &[]).unwrap();
+    node.set_build(WindowsBuild::SERVER_2025);
+    let open = node.check(Packet::tcp(A.parse().unwrap(), B.parse().unwrap(), 80));
+    assert_eq!(open.verdict(), Ok(Verdict::Allowed));
+    assert_eq!(open.destination.decision().unwrap().reason, Reason::NoAcl);
+
+    node.endpoint(
+        "c",
+        C,
+        &[r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80"}"#],
+    )
+    .unwrap();
+    assert_eq!(node.tcp(A, C, 80), Verdict::Allowed);
+    assert_eq!(node.tcp(A, C, 81), Verdict::Denied);
+    // C has ACLs in one direction only: Windows Server 2025 denies its egress too.
+    assert_eq!(node.tcp(C, A, 80), Verdict::Denied);
+    node.set_build(WindowsBuild::SERVER_2022);
+    assert_eq!(node.tcp(A, C, 81), Verdict::Allowed);
+    assert_eq!(node.tcp(C, A, 80), Verdict::Allowed);
+}
+
+#[test]
+fn egress_on_the_source_and_ingress_on_the_destination_both_decide() {
+    let node = Node::new("acl-path");
+    node.set_build(WindowsBuild::SERVER_2025);
+    let a = node
+        .endpoint("a", A, &[
+            ALLOW_ALL_IN,
+            ALLOW_ALL_OUT,
+            r#"{"Id":"no-ssh-out","Action":"Block","Direction":"Out","Protocols":"6","RemotePorts":"22","Priority":100}"#,
+        ])
+        .unwrap();
+    let b = node
+        .endpoint("b", B, &[
+            ALLOW_ALL_OUT,
+            r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"20-25","RemoteAddresses":"10.244.1.0/29","Priority":200}"#,
+            r#"{"Action":"Block","Direction":"In","Priority":65000}"#,
+        ])
+        .unwrap();
+    let ssh = node.check(Packet::tcp(A.parse().unwrap(), B.parse().unwrap(), 22));
+    assert_eq!(ssh.verdict(), Ok(Verdict::Denied));
+    let Side::Endpoint { endpoint, decision } = &ssh.source else {
+        panic!("{ssh:?}");
+    };
+    assert_eq!(*endpoint, a);
+    assert!(
+        matches!(&decision.reason, Reason::Rule(rule) if rule.id.as_deref() == Some("no-ssh-out"))
+    );
+    let smtp = node.check(Packet::tcp(A.parse().unwrap(), B.parse().unwrap(), 25));
+    assert_eq!(smtp.verdict(), Ok(Verdict::Allowed));
+    assert!(matches!(&smtp.destination, Side::Endpoint { endpoint, .. } if *endpoint == b));
+    // Outside 10.244.1.0/29, outside 20-25, not TCP: B's block at 65000.
+    assert_eq!(node.tcp("10.244.1.9", B, 25), Verdict::Denied);
+    assert_eq!(node.tcp(A, B, 26), Verdict::Denied);
+    assert_eq!(
+        node.verdict(Packet::udp(A.parse().unwrap(), B.parse().unwrap(), 25)),
+        Verdict::Denied
+    );
+    // Egress, the remote port is the destination's: A's source port 22 is not blocked.
+    let from_22 = Packet::tcp(A.parse().unwrap(), B.parse().unwrap(), 25).from_port(22);
+    assert_eq!(node.verdict(from_22), Verdict::Allowed);
+}
+
+#[test]
+fn a_membership_change_is_one_set_write() {
+    let node = Node::new("acl-membership");
+    node.set_build(WindowsBuild::SERVER_2025);
+    node.modify_sets(
+        "Add",
+        &[r#"{"Id":"azure-npm-1","Name":"app:web","PolicyType":"IPSET","Values":"10.244.1.5"}"#],
+    )
+    .unwrap();
+    node.endpoint("a", A, &[ALLOW_ALL_OUT]).unwrap();
+    node.endpoint("c", C, &[ALLOW_ALL_OUT]).unwrap();
+    node.endpoint("b", B, &[
+        ALLOW_ALL_OUT,
+        r#"{"Id":"azure-acl-y-from-web","Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","RemoteAddresses":"azure-npm-1","Priority":222}"#,
+    ])
+    .unwrap();
+    assert_eq!(node.tcp(A, B, 80), Verdict::Allowed);
+    assert_eq!(node.tcp(C, B, 80), Verdict::Denied);
+    node.writes();
+    node.modify_sets("Update", &[r#"{"Id":"azure-npm-1","Name":"app:web","PolicyType":"IPSET","Values":"10.244.1.5,10.244.1.7"}"#])
+        .unwrap();
+    assert_eq!(node.tcp(C, B, 80), Verdict::Allowed);
+    assert_eq!(
+        node.writes(),
+        PolicyWrites {
+            network_requests: 1,
+            sets_written: 1,
+            ..PolicyWrites::default()
+        }
+    );
+}
+
+#[test]
+fn nested_sets_hold_their_members_addresses() {
+    let node = Node::new("acl-nested");
+    node.set_version(15, 0);
+    node.set_build(WindowsBuild::SERVER_2025);
+    node.modify_sets(
+        "Add",
+        &[
+            r#"{"Id":"x","PolicyType":"IPSET","Values":"10.244.1.5"}"#,
+            r#"{"Id":"z","PolicyType":"IPSET","Values":"10.244.2.0/24"}"#,
+        ],
+    )
+    .unwrap();
+    node.modify_sets(
+        "Add",
+        &[r#"{"Id":"xz","PolicyType":"NESTEDIPSET","Values":"x,z"}"#],
+    )
+    .unwrap();
+    node.endpoint(
+        "b",
+        B,
+        &[r#"{"Action":"Allow","Direction":"In","RemoteAddresses":"xz"}"#],
+    )
+    .unwrap();
+    assert_eq!(node.tcp(A, B, 80), Verdict::Allowed);
+    assert_eq!(node.tcp("10.244.2.77", B, 80), Verdict::Allowed);
+    assert_eq!(node.tcp(C, B, 80), Verdict::Denied);
+}
+
+#[test]
+fn remote_endpoints_are_not_enforced_and_host_traffic_is_ingress_only() {
+    let node = Node::with_network(
+        "acl-remote",
+        r#"{"Type":"ProviderAddress","Settings":{"ProviderAddress":"192.168.1.10"}}"#,
+    );
+    node.set_build(WindowsBuild::SERVER_2025);
+    // kube-proxy's stand-in for a pod of another node: an ACL on it is not enforced here.
+    let remote = node
+        .endpoint_with(
+            "remote",
+            "10.244.2.9",
+            r#""Flags":1,"#,
+            &[r#"{"Action":"Block","Direction":"Out"}"#],
+        )
+        .unwrap();
+    node.endpoint(
+        "b",
+        B,
+        &[r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80"}"#],
+    )
+    .unwrap();
+    let from_remote = node.check(Packet::tcp(
+        "10.244.2.9".parse().unwrap(),
+        B.parse().unwrap(),
+        80,
+    ));
+    assert_eq!(
+        from_remote.source,
+        Side::RemoteEndpoint { endpoint: remote }
+    );
+    assert_eq!(from_remote.verdict(), Ok(Verdict::Allowed));
+    // The host's probes: ingress on the pod only.
+    let probe = node.check(Packet::tcp(
+        "192.168.1.10".parse().unwrap(),
+        B.parse().unwrap(),
+        80,
+    ));
+    assert_eq!(probe.source, Side::Host);
+    assert_eq!(probe.verdict(), Ok(Verdict::Allowed));
+    assert_eq!(node.tcp("192.168.1.10", B, 8080), Verdict::Denied);
+    let out = node.check(Packet::tcp(
+        B.parse().unwrap(),
+        "8.8.8.8".parse().unwrap(),
+        53,
+    ));
+    assert_eq!(
+        (out.destination.clone(), out.verdict()),
+        (Side::Elsewhere, Ok(Verdict::Denied))
+    );
+}
+
+#[test]
+fn a_verdict_that_rests_on_a_tie_is_no_evidence() {
+    let node = Node::new("acl-tie");
+    node.endpoint("b", B, &[
+        r#"{"Id":"allow-web","Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","Priority":300}"#,
+        r#"{"Id":"deny-all","Action":"Block","Direction":"In","Priority":300}"#,
+    ])
+    .unwrap();
+    let tied = node.check(Packet::tcp(A.parse().unwrap(), B.parse().unwrap(), 80));
+    let error = tied.verdict().unwrap_err();
+    assert_eq!(error.emulated, Verdict::Denied);
+    assert!(error.to_string().contains("allow-web"), "{error}");
+    assert_eq!(tied.emulated_verdict(), Verdict::Denied);
+    // Where the tie does not match, the verdict stands.
+    assert_eq!(node.tcp(A, B, 81), Verdict::Denied);
+}
+
+#[test]
+fn policy_writes_are_counted_per_request_rule_and_set() {
+    let node = Node::new("acl-writes");
+    let id = node.endpoint("a", A, &[ALLOW_ALL_IN]).unwrap();
+    assert_eq!(
+        node.writes(),
+        PolicyWrites::default(),
+        "a create is not a write on a live endpoint"
+    );
+    let web = acl(
+        r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","Priority":100}"#,
+    );
+    let dns = acl(
+        r#"{"Action":"Allow","Direction":"Out","Protocols":"17","RemotePorts":"53","Priority":100}"#,
+    );
+    node.modify_endpoint(id, "Add", &[web.clone(), dns.clone()])
+        .unwrap();
+    node.modify_endpoint(id, "Remove", std::slice::from_ref(&dns))
+        .unwrap();
+    // Calico's way: the whole list again, which reprograms every rule.
+    node.modify_endpoint(id, "Update", &[acl(ALLOW_ALL_IN), dns])
+        .unwrap();
+    // A refused request writes nothing.
+    node.modify_endpoint(id, "Add", &[web]).unwrap();
+    assert!(
+        node.modify_endpoint(
+            id,
+            "Add",
+            &[acl(
+                r#"{"Action":"Allow","Direction":"In","LocalAddresses":"Any"}"#
+            )]
+        )
+        .is_err()
+    );
+    node.modify_sets("Add", &[r#"{"Id":"s","PolicyType":"IPSET","Values":""}"#])
+        .unwrap();
+    node.modify_sets(
+        "Update",
+        &[r#"{"Id":"s","PolicyType":"IPSET","Values":"10.0.0.1"}"#],
+    )
+    .unwrap();
+    node.modify_sets(
+        "Remove",
+        &[r#"{"Id":"s","PolicyType":"IPSET","Values":"10.0.0.1"}"#],
+    )
+    .unwrap();
+    assert_eq!(
+        node.writes(),
+        PolicyWrites {
+            endpoint_requests: 4,
+            acl_rules_written: 2 + 2 + 1,
+            acl_rules_removed: 1 + 1,
+            network_requests: 3,
+            sets_written: 2,
+            sets_removed: 1,
+        }
+    );
+    assert_eq!(
+        node.writes(),
+        PolicyWrites::default(),
+        "the reset cleared them"
+    );
+    let calls = node.emulator.engine().stats().unwrap();
+    assert_eq!(
+        calls["HcnModifyEndpoint"], 5,
+        "every call is still counted as a call"
+    );
+    node.check(Packet::tcp(B.parse().unwrap(), A.parse().unwrap(), 80));
+    assert_eq!(
+        node.emulator.engine().stats().unwrap(),
+        calls,
+        "a check is not an HCN call"
+    );
+}
