@@ -58,10 +58,7 @@ fn remote_c_becomes_b(node: &mut PolicyNode, agent: &Agent) -> PolicyWrites {
 #[test]
 fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write() {
     let mut node = PolicyNode::new();
-    let agent = node.agent();
-    let feed = agent.feed();
-    node.sync(&feed, &[b_to_a()]);
-    assert!(agent.wait_programmed(PROGRAMMED), "{:?}", agent.last_pass());
+    let agent = node.programmed_agent(&[b_to_a()]);
     for build in BUILDS {
         for (from, port, verdict) in [
             ("x/b", 80, Allowed),
@@ -114,9 +111,7 @@ fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write(
 #[test]
 fn a_flannel_native_config_gets_its_snapshot() {
     let node = PolicyNode::new().flannel_native();
-    let agent = node.agent();
-    node.sync(&agent.feed(), &[b_to_a()]);
-    assert!(agent.wait_programmed(PROGRAMMED));
+    let _agent = node.programmed_agent(&[b_to_a()]);
     assert_eq!(snapshot(&node).pods["x/a"].policies, ["x/b-to-a"]);
     assert_eq!(
         node.tcp("x/c", "x/a", 80, WindowsBuild::SERVER_2025),
@@ -131,9 +126,7 @@ fn a_flannel_native_config_gets_its_snapshot() {
 #[test]
 fn a_change_between_rounds_reads_hns_for_little() {
     let mut node = PolicyNode::new();
-    let agent = node.agent();
-    node.sync(&agent.feed(), &[b_to_a()]);
-    assert!(agent.wait_programmed(PROGRAMMED));
+    let agent = node.programmed_agent(&[b_to_a()]);
     remote_c_becomes_b(&mut node, &agent);
 
     node.node.engine.reset_stats().unwrap();
@@ -172,10 +165,7 @@ fn without_ip_sets_peers_are_listed_in_the_rules() {
         .engine
         .set_version(HnsVersion::new(12, 0))
         .unwrap();
-    let agent = node.agent();
-    let feed = agent.feed();
-    node.sync(&feed, &[b_to_a()]);
-    assert!(agent.wait_programmed(PROGRAMMED), "{:?}", agent.last_pass());
+    let agent = node.programmed_agent(&[b_to_a()]);
     assert_eq!(snapshot(&node).mode, "Inline");
     for build in BUILDS {
         assert_eq!(node.tcp("y/b", "x/a", 80, build), Allowed);
@@ -266,10 +256,8 @@ fn a_restart_writes_nothing_and_never_opens_a_window() {
 #[test]
 fn an_unreachable_api_server_keeps_the_last_programmed_rules() {
     let node = PolicyNode::new();
-    let agent = node.agent();
+    let agent = node.programmed_agent(&[b_to_a()]);
     let feed = agent.feed();
-    node.sync(&feed, &[b_to_a()]);
-    assert!(agent.wait_programmed(PROGRAMMED));
     let before = node.matrix();
     let mut daemon = daemon_with(&node, &agent);
     writes(&node);
@@ -305,9 +293,7 @@ fn an_unreachable_api_server_keeps_the_last_programmed_rules() {
 #[test]
 fn a_rule_removed_behind_the_agents_back_is_back_within_one_round() {
     let node = PolicyNode::new();
-    let agent = node.agent();
-    node.sync(&agent.feed(), &[b_to_a()]);
-    assert!(agent.wait_programmed(PROGRAMMED));
+    let agent = node.programmed_agent(&[b_to_a()]);
     let before = node.matrix();
     let mut daemon = daemon_with(&node, &agent);
     daemon.round(&node.stop);
@@ -392,9 +378,7 @@ fn a_refused_policy_fails_closed_and_is_told() {
 #[test]
 fn the_agents_metric_families() {
     let node = PolicyNode::new();
-    let agent = node.agent();
-    node.sync(&agent.feed(), &[b_to_a()]);
-    assert!(agent.wait_programmed(PROGRAMMED));
+    let agent = node.programmed_agent(&[b_to_a()]);
     let mut daemon = daemon_with(&node, &agent);
     daemon.round(&node.stop);
     let text = daemon.metrics().render();
@@ -438,10 +422,8 @@ fn daemon_with(node: &PolicyNode, agent: &Agent) -> Daemon {
 #[test]
 fn a_new_pod_is_created_with_the_snapshots_rules_and_taken_over_without_a_change() {
     let mut node = PolicyNode::new();
-    let agent = node.agent();
+    let agent = node.programmed_agent(&[b_to_a()]);
     let feed = agent.feed();
-    node.sync(&feed, &[b_to_a()]);
-    assert!(agent.wait_programmed(PROGRAMMED));
 
     // x/d, labelled like x/a: the policy isolates it and admits pods b on TCP 80.
     node.relabel("x/d", "a");
@@ -670,9 +652,7 @@ fn doctor_says_what_add_makes_of_the_snapshot() {
 fn the_support_bundle_holds_the_policy_view() {
     use cni_win::support_bundle::{Plan, Settings};
     let node = PolicyNode::new();
-    let agent = node.agent();
-    node.sync(&agent.feed(), &[b_to_a()]);
-    assert!(agent.wait_programmed(PROGRAMMED));
+    let _agent = node.programmed_agent(&[b_to_a()]);
     let settings = Settings {
         paths: node.paths(),
         subnet_file: node.node.dir().join("subnet.env"),

@@ -203,7 +203,7 @@ impl Node {
             .parse()
             .map_err(|error| format!("hnsctl namespace create printed no namespace ID: {error}"))?;
         let container_id = format!("{name}-sandbox");
-        let result = self.plugin_with(
+        let result = self.plugin(
             plugin,
             "ADD",
             config,
@@ -234,6 +234,7 @@ impl Node {
             config,
             &pod.container_id,
             &pod.namespace.to_string(),
+            Invocation::new(),
         )
         .map(drop)
     }
@@ -253,24 +254,6 @@ impl Node {
     }
 
     fn plugin(
-        &self,
-        plugin: &str,
-        command: &str,
-        config: &Value,
-        container_id: &str,
-        netns: &str,
-    ) -> Result<String, String> {
-        self.plugin_with(
-            plugin,
-            command,
-            config,
-            container_id,
-            netns,
-            Invocation::new(),
-        )
-    }
-
-    fn plugin_with(
         &self,
         plugin: &str,
         command: &str,

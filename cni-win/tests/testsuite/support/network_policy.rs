@@ -100,6 +100,15 @@ impl PolicyNode {
         Agent::start(settings, Ok(self.node.new_client()), &self.stop)
     }
 
+    /// A new agent on this node, fed a whole relist with `policies`, once HNS holds what it
+    /// asks for.
+    pub fn programmed_agent(&self, policies: &[NetworkPolicy]) -> Agent {
+        let agent = self.agent();
+        self.sync(&agent.feed(), policies);
+        assert!(agent.wait_programmed(PROGRAMMED), "{:?}", agent.last_pass());
+        agent
+    }
+
     /// A pod's address, local or remote.
     pub fn ip(&self, pod: &str) -> String {
         self.ips
