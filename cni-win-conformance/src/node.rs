@@ -965,15 +965,21 @@ pub mod policy {
 
 /// `hnsctl` from the plugin's target directory, built first if this test run did not build it.
 pub fn hnsctl_beside(plugin: &Path) -> PathBuf {
-    let dir = plugin.parent().expect("the plugin has a directory");
-    let path = dir.join(format!("hnsctl{}", std::env::consts::EXE_SUFFIX));
+    built_beside(plugin, "hnsctl", "hnsctl")
+}
+
+/// The binary `bin` of `package` from the target directory of `exe` (a binary of this test
+/// run), built first if this test run did not build it.
+pub fn built_beside(exe: &Path, package: &str, bin: &str) -> PathBuf {
+    let dir = exe.parent().expect("the binary has a directory");
+    let path = dir.join(format!("{bin}{}", std::env::consts::EXE_SUFFIX));
     if !path.is_file() {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
         let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "hnsctl", "--bin", "hnsctl"])
+            .args(["build", "--quiet", "-p", package, "--bin", bin])
             .status()
             .expect("cargo runs");
-        assert!(status.success(), "building hnsctl failed");
+        assert!(status.success(), "building {bin} failed");
     }
     path
 }

@@ -5,7 +5,7 @@
 //! own ACLs have their effect ([`crate::config`]).
 
 use hns::schema::EndpointPolicy;
-use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
+use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
 
 /// The priority of the fallback rules: the lowest precedence HNS is known to take (a higher
 /// number is evaluated later; Azure CNI's default allow-all In and Out rules use 65500, its
@@ -20,18 +20,11 @@ const ANY_PROTOCOL: &str = "256";
 /// traffic once it has an ACL, on a build where HNS then denies by default.
 pub(crate) fn rules() -> [EndpointPolicy; 2] {
     [AclDirection::In, AclDirection::Out].map(|direction| {
-        EndpointPolicy::Acl(AclPolicy {
-            id: None,
-            protocols: Some(ANY_PROTOCOL.to_owned()),
-            action: AclAction::Allow,
+        EndpointPolicy::Acl(AclPolicy::all_traffic(
+            AclAction::Allow,
             direction,
-            local_addresses: None,
-            remote_addresses: None,
-            local_ports: None,
-            remote_ports: None,
-            rule_type: Some(AclRuleType::Switch),
-            priority: Some(FALLBACK_PRIORITY),
-        })
+            FALLBACK_PRIORITY,
+        ))
     })
 }
 

@@ -7,6 +7,9 @@
 //! ADD cannot name (the network gone, or created again under the ID), the cache is forgotten
 //! and ADD runs again once with the lookup by name (see [`crate::network_cache`]).
 //!
+//! With `networkPolicySnapshot`, the endpoint is created with the pod's NetworkPolicy rules
+//! from the node's snapshot ([`crate::network_policy`]): no call more.
+//!
 //! A failure after IPAM removes what this ADD created (the endpoint if it created it, the
 //! addresses if it reserved them) and nothing else: an endpoint that already existed, and its
 //! addresses, survive a failed repeated ADD. A repeated ADD of a pod the reference plugin
@@ -24,6 +27,7 @@ use crate::endpoint::{self, Address, Blueprint};
 use crate::hns_error::{details, to_cni};
 use crate::ipam::Lease;
 use crate::kind::NetworkKind;
+use crate::network_policy;
 use crate::policy;
 use crate::port_conflict;
 use crate::prepare::{Attachment, Found, Lookup, Network, Prepared, PreparedAttachment};
@@ -403,9 +407,14 @@ fn blueprint<K: NetworkKind>(
     let conf = &prepared.conf;
     let needed = requirements::requirements(conf.loopback_dsr, &ips, conf.kind.ipv6_caveat());
     requirements::require_features(client, &needed)?;
+    let mut policies = policy::compose(conf, network.open.properties(), &ips)?;
+    if let Some(snapshot) = &conf.network_policy_snapshot {
+        let rules = network_policy::rules_at_add(snapshot, &attachment.request.args, &policies)?;
+        policies.extend(rules);
+    }
     Ok(Blueprint {
         name: attachment.endpoint.name.clone(),
-        policies: policy::compose(conf, network.open.properties(), &ips)?,
+        policies,
         mac: conf.kind.mac_address(&ips)?,
         addresses,
         routes: result.routes.clone(),

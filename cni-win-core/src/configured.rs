@@ -12,9 +12,11 @@
 //! view only, for where its reservations are: collecting never needs a config ADD accepts.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 use cni::{CniArgs, Error, NetworkRequest};
-use hns::schema::HostComputeNetwork;
+use hns::schema::policy::AclPolicy;
+use hns::schema::{EndpointPolicy, HostComputeNetwork};
 use hns::{ErrorKind, HnsError, SupportedFeatures};
 use ipam_host_local::{Exhausted, HostLocal};
 
@@ -36,6 +38,38 @@ pub struct ConfiguredNetwork {
     /// The host-local store holding the network's reservations; `None` for a delegated IPAM
     /// (its store is its own) or a config without `ipam`.
     store: Result<Option<HostLocal>, Error>,
+    /// What the policy agent follows of the config.
+    policy: PolicySettings,
+}
+
+/// A config's NetworkPolicy settings, as the config ADD runs on has them (none when ADD
+/// refuses it).
+#[derive(Debug, Default)]
+struct PolicySettings {
+    /// `networkPolicySnapshot`.
+    snapshot: Option<PathBuf>,
+    /// The ACLs the config itself writes on every endpoint (its `policies`).
+    acls: Vec<AclPolicy>,
+}
+
+impl PolicySettings {
+    fn of<K>(prepared: &Result<Prepared<K>, Error>) -> PolicySettings {
+        let Ok(prepared) = prepared else {
+            return PolicySettings::default();
+        };
+        PolicySettings {
+            snapshot: prepared.conf.network_policy_snapshot.clone(),
+            acls: prepared
+                .conf
+                .policies
+                .iter()
+                .filter_map(|user| match user.policy.effect() {
+                    EndpointPolicy::Acl(acl) => Some(acl),
+                    _ => None,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl ConfiguredNetwork {
@@ -54,19 +88,26 @@ impl ConfiguredNetwork {
         // completes (an `ipam` section there may lack what subnet.env fills in); while
         // subnet.env cannot be read (install time, flanneld not started) of the config as
         // configured, which is all that can be judged then.
-        let (review, effective) = match crate::flannel::effective_network(&request, known) {
+        // So are the NetworkPolicy settings the policy agent follows.
+        let (review, policy, effective) = match crate::flannel::effective_network(&request, known) {
             Ok(None) => (
                 reviewed(&as_configured),
+                PolicySettings::of(&as_configured),
                 as_configured.map(|prepared| Effective::boxed(request.clone(), prepared)),
             ),
             Ok(Some(derived)) => {
                 let prepared = Prepared::<K>::load(&derived.config, &args);
                 (
                     reviewed(&prepared),
+                    PolicySettings::of(&prepared),
                     prepared.map(|prepared| Effective::boxed(derived, prepared)),
                 )
             }
-            Err(not_ready) => (reviewed(&as_configured), Err(not_ready)),
+            Err(not_ready) => (
+                reviewed(&as_configured),
+                PolicySettings::of(&as_configured),
+                Err(not_ready),
+            ),
         };
         let store = match &effective {
             Ok(decoded) => Ok(decoded.store()),
@@ -82,6 +123,7 @@ impl ConfiguredNetwork {
             review,
             effective,
             store,
+            policy,
         }
     }
 
@@ -100,6 +142,19 @@ impl ConfiguredNetwork {
     /// may still do otherwise than meant), or why ADD refuses it.
     pub fn review(&self) -> Result<&ConfigReview, &Error> {
         self.review.as_ref()
+    }
+
+    /// The NetworkPolicy snapshot the config ADD runs on names (`networkPolicySnapshot`):
+    /// NetworkPolicy is enforced on the network's pods. `None` for a config the plugin
+    /// refuses.
+    pub fn network_policy_snapshot(&self) -> Option<&Path> {
+        self.policy.snapshot.as_deref()
+    }
+
+    /// The ACLs the config itself writes on every endpoint (its `policies`, as HNS applies
+    /// them), which the policy agent's rules keep clear of.
+    pub fn config_acls(&self) -> &[AclPolicy] {
+        &self.policy.acls
     }
 
     /// The store the network's reservations are in (`None`: its IPAM is another plugin's),

@@ -25,6 +25,8 @@
 //! - [`platform`]: the platform's HNS, as the plugins and the node tools reach it (one typed
 //!   `connect`);
 //! - `endpoint`: the endpoint document and the result read back from it;
+//! - [`network_policy`]: the NetworkPolicy snapshot the node's policy agent writes and ADD
+//!   reads, so a new pod's endpoint is created with its rules;
 //!
 //! What the node tools (`cni-win sweep`, `doctor`, the node daemon) share with the plugins,
 //! so they judge with the plugins' own rules rather than a copy: [`ownership`] (the one rule
@@ -62,6 +64,7 @@ pub mod identity;
 mod ipam;
 mod kind;
 mod network_cache;
+pub mod network_policy;
 pub mod ownership;
 pub mod platform;
 mod plugin;

@@ -188,6 +188,19 @@ impl Cluster {
         self.policies.values()
     }
 
+    /// Every known namespace's name, in order.
+    pub fn namespaces(&self) -> impl Iterator<Item = &str> {
+        self.namespaces.keys().map(String::as_str)
+    }
+
+    /// The policies that select pod `key` (a pod not known is selected by none), in name
+    /// order: its namespace's whose `podSelector` matches its labels.
+    pub fn policies_selecting<'a>(&'a self, key: &'a PodKey) -> impl Iterator<Item = &'a Policy> {
+        let labels = self.pod(key).map(|pod| &pod.labels);
+        self.policies_in(&key.namespace)
+            .filter(move |policy| labels.is_some_and(|labels| policy.pod_selector.matches(labels)))
+    }
+
     /// The policies of one namespace, in name order.
     pub fn policies_in<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = &'a Policy> {
         self.policies
@@ -260,6 +273,50 @@ mod tests {
         let pending =
             pod(serde_json::json!({"metadata": {"namespace": "x", "name": "a"}})).unwrap();
         assert!(pending.ips.is_empty());
+    }
+
+    #[test]
+    fn policies_select_pods_of_their_namespace_by_labels() {
+        let mut cluster = Cluster::new();
+        cluster.set_namespace("x", Labels::new());
+        let a = pod(
+            serde_json::json!({"metadata": {"namespace": "x", "name": "a", "labels": {"pod": "a"}}}),
+        );
+        cluster.set_pod(a.unwrap());
+        for (namespace, name, selector) in [
+            (
+                "x",
+                "selects-a",
+                serde_json::json!({"matchLabels": {"pod": "a"}}),
+            ),
+            (
+                "x",
+                "selects-b",
+                serde_json::json!({"matchLabels": {"pod": "b"}}),
+            ),
+            ("x", "selects-all", serde_json::json!({})),
+            ("y", "elsewhere", serde_json::json!({})),
+        ] {
+            let api = serde_json::from_value(serde_json::json!({
+                "metadata": {"namespace": namespace, "name": name},
+                "spec": {"podSelector": selector}
+            }))
+            .unwrap();
+            cluster.set_policy(Policy::from_api(&api).unwrap());
+        }
+        let key = |name: &str| PodKey {
+            namespace: "x".into(),
+            name: name.into(),
+        };
+        let names = |key: &PodKey| -> Vec<String> {
+            cluster
+                .policies_selecting(key)
+                .map(|policy| policy.key.name.clone())
+                .collect()
+        };
+        assert_eq!(names(&key("a")), ["selects-a", "selects-all"]);
+        assert!(names(&key("unknown")).is_empty());
+        assert_eq!(cluster.namespaces().collect::<Vec<_>>(), ["x"]);
     }
 
     #[test]

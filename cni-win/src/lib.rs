@@ -40,6 +40,7 @@ pub mod fsutil;
 pub mod install;
 pub mod lint;
 pub mod metrics;
+pub mod network_policy;
 pub mod node;
 pub mod paths;
 pub mod record;

@@ -33,7 +33,7 @@ pub enum Template {
 pub const CNI_VERSION: &str = "1.1.0";
 
 /// The settings a template reads, their defaults, and what they mean (for errors and help).
-const SETTINGS: [(&str, &str); 9] = [
+const SETTINGS: [(&str, &str); 10] = [
     ("name", "the network's name, which is the HNS network's"),
     ("clusterCidr", "the pod network, excluded from outbound NAT"),
     (
@@ -54,6 +54,12 @@ const SETTINGS: [(&str, &str); 9] = [
     (
         "vni",
         "the VXLAN network identifier, at least 4096 (overlay templates)",
+    ),
+    (
+        "networkPolicySnapshot",
+        "where the node's NetworkPolicy agent (cni-win sweep --network-policy) writes the \
+         rules new pods start with, e.g. C:\\var\\lib\\cni-win\\network-policy.json \
+         (unset: NetworkPolicy off)",
     ),
 ];
 
@@ -108,6 +114,9 @@ impl Template {
             entries.insert("vxlanPort".into(), json!(4789));
             entries.insert("endpointMacPrefix".into(), json!("0E-2A"));
         }
+        if let Some(snapshot) = settings.network_policy_snapshot {
+            entries.insert("networkPolicySnapshot".into(), json!(snapshot));
+        }
         match (settings.subnet_file, settings.subnet) {
             (Some(file), _) => entries.insert("subnetFile".into(), json!(file)),
             (None, Some(subnet)) => entries.insert(
@@ -146,6 +155,7 @@ struct Settings {
     subnet: Option<String>,
     node_subnet: Option<String>,
     vni: u32,
+    network_policy_snapshot: Option<String>,
 }
 
 impl Settings {
@@ -161,6 +171,7 @@ impl Settings {
             subnet: None,
             node_subnet: None,
             vni: 4096,
+            network_policy_snapshot: None,
         };
         for (key, value) in sets {
             if !template.uses(key) {
@@ -195,6 +206,9 @@ impl Settings {
                             "--set vni={value}: not a number (use 4096 or more)"
                         ))
                     })?;
+                }
+                "networkPolicySnapshot" => {
+                    settings.network_policy_snapshot = Some(value.clone());
                 }
                 _ => unreachable!("every setting a template uses is handled"),
             }
@@ -266,6 +280,20 @@ mod tests {
             host_gw["plugins"][0]["policies"][0]["value"]["Settings"]["Exceptions"],
             json!(["10.244.0.0/16", "10.96.0.0/12", "10.127.130.0/24"])
         );
+    }
+
+    #[test]
+    fn network_policy_is_off_unless_a_snapshot_is_set() {
+        for template in [Template::FlannelVxlan, Template::FlannelHostGw] {
+            let off = template.render(&[]).unwrap();
+            assert!(off["plugins"][0].get("networkPolicySnapshot").is_none());
+            let path = r"C:\var\lib\cni-win\network-policy.json";
+            let on = template
+                .render(&[set("networkPolicySnapshot", path)])
+                .unwrap();
+            assert_eq!(on["plugins"][0]["networkPolicySnapshot"], path);
+            crate::lint::check(&on).unwrap();
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod flannel_native;
 pub mod hostile_del;
 pub mod ipam;
 pub mod life_cycle;
+pub mod network_policy;
 pub mod upgrade;
 
 use std::net::Ipv4Addr;
@@ -239,6 +240,16 @@ macro_rules! plugin_suite {
             mod upgrade {
                 $crate::plugin_suite!(@cases $plugin; plugin::upgrade:
                     a_reference_pod_is_checked_adopted_and_deleted,
+                );
+            }
+            mod network_policy {
+                $crate::plugin_suite!(@cases $plugin; plugin::network_policy:
+                    a_pod_the_agent_has_seen_is_protected_from_its_first_packet_at_no_call_more,
+                    a_pod_the_agent_has_not_seen_gets_its_namespaces_posture_or_the_default,
+                    without_the_key_or_before_the_agents_first_snapshot_a_pod_has_no_policy_rules,
+                    #[cfg(unix)] an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing,
+                    a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add,
+                    the_snapshot_path_must_be_absolute,
                 );
             }
         }

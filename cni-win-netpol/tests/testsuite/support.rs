@@ -12,7 +12,7 @@ use cni_win_netpol::{
 };
 use hns::Guid;
 use hns::WindowsBuild;
-use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
+use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
 use hns::schema::{EndpointPolicy, RequestType};
 use hns_emulator::acl::{EndpointAcls, IpSets, Packet, Verdict, evaluate};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodIP, PodSpec, PodStatus};
@@ -179,18 +179,7 @@ pub fn cluster(changes: &Changes, policies: &[NetworkPolicy]) -> (Cluster, Vec<S
 /// isolate.
 pub fn port_mapping_fallback() -> Vec<AclPolicy> {
     [AclDirection::In, AclDirection::Out]
-        .map(|direction| AclPolicy {
-            id: None,
-            protocols: Some("256".to_owned()),
-            action: AclAction::Allow,
-            direction,
-            local_addresses: None,
-            remote_addresses: None,
-            local_ports: None,
-            remote_ports: None,
-            rule_type: Some(AclRuleType::Switch),
-            priority: Some(65500),
-        })
+        .map(|direction| AclPolicy::all_traffic(AclAction::Allow, direction, 65500))
         .to_vec()
 }
 

@@ -12,7 +12,9 @@
 //! in every range set, the plugin binaries in `--bin-dir`, and the store against HNS
 //! (endpoints without reservations, what `sweep` would remove, two endpoints holding one IP, a
 //! remote endpoint holding a local pod's IP); on an overlay network, what kube-proxy needs
-//! (`kube_proxy`).
+//! (`kube_proxy`); where a config names a NetworkPolicy snapshot, what the policy agent
+//! programmed (`network_policy`: the mode HNS allows, refused policies, each local pod's
+//! policies and rules, kube-proxy's DSR), from the snapshot: no API server access.
 //!
 //! Every check runs over one read of the node ([`Node`]: the config directory and HNS, each
 //! network decoded once): on a node with one network and three pods a run costs 13 raw HCN
@@ -34,6 +36,7 @@ use crate::paths::NodePaths;
 mod binaries;
 mod kube_proxy;
 mod network;
+mod network_policy;
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -175,6 +178,7 @@ impl Doctor {
                 for network in &config.networks {
                     network::check(reached.as_ref(), network, &mut report);
                 }
+                network_policy::check(reached.as_ref(), &config.networks, &mut report);
             }
             Err(e) => report.add(
                 "config directory",

@@ -18,6 +18,7 @@
 pub mod doctor;
 pub mod drift;
 pub mod http;
+pub mod network_policy;
 pub mod sweep;
 
 use std::sync::atomic::AtomicU64;

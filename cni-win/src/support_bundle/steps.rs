@@ -1,7 +1,8 @@
 //! What the bundle collects, one step per source, each naming exactly the paths or HNS
 //! objects it reads (so `--dry-run` can list them without reading them). The paths come from
 //! the operator's flags and from the configs in the CNI config directory: the plugins' log
-//! files, Flannel's subnet.env and host-local's stores are wherever the configs put them.
+//! files, Flannel's subnet.env, host-local's stores and the NetworkPolicy snapshot are
+//! wherever the configs put them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -160,6 +161,14 @@ pub(crate) fn plan(settings: &Settings) -> Vec<Step> {
     for store in unique(networks.iter().filter_map(store_dir)) {
         steps.push(store_step(store));
     }
+    for snapshot in unique(networks.iter().filter_map(network_policy_snapshot)) {
+        steps.push(capped_file_step(
+            "NetworkPolicy snapshot (the policy agent's view of this node)",
+            "network-policy",
+            snapshot,
+            cni_win_core::network_policy::MAX_SIZE,
+        ));
+    }
     let logs = networks
         .iter()
         .filter_map(|n| n.request.config.log_file.clone());
@@ -192,6 +201,14 @@ fn subnet_file(network: &Network) -> Option<PathBuf> {
         Some(path) if !path.is_empty() => PathBuf::from(path),
         _ => PathBuf::from(crate::defaults::SUBNET_FILE),
     })
+}
+
+/// The NetworkPolicy snapshot a config names (`networkPolicySnapshot`).
+fn network_policy_snapshot(network: &Network) -> Option<PathBuf> {
+    case_insensitive::get(network.request.config.raw(), "networkPolicySnapshot")?
+        .as_str()
+        .filter(|path| !path.is_empty())
+        .map(PathBuf::from)
 }
 
 /// host-local's `<dataDir>/<network>` when the network's addresses are host-local's: its
@@ -395,16 +412,17 @@ fn conf_dir_step(conf_dir: &Path) -> Step {
 
 /// One named file, as `<prefix>/<its path>`.
 fn file_step(what: &str, prefix: &'static str, path: PathBuf) -> Step {
+    capped_file_step(what, prefix, path, MAX_FILE_BYTES)
+}
+
+/// [`file_step`] for a file that may be larger than a config: at most `cap` bytes.
+fn capped_file_step(what: &str, prefix: &'static str, path: PathBuf, cap: u64) -> Step {
     Step {
         name: what.to_owned(),
-        source: format!(
-            "{} (at most {})",
-            path.display(),
-            super::in_units(MAX_FILE_BYTES)
-        ),
+        source: format!("{} (at most {})", path.display(), super::in_units(cap)),
         work: Box::new(move |_, collected, _| {
-            let bytes = source::read(&path, MAX_FILE_BYTES)
-                .map_err(|why| format!("{}: {why}", path.display()))?;
+            let bytes =
+                source::read(&path, cap).map_err(|why| format!("{}: {why}", path.display()))?;
             collected.add(source::mirrored(prefix, &path), bytes);
             Ok(())
         }),

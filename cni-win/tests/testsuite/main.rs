@@ -17,6 +17,8 @@ mod drift;
 #[cfg(not(windows))]
 mod metrics;
 #[cfg(not(windows))]
+mod network_policy;
+#[cfg(not(windows))]
 mod source_vip;
 #[cfg(not(windows))]
 mod support;

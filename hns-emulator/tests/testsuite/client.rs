@@ -20,6 +20,26 @@ fn calls(counters: &BTreeMap<String, u64>) -> (u64, u64) {
         })
 }
 
+/// `cbr0` with one endpoint: their IDs.
+fn bridge_with_endpoint(client: &hns::Client<hns_emulator::Emulator>) -> (Guid, Guid) {
+    let network = bridge(client);
+    let endpoint = client
+        .open_network(network)
+        .unwrap()
+        .create_endpoint(Guid::ZERO, &endpoint_settings("e", "10.244.1.5"))
+        .unwrap()
+        .id();
+    (network, endpoint)
+}
+
+/// The raw calls `operation` makes: (without, with) closes.
+fn measure(client: &hns::Client<hns_emulator::Emulator>, operation: &dyn Fn()) -> (u64, u64) {
+    let engine = client.raw().engine();
+    engine.reset_stats().unwrap();
+    operation();
+    calls(&engine.stats().unwrap())
+}
+
 /// A pod ADD: find network by name, create endpoint with our GUID, learn its
 /// MAC, attach to the pod namespace. Budget: 7 calls + 3 closes, no endpoint
 /// enumeration.
@@ -99,19 +119,8 @@ fn pod_del_fits_the_budget() {
 fn documented_counts_of_single_operations() {
     let dir = TempDir::new("counts");
     let client = client(&dir);
-    let network = bridge(&client);
-    let endpoint = client
-        .open_network(network)
-        .unwrap()
-        .create_endpoint(Guid::ZERO, &endpoint_settings("e", "10.244.1.5"))
-        .unwrap()
-        .id();
-    let engine = client.raw().engine();
-    let measure = |operation: &dyn Fn()| {
-        engine.reset_stats().unwrap();
-        operation();
-        calls(&engine.stats().unwrap())
-    };
+    let (network, endpoint) = bridge_with_endpoint(&client);
+    let measure = |operation: &dyn Fn()| measure(&client, operation);
     assert_eq!(
         measure(&|| drop(client.open_endpoint(endpoint).unwrap())),
         (2, 1)
@@ -214,4 +223,89 @@ fn a_failed_create_says_whether_the_endpoint_exists() {
         1,
         "only the network stays open"
     );
+}
+
+/// A policy agent's writes: an endpoint's ACLs and a network's IP sets changed without
+/// reading the object first, 2 raw calls and a close each; a missing object is "not found"
+/// and leaves no handle open.
+#[test]
+fn policy_writes_open_and_modify_without_a_query() {
+    use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
+    use hns::schema::{EndpointPolicy, ModifyRequest, NetworkPolicy, RawPolicy, RequestType};
+
+    let dir = TempDir::new("policy-writes");
+    let client = client(&dir);
+    let (network, endpoint) = bridge_with_endpoint(&client);
+    let engine = client.raw().engine();
+    let block = EndpointPolicy::Acl(AclPolicy {
+        id: Some("agent-block".to_owned()),
+        ..AclPolicy::all_traffic(AclAction::Block, AclDirection::In, 65000)
+    });
+    let set = NetworkPolicy::Other(
+        RawPolicy::from_json(
+            r#"{"Type":"SetPolicy","Settings":{"Id":"agent-set","Name":"x","PolicyType":"IPSET","Values":"10.244.1.7"}}"#,
+        )
+        .unwrap(),
+    );
+    let measure = |operation: &dyn Fn()| measure(&client, operation);
+    let acls = |request_type| ModifyRequest::policies(request_type, vec![block.clone()]);
+    let sets = |request_type| ModifyRequest::policies(request_type, vec![set.clone()]);
+
+    assert_eq!(
+        measure(&|| client
+            .modify_endpoint_policies(endpoint, &acls(RequestType::Add))
+            .unwrap()),
+        (2, 1)
+    );
+    let held = client.open_endpoint(endpoint).unwrap().into_properties();
+    assert_eq!(held.policies, std::slice::from_ref(&block));
+    assert_eq!(
+        measure(&|| client
+            .modify_network_policies(network, &sets(RequestType::Add))
+            .unwrap()),
+        (2, 1)
+    );
+    let writes = engine.policy_writes().unwrap();
+    assert_eq!(
+        (
+            writes.endpoint_requests,
+            writes.network_requests,
+            writes.sets_written
+        ),
+        (1, 1, 1)
+    );
+    client
+        .modify_endpoint_policies(endpoint, &acls(RequestType::Remove))
+        .unwrap();
+    client
+        .modify_network_policies(network, &sets(RequestType::Remove))
+        .unwrap();
+    assert!(
+        client
+            .open_endpoint(endpoint)
+            .unwrap()
+            .properties()
+            .policies
+            .is_empty()
+    );
+
+    let gone = Guid::from_u128(0xdead);
+    let error = client
+        .modify_endpoint_policies(gone, &acls(RequestType::Add))
+        .unwrap_err();
+    assert!(error.is_not_found(), "{error}");
+    assert!(error.to_string().contains("endpoint"), "{error}");
+    let error = client
+        .modify_network_policies(gone, &sets(RequestType::Add))
+        .unwrap_err();
+    assert!(error.is_not_found(), "{error}");
+    engine
+        .inject_fault(Function::ModifyEndpoint, 1, HResult::E_FAIL)
+        .unwrap();
+    assert!(
+        client
+            .modify_endpoint_policies(endpoint, &acls(RequestType::Add))
+            .is_err()
+    );
+    assert_eq!(client.raw().open_handles(), 0);
 }

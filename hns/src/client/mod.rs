@@ -19,13 +19,13 @@ pub use open::{
 };
 
 use crate::deadline::Deadlined;
-use crate::error::{ErrorKind, HnsError};
+use crate::error::{ErrorKind, HnsError, RawError};
 use crate::features::{HnsVersion, SupportedFeatures, WindowsBuild};
 use crate::guid::Guid;
 use crate::raw::RawHcn;
 use crate::schema::{
-    HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNamespace, HostComputeNetwork,
-    HostComputeQuery, ModifyRequest, RequestType,
+    EndpointPolicy, HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNamespace,
+    HostComputeNetwork, HostComputeQuery, ModifyRequest, NetworkPolicy, PolicyList, RequestType,
 };
 
 /// The typed client over a raw backend.
@@ -166,6 +166,23 @@ impl<R: RawHcn + ?Sized> Client<R> {
         Open::query_new(self, handle, &context)
     }
 
+    /// Adds, updates or removes network-level policies (IP sets, routes) without reading the
+    /// network, as Azure NPM changes its `SetPolicy` IP sets: `Update` replaces the listed
+    /// policies by their `Id`.
+    ///
+    /// Raw calls: `HcnOpenNetwork` + `HcnModifyNetwork` = 2 (+1 `HcnCloseNetwork`).
+    pub fn modify_network_policies(
+        &self,
+        network: Guid,
+        request: &ModifyRequest<PolicyList<NetworkPolicy>>,
+    ) -> Result<(), HnsError> {
+        self.modify_unread::<NetworkKind>(
+            policy_context(request, &format!("network {network}")),
+            |raw| raw.open_network(&network),
+            |raw, handle| raw.modify_network(handle, &request.to_json()),
+        )
+    }
+
     /// Deletes a network (HNS removes its endpoints too). Raw calls: `HcnDeleteNetwork` = 1.
     pub fn delete_network(&self, id: Guid) -> Result<(), HnsError> {
         self.raw
@@ -235,6 +252,25 @@ impl<R: RawHcn + ?Sized> Client<R> {
         self.raw
             .delete_endpoint(&id)
             .map_err(|e| HnsError::from_raw(e, format!("delete endpoint {id}")))
+    }
+
+    /// Adds, removes or (as the whole list) replaces policies of an endpoint, such as ACLs,
+    /// without reading the endpoint: a policy agent knows what it holds from its own read.
+    /// `Update` makes the request's list the endpoint's whole policy list (every type, not
+    /// only the request's), so a caller that means to change some rules sends `Add` and
+    /// `Remove`.
+    ///
+    /// Raw calls: `HcnOpenEndpoint` + `HcnModifyEndpoint` = 2 (+1 `HcnCloseEndpoint`).
+    pub fn modify_endpoint_policies(
+        &self,
+        endpoint: Guid,
+        request: &ModifyRequest<PolicyList<EndpointPolicy>>,
+    ) -> Result<(), HnsError> {
+        self.modify_unread::<EndpointKind>(
+            policy_context(request, &format!("endpoint {endpoint}")),
+            |raw| raw.open_endpoint(&endpoint),
+            |raw, handle| raw.modify_endpoint(handle, &request.to_json()),
+        )
     }
 
     // ---- namespaces ----
@@ -461,6 +497,23 @@ impl<R: RawHcn + ?Sized> Client<R> {
             .map_err(|e| HnsError::from_raw(e, "read the Windows build"))
     }
 
+    /// Opens an object, sends it one modify request and closes it, reading nothing: 2 raw
+    /// calls (+1 close, on every path).
+    fn modify_unread<K: ObjectKind>(
+        &self,
+        context: String,
+        open: impl FnOnce(&R) -> Result<K::Handle, RawError>,
+        modify: impl FnOnce(&R, &K::Handle) -> Result<(), RawError>,
+    ) -> Result<(), HnsError> {
+        let handle = open(&self.raw).map_err(|e| HnsError::from_raw(e, context.clone()))?;
+        let guard = open::Guard::<R, K> {
+            client: self,
+            handle: Some(handle),
+        };
+        let handle = guard.handle.as_ref().expect("the guard holds the handle");
+        modify(&self.raw, handle).map_err(|e| HnsError::from_raw(e, context))
+    }
+
     /// Opens each ID and collects its properties, skipping objects that vanished meanwhile.
     fn read_all<'a, K: ObjectKind>(
         &'a self,
@@ -480,6 +533,13 @@ impl<R: RawHcn + ?Sized> Client<R> {
         }
         Ok(all)
     }
+}
+
+/// A policy request as an error names it: `Add of 2 policies on endpoint …`.
+fn policy_context<P>(request: &ModifyRequest<PolicyList<P>>, object: &str) -> String {
+    let count = request.settings.policies.len();
+    let noun = if count == 1 { "policy" } else { "policies" };
+    format!("{:?} of {count} {noun} on {object}", request.request_type)
 }
 
 /// Decodes an HNS reply, with an error naming what was being decoded and the field that did

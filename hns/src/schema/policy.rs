@@ -718,6 +718,26 @@ pub struct AclPolicy {
     pub priority: Option<u16>,
 }
 
+impl AclPolicy {
+    /// A rule for all traffic of `direction` (protocol 256, any address or port) on the
+    /// virtual switch (`Switch`, VFP) at `priority`: the shape of an endpoint's default
+    /// allow or block rules, to be narrowed field by field.
+    pub fn all_traffic(action: AclAction, direction: AclDirection, priority: u16) -> AclPolicy {
+        AclPolicy {
+            id: None,
+            protocols: Some("256".to_owned()),
+            action,
+            direction,
+            local_addresses: None,
+            remote_addresses: None,
+            local_ports: None,
+            remote_ports: None,
+            rule_type: Some(AclRuleType::Switch),
+            priority: Some(priority),
+        }
+    }
+}
+
 /// `EncapOverhead` settings: room left for encapsulation headers in the MTU.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]

@@ -20,6 +20,8 @@ use serde_json::Value;
 const START_DEADLINE: Duration = Duration::from_secs(120);
 const KUBECTL_DEADLINE: Duration = Duration::from_secs(60);
 pub const API_PORT: u16 = 6443;
+/// The user the NetworkPolicy agent authenticates as: deploy/rbac.yaml's ServiceAccount.
+pub const AGENT_USER: &str = "system:serviceaccount:kube-flannel:cni-win";
 const ETCD_CLIENT: &str = "http://127.0.0.1:2379";
 
 /// etcd and kube-apiserver, stopped when dropped.
@@ -33,6 +35,8 @@ pub struct ControlPlane {
     /// kube-proxy's token (user `system:kube-proxy`, which RBAC's default
     /// `system:node-proxier` binding authorises).
     proxy_token: String,
+    /// The NetworkPolicy agent's token ([`AGENT_USER`], which deploy/rbac.yaml authorises).
+    agent_token: String,
     /// `https://<node IP>:6443`: the serving certificate names the advertised address, not
     /// loopback.
     server: String,
@@ -45,11 +49,16 @@ impl ControlPlane {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let admin_token = random_token()?;
         let proxy_token = random_token()?;
+        let agent_token = random_token()?;
         let tokens = dir.join("tokens.csv");
+        // The policy agent authenticates as deploy/rbac.yaml's ServiceAccount would: RBAC
+        // matches a ServiceAccount subject by this user name, so the manifest's own role is
+        // what authorises it.
         write(
             &tokens,
             &format!(
-                "{admin_token},admin,admin,system:masters\n{proxy_token},system:kube-proxy,kube-proxy\n"
+                "{admin_token},admin,admin,system:masters\n{proxy_token},system:kube-proxy,kube-proxy\n\
+                 {agent_token},{AGENT_USER},cni-win,\"system:serviceaccounts,system:serviceaccounts:kube-flannel\"\n"
             ),
         )?;
         let key = dir.join("service-account.key");
@@ -102,6 +111,7 @@ impl ControlPlane {
             kubectl,
             ca,
             proxy_token,
+            agent_token,
             server,
         };
         plane.wait_ready()?;
@@ -115,15 +125,27 @@ impl ControlPlane {
         file: &Path,
         spell: impl Fn(&Path) -> String,
     ) -> Result<(), String> {
-        write(
-            file,
-            &kubeconfig(
-                &self.server,
-                &spell(&self.ca),
-                &self.proxy_token,
-                "kube-proxy",
-            ),
-        )
+        self.write_kubeconfig(file, spell(&self.ca), &self.proxy_token, "kube-proxy")
+    }
+
+    /// Writes the NetworkPolicy agent's kubeconfig ([`AGENT_USER`]) to `file`, its CA named
+    /// by `spell`.
+    pub fn write_agent_kubeconfig(
+        &self,
+        file: &Path,
+        spell: impl Fn(&Path) -> String,
+    ) -> Result<(), String> {
+        self.write_kubeconfig(file, spell(&self.ca), &self.agent_token, "cni-win")
+    }
+
+    fn write_kubeconfig(
+        &self,
+        file: &Path,
+        ca: String,
+        token: &str,
+        user: &str,
+    ) -> Result<(), String> {
+        write(file, &kubeconfig(&self.server, &ca, token, user))
     }
 
     /// Waits until the API server has written its serving certificate and answers `/readyz`.
@@ -192,6 +214,18 @@ impl Kubectl {
     /// Creates or updates the objects of `document` (one object or a `List`).
     pub fn apply(&self, document: &Value) -> Result<(), String> {
         self.run(&["apply", "-f", "-"], Some(document)).map(drop)
+    }
+
+    /// Creates or updates the objects of the manifest at `file`.
+    pub fn apply_file(&self, file: &Path) -> Result<(), String> {
+        self.run(&["apply", "-f", file.to_str().unwrap_or_default()], None)
+            .map(drop)
+    }
+
+    /// `kubectl get RESOURCE -n NAMESPACE -o json`, decoded.
+    pub fn get(&self, resource: &str, namespace: &str) -> Result<Value, String> {
+        let out = self.run(&["get", resource, "-n", namespace, "-o", "json"], None)?;
+        serde_json::from_str(&out).map_err(|error| format!("kubectl get {resource}: {error}"))
     }
 
     /// Deletes one object; one that is already gone is fine.

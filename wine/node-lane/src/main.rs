@@ -11,6 +11,7 @@
 
 mod control_plane;
 mod kube_proxy;
+mod network_policy;
 mod node;
 mod report;
 mod scenario;
@@ -30,14 +31,15 @@ pub const NODE_NAME: &str = "node1";
 
 const USAGE: &str = "\
 usage: node-lane --kube-bin DIR --windows-bin DIR --scratch DIR --node-ip CIDR --node-mac MAC
-                 [--only overlay|l2bridge]
+                 [--only overlay|l2bridge|netpol]
 
   --kube-bin DIR      kube-apiserver and kubectl (Linux) and kube-proxy.exe
   --windows-bin DIR   cni-win's .exe files, hnsctl.exe and flannel-hns.exe with the emulator DLLs
   --scratch DIR       emptied, then used for the control plane's and each node's state
   --node-ip CIDR      the host adapter's address and prefix, e.g. 192.168.1.10/24
   --node-mac MAC      the host adapter's MAC (kube-proxy's host MAC)
-  --only NODE         runs one node: overlay (Flannel vxlan) or l2bridge (Flannel host-gw)";
+  --only NODE         runs one node: overlay (Flannel vxlan), l2bridge (Flannel host-gw) or
+                      netpol (host-gw with cni-win's NetworkPolicy agent)";
 
 struct Options {
     kube_bin: PathBuf,
@@ -62,7 +64,9 @@ fn options() -> Result<Options, String> {
                 node_address = Some(value.parse().map_err(|e| format!("--node-ip: {e}"))?)
             }
             "--node-mac" => node_mac = Some(value.parse().map_err(|e| format!("--node-mac: {e}"))?),
-            "--only" if ["overlay", "l2bridge"].contains(&value.as_str()) => only = Some(value),
+            "--only" if ["overlay", "l2bridge", "netpol"].contains(&value.as_str()) => {
+                only = Some(value)
+            }
             _ => return Err(format!("unknown argument {flag} {value}")),
         }
     }
@@ -130,6 +134,9 @@ fn main() -> ExitCode {
                 {
                     scenario::run(&lane, backend, &mut report);
                 }
+            }
+            if options.only.as_deref().is_none_or(|only| only == "netpol") {
+                network_policy::run(&lane, &mut report);
             }
         }
         Err(why) => report.record("-", "control plane starts", Err(why)),

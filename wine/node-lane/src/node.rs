@@ -73,6 +73,12 @@ impl Node {
             .map_err(|failure| failure.to_string())
     }
 
+    /// The emulator's engine, for what only a test can ask (ACL verdicts): only while no
+    /// Windows process of the node runs (their file locks are wineserver's, not Linux's).
+    pub fn engine(&self) -> Result<Engine, String> {
+        Engine::open(&self.state).map_err(|failure| failure.to_string())
+    }
+
     /// The node's scratch directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -160,6 +166,34 @@ impl Node {
     /// Creates a pod's namespace as containerd does (an empty `HostComputeNamespace`) and runs
     /// the plugin's ADD for it, as the runtime would.
     pub fn add_pod(&self, plugin: &str, config: &Value, name: &str) -> Result<Pod, String> {
+        self.add_pod_with(plugin, config, name, Invocation::new())
+    }
+
+    /// [`Node::add_pod`] for the Kubernetes pod `namespace/name`, which containerd's CRI names
+    /// to the plugin in `CNI_ARGS`.
+    pub fn add_kubernetes_pod(
+        &self,
+        plugin: &str,
+        config: &Value,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Pod, String> {
+        let args = format!("IgnoreUnknown=1;K8S_POD_NAMESPACE={namespace};K8S_POD_NAME={name}");
+        self.add_pod_with(
+            plugin,
+            config,
+            name,
+            Invocation::new().set("CNI_ARGS", args),
+        )
+    }
+
+    fn add_pod_with(
+        &self,
+        plugin: &str,
+        config: &Value,
+        name: &str,
+        invocation: Invocation,
+    ) -> Result<Pod, String> {
         let namespace: Value = self.hnsctl(&["namespace", "create"])?;
         let namespace: Guid = namespace
             .get("ID")
@@ -169,7 +203,14 @@ impl Node {
             .parse()
             .map_err(|error| format!("hnsctl namespace create printed no namespace ID: {error}"))?;
         let container_id = format!("{name}-sandbox");
-        let result = self.plugin(plugin, "ADD", config, &container_id, &namespace.to_string())?;
+        let result = self.plugin(
+            plugin,
+            "ADD",
+            config,
+            &container_id,
+            &namespace.to_string(),
+            invocation,
+        )?;
         let result: Value = serde_json::from_str(&result)
             .map_err(|error| format!("{plugin} ADD printed no result: {error}"))?;
         let ip = result["ips"][0]["address"]
@@ -193,6 +234,7 @@ impl Node {
             config,
             &pod.container_id,
             &pod.namespace.to_string(),
+            Invocation::new(),
         )
         .map(drop)
     }
@@ -218,8 +260,9 @@ impl Node {
         config: &Value,
         container_id: &str,
         netns: &str,
+        invocation: Invocation,
     ) -> Result<String, String> {
-        let invocation = Invocation::new()
+        let invocation = invocation
             .set("CNI_COMMAND", command)
             .set("CNI_CONTAINERID", container_id)
             .set("CNI_NETNS", netns)

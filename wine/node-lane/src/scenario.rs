@@ -51,7 +51,7 @@ impl Backend {
         }
     }
 
-    fn plugin(self) -> &'static str {
+    pub(crate) fn plugin(self) -> &'static str {
         match self {
             Backend::Vxlan => "win-overlay",
             Backend::HostGw => "win-bridge",
@@ -802,7 +802,7 @@ fn first_line(text: &str) -> &str {
 }
 
 /// Runs `flannel-hns.exe` with flanneld's documents for `backend`.
-fn flanneld(lane: &Lane<'_>, backend: Backend, node: &Node) -> Result<String, String> {
+pub(crate) fn flanneld(lane: &Lane<'_>, backend: Backend, node: &Node) -> Result<String, String> {
     let data = |name: &str| node.windows_path(&lane.flanneld.join(format!("flanneld-{name}.json")));
     let args: Vec<String> = match backend {
         Backend::Vxlan => vec![
@@ -840,7 +840,7 @@ fn flanneld(lane: &Lane<'_>, backend: Backend, node: &Node) -> Result<String, St
 /// subnet.env as flanneld writes it, and the Flannel-native conflist the runtime reads; the
 /// plugin's own config (the conflist's plugin with its name and version), as the runtime
 /// passes it.
-fn write_config(node: &Node, backend: Backend) -> Result<Value, String> {
+pub(crate) fn write_config(node: &Node, backend: Backend) -> Result<Value, String> {
     let subnet_env = node.dir().join("subnet.env");
     std::fs::write(
         &subnet_env,

@@ -66,6 +66,7 @@ pub fn all() -> Vec<HnsCase> {
         HnsCase::new("cni-win.source-vip", source_vip),
         HnsCase::new("win-bridge.attachment-lock", attachment_lock),
         HnsCase::new("win-bridge.flannel-native", flannel_native),
+        HnsCase::new("win-bridge.network-policy", network_policy),
         HnsCase::new("win-bridge.exit-status", crate::exit_status::exit_status),
         HnsCase::new(
             "logs.concurrent-writers",
@@ -1084,5 +1085,93 @@ fn flannel_native(bench: &Bench<'_>) -> Result<String, String> {
     empty_for_linux(bench, "endpoint")?;
     Ok(format!(
         "ADD took {address} from subnet.env; STATUS ready, then 50 without it; DEL released"
+    ))
+}
+
+/// ADD with the node's NetworkPolicy snapshot (`networkPolicySnapshot`): the side's
+/// win-bridge reads the file as a root plugin reads one (never through a link: under Wine
+/// `FILE_FLAG_OPEN_REPARSE_POINT`) and creates the endpoint with the rules for the pod
+/// `CNI_ARGS` names, whose verdicts Linux hnsctl checks on the same state; a damaged snapshot
+/// fails ADD with 11 and leaves nothing.
+fn network_policy(bench: &Bench<'_>) -> Result<String, String> {
+    let snapshot = bench.state().join("network-policy.json");
+    let (netns, _, config) = cbr0_pod_setup(
+        bench,
+        "networkPolicySnapshot",
+        json!(bench.side_path(&snapshot)),
+    )?;
+    let rules = json!({
+        "cni-win-netpol-admit": {"Id": "cni-win-netpol-admit", "Protocols": "6", "Action": "Allow",
+            "Direction": "In", "RemoteAddresses": "10.244.9.9", "LocalPorts": "80",
+            "RuleType": "Switch", "Priority": 4300},
+        "cni-win-netpol-block": {"Id": "cni-win-netpol-block", "Protocols": "256",
+            "Action": "Block", "Direction": "In", "RuleType": "Switch", "Priority": 65000}
+    });
+    let written = json!({
+        "Version": 1, "Node": "node-1", "Mode": "IpSets", "Rules": rules,
+        "Pods": {"x/a": {"Add": ["cni-win-netpol-admit", "cni-win-netpol-block"],
+                         "Policies": ["x/admit"], "Endpoint": null, "Expected": []}},
+        "Namespaces": {}, "Default": [], "Refused": {}
+    });
+    std::fs::write(&snapshot, written.to_string()).map_err(|e| format!("write snapshot: {e}"))?;
+    let add = || {
+        let env = [
+            ("CNI_COMMAND", "ADD"),
+            ("CNI_CONTAINERID", "netpol-pod"),
+            ("CNI_IFNAME", "eth0"),
+            ("CNI_NETNS", netns.as_str()),
+            (
+                "CNI_ARGS",
+                "IgnoreUnknown=1;K8S_POD_NAMESPACE=x;K8S_POD_NAME=a",
+            ),
+        ];
+        bench.plugin("win-bridge", &env, &config)
+    };
+    let result = parse("ADD result", &add()?.ok()?)?;
+    let address = result["ips"][0]["address"].as_str().unwrap_or_default();
+    let pod = address.split('/').next().unwrap_or_default();
+    let verdict = |from: &str| -> Result<Option<i32>, String> {
+        let check = [
+            "acl",
+            "check",
+            "--from",
+            from,
+            "--to",
+            pod,
+            "--protocol",
+            "tcp",
+            "--port",
+            "80",
+        ];
+        Ok(bench.linux_hnsctl(&check)?.status)
+    };
+    let (admitted, other) = (verdict("10.244.9.9")?, verdict("10.244.9.8")?);
+    ensure((admitted, other) == (Some(0), Some(1)), || {
+        format!(
+            "the first packet from the admitted peer exited {admitted:?}, from another {other:?} (0 allowed, 1 denied)"
+        )
+    })?;
+    let del = [
+        ("CNI_COMMAND", "DEL"),
+        ("CNI_CONTAINERID", "netpol-pod"),
+        ("CNI_IFNAME", "eth0"),
+        ("CNI_NETNS", netns.as_str()),
+    ];
+    bench.plugin("win-bridge", &del, &config)?.ok()?;
+    std::fs::write(&snapshot, "{").map_err(|e| format!("damage snapshot: {e}"))?;
+    let ran = add()?;
+    let error = parse("ADD error", &ran.stdout)?;
+    ensure(
+        !ran.succeeded()
+            && error["code"] == 11
+            && error["msg"]
+                .as_str()
+                .is_some_and(|msg| msg.contains("network-policy.json")),
+        || format!("ADD with a damaged snapshot answered {error}"),
+    )?;
+    empty_for_linux(bench, "endpoint")?;
+    Ok(format!(
+        "ADD created {pod} with the snapshot's rules: TCP 80 from the admitted peer allowed, \
+         from another denied; a damaged snapshot: 11, nothing left"
     ))
 }

@@ -6,6 +6,7 @@
 
 pub mod daemon;
 pub mod doctor;
+pub mod network_policy;
 pub mod overlay;
 
 use std::collections::BTreeSet;

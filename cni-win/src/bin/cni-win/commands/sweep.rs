@@ -3,12 +3,16 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use cni::logging::LogSettings;
 use cni_win::Error;
 use cni_win::daemon::{self, Daemon};
+use cni_win::network_policy::{self, Agent, ApiSettings};
 use cni_win::shutdown::Shutdown;
 use cni_win::sweep::{self, Outcome, Pass, Settings};
+use cni_win_core::platform::{self, Deadline};
 
 use super::NodePathArgs;
 
@@ -34,6 +38,19 @@ pub struct Args {
     /// port 0 picks a free port, printed), updated each round.
     #[arg(long, value_name = "ADDRESS", requires = "every", value_parser = parse_address)]
     metrics_address: Option<SocketAddr>,
+    /// With --every: enforce Kubernetes NetworkPolicy on this node's pods with HNS ACLs,
+    /// watching the API server (the in-cluster ServiceAccount, or --kubeconfig) and writing
+    /// the snapshot new pods start from (the conflist's networkPolicySnapshot).
+    #[arg(long, requires = "every")]
+    network_policy: bool,
+    /// With --network-policy: the API server and credentials to use instead of the
+    /// in-cluster ServiceAccount.
+    #[arg(long, value_name = "PATH", requires = "network_policy")]
+    kubeconfig: Option<PathBuf>,
+    /// With --network-policy: this node's name in the cluster (default: $NODE_NAME, as a
+    /// DaemonSet passes it from spec.nodeName).
+    #[arg(long, value_name = "NAME", requires = "network_policy")]
+    node_name: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
@@ -52,15 +69,33 @@ pub fn run(args: Args) -> Result<(), Error> {
             Ok(())
         };
     };
+    // The daemon's own log lines (HNS drift, the NetworkPolicy agent) go to stderr with the
+    // passes, at info unless CNI_WIN_LOG_LEVEL says otherwise.
+    let (logging, note) =
+        LogSettings::resolve(&|key| std::env::var(key).ok(), Some("info"), None, None);
+    cni::logging::init("cni-win sweep:".to_owned(), &logging);
+    if let Some(note) = note {
+        log::warn!("{note}");
+    }
     let stop = Shutdown::on_signals()?;
     let (apply, json) = (args.apply, args.json);
+    let agent = if args.network_policy {
+        Some(start_agent(
+            paths.clone(),
+            args.node_name,
+            args.kubeconfig,
+            &stop,
+        )?)
+    } else {
+        None
+    };
     let settings = daemon::Settings {
         paths,
         apply,
         every,
         metrics_address: args.metrics_address,
     };
-    let daemon = Daemon::start(settings, move |pass| match pass {
+    let mut daemon = Daemon::start(settings, move |pass| match pass {
         Ok(pass) => {
             log_pass(pass, apply);
             if let Err(e) = print(pass, json) {
@@ -69,12 +104,40 @@ pub fn run(args: Args) -> Result<(), Error> {
         }
         Err(e) => eprintln!("cni-win sweep: pass failed: {}", cni_win::chain(e)),
     })?;
+    if let Some(agent) = &agent {
+        daemon = daemon.with_task(agent.task());
+    }
     if let Some(address) = daemon.metrics_address() {
         eprintln!("cni-win sweep: serving metrics on http://{address}/metrics");
     }
     daemon.run(&stop);
+    drop(agent);
     eprintln!("cni-win sweep: stopped");
     Ok(())
+}
+
+/// The NetworkPolicy agent, its watches started: the node's name from `--node-name`, else
+/// `NODE_NAME`.
+fn start_agent(
+    paths: cni_win::paths::NodePaths,
+    node_name: Option<String>,
+    kubeconfig: Option<PathBuf>,
+    stop: &Shutdown,
+) -> Result<Agent, Error> {
+    let node_name = node_name
+        .or_else(|| std::env::var("NODE_NAME").ok())
+        .filter(|name| !name.trim().is_empty())
+        .ok_or_else(|| {
+            Error::new(
+                "--network-policy needs this node's name: pass --node-name, or set NODE_NAME \
+                 (a DaemonSet sets it from spec.nodeName)",
+            )
+        })?;
+    eprintln!("cni-win sweep: enforcing NetworkPolicy on node {node_name:?}");
+    let settings = network_policy::Settings { node_name, paths };
+    let mut agent = Agent::start(settings, platform::connect(Deadline::Node), stop);
+    agent.watch(ApiSettings { kubeconfig })?;
+    Ok(agent)
 }
 
 fn log_pass(pass: &Pass, apply: bool) {

@@ -1,0 +1,335 @@
+//! ADD and the node's NetworkPolicy snapshot (`networkPolicySnapshot`): a new pod's endpoint
+//! is created with the rules the snapshot gives its pod (or its namespace, or a namespace the
+//! agent does not know), in the same `HcnCreateEndpoint` call, so its first packet is judged
+//! by them; a snapshot that cannot be used fails ADD with code 11 and leaves nothing behind,
+//! never a pod started open.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use cni_win_core::network_policy::{self, PodPolicy, PolicySnapshot};
+use hns::WindowsBuild;
+use hns::schema::EndpointPolicy;
+use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
+use hns_emulator::acl::{Packet, Verdict};
+use serde_json::{Value, json};
+
+use super::Plugin;
+use crate::node::{Call, Node, Reply};
+
+/// The node's address: its traffic is always allowed.
+const NODE_IP: &str = "10.0.0.10";
+/// A pod of the cluster that x/a's policy admits on TCP 80.
+const ADMITTED: &str = "10.244.2.5";
+/// A pod it does not admit.
+const OTHER: &str = "10.244.2.6";
+fn rule(name: &str, direction: AclDirection, action: AclAction, priority: u16) -> AclPolicy {
+    AclPolicy {
+        id: Some(format!("{}{name}", network_policy::RULE_ID_PREFIX)),
+        ..AclPolicy::all_traffic(action, direction, priority)
+    }
+}
+
+/// What the agent writes for namespace `x`, where a policy isolates every pod for ingress
+/// and admits [`ADMITTED`] to `a` on TCP 80: `a`'s rules, the namespace's posture for a pod
+/// of `x` it has not seen, the default for a namespace it does not know.
+fn snapshot() -> PolicySnapshot {
+    let from_node = AclPolicy {
+        remote_addresses: Some(NODE_IP.to_owned()),
+        ..rule("node-in", AclDirection::In, AclAction::Allow, 4200)
+    };
+    let to_node = AclPolicy {
+        remote_addresses: Some(NODE_IP.to_owned()),
+        ..rule("node-out", AclDirection::Out, AclAction::Allow, 4200)
+    };
+    let admitted = AclPolicy {
+        protocols: Some("6".to_owned()),
+        remote_addresses: Some(ADMITTED.to_owned()),
+        local_ports: Some("80".to_owned()),
+        ..rule("admit", AclDirection::In, AclAction::Allow, 4300)
+    };
+    let isolated = rule("block-in", AclDirection::In, AclAction::Block, 65000);
+    let open_in = rule("open-in", AclDirection::In, AclAction::Allow, 65100);
+    let open_out = rule("open-out", AclDirection::Out, AclAction::Allow, 65100);
+    let ids = |rules: &[&AclPolicy]| -> Vec<String> {
+        rules.iter().map(|acl| acl.id.clone().unwrap()).collect()
+    };
+    let posture = ids(&[&from_node, &to_node, &isolated, &open_out]);
+    PolicySnapshot {
+        version: network_policy::VERSION,
+        node: "node-1".to_owned(),
+        mode: "IpSets".to_owned(),
+        rules: [
+            &from_node, &to_node, &admitted, &isolated, &open_in, &open_out,
+        ]
+        .into_iter()
+        .map(|acl| (acl.id.clone().unwrap(), acl.clone()))
+        .collect(),
+        pods: BTreeMap::from([(
+            network_policy::pod_key("x", "a"),
+            PodPolicy {
+                add: ids(&[&from_node, &to_node, &admitted, &isolated, &open_out]),
+                policies: vec!["x/admit-a".to_owned()],
+                ..PodPolicy::default()
+            },
+        )]),
+        namespaces: BTreeMap::from([("x".to_owned(), posture)]),
+        default: ids(&[&from_node, &to_node, &open_in, &open_out]),
+        refused: BTreeMap::new(),
+    }
+}
+
+fn write(path: &Path, snapshot: &PolicySnapshot) {
+    std::fs::write(path, serde_json::to_vec(snapshot).unwrap()).unwrap();
+}
+
+/// The plugin's node, its config naming the snapshot, and the snapshot's path (nothing there
+/// yet).
+fn node(plugin: &Plugin, label: &str) -> (Node, Value, PathBuf) {
+    let node = plugin.node(label);
+    let path = node.dir().join("network-policy.json");
+    let mut config = plugin.config(&node, "1.1.0");
+    config["networkPolicySnapshot"] = json!(path);
+    (node, config, path)
+}
+
+/// ADD of `container` in `netns` as pod `namespace/name`, named in `CNI_ARGS` as kubelet's
+/// runtimes name it.
+fn add(node: &Node, container: &str, netns: &str, pod: &str, config: &Value) -> Reply {
+    let (namespace, name) = pod.split_once('/').unwrap();
+    let call = Call {
+        command: "ADD",
+        container_id: container,
+        ifname: "eth0",
+        netns: Some(netns),
+        config,
+    };
+    let args = format!("IgnoreUnknown=1;K8S_POD_NAMESPACE={namespace};K8S_POD_NAME={name}");
+    node.run_with(&call, &BTreeMap::from([("CNI_ARGS", args)]))
+}
+
+/// A new pod: ADD of `container` as `pod` in a new namespace.
+fn start(node: &Node, container: &str, pod: &str, config: &Value) -> Reply {
+    add(node, container, &node.namespace(), pod, config)
+}
+
+/// The ACLs of `container`'s endpoint. (Containers here are named `np-…`: the attachment
+/// lock is host-wide, and other test binaries run `pod` on the same network at once.)
+fn acls(plugin: &Plugin, node: &Node, container: &str) -> Vec<AclPolicy> {
+    node.endpoint(&plugin.endpoint_name(container))
+        .policies
+        .into_iter()
+        .filter_map(|policy| match policy {
+            EndpointPolicy::Acl(acl) => Some(acl),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The address ADD gave `container`.
+fn address(plugin: &Plugin, node: &Node, container: &str) -> String {
+    node.endpoint(&plugin.endpoint_name(container))
+        .ip_configurations[0]
+        .ip_address
+        .to_string()
+}
+
+/// The emulator's verdict on a TCP connection's first packet from `from` to `to`:`port`.
+fn tcp(node: &Node, from: &str, to: &str, port: u16) -> Verdict {
+    let packet = Packet::tcp(from.parse().unwrap(), to.parse().unwrap(), port);
+    node.engine()
+        .check_packet(&packet)
+        .unwrap()
+        .verdict()
+        .unwrap()
+}
+
+/// Each build's verdicts on one pod's first packets: from the admitted pod to 80 and 81,
+/// from another pod to 80, and from the node.
+fn verdicts(node: &Node, pod: &str) -> Vec<(WindowsBuild, [Verdict; 4])> {
+    [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025]
+        .into_iter()
+        .map(|build| {
+            node.engine().set_windows_build(build).unwrap();
+            let verdicts = [
+                tcp(node, ADMITTED, pod, 80),
+                tcp(node, ADMITTED, pod, 81),
+                tcp(node, OTHER, pod, 80),
+                tcp(node, NODE_IP, pod, 80),
+            ];
+            (build, verdicts)
+        })
+        .collect()
+}
+
+/// Asserts that nothing of a failed ADD is left: no endpoint, no reservation.
+fn assert_nothing_left(plugin: &Plugin, node: &Node) {
+    assert!(
+        node.endpoints(plugin.network).is_empty(),
+        "an endpoint is left"
+    );
+    assert!(
+        node.reservations(plugin.network).is_empty(),
+        "a reservation is left"
+    );
+}
+
+/// A pod the agent has seen: created with its rules, its first packets judged by them on
+/// both builds, at no HCN call more; CHECK holds the endpoint to the config's own policies.
+pub fn a_pod_the_agent_has_seen_is_protected_from_its_first_packet_at_no_call_more(
+    plugin: &Plugin,
+) {
+    use Verdict::{Allowed, Denied};
+    let (node, config, path) = node(plugin, "netpol-seen");
+    write(&path, &snapshot());
+    // The node's first ADD finds the network by name; the second is the usual one.
+    start(&node, "np-warm", "default/warm", &config).result();
+    node.calls();
+    let netns = node.namespace();
+    node.calls();
+    let result = add(&node, "np-pod", &netns, "x/a", &config).result();
+    assert_eq!(node.calls(), plugin.budget.add, "ADD's budget is unchanged");
+
+    assert_eq!(
+        acls(plugin, &node, "np-pod"),
+        snapshot().rules_for_new_pod("x", "a"),
+        "created with the pod's rules"
+    );
+    for (build, verdicts) in verdicts(&node, &address(plugin, &node, "np-pod")) {
+        assert_eq!(verdicts, [Allowed, Denied, Denied, Allowed], "{build}");
+    }
+    // The rules are the agent's to change: CHECK holds the endpoint to the config's own.
+    let mut check = config.clone();
+    check["prevResult"] = result;
+    node.check("np-pod", &netns, &check).silent();
+}
+
+/// A pod the agent has not seen: its namespace's posture, or open in a namespace the agent
+/// does not know.
+pub fn a_pod_the_agent_has_not_seen_gets_its_namespaces_posture_or_the_default(plugin: &Plugin) {
+    use Verdict::{Allowed, Denied};
+    let (node, config, path) = node(plugin, "netpol-unseen");
+    write(&path, &snapshot());
+    start(&node, "np-unseen", "x/unseen", &config).result();
+    assert_eq!(
+        acls(plugin, &node, "np-unseen"),
+        snapshot().rules_for_new_pod("x", "unseen")
+    );
+    for (build, verdicts) in verdicts(&node, &address(plugin, &node, "np-unseen")) {
+        assert_eq!(
+            verdicts,
+            [Denied, Denied, Denied, Allowed],
+            "{build}: x isolates its pods for ingress; nothing is known to admit this one"
+        );
+    }
+    start(&node, "np-new", "new-namespace/b", &config).result();
+    for (build, verdicts) in verdicts(&node, &address(plugin, &node, "np-new")) {
+        assert_eq!(
+            verdicts, [Allowed; 4],
+            "{build}: no policy can select it yet"
+        );
+    }
+}
+
+/// No `networkPolicySnapshot`: NetworkPolicy is off. No file yet (the agent has not synced
+/// once): the pod starts without rules, and the log says so.
+pub fn without_the_key_or_before_the_agents_first_snapshot_a_pod_has_no_policy_rules(
+    plugin: &Plugin,
+) {
+    let (node, config, path) = node(plugin, "netpol-off");
+    let mut without = config.clone();
+    without
+        .as_object_mut()
+        .unwrap()
+        .remove("networkPolicySnapshot");
+    write(&path, &snapshot());
+    start(&node, "np-off", "x/a", &without).result();
+    assert!(
+        acls(plugin, &node, "np-off").is_empty(),
+        "NetworkPolicy is not enabled"
+    );
+
+    std::fs::remove_file(&path).unwrap();
+    let added = start(&node, "np-early", "x/a", &config);
+    added.result();
+    assert!(acls(plugin, &node, "np-early").is_empty());
+    assert!(
+        added.stderr.contains("no snapshot yet") && added.stderr.contains("x/a"),
+        "{}",
+        added.stderr
+    );
+}
+
+/// A snapshot that is there but cannot be used is never read as "no policy": ADD fails with
+/// code 11 naming the file, and rolls back what it reserved.
+#[cfg(unix)]
+pub fn an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing(plugin: &Plugin) {
+    let (node, config, path) = node(plugin, "netpol-unusable");
+    let good = node.dir().join("good.json");
+    write(&good, &snapshot());
+    let mut dangling = snapshot();
+    dangling.default.push("cni-win-netpol-gone".to_owned());
+    /// What makes the file unusable, and what ADD's error says of it.
+    type Case<'a> = (&'a str, Box<dyn Fn() + 'a>);
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "not a NetworkPolicy snapshot",
+            Box::new(|| std::fs::write(&path, b"{\"Version\": 1, \"Ru").unwrap()),
+        ),
+        (
+            "layout version",
+            Box::new(|| std::fs::write(&path, br#"{"Version": 99}"#).unwrap()),
+        ),
+        ("cni-win-netpol-gone", Box::new(|| write(&path, &dangling))),
+        (
+            "not a regular file",
+            Box::new(|| std::os::unix::fs::symlink(&good, &path).unwrap()),
+        ),
+        (
+            "not a regular file",
+            Box::new(|| std::fs::create_dir(&path).unwrap()),
+        ),
+        (
+            "larger than",
+            Box::new(|| {
+                let file = std::fs::File::create(&path).unwrap();
+                file.set_len(network_policy::MAX_SIZE + 1).unwrap();
+            }),
+        ),
+    ];
+    for (problem, make) in cases {
+        make();
+        let message = start(&node, "np-pod", "x/a", &config).error(11);
+        assert!(
+            message.contains(problem) && message.contains(&*path.to_string_lossy()),
+            "{problem}: {message}"
+        );
+        assert_nothing_left(plugin, &node);
+        if path.symlink_metadata().unwrap().is_dir() {
+            std::fs::remove_dir(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    assert!(good.is_file(), "the link's target is never touched");
+}
+
+/// A snapshot rule that would meet one of the config's own ACLs at one priority with another
+/// action is never written: what HNS does with such a pair is undocumented.
+pub fn a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add(plugin: &Plugin) {
+    let (node, mut config, path) = node(plugin, "netpol-tie");
+    write(&path, &snapshot());
+    config["policies"].as_array_mut().unwrap().push(json!({"name": "EndpointPolicy", "value":
+        {"Type": "ACL", "Settings": {"Protocols": "256", "Action": "Allow", "Direction": "In", "Priority": 65000}}}));
+    let message = start(&node, "np-pod", "x/a", &config).error(11);
+    assert!(message.contains("ties with the config's ACL"), "{message}");
+    assert_nothing_left(plugin, &node);
+}
+
+/// A relative `networkPolicySnapshot` is code 7 naming the key.
+pub fn the_snapshot_path_must_be_absolute(plugin: &Plugin) {
+    let (node, mut config, _) = node(plugin, "netpol-relative");
+    config["networkPolicySnapshot"] = json!("network-policy.json");
+    let message = start(&node, "np-pod", "x/a", &config).error(7);
+    assert!(message.contains("networkPolicySnapshot"), "{message}");
+}

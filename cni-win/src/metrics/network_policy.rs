@@ -1,0 +1,203 @@
+//! The NetworkPolicy agent's families (`cni-win sweep --every … --network-policy`): whether
+//! the API server answers and the agent has synced, what it enforces and refuses, how many
+//! endpoints hold their rules, how many HNS writes it made and how long a change took to
+//! reach HNS.
+//!
+//! The agent reacts to the API server between the daemon's rounds, so these are updated when
+//! it programs, not only when a round publishes: each is one value (no family is cleared and
+//! refilled), so a scrape never sees half of an update.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+
+/// Upper bounds of the programming-latency histogram, in seconds: the goal is 1 s at the 99th
+/// percentile, a debounced change on a quiet node takes tens of milliseconds, and HNS near its
+/// deadline takes tens of seconds.
+const PROGRAMMING_SECONDS: [f64; 12] = [
+    0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ObjectLabels {
+    object: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModeLabels {
+    mode: &'static str,
+}
+
+/// What one programming pass left, as the gauges say it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Programmed {
+    /// Policies enforced as written.
+    pub policies_applied: usize,
+    /// Policies refused (enforced by their fail-closed stand-ins).
+    pub policies_refused: usize,
+    /// Local pod endpoints holding exactly their rules.
+    pub endpoints_programmed: usize,
+    /// Local pod endpoints left as they are: another owner's ACLs leave no priority free.
+    pub endpoints_conflicting: usize,
+}
+
+/// The agent's families.
+#[derive(Debug, Clone)]
+pub struct NetworkPolicyMetrics {
+    api_up: Gauge,
+    synced: Gauge,
+    mode: Family<ModeLabels, Gauge>,
+    policies: Family<StateLabels, Gauge>,
+    endpoints: Family<StateLabels, Gauge>,
+    writes: Family<ObjectLabels, Counter>,
+    repairs: Counter,
+    failures: Counter,
+    latency: Histogram,
+}
+
+impl Default for NetworkPolicyMetrics {
+    fn default() -> NetworkPolicyMetrics {
+        NetworkPolicyMetrics {
+            api_up: Gauge::default(),
+            synced: Gauge::default(),
+            mode: Family::default(),
+            policies: Family::default(),
+            endpoints: Family::default(),
+            writes: Family::default(),
+            repairs: Counter::default(),
+            failures: Counter::default(),
+            latency: Histogram::new(PROGRAMMING_SECONDS),
+        }
+    }
+}
+
+impl NetworkPolicyMetrics {
+    /// Registers every family in `registry`.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "netpol_api_up",
+            "Whether every watch of the NetworkPolicy agent (policies, namespaces, pods, this \
+             node) last heard from the API server (1) or failed (0: the agent keeps the last \
+             programmed rules, fail static)",
+            self.api_up.clone(),
+        );
+        registry.register(
+            "netpol_synced",
+            "Whether the NetworkPolicy agent has listed every watched resource once since it \
+             started (until then it writes nothing)",
+            self.synced.clone(),
+        );
+        registry.register(
+            "netpol_mode",
+            "How the agent programs HNS on this host (1 for the mode in use): ip-sets (pod \
+             peers as network IP sets, HNS 13.0 and later) or inline (peers listed in each rule)",
+            self.mode.clone(),
+        );
+        registry.register(
+            "netpol_policies",
+            "NetworkPolicies by state: applied (enforced as written) or refused (HNS cannot \
+             enforce it as written: its pods are isolated with nothing allowed, an Event on the \
+             policy says why)",
+            self.policies.clone(),
+        );
+        registry.register(
+            "netpol_endpoints",
+            "Local pod endpoints by state after the last programming pass: programmed (holding \
+             their rules) or conflicting (another owner's ACLs leave no priority free: left as \
+             they are)",
+            self.endpoints.clone(),
+        );
+        registry.register(
+            "netpol_hns_writes",
+            "HcnModify requests the agent made, by object: endpoint (ACLs added or removed) or \
+             network (IP sets added, updated or removed)",
+            self.writes.clone(),
+        );
+        registry.register(
+            "netpol_drift_repairs",
+            "HNS writes a daemon round made: rules removed or changed behind the agent's back, \
+             put back",
+            self.repairs.clone(),
+        );
+        registry.register(
+            "netpol_programming_failures",
+            "Programming passes that failed (HNS unreachable or refusing a write; retried)",
+            self.failures.clone(),
+        );
+        registry.register_with_unit(
+            "netpol_programming_latency",
+            "Time from a watch event that changed what policy needs to HNS holding the result",
+            Unit::Seconds,
+            self.latency.clone(),
+        );
+    }
+
+    /// Records whether the API server answers and whether the agent has synced.
+    pub fn record_api(&self, up: bool, synced: bool) {
+        self.api_up.set(i64::from(up));
+        self.synced.set(i64::from(synced));
+    }
+
+    /// Records the programming mode in use.
+    pub fn record_mode(&self, ip_sets: bool) {
+        for (mode, on) in [("ip-sets", ip_sets), ("inline", !ip_sets)] {
+            self.mode
+                .get_or_create(&ModeLabels { mode })
+                .set(i64::from(on));
+        }
+    }
+
+    /// Records what a programming pass left.
+    pub fn record_programmed(&self, programmed: &Programmed) {
+        let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        for (state, n) in [
+            ("applied", programmed.policies_applied),
+            ("refused", programmed.policies_refused),
+        ] {
+            self.policies
+                .get_or_create(&StateLabels { state })
+                .set(count(n));
+        }
+        for (state, n) in [
+            ("programmed", programmed.endpoints_programmed),
+            ("conflicting", programmed.endpoints_conflicting),
+        ] {
+            self.endpoints
+                .get_or_create(&StateLabels { state })
+                .set(count(n));
+        }
+    }
+
+    /// Counts writes: `endpoint` and `network` requests, made by a daemon round when
+    /// `repair`.
+    pub fn record_writes(&self, endpoint: u64, network: u64, repair: bool) {
+        for (object, n) in [("endpoint", endpoint), ("network", network)] {
+            self.writes
+                .get_or_create(&ObjectLabels { object })
+                .inc_by(n);
+        }
+        if repair {
+            self.repairs.inc_by(endpoint + network);
+        }
+    }
+
+    /// Counts a failed programming pass.
+    pub fn record_failure(&self) {
+        self.failures.inc();
+    }
+
+    /// Records how long a change took to reach HNS.
+    pub fn record_latency(&self, latency: Duration) {
+        self.latency.observe(latency.as_secs_f64());
+    }
+}

@@ -1,0 +1,574 @@
+//! The cluster as the API server's watches feed it: every event becomes the translation's
+//! values at once ([`Cluster`]: namespaces' labels, pods' labels, addresses and named ports,
+//! validated policies), so the agent keeps no API object and its memory grows with what
+//! policy needs, not with what the API server sends.
+//!
+//! The watches (`super::kube`) and the tests feed the same [`Feed`] with the same
+//! [`Event`]s, shaped as kube-runtime's watcher events: a relist is `Init`, one `InitApply`
+//! per object, `InitDone` (objects not listed again are gone); then `Apply` and `Delete`. A
+//! resource is *synced* at its first `InitDone`; nothing is written to HNS or to the
+//! snapshot until every resource is ([`ClusterState::synced`]), so a restarted agent never
+//! programs from a half-read cluster. A watch that fails leaves what it fed as it was: the
+//! agent keeps the last programmed rules (fail static) and says so.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::time::Instant;
+
+use cni_win_netpol::{Cluster, PodInfo, PodKey, Policy, PolicyKey};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+
+use super::Shared;
+
+/// One event of a watch, as kube-runtime's watcher reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<K> {
+    /// A relist starts: what follows until `InitDone` is the whole resource.
+    Init,
+    /// One object of the relist.
+    InitApply(K),
+    /// The relist is complete: objects it did not list are gone.
+    InitDone,
+    /// An object was added or changed.
+    Apply(K),
+    /// An object was deleted.
+    Delete(K),
+}
+
+/// What the agent watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Resource {
+    /// `networking.k8s.io/v1` NetworkPolicies, of every namespace.
+    NetworkPolicies,
+    /// Namespaces (their labels).
+    Namespaces,
+    /// Pods, of every namespace (peers anywhere; the local ones get rules).
+    Pods,
+    /// This node (its addresses: traffic with them is always allowed).
+    Node,
+}
+
+impl Resource {
+    /// Every resource, each of which must be synced before the agent writes.
+    pub const ALL: [Resource; 4] = [
+        Resource::NetworkPolicies,
+        Resource::Namespaces,
+        Resource::Pods,
+        Resource::Node,
+    ];
+
+    /// The resource as logs and metrics name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Resource::NetworkPolicies => "networkpolicies",
+            Resource::Namespaces => "namespaces",
+            Resource::Pods => "pods",
+            Resource::Node => "node",
+        }
+    }
+}
+
+/// A policy the agent refused, due to be told as a Kubernetes Event on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The policy.
+    pub policy: PolicyKey,
+    /// Its `metadata.uid`, which the Event names so `kubectl describe` shows it.
+    pub uid: Option<String>,
+    /// Why, naming the field.
+    pub reason: String,
+}
+
+/// Everything the agent knows of the cluster.
+#[derive(Debug)]
+pub(crate) struct ClusterState {
+    /// What translation reads.
+    pub cluster: Cluster,
+    /// The node the agent runs on.
+    pub node_name: String,
+    /// The pods on this node (`spec.nodeName`): the ones that get rules.
+    pub local: BTreeSet<PodKey>,
+    /// This node's addresses, from its Node object.
+    pub node_addresses: Vec<IpAddr>,
+    /// The refused policies and why.
+    pub refused: BTreeMap<PolicyKey, String>,
+    /// Refusals not yet told as Events.
+    pub events_due: Vec<Refusal>,
+    /// Counts every change, so the programmer knows what it has programmed.
+    pub generation: u64,
+    /// When the first change not yet in HNS arrived: the programming latency counts from it.
+    pub changed_since: Option<Instant>,
+    /// The generation HNS holds, after the last pass that succeeded.
+    pub programmed: Option<u64>,
+    /// Whether the last word of every watch was an event, not an error.
+    pub api_errors: BTreeMap<Resource, String>,
+    synced: BTreeSet<Resource>,
+    /// The keys a relist in progress has listed, per resource.
+    relisting: BTreeMap<Resource, BTreeSet<String>>,
+}
+
+impl ClusterState {
+    pub(crate) fn new(node_name: String) -> ClusterState {
+        ClusterState {
+            cluster: Cluster::new(),
+            node_name,
+            local: BTreeSet::new(),
+            node_addresses: Vec::new(),
+            refused: BTreeMap::new(),
+            events_due: Vec::new(),
+            generation: 0,
+            changed_since: None,
+            programmed: None,
+            api_errors: BTreeMap::new(),
+            synced: BTreeSet::new(),
+            relisting: BTreeMap::new(),
+        }
+    }
+
+    /// Whether every resource has been listed once: until then nothing may be written.
+    pub(crate) fn synced(&self) -> bool {
+        Resource::ALL.iter().all(|r| self.synced.contains(r))
+    }
+
+    /// Whether every watch's last word was an event.
+    pub(crate) fn api_up(&self) -> bool {
+        self.api_errors.is_empty()
+    }
+
+    fn changed(&mut self) {
+        self.generation += 1;
+        self.changed_since.get_or_insert_with(Instant::now);
+    }
+
+    /// Applies one event of `resource`; `key` names an object, `apply` and `delete` change
+    /// the state and say whether anything changed.
+    fn event<K>(
+        &mut self,
+        resource: Resource,
+        event: Event<K>,
+        key: impl Fn(&K) -> Option<String>,
+        mut apply: impl FnMut(&mut ClusterState, &K) -> bool,
+        known: impl Fn(&ClusterState) -> Vec<String>,
+        mut forget: impl FnMut(&mut ClusterState, &str) -> bool,
+    ) {
+        if self.api_errors.remove(&resource).is_some() {
+            log::info!(
+                "network policy: the {} watch is back: programming from the API server again",
+                resource.as_str()
+            );
+        }
+        let changed = match event {
+            Event::Init => {
+                self.relisting.insert(resource, BTreeSet::new());
+                false
+            }
+            Event::InitApply(object) => {
+                if let (Some(listed), Some(key)) = (self.relisting.get_mut(&resource), key(&object))
+                {
+                    listed.insert(key);
+                }
+                apply(self, &object)
+            }
+            Event::InitDone => {
+                let listed = self.relisting.remove(&resource).unwrap_or_default();
+                let mut changed = false;
+                for gone in known(self).into_iter().filter(|k| !listed.contains(k)) {
+                    changed |= forget(self, &gone);
+                }
+                // The first sync of the last resource is a change: it allows the first write.
+                let first = self.synced.insert(resource);
+                changed || (first && self.synced())
+            }
+            Event::Apply(object) => apply(self, &object),
+            Event::Delete(object) => key(&object).is_some_and(|key| forget(self, &key)),
+        };
+        if changed {
+            self.changed();
+        }
+    }
+
+    fn policy_event(&mut self, event: Event<NetworkPolicy>) {
+        self.event(
+            Resource::NetworkPolicies,
+            event,
+            |policy| namespaced_key(&policy.metadata),
+            ClusterState::set_policy,
+            |state| {
+                state
+                    .cluster
+                    .policies()
+                    .map(|p| format!("{}/{}", p.key.namespace, p.key.name))
+                    .collect()
+            },
+            ClusterState::forget_policy,
+        );
+    }
+
+    fn namespace_event(&mut self, event: Event<Namespace>) {
+        self.event(
+            Resource::Namespaces,
+            event,
+            |namespace| namespace.metadata.name.clone(),
+            ClusterState::set_namespace,
+            |state| state.cluster.namespaces().map(str::to_owned).collect(),
+            ClusterState::forget_namespace,
+        );
+    }
+
+    fn pod_event(&mut self, event: Event<Pod>) {
+        self.event(
+            Resource::Pods,
+            event,
+            |pod| namespaced_key(&pod.metadata),
+            ClusterState::set_pod,
+            |state| {
+                let known = state.cluster.pods().map(|pod| &pod.key);
+                known
+                    .chain(&state.local)
+                    .map(|key| format!("{}/{}", key.namespace, key.name))
+                    .collect()
+            },
+            ClusterState::forget_pod,
+        );
+    }
+
+    fn node_event(&mut self, event: Event<Node>) {
+        self.event(
+            Resource::Node,
+            event,
+            |node| node.metadata.name.clone(),
+            ClusterState::set_node,
+            |state| vec![state.node_name.clone()],
+            |state, _| state.forget_node(),
+        );
+    }
+
+    fn set_policy(&mut self, api: &NetworkPolicy) -> bool {
+        let (policy, refusal) = match Policy::from_api(api) {
+            Ok(policy) => (policy, None),
+            Err(refused) => {
+                let Some(stand_in) = refused.stand_in.clone() else {
+                    log::warn!("network policy: {refused}: it names nothing to enforce");
+                    return false;
+                };
+                (stand_in, Some(refused.to_string()))
+            }
+        };
+        let key = policy.key.clone();
+        let had = self.refused.get(&key).cloned();
+        match &refusal {
+            Some(reason) if had.as_ref() != Some(reason) => {
+                log::warn!(
+                    "network policy: {reason}; its pods are isolated with nothing allowed (fail \
+                     closed) until it is fixed"
+                );
+                self.refused.insert(key.clone(), reason.clone());
+                self.events_due.push(Refusal {
+                    policy: key.clone(),
+                    uid: api.metadata.uid.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            Some(_) => {}
+            None => {
+                if self.refused.remove(&key).is_some() {
+                    log::info!(
+                        "network policy {}/{}: accepted now",
+                        key.namespace,
+                        key.name
+                    );
+                }
+            }
+        }
+        let same = self
+            .cluster
+            .policies_in(&key.namespace)
+            .any(|held| held.key == key && *held == policy);
+        if !same {
+            self.cluster.set_policy(policy);
+        }
+        !same || had != refusal
+    }
+
+    fn forget_policy(&mut self, key: &str) -> bool {
+        let Some((namespace, name)) = key.split_once('/') else {
+            return false;
+        };
+        let key = PolicyKey {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        };
+        let known = self.cluster.policies_in(namespace).any(|p| p.key == key);
+        self.cluster.remove_policy(&key);
+        self.refused.remove(&key);
+        known
+    }
+
+    fn set_namespace(&mut self, namespace: &Namespace) -> bool {
+        let Some(name) = namespace.metadata.name.as_deref().filter(|n| !n.is_empty()) else {
+            return false;
+        };
+        let labels = namespace.metadata.labels.clone().unwrap_or_default();
+        if self.cluster.namespace_labels(name) == Some(&labels) {
+            return false;
+        }
+        self.cluster.set_namespace(name, labels);
+        true
+    }
+
+    fn forget_namespace(&mut self, name: &str) -> bool {
+        let known = self.cluster.namespace_labels(name).is_some();
+        self.cluster.remove_namespace(name);
+        known
+    }
+
+    fn set_pod(&mut self, pod: &Pod) -> bool {
+        let Some(key) = pod_key(pod) else {
+            return false;
+        };
+        let Some(info) = PodInfo::from_api(pod) else {
+            return self.forget_pod_key(&key);
+        };
+        let local = pod.spec.as_ref().and_then(|spec| spec.node_name.as_deref())
+            == Some(self.node_name.as_str());
+        let was_local = self.local.contains(&key);
+        if local {
+            self.local.insert(key.clone());
+        } else {
+            self.local.remove(&key);
+        }
+        let same = self.cluster.pod(&key) == Some(&info) && was_local == local;
+        if !same {
+            self.cluster.set_pod(info);
+        }
+        !same
+    }
+
+    fn forget_pod(&mut self, key: &str) -> bool {
+        match key.split_once('/') {
+            Some((namespace, name)) => self.forget_pod_key(&PodKey {
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            }),
+            None => false,
+        }
+    }
+
+    fn forget_pod_key(&mut self, key: &PodKey) -> bool {
+        let known = self.cluster.pod(key).is_some();
+        self.cluster.remove_pod(key);
+        self.local.remove(key) || known
+    }
+
+    fn set_node(&mut self, node: &Node) -> bool {
+        if node.metadata.name.as_deref() != Some(self.node_name.as_str()) {
+            return false;
+        }
+        let mut addresses: Vec<IpAddr> = node
+            .status
+            .iter()
+            .flat_map(|status| status.addresses.iter().flatten())
+            .filter(|address| matches!(address.type_.as_str(), "InternalIP" | "ExternalIP"))
+            .filter_map(|address| address.address.parse().ok())
+            .collect();
+        addresses.sort();
+        addresses.dedup();
+        if addresses == self.node_addresses {
+            return false;
+        }
+        self.node_addresses = addresses;
+        true
+    }
+
+    fn forget_node(&mut self) -> bool {
+        !std::mem::take(&mut self.node_addresses).is_empty()
+    }
+}
+
+/// `namespace/name` of a pod, if it has both.
+fn pod_key(pod: &Pod) -> Option<PodKey> {
+    Some(PodKey {
+        namespace: pod.metadata.namespace.clone().filter(|n| !n.is_empty())?,
+        name: pod.metadata.name.clone().filter(|n| !n.is_empty())?,
+    })
+}
+
+fn namespaced_key(
+    metadata: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Option<String> {
+    Some(format!(
+        "{}/{}",
+        metadata.namespace.as_deref().filter(|n| !n.is_empty())?,
+        metadata.name.as_deref().filter(|n| !n.is_empty())?
+    ))
+}
+
+/// Where the watches (and the tests) put what they see. Cheap to clone; every event wakes
+/// the agent's programmer when it changed what policy needs.
+#[derive(Debug, Clone)]
+pub struct Feed {
+    pub(crate) shared: std::sync::Arc<Shared>,
+}
+
+impl Feed {
+    fn with_state(&self, change: impl FnOnce(&mut ClusterState)) {
+        let mut state = self.shared.lock_state();
+        let before = state.generation;
+        change(&mut state);
+        let changed = state.generation != before;
+        self.shared
+            .metrics
+            .record_api(state.api_up(), state.synced());
+        drop(state);
+        if changed {
+            self.shared.changed.notify_all();
+        }
+    }
+
+    /// A NetworkPolicy event.
+    pub fn policies(&self, event: Event<NetworkPolicy>) {
+        self.with_state(|state| state.policy_event(event));
+    }
+
+    /// A Namespace event.
+    pub fn namespaces(&self, event: Event<Namespace>) {
+        self.with_state(|state| state.namespace_event(event));
+    }
+
+    /// A Pod event.
+    pub fn pods(&self, event: Event<Pod>) {
+        self.with_state(|state| state.pod_event(event));
+    }
+
+    /// An event of this node's Node object.
+    pub fn node(&self, event: Event<Node>) {
+        self.with_state(|state| state.node_event(event));
+    }
+
+    /// A watch of `resource` failed (the API server unreachable, a refusal): what it fed
+    /// stays as it was, so HNS keeps the last programmed rules, and the agent says so.
+    pub fn failed(&self, resource: Resource, error: String) {
+        let mut state = self.shared.lock_state();
+        if state.api_errors.is_empty() {
+            log::warn!(
+                "network policy: the {} watch failed ({error}): keeping the last programmed \
+                 rules (fail static) until the API server answers again",
+                resource.as_str()
+            );
+        }
+        state.api_errors.insert(resource, error);
+        self.shared
+            .metrics
+            .record_api(state.api_up(), state.synced());
+    }
+
+    /// Takes the refusals due to be told as Events.
+    pub fn take_refusals(&self) -> Vec<Refusal> {
+        std::mem::take(&mut self.shared.lock_state().events_due)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(name: &str, node: &str, ip: &str, phase: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": "x", "name": name, "labels": {"pod": name}},
+            "spec": {"nodeName": node, "containers": []},
+            "status": {"phase": phase, "podIP": ip, "conditions": [{"type": "Ready", "status": phase}]}
+        }))
+        .unwrap()
+    }
+
+    fn pods(state: &mut ClusterState, event: Event<Pod>) {
+        state.pod_event(event);
+    }
+
+    fn key(name: &str) -> PodKey {
+        PodKey {
+            namespace: "x".to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// A relist replaces what the watch fed: a pod it does not list again is gone, and the
+    /// resource is synced at its end; a status change policy does not read is no change.
+    #[test]
+    fn a_relist_forgets_what_it_did_not_list_and_only_changes_count() {
+        let mut state = ClusterState::new("node-1".to_owned());
+        pods(&mut state, Event::Init);
+        pods(
+            &mut state,
+            Event::InitApply(pod("a", "node-1", "10.244.1.2", "Running")),
+        );
+        pods(
+            &mut state,
+            Event::InitApply(pod("b", "node-2", "10.244.2.2", "Running")),
+        );
+        assert!(!state.synced.contains(&Resource::Pods));
+        pods(&mut state, Event::InitDone);
+        assert!(state.synced.contains(&Resource::Pods));
+        assert!(!state.synced(), "the other resources are not listed yet");
+        assert_eq!(state.local, BTreeSet::from([key("a")]));
+
+        let generation = state.generation;
+        pods(
+            &mut state,
+            Event::Apply(pod("a", "node-1", "10.244.1.2", "Unknown")),
+        );
+        assert_eq!(
+            state.generation, generation,
+            "a condition is nothing policy reads"
+        );
+
+        pods(&mut state, Event::Init);
+        pods(
+            &mut state,
+            Event::InitApply(pod("b", "node-2", "10.244.2.2", "Running")),
+        );
+        assert!(
+            state.cluster.pod(&key("a")).is_some(),
+            "kept until the relist ends"
+        );
+        pods(&mut state, Event::InitDone);
+        assert!(state.cluster.pod(&key("a")).is_none());
+        assert!(state.local.is_empty());
+        assert!(state.generation > generation);
+
+        pods(
+            &mut state,
+            Event::Apply(pod("b", "node-2", "10.244.2.2", "Succeeded")),
+        );
+        assert!(
+            state.cluster.pod(&key("b")).is_none(),
+            "a finished pod's address may be another pod's already"
+        );
+    }
+
+    /// A refused policy is enforced by its stand-in and due as an Event once per reason.
+    #[test]
+    fn a_refusal_is_told_once_per_reason() {
+        let mut state = ClusterState::new("node-1".to_owned());
+        let policy = |cidr: &str| -> NetworkPolicy {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"namespace": "x", "name": "p", "uid": "u1"},
+                "spec": {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": cidr}}]}]}
+            }))
+            .unwrap()
+        };
+        assert!(state.set_policy(&policy("10.0.0.0/33")));
+        assert!(!state.set_policy(&policy("10.0.0.0/33")), "nothing new");
+        assert_eq!(state.events_due.len(), 1);
+        assert_eq!(state.events_due[0].uid.as_deref(), Some("u1"));
+        assert_eq!(
+            state.cluster.policies().count(),
+            1,
+            "the stand-in is enforced"
+        );
+        assert!(state.set_policy(&policy("10.0.0.0/8")), "fixed");
+        assert!(state.refused.is_empty());
+        assert_eq!(state.events_due.len(), 1);
+    }
+}

@@ -1,0 +1,175 @@
+//! The snapshot new pods start from ([`cni_win_core::network_policy`]): rendered from the
+//! cluster state the agent programs from, and written atomically to each path the node's
+//! configs name, only when it changed.
+//!
+//! Each path gets the rules of the networks that name it, kept clear of those configs' own
+//! ACLs (the same priorities ADD checks against). The rules a new pod gets list its peers
+//! inline ([`cni_win_netpol::pending_pod_acls`]): they need no IP set to exist, and the
+//! agent converges the endpoint to its usual form without a window once it sees the pod.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use cni_win_core::network_policy::{self as format, PodPolicy, PolicySnapshot};
+use cni_win_netpol::{Mode, Node, PodKey, namespace_posture, pending_pod_acls};
+use hns::Guid;
+use hns::schema::policy::AclPolicy;
+use rootsafe::file::{self, Kind, Mode as FileMode};
+
+use super::feed::ClusterState;
+use super::program::NetworkConfig;
+
+/// The snapshots one state renders, by path, encoded.
+#[derive(Debug, Default)]
+pub(crate) struct Rendered {
+    pub files: BTreeMap<PathBuf, Vec<u8>>,
+}
+
+/// The name a namespace the agent does not know is rendered under: no namespace is named
+/// so (a name is a DNS label).
+const UNKNOWN_NAMESPACE: &str = "";
+
+/// Renders the snapshot of every path `networks` name. `mapped` gives each local pod the
+/// agent matched to an endpoint that endpoint and the `Id`s of the rules it should hold.
+pub(crate) fn render(
+    mode: Mode,
+    networks: &[NetworkConfig],
+    node: &Node,
+    mapped: &BTreeMap<PodKey, (Guid, Vec<String>)>,
+    state: &ClusterState,
+) -> Rendered {
+    let mut by_path: BTreeMap<&Path, Vec<AclPolicy>> = BTreeMap::new();
+    for network in networks {
+        if let Some(path) = &network.snapshot {
+            by_path
+                .entry(path)
+                .or_default()
+                .extend(network.acls.iter().cloned());
+        }
+    }
+    let mut rendered = Rendered::default();
+    for (path, others) in by_path {
+        match snapshot(mode, node, mapped, state, &others) {
+            Ok(snapshot) => {
+                let mut bytes =
+                    serde_json::to_vec_pretty(&snapshot).expect("a snapshot always serialises");
+                bytes.push(b'\n');
+                rendered.files.insert(path.to_owned(), bytes);
+            }
+            Err(conflict) => log::error!(
+                "network policy: snapshot {}: {conflict}: left as it is",
+                path.display()
+            ),
+        }
+    }
+    rendered
+}
+
+fn snapshot(
+    mode: Mode,
+    node: &Node,
+    mapped: &BTreeMap<PodKey, (Guid, Vec<String>)>,
+    state: &ClusterState,
+    others: &[AclPolicy],
+) -> Result<PolicySnapshot, cni_win_netpol::PriorityConflict> {
+    let cluster = &state.cluster;
+    let mut rules = BTreeMap::new();
+    let mut ids = |acls: Vec<AclPolicy>| -> Vec<String> {
+        acls.into_iter()
+            .filter_map(|acl| {
+                let id = acl.id.clone()?;
+                rules.entry(id.clone()).or_insert(acl);
+                Some(id)
+            })
+            .collect()
+    };
+    let default = ids(namespace_posture(cluster, node, UNKNOWN_NAMESPACE, others)?);
+    let mut namespaces = BTreeMap::new();
+    for namespace in cluster.namespaces() {
+        let posture = namespace_posture(cluster, node, namespace, others)?;
+        namespaces.insert(namespace.to_owned(), ids(posture));
+    }
+    let mut pods = BTreeMap::new();
+    for key in &state.local {
+        let add = ids(pending_pod_acls(cluster, node, key, others)?);
+        let (endpoint, expected) = match mapped.get(key) {
+            Some((endpoint, expected)) => (Some(*endpoint), expected.clone()),
+            None => (None, Vec::new()),
+        };
+        let policies = cluster
+            .policies_selecting(key)
+            .map(|policy| format::pod_key(&policy.key.namespace, &policy.key.name))
+            .collect();
+        pods.insert(
+            format::pod_key(&key.namespace, &key.name),
+            PodPolicy {
+                add,
+                policies,
+                endpoint,
+                expected,
+            },
+        );
+    }
+    Ok(PolicySnapshot {
+        version: format::VERSION,
+        node: state.node_name.clone(),
+        mode: mode_name(mode).to_owned(),
+        rules,
+        pods,
+        namespaces,
+        default,
+        refused: state
+            .refused
+            .iter()
+            .map(|(key, reason)| (format::pod_key(&key.namespace, &key.name), reason.clone()))
+            .collect(),
+    })
+}
+
+/// The mode as the snapshot and doctor name it.
+pub(crate) fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::IpSets => "IpSets",
+        Mode::Inline => "Inline",
+    }
+}
+
+/// Writes `bytes` to `path` unless it already holds them: atomically (a new file renamed
+/// over the old), owner-only, never through a link; the directory is made when missing.
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    if read_bytes(path).as_deref() == Some(bytes) {
+        return Ok(());
+    }
+    let dir = path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .ok_or("the path names no directory")?;
+    match Kind::at(dir).map_err(|e| e.to_string())? {
+        Some(Kind::Directory) => {}
+        None => FileMode::OwnerOnly
+            .dir_builder()
+            .recursive(true)
+            .create(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?,
+        Some(kind) => return Err(format!("{} is a {kind:?}, not a directory", dir.display())),
+    }
+    // A directory in the way cannot be renamed over; a link is replaced, never followed.
+    if let Ok(Some(kind @ (Kind::Directory | Kind::Fifo | Kind::Device | Kind::Socket))) =
+        Kind::at(path)
+    {
+        file::remove(path, kind).map_err(|e| e.to_string())?;
+    }
+    let staging = file::beside(path, &format!("{}.new", std::process::id()));
+    if let Ok(Some(kind)) = Kind::at(&staging) {
+        file::remove(&staging, kind).map_err(|e| e.to_string())?;
+    }
+    file::replace(path, &staging, FileMode::OwnerOnly, |f| f.write_all(bytes))
+        .map_err(|e| format!("{:?}: {}", e.step, e.source))
+}
+
+/// What the regular file at `path` holds (never through a link), if it can be read.
+fn read_bytes(path: &Path) -> Option<Vec<u8>> {
+    let opened = file::open(path, std::fs::OpenOptions::new().read(true)).ok()?;
+    file::read_capped(opened, format::MAX_SIZE).ok()
+}

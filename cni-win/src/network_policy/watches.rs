@@ -1,0 +1,217 @@
+//! The agent's watches of the API server, with kube-rs, on a tokio runtime of their own (one
+//! thread: the daemon stays synchronous): NetworkPolicies, Namespaces and Pods of every
+//! namespace, and this node's Node object, each fed to the [`Feed`] as it comes; and the
+//! Events on refused policies, published from the same thread.
+//!
+//! A watcher relists and resumes by itself (kube-runtime's, with its default backoff); its
+//! errors are fed too, so the agent knows the API server is unreachable and keeps the last
+//! programmed rules. No object is kept here: each event is turned into the translation's
+//! values by the feed, so memory grows with what policy needs.
+//!
+//! This is the one part of the agent `cargo test` does not run: the tests feed the same
+//! [`Feed`] with the same events, and the node lane runs this against a real API server.
+
+use std::path::PathBuf;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use futures::{FutureExt, Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Node, ObjectReference, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use kube::runtime::watcher::{self, Config};
+use kube::{Api, Client};
+
+use super::feed::{Event, Feed, Resource};
+use crate::error::Error;
+
+/// How often refusals due are published as Events.
+const EVENTS_EVERY: Duration = Duration::from_secs(1);
+
+/// The controller name Events carry.
+const REPORTER: &str = "cni-win-network-policy";
+
+/// Which API server, and as whom.
+#[derive(Debug, Clone, Default)]
+pub struct ApiSettings {
+    /// A kubeconfig (`--kubeconfig`); `None`: the in-cluster ServiceAccount
+    /// (`KUBERNETES_SERVICE_HOST`/`_PORT` and the mounted token and CA).
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// Starts the watches on a thread of their own; they stop when the agent stops. A client
+/// that cannot be built (no in-cluster environment, a kubeconfig that does not load) is an
+/// error now, not a retry: it is a setting to fix.
+pub(super) fn spawn(
+    api: ApiSettings,
+    node_name: String,
+    feed: Feed,
+) -> Result<JoinHandle<()>, Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::new(format!("network policy: cannot start the watches: {e}")))?;
+    let client = runtime.block_on(client(&api))?;
+    let thread = std::thread::Builder::new()
+        .name("netpol-watches".to_owned())
+        .spawn(move || {
+            runtime.block_on(watch(client, node_name, feed));
+            // A request still in flight is dropped with the runtime: nothing waits for it.
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        })
+        .map_err(|e| Error::new(format!("network policy: cannot start the watches: {e}")))?;
+    Ok(thread)
+}
+
+async fn client(api: &ApiSettings) -> Result<Client, Error> {
+    let config = match &api.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .map_err(|e| Error::new(format!("--kubeconfig {}: {e}", path.display())))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+                .await
+                .map_err(|e| Error::new(format!("--kubeconfig {}: {e}", path.display())))?
+        }
+        None => kube::Config::incluster().map_err(|e| {
+            Error::new(format!(
+                "network policy: not in a cluster ({e}): pass --kubeconfig, or run in the \
+                 DaemonSet, whose ServiceAccount the agent uses"
+            ))
+        })?,
+    };
+    Client::try_from(config).map_err(|e| Error::new(format!("network policy: {e}")))
+}
+
+/// Runs every watch and the Event publisher until the agent stops.
+async fn watch(client: Client, node_name: String, feed: Feed) {
+    let node = Config::default().fields(&format!("metadata.name={node_name}"));
+    let policies = feed_from(
+        watcher(Api::<NetworkPolicy>::all(client.clone()), Config::default()),
+        Resource::NetworkPolicies,
+        feed.clone(),
+        Feed::policies,
+    );
+    let namespaces = feed_from(
+        watcher(Api::<Namespace>::all(client.clone()), Config::default()),
+        Resource::Namespaces,
+        feed.clone(),
+        Feed::namespaces,
+    );
+    let pods = feed_from(
+        watcher(Api::<Pod>::all(client.clone()), Config::default()),
+        Resource::Pods,
+        feed.clone(),
+        Feed::pods,
+    );
+    let this_node = feed_from(
+        watcher(Api::<Node>::all(client.clone()), node),
+        Resource::Node,
+        feed.clone(),
+        Feed::node,
+    );
+    let recorder = Recorder::new(
+        client,
+        Reporter {
+            controller: REPORTER.to_owned(),
+            instance: Some(node_name),
+        },
+    );
+    let events = publish_refusals(recorder, feed.clone());
+    let stopped = until_stopped(feed);
+    // Each runs until the agent stops (a watch resumes by itself): the first to end ends all.
+    let tasks = vec![
+        policies.boxed_local(),
+        namespaces.boxed_local(),
+        pods.boxed_local(),
+        this_node.boxed_local(),
+        events.boxed_local(),
+        stopped.boxed_local(),
+    ];
+    futures::future::select_all(tasks).await;
+}
+
+fn watcher<K>(api: Api<K>, config: Config) -> impl Stream<Item = watcher::Result<watcher::Event<K>>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    watcher::watcher(api, config).default_backoff()
+}
+
+/// Feeds every event of `stream` to `feed` with `apply`, and every error as the watch's
+/// failure; returns only if the stream ends.
+async fn feed_from<K>(
+    stream: impl Stream<Item = watcher::Result<watcher::Event<K>>>,
+    resource: Resource,
+    feed: Feed,
+    apply: fn(&Feed, Event<K>),
+) {
+    let mut stream = std::pin::pin!(stream);
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => apply(&feed, converted(event)),
+            Err(error) => feed.failed(resource, error.to_string()),
+        }
+    }
+}
+
+fn converted<K>(event: watcher::Event<K>) -> Event<K> {
+    match event {
+        watcher::Event::Init => Event::Init,
+        watcher::Event::InitApply(object) => Event::InitApply(object),
+        watcher::Event::InitDone => Event::InitDone,
+        watcher::Event::Apply(object) => Event::Apply(object),
+        watcher::Event::Delete(object) => Event::Delete(object),
+    }
+}
+
+/// Publishes each refusal as a Warning Event on its policy (deduplicated by the recorder,
+/// which patches a series rather than creating Events again).
+async fn publish_refusals(recorder: Recorder, feed: Feed) {
+    let mut every = tokio::time::interval(EVENTS_EVERY);
+    loop {
+        every.tick().await;
+        for refusal in feed.take_refusals() {
+            let reference = ObjectReference {
+                api_version: Some("networking.k8s.io/v1".to_owned()),
+                kind: Some("NetworkPolicy".to_owned()),
+                namespace: Some(refusal.policy.namespace.clone()),
+                name: Some(refusal.policy.name.clone()),
+                uid: refusal.uid.clone(),
+                ..ObjectReference::default()
+            };
+            let event = KubeEvent {
+                type_: EventType::Warning,
+                reason: "PolicyRefused".to_owned(),
+                note: Some(truncated(&refusal.reason, 1000)),
+                action: "Enforce".to_owned(),
+                secondary: None,
+            };
+            if let Err(e) = recorder.publish(&event, &reference).await {
+                log::warn!(
+                    "network policy: cannot publish the Event on {}/{}: {e}",
+                    refusal.policy.namespace,
+                    refusal.policy.name
+                );
+            }
+        }
+    }
+}
+
+/// Returns once the agent is stopping.
+async fn until_stopped(feed: Feed) {
+    let mut every = tokio::time::interval(crate::shutdown::POLL);
+    while !feed.shared.stopping() {
+        every.tick().await;
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary (an Event's note is at most
+/// 1 kB).
+fn truncated(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}

@@ -1,0 +1,732 @@
+//! The NetworkPolicy agent end to end on an emulated node: the cluster fed through the same
+//! `Feed` the API server's watches feed, HNS programmed through the typed client, judged by
+//! the emulator's verdict on each connection's first packet and by its count of policy
+//! writes. Only the kube watches themselves are not run here (the node lane runs them against
+//! a real API server).
+
+use std::time::Duration;
+
+use crate::support::network_policy::{PROGRAMMED, PolicyNode, b_to_a, policy, relist};
+use cni_win::daemon::{self, Daemon};
+use cni_win::network_policy::{Agent, Event, Feed, NotProgrammed, Resource};
+use cni_win_core::network_policy::{self as format, PolicySnapshot};
+use hns::schema::policy::AclPolicy;
+use hns::schema::{EndpointPolicy, ModifyRequest, RequestType};
+use hns::{HnsVersion, WindowsBuild};
+use hns_emulator::acl::{PolicyWrites, Verdict};
+use serde_json::json;
+
+use Verdict::{Allowed, Denied};
+
+const BUILDS: [WindowsBuild; 2] = [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025];
+
+fn snapshot(node: &PolicyNode) -> PolicySnapshot {
+    format::read(&node.snapshot)
+        .expect("a usable snapshot")
+        .expect("a snapshot")
+}
+
+/// The agent's rules on a pod's endpoint.
+fn agents_rules(node: &PolicyNode, pod: &str) -> Vec<AclPolicy> {
+    node.endpoint(pod)
+        .policies
+        .into_iter()
+        .filter_map(|policy| match policy {
+            EndpointPolicy::Acl(acl) if format::is_agents(&acl) => Some(acl),
+            _ => None,
+        })
+        .collect()
+}
+
+fn writes(node: &PolicyNode) -> PolicyWrites {
+    node.node.engine.reset_policy_writes().unwrap()
+}
+
+/// The remote pod x/c relabelled `pod: b`, which the policy admits: the writes it took.
+fn remote_c_becomes_b(node: &mut PolicyNode, agent: &Agent) -> PolicyWrites {
+    writes(node);
+    node.relabel("x/c", "b");
+    agent.feed().pods(Event::Apply(node.api_pod("x/c")));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    writes(node)
+}
+
+/// The policy of the truth tables' kind, programmed from a whole relist: pods `b` reach x/a
+/// on TCP 80 from wherever they run, nothing else reaches x/a but the node, and every other
+/// pod is open, on both builds. Then a remote pod's label change is one IP set update: no
+/// endpoint's rules are rewritten (HNS 13.2: IP sets).
+#[test]
+fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write() {
+    let mut node = PolicyNode::new();
+    let agent = node.programmed_agent(&[b_to_a()]);
+    for build in BUILDS {
+        for (from, port, verdict) in [
+            ("x/b", 80, Allowed),
+            ("y/b", 80, Allowed),
+            ("x/b", 81, Denied),
+            ("x/c", 80, Denied),
+            ("y/c", 80, Denied),
+            (crate::support::network_policy::NODE_IP, 81, Allowed),
+        ] {
+            assert_eq!(
+                node.tcp(from, "x/a", port, build),
+                verdict,
+                "{build} {from}:{port}"
+            );
+        }
+        for (from, to) in [("x/a", "y/b"), ("x/c", "x/b"), ("y/c", "y/b")] {
+            assert_eq!(
+                node.tcp(from, to, 81, build),
+                Allowed,
+                "{build} {from} -> {to}"
+            );
+        }
+    }
+    let sets = node
+        .node
+        .client
+        .open_network(node.node.network_id())
+        .unwrap()
+        .into_properties()
+        .policies;
+    assert!(
+        sets.iter().any(|p| p.type_name() == "SetPolicy"),
+        "peers are IP sets on HNS 13.2: {sets:?}"
+    );
+
+    let made = remote_c_becomes_b(&mut node, &agent);
+    assert_eq!(
+        (made.network_requests, made.endpoint_requests),
+        (1, 0),
+        "one set update, no endpoint rewritten: {made:?}"
+    );
+    for build in BUILDS {
+        assert_eq!(node.tcp("x/c", "x/a", 80, build), Allowed, "{build}");
+    }
+}
+
+/// On a Flannel node the conflist is in Flannel-native form, refused as configured (its
+/// `ipam` lacks what subnet.env fills in) and accepted as ADD runs it: the agent follows the
+/// config ADD runs on, so the snapshot is written.
+#[test]
+fn a_flannel_native_config_gets_its_snapshot() {
+    let node = PolicyNode::new().flannel_native();
+    let _agent = node.programmed_agent(&[b_to_a()]);
+    assert_eq!(snapshot(&node).pods["x/a"].policies, ["x/b-to-a"]);
+    assert_eq!(
+        node.tcp("x/c", "x/a", 80, WindowsBuild::SERVER_2025),
+        Denied
+    );
+}
+
+/// A change between rounds costs one enumeration of the endpoints and its writes: the
+/// programmer reads again only what it wrote to last time (here the network whose IP set the
+/// previous change updated), never every endpoint (2 calls each: half a second on a node with
+/// a hundred pods and HNS answering in 5 ms).
+#[test]
+fn a_change_between_rounds_reads_hns_for_little() {
+    let mut node = PolicyNode::new();
+    let agent = node.programmed_agent(&[b_to_a()]);
+    remote_c_becomes_b(&mut node, &agent);
+
+    node.node.engine.reset_stats().unwrap();
+    node.relabel("y/c", "b");
+    agent.feed().pods(Event::Apply(node.api_pod("y/c")));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let calls = node.node.engine.reset_stats().unwrap();
+    let count = |function: &str| calls.get(function).copied().unwrap_or(0);
+    assert_eq!(
+        [
+            "HcnEnumerateEndpoints",
+            "HcnOpenEndpoint",
+            "HcnQueryEndpointProperties",
+            "HcnEnumerateNetworks",
+            "HcnOpenNetwork",
+            "HcnQueryNetworkProperties",
+            "HcnModifyNetwork",
+            "HcnModifyEndpoint",
+        ]
+        .map(count),
+        [1, 0, 0, 0, 2, 1, 1, 0],
+        "{calls:?}"
+    );
+    assert_eq!(
+        node.tcp("y/c", "x/a", 80, WindowsBuild::SERVER_2025),
+        Allowed
+    );
+}
+
+/// Below HNS 13.0 there are no IP sets: a membership change rewrites the rules that list the
+/// peer, a new rule before the old one goes.
+#[test]
+fn without_ip_sets_peers_are_listed_in_the_rules() {
+    let mut node = PolicyNode::new();
+    node.node
+        .engine
+        .set_version(HnsVersion::new(12, 0))
+        .unwrap();
+    let agent = node.programmed_agent(&[b_to_a()]);
+    assert_eq!(snapshot(&node).mode, "Inline");
+    for build in BUILDS {
+        assert_eq!(node.tcp("y/b", "x/a", 80, build), Allowed);
+        assert_eq!(node.tcp("x/c", "x/a", 80, build), Denied);
+    }
+    let made = remote_c_becomes_b(&mut node, &agent);
+    assert_eq!(
+        (made.network_requests, made.endpoint_requests),
+        (0, 2),
+        "x/a's rule added anew, then the old one removed: {made:?}"
+    );
+    assert_eq!(
+        node.tcp("x/c", "x/a", 80, WindowsBuild::SERVER_2025),
+        Allowed
+    );
+}
+
+/// Until every watch has listed its resource once, nothing is written: not HNS, not the
+/// snapshot.
+#[test]
+fn nothing_is_written_before_every_watch_has_synced() {
+    let node = PolicyNode::new();
+    let agent = node.agent();
+    let feed = agent.feed();
+    relist(
+        &feed,
+        Feed::namespaces,
+        ["x", "y"]
+            .map(crate::support::network_policy::namespace)
+            .to_vec(),
+    );
+    relist(&feed, Feed::pods, node.api_pods());
+    relist(
+        &feed,
+        Feed::node,
+        vec![crate::support::network_policy::node_object()],
+    );
+    feed.policies(Event::Init);
+    feed.policies(Event::InitApply(b_to_a()));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(agent.program_now(), Err(NotProgrammed::NotSynced));
+    assert_eq!(writes(&node), PolicyWrites::default());
+    assert!(!node.snapshot.exists());
+    feed.policies(Event::InitDone);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert!(writes(&node).endpoint_requests > 0);
+    assert!(node.snapshot.exists());
+}
+
+/// A restarted agent reads HNS and the cluster again and computes the same rules, with the
+/// same `Id`s: it writes nothing, and no verdict changes at any point, before it has synced,
+/// while it syncs or after.
+#[test]
+fn a_restart_writes_nothing_and_never_opens_a_window() {
+    let node = PolicyNode::new();
+    let first = node.agent();
+    node.sync(&first.feed(), &[b_to_a()]);
+    assert!(first.wait_programmed(PROGRAMMED));
+    let before = node.matrix();
+    assert!(before.iter().any(|(_, v)| *v == Denied));
+    let held = snapshot(&node);
+    drop(first);
+    writes(&node);
+
+    let second = node.agent();
+    let feed = second.feed();
+    // Half-synced: pods and namespaces listed, policies not yet.
+    relist(
+        &feed,
+        Feed::namespaces,
+        ["x", "y"]
+            .map(crate::support::network_policy::namespace)
+            .to_vec(),
+    );
+    relist(&feed, Feed::pods, node.api_pods());
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(node.matrix(), before, "before the restarted agent synced");
+    node.sync(&feed, &[b_to_a()]);
+    assert!(second.wait_programmed(PROGRAMMED));
+    assert_eq!(node.matrix(), before, "after");
+    assert_eq!(writes(&node), PolicyWrites::default(), "no write at all");
+    assert_eq!(snapshot(&node), held, "the snapshot is the same");
+}
+
+/// An API server that cannot be reached changes nothing: HNS keeps the rules, a daemon round
+/// keeps them, the metric and the log say so; when the watches come back with the same
+/// cluster, still nothing is written.
+#[test]
+fn an_unreachable_api_server_keeps_the_last_programmed_rules() {
+    let node = PolicyNode::new();
+    let agent = node.programmed_agent(&[b_to_a()]);
+    let feed = agent.feed();
+    let before = node.matrix();
+    let mut daemon = daemon_with(&node, &agent);
+    writes(&node);
+
+    for resource in Resource::ALL {
+        feed.failed(resource, "connection refused".to_owned());
+    }
+    assert!(!agent.api_up());
+    let text = daemon.metrics().render();
+    assert!(text.contains("cniwin_netpol_api_up 0\n"), "at once: {text}");
+    daemon.round(&node.stop);
+    let text = daemon.metrics().render();
+    assert!(text.contains("cniwin_netpol_api_up 0\n"), "{text}");
+    assert!(text.contains("cniwin_netpol_synced 1\n"), "{text}");
+    assert_eq!(node.matrix(), before);
+    assert_eq!(writes(&node), PolicyWrites::default());
+
+    node.sync(&feed, &[b_to_a()]);
+    assert!(agent.api_up());
+    assert!(agent.wait_programmed(PROGRAMMED));
+    daemon.round(&node.stop);
+    assert!(
+        daemon
+            .metrics()
+            .render()
+            .contains("cniwin_netpol_api_up 1\n")
+    );
+    assert_eq!(writes(&node), PolicyWrites::default());
+}
+
+/// A rule removed behind the agent's back (the isolation block of x/a: x/a would be open) is
+/// back after one daemon round, and counted as a repair.
+#[test]
+fn a_rule_removed_behind_the_agents_back_is_back_within_one_round() {
+    let node = PolicyNode::new();
+    let agent = node.programmed_agent(&[b_to_a()]);
+    let before = node.matrix();
+    let mut daemon = daemon_with(&node, &agent);
+    daemon.round(&node.stop);
+
+    let block: Vec<EndpointPolicy> = agents_rules(&node, "x/a")
+        .into_iter()
+        .filter(|acl| acl.action == hns::schema::policy::AclAction::Block)
+        .map(EndpointPolicy::Acl)
+        .collect();
+    assert_eq!(block.len(), 1, "x/a is isolated for ingress");
+    let endpoint = node.endpoint("x/a").id;
+    node.node
+        .client
+        .modify_endpoint_policies(
+            endpoint,
+            &ModifyRequest::policies(RequestType::Remove, block),
+        )
+        .unwrap();
+    assert_eq!(
+        node.tcp("x/c", "x/a", 80, WindowsBuild::SERVER_2022),
+        Allowed,
+        "drifted open"
+    );
+
+    daemon.round(&node.stop);
+    assert_eq!(node.matrix(), before, "repaired");
+    let text = daemon.metrics().render();
+    assert!(
+        text.contains("cniwin_netpol_drift_repairs_total 1\n"),
+        "{text}"
+    );
+}
+
+/// A policy HNS cannot enforce as written is refused: its pods are isolated with nothing
+/// allowed, it is counted, named in the snapshot, and due as an Event with its uid.
+#[test]
+fn a_refused_policy_fails_closed_and_is_told() {
+    let node = PolicyNode::new();
+    let agent = node.agent();
+    let feed = agent.feed();
+    let bad_except = policy(
+        "y",
+        "bad-except",
+        json!({"podSelector": {"matchLabels": {"pod": "b"}},
+               "ingress": [{"from": [{"ipBlock": {"cidr": "10.244.0.0/16", "except": ["10.0.0.0/24"]}}]}]}),
+    );
+    node.sync(&feed, &[b_to_a(), bad_except]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    for build in BUILDS {
+        assert_eq!(
+            node.tcp("x/a", "y/b", 80, build),
+            Denied,
+            "{build}: fails closed"
+        );
+        assert_eq!(
+            node.tcp(crate::support::network_policy::NODE_IP, "y/b", 80, build),
+            Allowed,
+            "{build}: the node still reaches it"
+        );
+    }
+    let refusals = feed.take_refusals();
+    assert_eq!(refusals.len(), 1, "{refusals:?}");
+    assert_eq!(refusals[0].uid.as_deref(), Some("uid-bad-except"));
+    assert!(
+        refusals[0].reason.contains("except[0]"),
+        "{}",
+        refusals[0].reason
+    );
+    assert!(snapshot(&node).refused.contains_key("y/bad-except"));
+    let mut daemon = daemon_with(&node, &agent);
+    daemon.round(&node.stop);
+    let text = daemon.metrics().render();
+    for series in [
+        "cniwin_netpol_policies{state=\"refused\"} 1\n",
+        "cniwin_netpol_policies{state=\"applied\"} 1\n",
+    ] {
+        assert!(text.contains(series), "{series}: {text}");
+    }
+}
+
+/// Every family the agent serves, after a round on a programmed node.
+#[test]
+fn the_agents_metric_families() {
+    let node = PolicyNode::new();
+    let agent = node.programmed_agent(&[b_to_a()]);
+    let mut daemon = daemon_with(&node, &agent);
+    daemon.round(&node.stop);
+    let text = daemon.metrics().render();
+    for series in [
+        "cniwin_netpol_api_up 1\n",
+        "cniwin_netpol_synced 1\n",
+        "cniwin_netpol_mode{mode=\"ip-sets\"} 1\n",
+        "cniwin_netpol_mode{mode=\"inline\"} 0\n",
+        "cniwin_netpol_policies{state=\"applied\"} 1\n",
+        "cniwin_netpol_policies{state=\"refused\"} 0\n",
+        "cniwin_netpol_endpoints{state=\"programmed\"} 3\n",
+        "cniwin_netpol_endpoints{state=\"conflicting\"} 0\n",
+        "cniwin_netpol_hns_writes_total{object=\"endpoint\"} ",
+        "cniwin_netpol_hns_writes_total{object=\"network\"} ",
+        "cniwin_netpol_drift_repairs_total 0\n",
+        "cniwin_netpol_programming_failures_total 0\n",
+        "cniwin_netpol_programming_latency_seconds_count 1\n",
+        "# UNIT cniwin_netpol_programming_latency_seconds seconds\n",
+    ] {
+        assert!(text.contains(series), "{series}: {text}");
+    }
+}
+
+/// The daemon over `node` with `agent`'s task, as `cni-win sweep --network-policy` runs it.
+fn daemon_with(node: &PolicyNode, agent: &Agent) -> Daemon {
+    let settings = daemon::Settings {
+        paths: node.paths(),
+        apply: false,
+        every: Duration::from_secs(3600),
+        metrics_address: None,
+    };
+    Daemon::new(settings, Ok(node.node.new_client()), |_| {})
+        .unwrap()
+        .with_task(agent.task())
+}
+
+/// A pod the scheduler put on this node is in the snapshot before its sandbox exists; ADD
+/// (the real win-bridge) creates its endpoint with its rules, so its first packet is judged
+/// by its policy; once the pod's address is reported the agent takes the endpoint over, and
+/// no verdict changes.
+#[test]
+fn a_new_pod_is_created_with_the_snapshots_rules_and_taken_over_without_a_change() {
+    let mut node = PolicyNode::new();
+    let agent = node.programmed_agent(&[b_to_a()]);
+    let feed = agent.feed();
+
+    // x/d, labelled like x/a: the policy isolates it and admits pods b on TCP 80.
+    node.relabel("x/d", "a");
+    let mut pending = node.api_pod("x/d");
+    pending.status = None;
+    feed.pods(Event::Apply(pending));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert!(
+        snapshot(&node).pods.contains_key("x/d"),
+        "in the snapshot before ADD"
+    );
+
+    let ip = add(&node, "np-d", "x", "d");
+    node.ips.insert("x/d".to_owned(), ip);
+    let first_packets = |node: &PolicyNode| -> Vec<(String, Verdict)> {
+        BUILDS
+            .iter()
+            .flat_map(|build| {
+                [
+                    ("x/b", 80),
+                    ("y/b", 80),
+                    ("x/b", 81),
+                    ("x/c", 80),
+                    (crate::support::network_policy::NODE_IP, 81),
+                ]
+                .map(|(from, port)| {
+                    (
+                        format!("{build} {from}:{port}"),
+                        node.tcp(from, "x/d", port, *build),
+                    )
+                })
+            })
+            .collect()
+    };
+    let at_add = first_packets(&node);
+    let expected: Vec<Verdict> = [Allowed, Allowed, Denied, Denied, Allowed].repeat(2);
+    assert_eq!(
+        at_add.iter().map(|(_, v)| *v).collect::<Vec<_>>(),
+        expected,
+        "{at_add:?}"
+    );
+
+    feed.pods(Event::Apply(node.api_pod("x/d")));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert_eq!(first_packets(&node), at_add, "taken over without a change");
+    let held = snapshot(&node);
+    let d = &held.pods["x/d"];
+    assert!(d.endpoint.is_some(), "{d:?}");
+    let mut on_endpoint: Vec<String> = agents_rules(&node, "x/d")
+        .into_iter()
+        .filter_map(|acl| acl.id)
+        .collect();
+    let mut expected = d.expected.clone();
+    on_endpoint.sort();
+    expected.sort();
+    assert_eq!(
+        on_endpoint, expected,
+        "the endpoint holds its usual rules now"
+    );
+    assert_eq!(d.policies, ["x/b-to-a"]);
+}
+
+/// Runs the real win-bridge ADD for `container` as pod `namespace/name` with the node's
+/// config, as containerd does for a Kubernetes pod; returns the pod's address.
+fn add(node: &PolicyNode, container: &str, namespace: &str, name: &str) -> String {
+    use std::io::Write;
+    let plugin = cni_win_conformance::node::built_beside(
+        std::path::Path::new(env!("CARGO_BIN_EXE_cni-win")),
+        "cni-win-bridge",
+        "win-bridge",
+    );
+    let config = std::fs::read(node.node.conf_dir().join("10-cbr0.conf")).unwrap();
+    let mut child = std::process::Command::new(plugin)
+        .env_clear()
+        .env("CNI_COMMAND", "ADD")
+        .env("CNI_CONTAINERID", container)
+        .env("CNI_NETNS", node.node.namespace().to_string())
+        .env("CNI_IFNAME", "eth0")
+        .env("CNI_PATH", node.node.dir().join("bin"))
+        .env(
+            "CNI_ARGS",
+            format!("IgnoreUnknown=1;K8S_POD_NAMESPACE={namespace};K8S_POD_NAME={name}"),
+        )
+        .env(hns_emulator::STATE_ENV, node.node.state())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&config).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "ADD failed: {output:?}");
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let address = result["ips"][0]["address"].as_str().unwrap();
+    address.split('/').next().unwrap().to_owned()
+}
+
+/// doctor's findings, from the snapshot and the node's read of HNS only.
+fn doctor(node: &PolicyNode) -> Vec<(String, cni_win::doctor::Verdict, String)> {
+    cni_win::doctor::diagnose(Ok(&node.node.client), &node.paths())
+        .findings
+        .into_iter()
+        .filter(|f| f.check.contains("NetworkPolicy"))
+        .map(|f| (f.check, f.verdict, f.evidence))
+        .collect()
+}
+
+fn finding<'f>(
+    findings: &'f [(String, cni_win::doctor::Verdict, String)],
+    check: &str,
+) -> &'f (String, cni_win::doctor::Verdict, String) {
+    findings
+        .iter()
+        .find(|(name, _, _)| name == check)
+        .unwrap_or_else(|| panic!("no {check:?} in {findings:#?}"))
+}
+
+/// doctor says which mode the host's HNS allows, which policies select each local pod and
+/// whether its endpoint holds its rules (a rule removed is a warning until a round puts it
+/// back), each refused policy, and whether kube-proxy's load balancers keep the client's
+/// address (DSR) now that policies select pods here.
+#[test]
+fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
+    use cni_win::doctor::Verdict as Doctor;
+    use hns::schema::{HostComputeLoadBalancer, LoadBalancerFlags, LoadBalancerPortMapping};
+
+    let node = PolicyNode::new();
+    let agent = node.agent();
+    let refused = policy(
+        "y",
+        "sctp-only",
+        json!({"podSelector": {"matchLabels": {"pod": "nobody"}},
+               "ingress": [{"ports": [{"protocol": "SCTP", "port": 80}]}]}),
+    );
+    node.sync(&agent.feed(), &[b_to_a(), refused]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let findings = doctor(&node);
+    let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: programming mode");
+    assert_eq!(*verdict, Doctor::Pass);
+    assert!(evidence.contains("HNS 13.2: IP sets"), "{evidence}");
+    let (_, verdict, evidence) = finding(&findings, "pod \"x/a\": NetworkPolicy");
+    assert_eq!(*verdict, Doctor::Pass, "{evidence}");
+    assert!(
+        evidence.contains("selected by x/b-to-a") && evidence.contains("holds its"),
+        "{evidence}"
+    );
+    let (_, _, evidence) = finding(&findings, "pod \"x/b\": NetworkPolicy");
+    assert!(evidence.contains("selected by no policy"), "{evidence}");
+    let (_, verdict, evidence) = finding(&findings, "NetworkPolicy \"y/sctp-only\"");
+    assert_eq!(*verdict, Doctor::Warn);
+    assert!(evidence.contains("SCTP"), "{evidence}");
+    let (_, verdict, _) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
+    assert_eq!(*verdict, Doctor::Pass, "no load balancer yet");
+
+    // A rule of x/a's removed behind the agent's back.
+    let endpoint = node.endpoint("x/a").id;
+    let first = agents_rules(&node, "x/a").remove(0);
+    node.node
+        .client
+        .modify_endpoint_policies(
+            endpoint,
+            &ModifyRequest::policies(RequestType::Remove, vec![EndpointPolicy::Acl(first)]),
+        )
+        .unwrap();
+    let findings = doctor(&node);
+    let (_, verdict, evidence) = finding(&findings, "pod \"x/a\": NetworkPolicy");
+    assert_eq!(*verdict, Doctor::Warn);
+    assert!(evidence.contains("lacks 1 of its"), "{evidence}");
+
+    // kube-proxy's load balancers: without DSR, Service traffic hides its client.
+    let balancer = |flags| HostComputeLoadBalancer {
+        host_compute_endpoints: vec![endpoint],
+        frontend_vips: vec!["10.96.0.50".parse().unwrap()],
+        port_mappings: vec![LoadBalancerPortMapping {
+            protocol: 6,
+            internal_port: 80,
+            external_port: 80,
+            ..LoadBalancerPortMapping::default()
+        }],
+        flags,
+        ..HostComputeLoadBalancer::default()
+    };
+    let snat = node
+        .node
+        .client
+        .create_load_balancer(hns::Guid::ZERO, &balancer(LoadBalancerFlags::NONE))
+        .unwrap();
+    let findings = doctor(&node);
+    let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
+    assert_eq!(*verdict, Doctor::Warn);
+    assert!(
+        evidence.contains("1 of 1 load balancers lack the DSR flag (e.g. 10.96.0.50)")
+            && evidence.contains("cannot see the client"),
+        "{evidence}"
+    );
+    node.node.client.delete_load_balancer(snat.id).unwrap();
+    node.node
+        .client
+        .create_load_balancer(hns::Guid::ZERO, &balancer(LoadBalancerFlags::DSR))
+        .unwrap();
+    let findings = doctor(&node);
+    let (_, verdict, _) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
+    assert_eq!(*verdict, Doctor::Pass);
+}
+
+/// The snapshot as ADD would find it: missing is a warning (new pods start without rules),
+/// unusable a failure (every ADD fails with code 11).
+#[test]
+fn doctor_says_what_add_makes_of_the_snapshot() {
+    use cni_win::doctor::Verdict as Doctor;
+    let node = PolicyNode::new();
+    let check = format!("NetworkPolicy: snapshot {}", node.snapshot.display());
+    let (_, verdict, evidence) = finding(&doctor(&node), &check).clone();
+    assert_eq!(verdict, Doctor::Warn);
+    assert!(evidence.contains("new pods start without"), "{evidence}");
+    std::fs::create_dir_all(node.snapshot.parent().unwrap()).unwrap();
+    std::fs::write(&node.snapshot, b"{\"Version\": 1}").unwrap();
+    let (_, verdict, evidence) = finding(&doctor(&node), &check).clone();
+    assert_eq!(verdict, Doctor::Fail);
+    assert!(evidence.contains("code 11"), "{evidence}");
+}
+
+/// The support bundle carries the policy view: the snapshot as the agent wrote it, and
+/// doctor's NetworkPolicy findings.
+#[test]
+fn the_support_bundle_holds_the_policy_view() {
+    use cni_win::support_bundle::{Plan, Settings};
+    let node = PolicyNode::new();
+    let _agent = node.programmed_agent(&[b_to_a()]);
+    let settings = Settings {
+        paths: node.paths(),
+        subnet_file: node.node.dir().join("subnet.env"),
+        log_tail_bytes: 4000,
+        step_timeout: Duration::from_secs(10),
+        timeout: Duration::from_secs(60),
+        max_bytes: 64 * 1024 * 1024,
+    };
+    let bundle = Plan::new(&settings).collect(Ok(node.node.new_client()));
+    let entry = |suffix: &str| {
+        bundle
+            .entries
+            .iter()
+            .find(|entry| entry.name.ends_with(suffix))
+            .unwrap_or_else(|| {
+                let names: Vec<&str> = bundle.entries.iter().map(|e| e.name.as_str()).collect();
+                panic!("no {suffix} in {names:?}")
+            })
+    };
+    let snapshot_entry = entry("netpol/snapshot.json");
+    assert!(snapshot_entry.name.starts_with("network-policy/"));
+    let held = PolicySnapshot::from_bytes(&snapshot_entry.bytes).unwrap();
+    assert_eq!(held, snapshot(&node));
+    let doctor = String::from_utf8_lossy(&entry("doctor.json").bytes).into_owned();
+    assert!(
+        doctor.contains("pod \\\"x/a\\\": NetworkPolicy"),
+        "{doctor}"
+    );
+}
+
+/// `cni-win sweep --network-policy` refuses to start without what it needs, naming it: the
+/// node's name, a cluster or a kubeconfig that loads; and only as the daemon (`--every`).
+#[test]
+fn the_agent_names_what_it_lacks_to_start() {
+    let node = PolicyNode::new();
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cni-win"));
+        command
+            .arg("sweep")
+            .args(["--conf-dir", &node.node.conf_dir().to_string_lossy()])
+            .args(args)
+            .env_remove("NODE_NAME")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("KUBERNETES_SERVICE_PORT")
+            .env(hns_emulator::STATE_ENV, node.node.state());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let output = command.output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run(&["--network-policy"], &[]);
+    assert_eq!(code, Some(2), "only as the daemon: {stderr}");
+    let daemon = ["--every", "1h", "--network-policy"];
+    let (code, stderr) = run(&daemon, &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("--node-name"), "{stderr}");
+    let (code, stderr) = run(&daemon, &[("NODE_NAME", "node-1")]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("not in a cluster"), "{stderr}");
+    let missing = node.node.dir().join("no-kubeconfig");
+    let with_kubeconfig = [
+        "--every",
+        "1h",
+        "--network-policy",
+        "--node-name",
+        "node-1",
+        "--kubeconfig",
+        &missing.to_string_lossy(),
+    ];
+    let (code, stderr) = run(&with_kubeconfig, &[]);
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("no-kubeconfig"), "{stderr}");
+}

@@ -1,0 +1,272 @@
+//! An emulated node for the NetworkPolicy agent: `cbr0` with three local pods whose
+//! endpoints ADD would have made (x/a, x/b, y/b), two pods of another node (x/c, y/c), the
+//! API objects the watches would send for them, and the emulator's verdict on a packet.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cni_win::network_policy::{self, Agent, Event, Feed};
+use cni_win::paths::NodePaths;
+use cni_win::shutdown::Shutdown;
+use hns::WindowsBuild;
+use hns_emulator::acl::{Packet, Verdict};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
+use serde_json::{Value, json};
+
+use super::ScratchNode;
+
+/// The agent's node.
+pub const NODE: &str = "node-1";
+/// Its InternalIP: kubelet's probes come from it.
+pub const NODE_IP: &str = "10.0.0.10";
+/// The pods of the other node and their addresses.
+pub const REMOTE: [(&str, &str); 2] = [("x/c", "10.244.2.3"), ("y/c", "10.244.2.4")];
+/// The local pods.
+pub const LOCAL: [&str; 3] = ["x/a", "x/b", "y/b"];
+
+/// The scratch node with the local pods' endpoints, its config naming the snapshot.
+pub struct PolicyNode {
+    pub node: ScratchNode,
+    /// `networkPolicySnapshot`.
+    pub snapshot: PathBuf,
+    /// Each local pod's address.
+    pub ips: BTreeMap<String, String>,
+    /// Each pod's labels beyond `pod: <name>`.
+    pub labels: BTreeMap<String, BTreeMap<String, String>>,
+    pub stop: Shutdown,
+}
+
+impl PolicyNode {
+    pub fn new() -> PolicyNode {
+        let node = ScratchNode::new();
+        let snapshot = node.dir().join("netpol").join("snapshot.json");
+        let conf = node.conf_dir().join("10-cbr0.conf");
+        let mut config: Value = serde_json::from_slice(&std::fs::read(&conf).unwrap()).unwrap();
+        config["networkPolicySnapshot"] = json!(snapshot);
+        std::fs::write(&conf, serde_json::to_vec(&config).unwrap()).unwrap();
+        let mut ips = BTreeMap::new();
+        for pod in LOCAL {
+            let container = pod.replace('/', "-");
+            let ip = node.reserve(&container);
+            let endpoint = node.ours(&container, &ip);
+            node.client
+                .attach_endpoint(node.namespace(), endpoint)
+                .unwrap();
+            ips.insert(pod.to_owned(), ip);
+        }
+        PolicyNode {
+            node,
+            snapshot,
+            ips,
+            labels: BTreeMap::new(),
+            stop: Shutdown::new(),
+        }
+    }
+
+    /// The node's config in Flannel-native form, as `cni-win install`'s Flannel templates
+    /// write it: its `ipam` section leaves the type and ranges to subnet.env.
+    pub fn flannel_native(self) -> PolicyNode {
+        let dir = self.node.dir();
+        let subnet_env = dir.join("subnet.env");
+        std::fs::write(
+            &subnet_env,
+            "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n",
+        )
+        .unwrap();
+        let config = json!({
+            "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+            "subnetFile": subnet_env, "dataDir": dir.join("flannel"),
+            "ipam": {"dataDir": dir.join("ipam")},
+            "networkPolicySnapshot": self.snapshot,
+        });
+        let conf = self.node.conf_dir().join("10-cbr0.conf");
+        std::fs::write(&conf, serde_json::to_vec(&config).unwrap()).unwrap();
+        self
+    }
+
+    /// The node's CNI paths.
+    pub fn paths(&self) -> NodePaths {
+        NodePaths::with_bin_dir(self.node.conf_dir(), self.node.dir().join("bin"))
+    }
+
+    /// A new agent on this node, nothing fed yet.
+    pub fn agent(&self) -> Agent {
+        let settings = network_policy::Settings {
+            node_name: NODE.to_owned(),
+            paths: self.paths(),
+        };
+        Agent::start(settings, Ok(self.node.new_client()), &self.stop)
+    }
+
+    /// A new agent on this node, fed a whole relist with `policies`, once HNS holds what it
+    /// asks for.
+    pub fn programmed_agent(&self, policies: &[NetworkPolicy]) -> Agent {
+        let agent = self.agent();
+        self.sync(&agent.feed(), policies);
+        assert!(agent.wait_programmed(PROGRAMMED), "{:?}", agent.last_pass());
+        agent
+    }
+
+    /// A pod's address, local or remote.
+    pub fn ip(&self, pod: &str) -> String {
+        self.ips
+            .get(pod)
+            .cloned()
+            .or_else(|| {
+                REMOTE
+                    .iter()
+                    .find(|(name, _)| *name == pod)
+                    .map(|(_, ip)| (*ip).to_owned())
+            })
+            .unwrap_or_else(|| pod.to_owned())
+    }
+
+    /// The endpoint holding a pod's address.
+    pub fn endpoint(&self, pod: &str) -> hns::schema::HostComputeEndpoint {
+        let ip = self.ip(pod);
+        self.node
+            .client
+            .list_endpoints(None)
+            .unwrap()
+            .into_iter()
+            .find(|e| {
+                e.ip_configurations
+                    .iter()
+                    .any(|c| c.ip_address.to_string() == ip)
+            })
+            .unwrap_or_else(|| panic!("no endpoint holds {pod}'s {ip}"))
+    }
+
+    /// Labels `pod` as a pod `name` (its `pod` label), as `kubectl label --overwrite` does.
+    pub fn relabel(&mut self, pod: &str, name: &str) {
+        self.labels
+            .insert(pod.to_owned(), [("pod".to_owned(), name.to_owned())].into());
+    }
+
+    /// A pod as the API server sends it: on this node when local, with its address.
+    pub fn api_pod(&self, pod: &str) -> Pod {
+        let (namespace, name) = pod.split_once('/').unwrap();
+        let remote = REMOTE.iter().any(|(p, _)| *p == pod);
+        let mut labels = BTreeMap::from([("pod".to_owned(), name.to_owned())]);
+        labels.extend(self.labels.get(pod).cloned().unwrap_or_default());
+        let ip = self.ip(pod);
+        serde_json::from_value(json!({
+            "metadata": {"namespace": namespace, "name": name, "labels": labels,
+                         "uid": format!("uid-{namespace}-{name}")},
+            "spec": {"nodeName": if remote { "node-2" } else { NODE },
+                     "containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 80}]}]},
+            "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}
+        }))
+        .unwrap()
+    }
+
+    /// Every pod, local and remote.
+    pub fn api_pods(&self) -> Vec<Pod> {
+        LOCAL
+            .iter()
+            .copied()
+            .chain(REMOTE.iter().map(|(pod, _)| *pod))
+            .map(|pod| self.api_pod(pod))
+            .collect()
+    }
+
+    /// Feeds a whole relist of every resource: namespaces x and y, every pod, `policies`,
+    /// this node.
+    pub fn sync(&self, feed: &Feed, policies: &[NetworkPolicy]) {
+        relist(feed, Feed::namespaces, ["x", "y"].map(namespace).to_vec());
+        relist(feed, Feed::pods, self.api_pods());
+        relist(feed, Feed::policies, policies.to_vec());
+        relist(feed, Feed::node, vec![node_object()]);
+    }
+
+    /// The emulator's verdict on a TCP connection's first packet from `from` to `to`:`port`
+    /// (pods by name, or addresses), on `build`.
+    pub fn tcp(&self, from: &str, to: &str, port: u16, build: WindowsBuild) -> Verdict {
+        let engine = &self.node.engine;
+        engine.set_windows_build(build).unwrap();
+        let packet = Packet::tcp(
+            self.ip(from).parse().unwrap(),
+            self.ip(to).parse().unwrap(),
+            port,
+        );
+        engine.check_packet(&packet).unwrap().verdict().unwrap()
+    }
+
+    /// Every verdict the tests look at, on both builds: each pod and the node to each local
+    /// pod on 80 and 81.
+    pub fn matrix(&self) -> Vec<(String, Verdict)> {
+        let mut verdicts = Vec::new();
+        for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
+            for from in LOCAL
+                .iter()
+                .copied()
+                .chain(REMOTE.iter().map(|(pod, _)| *pod))
+                .chain([NODE_IP])
+            {
+                for to in LOCAL {
+                    for port in [80, 81] {
+                        if from == to {
+                            continue;
+                        }
+                        let verdict = self.tcp(from, to, port, build);
+                        verdicts.push((format!("{build} {from} -> {to}:{port}"), verdict));
+                    }
+                }
+            }
+        }
+        verdicts
+    }
+}
+
+/// Feeds a relist of `objects` with `apply`.
+pub fn relist<K>(feed: &Feed, apply: fn(&Feed, Event<K>), objects: Vec<K>) {
+    apply(feed, Event::Init);
+    for object in objects {
+        apply(feed, Event::InitApply(object));
+    }
+    apply(feed, Event::InitDone);
+}
+
+/// A namespace with `ns: <name>` and the name label current API servers set.
+pub fn namespace(name: &str) -> Namespace {
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": {
+        "ns": name, "kubernetes.io/metadata.name": name}}}))
+    .unwrap()
+}
+
+/// This node's Node object.
+pub fn node_object() -> Node {
+    serde_json::from_value(json!({
+        "metadata": {"name": NODE},
+        "status": {"addresses": [{"type": "InternalIP", "address": NODE_IP},
+                                 {"type": "Hostname", "address": NODE}]}
+    }))
+    .unwrap()
+}
+
+/// A policy of `namespace` with `spec`.
+pub fn policy(namespace: &str, name: &str, spec: Value) -> NetworkPolicy {
+    serde_json::from_value(json!({
+        "metadata": {"namespace": namespace, "name": name, "uid": format!("uid-{name}")},
+        "spec": spec
+    }))
+    .unwrap()
+}
+
+/// x/a accepts TCP 80 from pods `b` of every namespace, and nothing else.
+pub fn b_to_a() -> NetworkPolicy {
+    policy(
+        "x",
+        "b-to-a",
+        json!({
+            "podSelector": {"matchLabels": {"pod": "a"}},
+            "ingress": [{"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "b"}}}],
+                         "ports": [{"port": 80}]}]
+        }),
+    )
+}
+
+/// How long a test waits for the agent to program what it was fed.
+pub const PROGRAMMED: Duration = Duration::from_secs(20);

@@ -1,0 +1,311 @@
+//! NetworkPolicy on the emulated node: cni-win's agent (`cni-win.exe sweep --every …
+//! --network-policy`) under Wine, watching the real kube-apiserver as deploy/rbac.yaml's
+//! ServiceAccount authorises it; the snapshot it writes; the Event it publishes on a policy it
+//! refuses; and a pod's ADD by win-bridge.exe with the snapshot's rules, judged by the
+//! emulator's verdict on the pod's first packets.
+//!
+//! The pod has no address in the API (no kubelet runs): it is the pod ADD meets, one the
+//! scheduler has put on the node and the agent has seen. Its peers are an `ipBlock`, which
+//! needs no other pod's address. The truth tables and the benchmark run elsewhere
+//! (`cargo test -p cni-win-netpol`, the agent's tests): this proves the watches, the RBAC and
+//! the Windows build against a real API server.
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use hns_emulator::acl::{Packet, Verdict};
+use serde_json::{Value, json};
+
+use crate::NODE_NAME;
+use crate::node::Node;
+use crate::report::Report;
+use crate::scenario::{Backend, Lane, flanneld, write_config};
+
+const LABEL: &str = "netpol";
+/// How long the agent may take to sync, and to tell a refusal.
+const AGENT_DEADLINE: Duration = Duration::from_secs(90);
+/// The peers the policy admits, less one.
+const ADMITTED: &str = "10.244.9.9";
+const EXCEPTED: &str = "10.244.9.8";
+
+/// Runs the NetworkPolicy story on a fresh host-gw node.
+pub fn run(lane: &Lane<'_>, report: &mut Report) {
+    let node = match set_up(lane, report) {
+        Ok(node) => node,
+        Err(why) => return report.record(LABEL, "set-up", Err(why)),
+    };
+    let snapshot = node.dir().join("network-policy.json");
+    let config = match enable(&node, &snapshot) {
+        Ok(config) => config,
+        Err(why) => return report.record(LABEL, "networkPolicySnapshot in the conflist", Err(why)),
+    };
+    let kubectl = &lane.control_plane.kubectl;
+    let objects = [
+        (
+            "the namespaces, the ServiceAccount's RBAC",
+            apply_rbac(lane),
+        ),
+        ("pod x/a on the node, its policy", kubectl.apply(&objects())),
+    ];
+    for (check, outcome) in objects {
+        let failed = outcome.is_err();
+        report.record(LABEL, check, outcome.map(|()| "applied".to_owned()));
+        if failed {
+            return;
+        }
+    }
+    let mut agent = match Agent::start(lane, &node) {
+        Ok(agent) => agent,
+        Err(why) => return report.record(LABEL, "the agent starts", Err(why)),
+    };
+    let synced = wait_for_snapshot(&snapshot, &mut agent);
+    let synced_ok = synced.is_ok();
+    report.record(
+        LABEL,
+        "the agent syncs through the API server as deploy/rbac.yaml's ServiceAccount",
+        synced,
+    );
+    if synced_ok {
+        report.record(
+            LABEL,
+            "a refused policy gets an Event",
+            refusal_event(lane, &mut agent),
+        );
+    }
+    let added = node.add_kubernetes_pod(Backend::HostGw.plugin(), &config, "x", "a");
+    drop(agent);
+    match added {
+        Ok(pod) => {
+            report.record(
+                LABEL,
+                "ADD gives x/a the snapshot's rules: its first packets",
+                first_packets(&node, lane.node_ip, &pod.ip.to_string()),
+            );
+            let _ = node.del_pod(Backend::HostGw.plugin(), &config, &pod);
+        }
+        Err(why) => report.record(LABEL, "ADD gives x/a the snapshot's rules", Err(why)),
+    }
+    for (kind, name) in [
+        ("networkpolicy", "admit"),
+        ("networkpolicy", "sctp"),
+        ("pod", "a"),
+    ] {
+        let _ = kubectl.delete(kind, "x", name);
+    }
+}
+
+fn set_up(lane: &Lane<'_>, report: &mut Report) -> Result<Node, String> {
+    let node = Node::new(lane.windows_bin, &lane.scratch.join(LABEL))?;
+    node.set_host_adapter(lane.node_address, lane.node_mac)?;
+    report.record(
+        LABEL,
+        "flanneld makes the network",
+        flanneld(lane, Backend::HostGw, &node),
+    );
+    Ok(node)
+}
+
+/// The host-gw conflist with `networkPolicySnapshot`, as `cni-win install --set
+/// networkPolicySnapshot=…` writes it; the plugin's config, as ADD gets it.
+fn enable(node: &Node, snapshot: &Path) -> Result<Value, String> {
+    let mut config = write_config(node, Backend::HostGw)?;
+    let file = node
+        .dir()
+        .join("net.d")
+        .join(format!("10-{}.conflist", Backend::HostGw.plugin()));
+    let mut conflist: Value = serde_json::from_slice(
+        &std::fs::read(&file).map_err(|error| format!("{}: {error}", file.display()))?,
+    )
+    .map_err(|error| format!("{}: {error}", file.display()))?;
+    let path = json!(node.windows_path(snapshot));
+    conflist["plugins"][0]["networkPolicySnapshot"] = path.clone();
+    config["networkPolicySnapshot"] = path;
+    std::fs::write(&file, conflist.to_string())
+        .map_err(|error| format!("{}: {error}", file.display()))?;
+    Ok(config)
+}
+
+/// deploy/rbac.yaml (its ServiceAccount, ClusterRole and binding), in its namespace.
+fn apply_rbac(lane: &Lane<'_>) -> Result<(), String> {
+    let kubectl = &lane.control_plane.kubectl;
+    kubectl.apply(&json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "kube-flannel"}}))?;
+    let rbac = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/rbac.yaml");
+    kubectl.apply_file(&rbac)
+}
+
+/// Namespace x (and its default ServiceAccount, which no controller-manager makes here); pod
+/// x/a, bound to this node, without an address yet; the policy admitting TCP 80 from
+/// 10.244.9.0/24 but 10.244.9.8.
+fn objects() -> Value {
+    json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": "x", "labels": {"ns": "x", "kubernetes.io/metadata.name": "x"}}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "x", "name": "default"}},
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"namespace": "x", "name": "a", "labels": {"pod": "a"}},
+         "spec": {"nodeName": NODE_NAME, "automountServiceAccountToken": false,
+                  "containers": [{"name": "web", "image": "web",
+                  "ports": [{"name": "http", "containerPort": 80}]}]}},
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+         "metadata": {"namespace": "x", "name": "admit"},
+         "spec": {"podSelector": {"matchLabels": {"pod": "a"}},
+                  "ingress": [{"from": [{"ipBlock": {"cidr": "10.244.9.0/24",
+                                                     "except": [format!("{EXCEPTED}/32")]}}],
+                               "ports": [{"protocol": "TCP", "port": 80}]}]}}
+    ]})
+}
+
+/// The agent, running under the node's Wine; killed when dropped.
+struct Agent {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Agent {
+    fn start(lane: &Lane<'_>, node: &Node) -> Result<Agent, String> {
+        let kubeconfig = node.dir().join("agent.kubeconfig");
+        lane.control_plane
+            .write_agent_kubeconfig(&kubeconfig, |path| node.windows_path(path))?;
+        let log = node.dir().join("agent.log");
+        let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let child = node
+            .command(&node.exe("cni-win"))
+            .args([
+                "sweep",
+                "--every",
+                "1h",
+                "--network-policy",
+                "--node-name",
+                NODE_NAME,
+            ])
+            .arg("--conf-dir")
+            .arg(node.windows_path(&node.dir().join("net.d")))
+            .arg("--bin-dir")
+            .arg(node.windows_path(lane.windows_bin))
+            .arg("--kubeconfig")
+            .arg(node.windows_path(&kubeconfig))
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map_err(|error| format!("cannot start cni-win.exe under Wine: {error}"))?;
+        Ok(Agent { child, log })
+    }
+
+    /// Whether it still runs; an error quoting its log when it does not.
+    fn running(&mut self) -> Result<(), String> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            _ => Err(format!("the agent exited: {}", self.log_tail())),
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(6)..].join("\n")
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `check` until it answers, the agent exits, or the deadline passes.
+fn poll<T>(
+    agent: &mut Agent,
+    what: &str,
+    mut check: impl FnMut() -> Option<T>,
+) -> Result<T, String> {
+    let deadline = Instant::now() + AGENT_DEADLINE;
+    loop {
+        if let Some(found) = check() {
+            return Ok(found);
+        }
+        agent.running()?;
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "no {what} within {} s; the agent's log ends: {}",
+                AGENT_DEADLINE.as_secs(),
+                agent.log_tail()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// The snapshot names x/a and the policy selecting it: every watch listed (the agent writes
+/// nothing before), the Node and the pod read, the policy validated.
+fn wait_for_snapshot(snapshot: &Path, agent: &mut Agent) -> Result<String, String> {
+    let took = Instant::now();
+    let pod = poll(agent, "snapshot naming x/a's policy", || {
+        let held = cni_win_core::network_policy::read(snapshot).ok()??;
+        let pod = held.pods.get("x/a")?.clone();
+        (pod.policies == ["x/admit"]).then_some((held.node, pod))
+    })?;
+    Ok(format!(
+        "in {} ms: snapshot of node {:?} names x/a, selected by x/admit, {} rule(s) for its ADD",
+        took.elapsed().as_millis(),
+        pod.0,
+        pod.1.add.len()
+    ))
+}
+
+/// A policy with an SCTP port (which the API accepts and Windows cannot enforce): the agent
+/// publishes a Warning Event `PolicyRefused` on it, through events.k8s.io as RBAC allows.
+fn refusal_event(lane: &Lane<'_>, agent: &mut Agent) -> Result<String, String> {
+    let kubectl = &lane.control_plane.kubectl;
+    kubectl.apply(
+        &json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+        "metadata": {"namespace": "x", "name": "sctp"},
+        "spec": {"podSelector": {"matchLabels": {"pod": "nobody"}},
+                 "ingress": [{"ports": [{"protocol": "SCTP", "port": 80}]}]}}),
+    )?;
+    let note = poll(agent, "PolicyRefused Event on x/sctp", || {
+        let events = kubectl.get("events.events.k8s.io", "x").ok()?;
+        events["items"].as_array()?.iter().find_map(|event| {
+            (event["reason"] == "PolicyRefused" && event["regarding"]["name"] == "sctp")
+                .then(|| event["note"].as_str().unwrap_or_default().to_owned())
+        })
+    })?;
+    Ok(format!("PolicyRefused: {note}"))
+}
+
+/// With every Windows process of the node stopped, the emulator's verdict on x/a's first
+/// packets: TCP 80 from the admitted peer, not from the excepted one nor to port 81; the
+/// node's own always.
+fn first_packets(node: &Node, node_ip: &str, pod: &str) -> Result<String, String> {
+    let engine = node.engine()?;
+    let cases = [
+        (ADMITTED, 80, Verdict::Allowed),
+        (EXCEPTED, 80, Verdict::Denied),
+        (ADMITTED, 81, Verdict::Denied),
+        (node_ip, 81, Verdict::Allowed),
+    ];
+    let mut seen = Vec::new();
+    for (from, port, want) in cases {
+        let packet = Packet::tcp(
+            from.parse().map_err(|e| format!("{from}: {e}"))?,
+            pod.parse().map_err(|e| format!("{pod}: {e}"))?,
+            port,
+        );
+        let verdict = engine
+            .check_packet(&packet)
+            .map_err(|failure| failure.to_string())?
+            .verdict()
+            .map_err(|tie| tie.to_string())?;
+        if verdict != want {
+            return Err(format!("{from} -> {pod}:{port}: {verdict:?}, not {want:?}"));
+        }
+        seen.push(format!("{from}:{port} {verdict:?}"));
+    }
+    Ok(seen.join(", "))
+}
