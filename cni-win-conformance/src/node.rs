@@ -234,7 +234,7 @@ pub struct Budget {
     /// A new pod's ADD with no network cache (the node's first ADD): the network is found by
     /// name.
     pub cold_add: Calls,
-    /// A new pod's ADD on a warm network cache: the figure the README's call-count budget
+    /// A new pod's ADD on a warm network cache: the figure the call-count budget of docs/performance.md
     /// promises.
     pub add: Calls,
     /// An ADD for an attachment that already exists, which runtimes repeat after a timeout.

@@ -1,6 +1,6 @@
 //! Load balancers: kube-proxy's Service rules (`HcnCreateLoadBalancer` and the rest).
 //!
-//! What HNS checks, and what the emulator answers (the README's "What the node-component rules
+//! What HNS checks, and what the emulator answers (docs/why-an-emulator.md, "What the node-component rules
 //! rest on" gives the evidence for each):
 //! - the document decodes through the shared schema; a frontend or source VIP that is not an
 //!   address is `HCN_E_INVALID_IP`, a backend ID that is not a GUID

@@ -1,5 +1,5 @@
 """Pod churn on two emulated nodes, each with a node daemon serving its metrics: what
-scripts/render-dashboard has Prometheus scrape to draw the dashboard of the README.
+scripts/render-dashboard has Prometheus scrape to draw the dashboard of docs/monitoring.md.
 
 Usage: dashboard_churn.py BIN_DIR WORK_DIR SECONDS ADDRESS1,ADDRESS2
 

@@ -55,6 +55,6 @@ pub fn call_budgets_do_not_depend_on_the_number_of_endpoints(plugin: &Plugin) {
     let (few, _) = node.assert_budgets(plugin.network, &plugin.config(&node, "1.1.0"), &limits);
     assert_eq!(
         few, limits,
-        "the budgets are exact: a change must update the README"
+        "the budgets are exact: a change must update docs/performance.md"
     );
 }

@@ -56,7 +56,7 @@ pub struct Plugin {
     pub gateway_host: u8,
     /// The MAC the plugin gives a pod, from its IPv4 address, where the plugin decides it.
     pub mac: Option<fn(Ipv4Addr) -> String>,
-    /// The raw HCN calls of a pod's commands: exact, and what the README promises.
+    /// The raw HCN calls of a pod's commands: exact, and what docs/performance.md promises.
     pub budget: Budget,
     /// The Flannel-native conflist in `examples/<name>`, and the `type: flannel` conflist
     /// whose delegate attaches the same pods.

@@ -19,7 +19,7 @@ use crate::network_policy::mode;
 use crate::node::Network;
 
 const AGENT: &str = "run the node daemon with --network-policy (the DaemonSets' `sweep` \
-                     container does: see the README's NetworkPolicy section)";
+                     container does: see docs/network-policy.md)";
 
 /// Every NetworkPolicy check of the networks whose configs name a snapshot.
 pub(super) fn check(node: Option<&Reached<'_>>, networks: &[Network], report: &mut Report) {

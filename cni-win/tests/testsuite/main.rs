@@ -3,6 +3,7 @@
 //! with cni-win-conformance's builder ([`cni_win_conformance::node::Node::builder`]). What
 //! needs the HCN emulator, which exists only off Windows, is left out of a Windows build.
 
+mod docs;
 mod install;
 mod version;
 

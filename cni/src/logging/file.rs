@@ -23,7 +23,7 @@
 //!   its cap), and it leans on appends being atomic between processes, which they are on local
 //!   NTFS and Unix but not everywhere: Wine writes an append at an end it read before, and two
 //!   processes' lines overwrite each other in the Wine lane. Holding the lock for one write
-//!   costs microseconds natively (README, Performance).
+//!   costs microseconds natively (docs/performance.md).
 //! - **No wait without a deadline.** The lock is polled ([`rootsafe::deadline`]) for
 //!   [`LOCK_WAIT`]; a writer that could not get it by then writes its line anyway, without
 //!   rotating, and its process stops waiting for the lock: a line in a file over its cap

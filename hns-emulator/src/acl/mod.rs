@@ -4,7 +4,7 @@
 //!
 //! # The model and its evidence
 //!
-//! Public sources only; what none of them settles is decided here and listed in the README
+//! Public sources only; what none of them settles is decided here and listed in docs/why-an-emulator.md
 //! ("Why an emulator") as not confirmed on a real host.
 //!
 //! - **Rules** ([`Rule`]): the `ACL` settings of hcsshim's `AclPolicySetting`; `Protocols`

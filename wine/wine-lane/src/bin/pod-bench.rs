@@ -37,8 +37,9 @@ const NETWORK_ARGS: [&str; 10] = [
     "be7c0000-0000-4000-8000-000000000001",
 ];
 /// The reference win-bridge's HCN calls (closes included) for a new pod's ADD and a live pod's
-/// DEL, measured by running its Go binary under Wine against the same emulator DLL (README, "HCN
-/// calls per pod"): what its pod start costs on the same latency model.
+/// DEL, measured by running its Go binary under Wine against the same emulator DLL
+/// (docs/performance.md, "HCN calls per pod"): what its pod start costs on the same latency
+/// model.
 const REFERENCE_ADD_CALLS: u64 = 15;
 const REFERENCE_DEL_CALLS: u64 = 13;
 /// How often the one-pod ADD and DEL run; the report gives the median.

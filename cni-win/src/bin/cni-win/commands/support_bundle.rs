@@ -10,8 +10,8 @@ use cni_win_core::platform::{self, Deadline};
 
 use super::NodePathArgs;
 
-/// Collects what a bug report needs into one zip (secrets redacted): see README, "Reporting a
-/// bug".
+/// Collects what a bug report needs into one zip (secrets redacted): see
+/// docs/reporting-a-bug.md.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The node's paths: the plugins found in the plugin directories are the only binaries
