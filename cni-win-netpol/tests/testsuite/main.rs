@@ -1,5 +1,5 @@
 //! cni-win-netpol's integration tests, one binary: upstream's NetworkPolicy truth tables as our
-//! own data (`tests/cases`), and how the agent's writes converge HNS, on the HCN emulator.
+//! own data (the `netpol-truth-tables` crate), and how the agent's writes converge HNS, on the HCN emulator.
 
 #[cfg(not(windows))] // the HCN emulator the cases run on is Linux-only
 mod support;

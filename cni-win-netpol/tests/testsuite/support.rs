@@ -1,10 +1,6 @@
-//! What the integration tests share: the truth tables' cluster (namespaces x, y, z; pods a,
-//! b, c in each, serving 80 and 81 over TCP and UDP on upstream's port names), an HNS that
-//! takes the agent's writes as the emulator takes them, and the emulator's verdict on a
-//! connection between two of the pods.
-
-use std::collections::BTreeMap;
-use std::net::IpAddr;
+//! What the integration tests share: the truth tables' cluster (`netpol_truth_tables`) as the
+//! translation sees it, an HNS that takes the agent's writes as the emulator takes them, and
+//! the emulator's verdict on a connection between two of the pods.
 
 use cni_win_netpol::{
     Cluster, Desired, LocalEndpoint, Mode, Node, PodInfo, PodKey, Policy, Programmed, Write,
@@ -15,20 +11,9 @@ use hns::WindowsBuild;
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
 use hns::schema::{EndpointPolicy, RequestType};
 use hns_emulator::acl::{EndpointAcls, IpSets, Packet, Verdict, evaluate};
-use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodIP, PodSpec, PodStatus};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-pub const NAMESPACES: [&str; 3] = ["x", "y", "z"];
-pub const POD_NAMES: [&str; 3] = ["a", "b", "c"];
-
-/// Every pod of the truth tables, `ns/pod`, in matrix order.
-pub fn pods() -> Vec<String> {
-    NAMESPACES
-        .iter()
-        .flat_map(|ns| POD_NAMES.iter().map(move |pod| format!("{ns}/{pod}")))
-        .collect()
-}
+pub use netpol_truth_tables::{Changes, pod_ip, pods};
 
 /// The node's addresses.
 pub fn node(dual_stack: bool) -> Node {
@@ -39,127 +24,21 @@ pub fn node(dual_stack: bool) -> Node {
     Node { addresses }
 }
 
-/// A pod's address of one family: `10.244.<ns>.<pod>`, `fd00:10:244:<ns>::<pod>`, counting
-/// from 1 (x/b is 10.244.1.2).
-pub fn pod_ip(pod: &str, v6: bool) -> IpAddr {
-    let (ns, name) = pod.split_once('/').unwrap();
-    let ns = NAMESPACES.iter().position(|n| *n == ns).unwrap() + 1;
-    let name = POD_NAMES.iter().position(|n| *n == name).unwrap() + 1;
-    if v6 {
-        format!("fd00:10:244:{ns}::{name}").parse().unwrap()
-    } else {
-        format!("10.244.{ns}.{name}").parse().unwrap()
-    }
-}
-
 /// The endpoint of a pod.
 pub fn endpoint_id(pod: &str) -> Guid {
     let index = pods().iter().position(|p| p == pod).unwrap();
     Guid::from_u128(0xe000_0000 + index as u128)
 }
 
-/// A named container port a case adds to a pod.
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExtraPort {
-    pub name: String,
-    pub port: i32,
-    pub protocol: String,
-}
-
-/// What a case changes in the standard cluster.
-#[derive(Debug, Clone, Default)]
-pub struct Changes {
-    pub dual_stack: bool,
-    pub namespace_labels: BTreeMap<String, BTreeMap<String, String>>,
-    pub pod_labels: BTreeMap<String, BTreeMap<String, String>>,
-    pub named_ports: BTreeMap<String, Vec<ExtraPort>>,
-}
-
-/// The pod as the API server would send it.
-pub fn api_pod(pod: &str, changes: &Changes) -> Pod {
-    let (ns, name) = pod.split_once('/').unwrap();
-    let mut labels = BTreeMap::from([("pod".to_owned(), name.to_owned())]);
-    labels.extend(changes.pod_labels.get(pod).cloned().unwrap_or_default());
-    let mut containers: Vec<Container> = [80, 81]
-        .into_iter()
-        .flat_map(|port| ["TCP", "UDP"].map(|protocol| (port, protocol)))
-        .map(|(port, protocol)| {
-            let lower = protocol.to_lowercase();
-            Container {
-                name: format!("cont-{port}-{lower}"),
-                ports: Some(vec![ContainerPort {
-                    name: Some(format!("serve-{port}-{lower}")),
-                    container_port: port,
-                    protocol: Some(protocol.to_owned()),
-                    ..ContainerPort::default()
-                }]),
-                ..Container::default()
-            }
-        })
-        .collect();
-    if let Some(extra) = changes.named_ports.get(pod) {
-        containers.push(Container {
-            name: "extra".to_owned(),
-            ports: Some(
-                extra
-                    .iter()
-                    .map(|port| ContainerPort {
-                        name: Some(port.name.clone()),
-                        container_port: port.port,
-                        protocol: Some(port.protocol.clone()),
-                        ..ContainerPort::default()
-                    })
-                    .collect(),
-            ),
-            ..Container::default()
-        });
-    }
-    let mut ips = vec![pod_ip(pod, false)];
-    if changes.dual_stack {
-        ips.push(pod_ip(pod, true));
-    }
-    Pod {
-        metadata: ObjectMeta {
-            namespace: Some(ns.to_owned()),
-            name: Some(name.to_owned()),
-            labels: Some(labels),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PodSpec {
-            containers,
-            node_name: Some("node-1".to_owned()),
-            ..PodSpec::default()
-        }),
-        status: Some(PodStatus {
-            phase: Some("Running".to_owned()),
-            pod_ip: Some(ips[0].to_string()),
-            pod_ips: Some(ips.iter().map(|ip| PodIP { ip: ip.to_string() }).collect()),
-            ..PodStatus::default()
-        }),
-    }
-}
-
 /// The standard cluster with a case's changes and policies; refused policies are enforced
 /// by their stand-ins, as the agent enforces them. Also returns the refusals.
 pub fn cluster(changes: &Changes, policies: &[NetworkPolicy]) -> (Cluster, Vec<String>) {
     let mut cluster = Cluster::new();
-    for ns in NAMESPACES {
-        let mut labels = BTreeMap::from([
-            ("ns".to_owned(), ns.to_owned()),
-            ("kubernetes.io/metadata.name".to_owned(), ns.to_owned()),
-        ]);
-        labels.extend(
-            changes
-                .namespace_labels
-                .get(ns)
-                .cloned()
-                .unwrap_or_default(),
-        );
-        cluster.set_namespace(ns, labels);
+    for ns in netpol_truth_tables::NAMESPACES {
+        cluster.set_namespace(ns, changes.namespace_labels(ns));
     }
     for pod in pods() {
-        cluster.set_pod(PodInfo::from_api(&api_pod(&pod, changes)).unwrap());
+        cluster.set_pod(PodInfo::from_api(&changes.api_pod(&pod, "node-1")).unwrap());
     }
     let mut refused = Vec::new();
     for policy in policies {
@@ -190,10 +69,7 @@ pub fn endpoints(changes: &Changes, programmed: &Programmed) -> Vec<LocalEndpoin
         .map(|pod| {
             let id = endpoint_id(&pod);
             let (ns, name) = pod.split_once('/').unwrap();
-            let mut ips = vec![pod_ip(&pod, false)];
-            if changes.dual_stack {
-                ips.push(pod_ip(&pod, true));
-            }
+            let ips = netpol_truth_tables::pod_ips(&pod, changes.dual_stack);
             LocalEndpoint {
                 id,
                 pod: PodKey {

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use conformance::exec::{Invocation, execute_with_args};
@@ -27,7 +28,9 @@ const ETCD_CLIENT: &str = "http://127.0.0.1:2379";
 /// etcd and kube-apiserver, stopped when dropped.
 #[derive(Debug)]
 pub struct ControlPlane {
-    processes: Vec<Child>,
+    etcd: Mutex<Child>,
+    /// Stopped and started again by [`ControlPlane::api_server_down`].
+    api_server: Mutex<ApiServer>,
     /// The admin's kubectl.
     pub kubectl: Kubectl,
     /// The API server's self-signed serving certificate, which clients trust.
@@ -63,8 +66,7 @@ impl ControlPlane {
         )?;
         let key = dir.join("service-account.key");
         openssl(&["genrsa", "-out", &path(&key), "2048"])?;
-        let mut processes = Vec::new();
-        processes.push(spawn(
+        let etcd = spawn(
             Command::new("etcd").args([
                 "--data-dir",
                 &path(&dir.join("etcd")),
@@ -75,27 +77,30 @@ impl ControlPlane {
                 "--listen-peer-urls",
                 "http://127.0.0.1:2380",
             ]),
-            &dir.join("etcd.log"),
-        )?);
+            create(&dir.join("etcd.log"))?,
+        )?;
         let certs = dir.join("certs");
-        processes.push(spawn(
-            Command::new(kube_bin.join("kube-apiserver")).args([
-                &format!("--etcd-servers={ETCD_CLIENT}"),
-                "--bind-address=0.0.0.0",
-                &format!("--advertise-address={node_ip}"),
-                &format!("--secure-port={API_PORT}"),
-                "--insecure-port=0",
-                &format!("--cert-dir={}", path(&certs)),
-                &format!("--token-auth-file={}", path(&tokens)),
-                "--authorization-mode=Node,RBAC",
-                "--service-cluster-ip-range=10.96.0.0/12",
-                "--service-node-port-range=30000-32767",
-                &format!("--service-account-key-file={}", path(&key)),
-                &format!("--service-account-signing-key-file={}", path(&key)),
-                "--service-account-issuer=https://kubernetes.default.svc",
-            ]),
-            &dir.join("kube-apiserver.log"),
-        )?);
+        let api_server = ApiServer {
+            program: kube_bin.join("kube-apiserver"),
+            args: [
+                format!("--etcd-servers={ETCD_CLIENT}"),
+                "--bind-address=0.0.0.0".to_owned(),
+                format!("--advertise-address={node_ip}"),
+                format!("--secure-port={API_PORT}"),
+                "--insecure-port=0".to_owned(),
+                format!("--cert-dir={}", path(&certs)),
+                format!("--token-auth-file={}", path(&tokens)),
+                "--authorization-mode=Node,RBAC".to_owned(),
+                "--service-cluster-ip-range=10.96.0.0/12".to_owned(),
+                "--service-node-port-range=30000-32767".to_owned(),
+                format!("--service-account-key-file={}", path(&key)),
+                format!("--service-account-signing-key-file={}", path(&key)),
+                "--service-account-issuer=https://kubernetes.default.svc".to_owned(),
+            ]
+            .into(),
+            log: dir.join("kube-apiserver.log"),
+            process: None,
+        };
         let ca = certs.join("apiserver.crt");
         let kubectl = Kubectl {
             program: kube_bin.join("kubectl"),
@@ -106,16 +111,32 @@ impl ControlPlane {
             &kubectl.kubeconfig,
             &kubeconfig(&server, &path(&ca), &admin_token, "admin"),
         )?;
-        let mut plane = ControlPlane {
-            processes,
+        let plane = ControlPlane {
+            etcd: Mutex::new(etcd),
+            api_server: Mutex::new(api_server),
             kubectl,
             ca,
             proxy_token,
             agent_token,
             server,
         };
+        plane.api_server().start()?;
         plane.wait_ready()?;
         Ok(plane)
+    }
+
+    /// Stops the API server, runs `outage` (etcd keeps the cluster meanwhile), starts it
+    /// again and waits until it is ready; `outage`'s answer.
+    pub fn api_server_down<T>(&self, outage: impl FnOnce() -> T) -> Result<T, String> {
+        self.api_server().stop();
+        let during = outage();
+        self.api_server().start()?;
+        self.wait_ready()?;
+        Ok(during)
+    }
+
+    fn api_server(&self) -> MutexGuard<'_, ApiServer> {
+        lock(&self.api_server)
     }
 
     /// Writes kube-proxy's kubeconfig to `file`, its CA named by `spell` (as kube-proxy's
@@ -149,15 +170,15 @@ impl ControlPlane {
     }
 
     /// Waits until the API server has written its serving certificate and answers `/readyz`.
-    fn wait_ready(&mut self) -> Result<(), String> {
+    fn wait_ready(&self) -> Result<(), String> {
         let deadline = Instant::now() + START_DEADLINE;
         loop {
-            for process in &mut self.processes {
-                if let Ok(Some(status)) = process.try_wait() {
-                    return Err(format!(
-                        "a control-plane process exited during start-up ({status}): see its log"
-                    ));
-                }
+            let etcd = lock(&self.etcd).try_wait();
+            let exited = [etcd, self.api_server().try_wait()];
+            if let Some(status) = exited.into_iter().find_map(|status| status.ok().flatten()) {
+                return Err(format!(
+                    "a control-plane process exited during start-up ({status}): see its log"
+                ));
             }
             if self.ca.exists() && self.kubectl.raw("/readyz").is_ok() {
                 return Ok(());
@@ -175,9 +196,45 @@ impl ControlPlane {
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
-        for process in self.processes.iter_mut().rev() {
+        self.api_server().stop();
+        let mut etcd = lock(&self.etcd);
+        let _ = etcd.kill();
+        let _ = etcd.wait();
+    }
+}
+
+/// The kube-apiserver's command line, and its process while it runs.
+#[derive(Debug)]
+struct ApiServer {
+    program: PathBuf,
+    args: Vec<String>,
+    log: PathBuf,
+    process: Option<Child>,
+}
+
+impl ApiServer {
+    /// Starts it, its log appended to (a restart keeps the first run's lines).
+    fn start(&mut self) -> Result<(), String> {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| format!("{}: {e}", self.log.display()))?;
+        self.process = Some(spawn(Command::new(&self.program).args(&self.args), log)?);
+        Ok(())
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut process) = self.process.take() {
             let _ = process.kill();
             let _ = process.wait();
+        }
+    }
+
+    fn try_wait(&mut self) -> std::io::Result<Option<std::process::ExitStatus>> {
+        match &mut self.process {
+            Some(process) => process.try_wait(),
+            None => Ok(None),
         }
     }
 }
@@ -245,6 +302,26 @@ impl Kubectl {
         .map(drop)
     }
 
+    /// `PUT` of `document` on an API path: a pod's `status`, which no kubelet writes here.
+    pub fn replace_raw(&self, api_path: &str, document: &Value) -> Result<(), String> {
+        self.run(&["replace", "--raw", api_path, "-f", "-"], Some(document))
+            .map(drop)
+    }
+
+    /// Deletes the objects of `kind` named `names` in `namespace` at once, as a kubelet
+    /// confirms a bound pod's deletion (`--force --grace-period=0`); gone ones are fine.
+    pub fn delete_now(&self, kind: &str, namespace: &str, names: &[&str]) -> Result<(), String> {
+        let mut args = vec!["delete", kind, "-n", namespace];
+        args.extend_from_slice(names);
+        args.extend([
+            "--ignore-not-found",
+            "--force",
+            "--grace-period=0",
+            "--wait=false",
+        ]);
+        self.run(&args, None).map(drop)
+    }
+
     /// `GET` on an API path, for probes.
     pub fn raw(&self, api_path: &str) -> Result<String, String> {
         self.run(&["get", "--raw", api_path], None)
@@ -257,11 +334,10 @@ fn kubeconfig(server: &str, ca: &str, token: &str, user: &str) -> String {
     )
 }
 
-fn spawn(command: &mut Command, log: &Path) -> Result<Child, String> {
-    let out = File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+fn spawn(command: &mut Command, out: File) -> Result<Child, String> {
     let err = out
         .try_clone()
-        .map_err(|e| format!("{}: {e}", log.display()))?;
+        .map_err(|error| format!("cannot share a log file: {error}"))?;
     command
         .stdin(Stdio::null())
         .stdout(out)
@@ -291,6 +367,18 @@ fn random_token() -> Result<String, String> {
         .and_then(|mut random| random.read_exact(&mut bytes))
         .map_err(|error| format!("cannot read /dev/urandom: {error}"))?;
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// A lock whose holder cannot have left its process half-handled: each holder only starts,
+/// stops or polls it.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn create(file: &Path) -> Result<File, String> {
+    File::create(file).map_err(|error| format!("{}: {error}", file.display()))
 }
 
 fn write(file: &Path, text: &str) -> Result<(), String> {

@@ -16,6 +16,7 @@ mod node;
 mod report;
 mod scenario;
 mod services;
+mod truth_tables;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,20 +31,23 @@ use scenario::{Backend, Lane};
 pub const NODE_NAME: &str = "node1";
 
 const USAGE: &str = "\
-usage: node-lane --kube-bin DIR --windows-bin DIR --scratch DIR --node-ip CIDR --node-mac MAC
-                 [--only overlay|l2bridge|netpol]
+usage: node-lane --kube-bin DIR --windows-bin DIR --linux-bin DIR --scratch DIR --node-ip CIDR
+                 --node-mac MAC [--only overlay|l2bridge|netpol|netpol-tables]
 
   --kube-bin DIR      kube-apiserver and kubectl (Linux) and kube-proxy.exe
   --windows-bin DIR   cni-win's .exe files, hnsctl.exe and flannel-hns.exe with the emulator DLLs
+  --linux-bin DIR     cni-win's Linux build (the agent the truth tables run)
   --scratch DIR       emptied, then used for the control plane's and each node's state
   --node-ip CIDR      the host adapter's address and prefix, e.g. 192.168.1.10/24
   --node-mac MAC      the host adapter's MAC (kube-proxy's host MAC)
   --only NODE         runs one node: overlay (Flannel vxlan), l2bridge (Flannel host-gw) or
-                      netpol (host-gw with cni-win's NetworkPolicy agent)";
+                      netpol (host-gw with cni-win's NetworkPolicy agent) or
+                      netpol-tables (the NetworkPolicy truth tables through the API server)";
 
 struct Options {
     kube_bin: PathBuf,
     windows_bin: PathBuf,
+    linux_bin: PathBuf,
     scratch: PathBuf,
     node_address: IpPrefix,
     node_mac: MacAddress,
@@ -52,19 +56,22 @@ struct Options {
 
 fn options() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
-    let (mut kube_bin, mut windows_bin, mut scratch, mut node_address, mut node_mac, mut only) =
-        (None, None, None, None, None, None);
+    let (mut kube_bin, mut windows_bin, mut linux_bin, mut scratch) = (None, None, None, None);
+    let (mut node_address, mut node_mac, mut only) = (None, None, None);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--kube-bin" => kube_bin = Some(PathBuf::from(value)),
             "--windows-bin" => windows_bin = Some(PathBuf::from(value)),
+            "--linux-bin" => linux_bin = Some(PathBuf::from(value)),
             "--scratch" => scratch = Some(PathBuf::from(value)),
             "--node-ip" => {
                 node_address = Some(value.parse().map_err(|e| format!("--node-ip: {e}"))?)
             }
             "--node-mac" => node_mac = Some(value.parse().map_err(|e| format!("--node-mac: {e}"))?),
-            "--only" if ["overlay", "l2bridge", "netpol"].contains(&value.as_str()) => {
+            "--only"
+                if ["overlay", "l2bridge", "netpol", "netpol-tables"].contains(&value.as_str()) =>
+            {
                 only = Some(value)
             }
             _ => return Err(format!("unknown argument {flag} {value}")),
@@ -73,6 +80,7 @@ fn options() -> Result<Options, String> {
     Ok(Options {
         kube_bin: kube_bin.ok_or("--kube-bin is required")?,
         windows_bin: windows_bin.ok_or("--windows-bin is required")?,
+        linux_bin: linux_bin.ok_or("--linux-bin is required")?,
         scratch: scratch.ok_or("--scratch is required")?,
         node_address: node_address.ok_or("--node-ip is required")?,
         node_mac: node_mac.ok_or("--node-mac is required")?,
@@ -119,6 +127,7 @@ fn main() -> ExitCode {
             let lane = Lane {
                 kube_bin: &options.kube_bin,
                 windows_bin: &options.windows_bin,
+                linux_bin: &options.linux_bin,
                 scratch: &options.scratch,
                 flanneld: &flanneld,
                 node_ip: &node_ip,
@@ -137,6 +146,13 @@ fn main() -> ExitCode {
             }
             if options.only.as_deref().is_none_or(|only| only == "netpol") {
                 network_policy::run(&lane, &mut report);
+            }
+            if options
+                .only
+                .as_deref()
+                .is_none_or(|only| only == "netpol-tables")
+            {
+                truth_tables::run(&lane, &mut report);
             }
         }
         Err(why) => report.record("-", "control plane starts", Err(why)),

@@ -127,7 +127,7 @@ fn enable(node: &Node, snapshot: &Path) -> Result<Value, String> {
 }
 
 /// deploy/rbac.yaml (its ServiceAccount, ClusterRole and binding), in its namespace.
-fn apply_rbac(lane: &Lane<'_>) -> Result<(), String> {
+pub(crate) fn apply_rbac(lane: &Lane<'_>) -> Result<(), String> {
     let kubectl = &lane.control_plane.kubectl;
     kubectl.apply(&json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": "kube-flannel"}}))?;

@@ -64,6 +64,8 @@ impl Backend {
 pub struct Lane<'a> {
     pub kube_bin: &'a Path,
     pub windows_bin: &'a Path,
+    /// cni-win's Linux binaries (the NetworkPolicy agent of the truth tables).
+    pub linux_bin: &'a Path,
     pub scratch: &'a Path,
     /// flanneld's documents (the emulator's test data, whose addresses are the lane's node's).
     pub flanneld: &'a Path,
