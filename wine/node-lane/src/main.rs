@@ -9,6 +9,7 @@
 //! node's address, and runs this inside it.
 #![forbid(unsafe_code)]
 
+mod agent_process;
 mod control_plane;
 mod kube_proxy;
 mod network_policy;

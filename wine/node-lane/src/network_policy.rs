@@ -11,13 +11,14 @@
 //! the Windows build against a real API server.
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use hns_emulator::acl::{Packet, Verdict};
 use serde_json::{Value, json};
 
 use crate::NODE_NAME;
+use crate::agent_process::AgentProcess;
 use crate::node::Node;
 use crate::report::Report;
 use crate::scenario::{Backend, Lane, flanneld, write_config};
@@ -55,7 +56,7 @@ pub fn run(lane: &Lane<'_>, report: &mut Report) {
             return;
         }
     }
-    let mut agent = match Agent::start(lane, &node) {
+    let mut agent = match start_agent(lane, &node) {
         Ok(agent) => agent,
         Err(why) => return report.record(LABEL, "the agent starts", Err(why)),
     };
@@ -157,71 +158,43 @@ fn objects() -> Value {
     ]})
 }
 
-/// The agent, running under the node's Wine; killed when dropped.
-struct Agent {
-    child: Child,
-    log: std::path::PathBuf,
-}
-
-impl Agent {
-    fn start(lane: &Lane<'_>, node: &Node) -> Result<Agent, String> {
-        let kubeconfig = node.dir().join("agent.kubeconfig");
-        lane.control_plane
-            .write_agent_kubeconfig(&kubeconfig, |path| node.windows_path(path))?;
-        let log = node.dir().join("agent.log");
-        let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let child = node
-            .command(&node.exe("cni-win"))
-            .args([
-                "sweep",
-                "--every",
-                "1h",
-                "--network-policy",
-                "--node-name",
-                NODE_NAME,
-            ])
-            .arg("--conf-dir")
-            .arg(node.windows_path(&node.dir().join("net.d")))
-            .arg("--bin-dir")
-            .arg(node.windows_path(lane.windows_bin))
-            .arg("--kubeconfig")
-            .arg(node.windows_path(&kubeconfig))
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|error| format!("cannot start cni-win.exe under Wine: {error}"))?;
-        Ok(Agent { child, log })
-    }
-
-    /// Whether it still runs; an error quoting its log when it does not.
-    fn running(&mut self) -> Result<(), String> {
-        match self.child.try_wait() {
-            Ok(None) => Ok(()),
-            _ => Err(format!("the agent exited: {}", self.log_tail())),
-        }
-    }
-
-    fn log_tail(&self) -> String {
-        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(6)..].join("\n")
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Starts the agent.
+fn start_agent(lane: &Lane<'_>, node: &Node) -> Result<AgentProcess, String> {
+    let kubeconfig = node.dir().join("agent.kubeconfig");
+    lane.control_plane
+        .write_agent_kubeconfig(&kubeconfig, |path| node.windows_path(path))?;
+    let log = node.dir().join("agent.log");
+    let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let child = node
+        .command(&node.exe("cni-win"))
+        .args([
+            "sweep",
+            "--every",
+            "1h",
+            "--network-policy",
+            "--node-name",
+            NODE_NAME,
+        ])
+        .arg("--conf-dir")
+        .arg(node.windows_path(&node.dir().join("net.d")))
+        .arg("--bin-dir")
+        .arg(node.windows_path(lane.windows_bin))
+        .arg("--kubeconfig")
+        .arg(node.windows_path(&kubeconfig))
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|error| format!("cannot start cni-win.exe under Wine: {error}"))?;
+    Ok(AgentProcess::new(child, log))
 }
 
 /// Polls `check` until it answers, the agent exits, or the deadline passes.
 fn poll<T>(
-    agent: &mut Agent,
+    agent: &mut AgentProcess,
     what: &str,
     mut check: impl FnMut() -> Option<T>,
 ) -> Result<T, String> {
@@ -244,7 +217,7 @@ fn poll<T>(
 
 /// The snapshot names x/a and the policy selecting it: every watch listed (the agent writes
 /// nothing before), the Node and the pod read, the policy validated.
-fn wait_for_snapshot(snapshot: &Path, agent: &mut Agent) -> Result<String, String> {
+fn wait_for_snapshot(snapshot: &Path, agent: &mut AgentProcess) -> Result<String, String> {
     let took = Instant::now();
     let pod = poll(agent, "snapshot naming x/a's policy", || {
         let held = cni_win_core::network_policy::read(snapshot).ok()??;
@@ -261,7 +234,7 @@ fn wait_for_snapshot(snapshot: &Path, agent: &mut Agent) -> Result<String, Strin
 
 /// A policy with an SCTP port (which the API accepts and Windows cannot enforce): the agent
 /// publishes a Warning Event `PolicyRefused` on it, through events.k8s.io as RBAC allows.
-fn refusal_event(lane: &Lane<'_>, agent: &mut Agent) -> Result<String, String> {
+fn refusal_event(lane: &Lane<'_>, agent: &mut AgentProcess) -> Result<String, String> {
     let kubectl = &lane.control_plane.kubectl;
     kubectl.apply(
         &json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",

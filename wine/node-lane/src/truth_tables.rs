@@ -16,12 +16,11 @@
 //! the receiver's ingress rules. Pods have no kubelet: the lane writes their `status`, and
 //! creates the HNS endpoints first, as ADD does before the kubelet reports an address.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use hns::schema::{HostComputeEndpoint, IpConfig};
@@ -33,6 +32,7 @@ use netpol_truth_tables::{Case, Matrix, Probe, Step, pod_ips, pods};
 use serde_json::{Value, json};
 
 use crate::NODE_NAME;
+use crate::agent_process::AgentProcess;
 use crate::report::Report;
 use crate::scenario::Lane;
 
@@ -80,7 +80,7 @@ pub fn run(lane: &Lane<'_>, report: &mut Report) {
             .engine
             .set_version(version)
             .map_err(|failure| failure.to_string())
-            .and_then(|()| Agent::start(lane, &bed));
+            .and_then(|()| start_agent(lane, &bed));
         match started {
             Ok(started) => {
                 let tally = tables(&mut bed, &started, &cases);
@@ -202,7 +202,7 @@ impl Tally {
 }
 
 /// Every case, step by step, judged on both builds.
-fn tables(bed: &mut Bed<'_>, agent: &Agent, cases: &[(String, Case)]) -> Tally {
+fn tables(bed: &mut Bed<'_>, agent: &AgentProcess, cases: &[(String, Case)]) -> Tally {
     let mut tally = Tally::default();
     'cases: for (file, case) in cases {
         if let Some(reason) = skip_reason(case) {
@@ -214,7 +214,8 @@ fn tables(bed: &mut Bed<'_>, agent: &Agent, cases: &[(String, Case)]) -> Tally {
             if let Err(why) = bed.put(case, step) {
                 // The API server's validation (kubectl quotes it): the agent's refusal of
                 // what it refuses is tested below the API server.
-                if index == 0 && why.contains(" is invalid: ") {
+                if index == 0 && why.contains("The NetworkPolicy ") && why.contains(" is invalid: ")
+                {
                     let refused = why
                         .split(" ended with exit status 1: ")
                         .last()
@@ -256,10 +257,10 @@ fn tables(bed: &mut Bed<'_>, agent: &Agent, cases: &[(String, Case)]) -> Tally {
 fn restart_without_window(
     lane: &Lane<'_>,
     bed: &mut Bed<'_>,
-    agent: Agent,
+    agent: AgentProcess,
     case: &Case,
     step: &Step,
-) -> Result<(Agent, String), String> {
+) -> Result<(AgentProcess, String), String> {
     let (_, build) = BUILDS[1];
     bed.put(case, step)?;
     bed.converged(&agent, step, build, true)?;
@@ -269,7 +270,7 @@ fn restart_without_window(
     drop(agent);
     let stopped = Instant::now();
     let mut samples = bed.sample(step)?;
-    let agent = Agent::start(lane, bed)?;
+    let agent = start_agent(lane, bed)?;
     let deadline = Instant::now() + CONVERGE_DEADLINE;
     while !(metric(METRICS_SYNCED) == Some(1.0)
         && metric(METRICS_PROGRAMMED) == Some(pods().len() as f64))
@@ -313,7 +314,7 @@ fn restart_without_window(
 fn api_server_down(
     lane: &Lane<'_>,
     bed: &mut Bed<'_>,
-    agent: &Agent,
+    agent: &AgentProcess,
     case: &Case,
     step: &Step,
 ) -> Result<String, String> {
@@ -416,9 +417,14 @@ impl<'l> Bed<'l> {
             namespaces.push(json!({"apiVersion": "v1", "kind": "ServiceAccount",
                 "metadata": {"namespace": ns, "name": "default"}}));
         }
-        lane.control_plane
-            .kubectl
-            .apply(&json!({"apiVersion": "v1", "kind": "List", "items": namespaces}))?;
+        let kubectl = &lane.control_plane.kubectl;
+        kubectl.apply(&json!({"apiVersion": "v1", "kind": "List", "items": namespaces}))?;
+        // What another story left in these namespaces (its pods are bound to this node, and
+        // no kubelet confirms a graceful deletion).
+        for ns in netpol_truth_tables::NAMESPACES {
+            kubectl.delete_now("pod", ns, &netpol_truth_tables::POD_NAMES)?;
+            kubectl.delete_now("networkpolicy", ns, &["--all"])?;
+        }
         Ok(Bed {
             lane,
             dir,
@@ -542,7 +548,7 @@ impl<'l> Bed<'l> {
     /// stay so.
     fn converged(
         &self,
-        agent: &Agent,
+        agent: &AgentProcess,
         step: &Step,
         build: WindowsBuild,
         settle: bool,
@@ -647,67 +653,35 @@ fn metric(name: &str) -> Option<f64> {
     })
 }
 
-/// The agent (the Linux build), killed when dropped.
-struct Agent {
-    child: RefCell<Child>,
-    log: PathBuf,
-}
-
-impl Agent {
-    fn start(lane: &Lane<'_>, bed: &Bed<'_>) -> Result<Agent, String> {
-        let kubeconfig = bed.dir.join("agent.kubeconfig");
-        lane.control_plane
-            .write_agent_kubeconfig(&kubeconfig, |path| path.display().to_string())?;
-        let log = bed.dir.join("agent.log");
-        let out = std::fs::File::options()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let child = std::process::Command::new(lane.linux_bin.join("cni-win"))
-            .args(["sweep", "--every", "1h", "--network-policy"])
-            .args(["--node-name", NODE_NAME, "--metrics-address", METRICS])
-            .arg("--conf-dir")
-            .arg(bed.dir.join("net.d"))
-            .arg("--bin-dir")
-            .arg(bed.dir.join("bin"))
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .env(STATE_ENV, &bed.state)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|error| format!("cannot start cni-win: {error}"))?;
-        Ok(Agent {
-            child: RefCell::new(child),
-            log,
-        })
-    }
-
-    /// Whether it still runs; an error quoting its log when it does not.
-    fn running(&self) -> Result<(), String> {
-        match self.child.borrow_mut().try_wait() {
-            Ok(None) => Ok(()),
-            _ => Err(format!("the agent exited: {}", self.log_tail())),
-        }
-    }
-
-    fn log_tail(&self) -> String {
-        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(6)..].join("\n")
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let child = self.child.get_mut();
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+/// Starts the agent.
+fn start_agent(lane: &Lane<'_>, bed: &Bed<'_>) -> Result<AgentProcess, String> {
+    let kubeconfig = bed.dir.join("agent.kubeconfig");
+    lane.control_plane
+        .write_agent_kubeconfig(&kubeconfig, |path| path.display().to_string())?;
+    let log = bed.dir.join("agent.log");
+    let out = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| format!("{}: {e}", log.display()))?;
+    let child = std::process::Command::new(lane.linux_bin.join("cni-win"))
+        .args(["sweep", "--every", "1h", "--network-policy"])
+        .args(["--node-name", NODE_NAME, "--metrics-address", METRICS])
+        .arg("--conf-dir")
+        .arg(bed.dir.join("net.d"))
+        .arg("--bin-dir")
+        .arg(bed.dir.join("bin"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .env(STATE_ENV, &bed.state)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .map_err(|error| format!("cannot start cni-win: {error}"))?;
+    Ok(AgentProcess::new(child, log))
 }
