@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::process::Child;
+use std::time::{Duration, Instant};
 
 /// A started agent and the file its stdout and stderr go to.
 pub struct AgentProcess {
@@ -24,6 +25,32 @@ impl AgentProcess {
         match self.child.borrow_mut().try_wait() {
             Ok(None) => Ok(()),
             _ => Err(format!("the agent exited: {}", self.log_tail())),
+        }
+    }
+
+    /// Asks `check` every `interval` until it answers, fails, the agent exits, or `within`
+    /// has passed: every wait of the lane on the agent has a deadline and notices its death.
+    pub fn poll<T>(
+        &self,
+        within: Duration,
+        interval: Duration,
+        what: &str,
+        mut check: impl FnMut() -> Result<Option<T>, String>,
+    ) -> Result<T, String> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(found) = check()? {
+                return Ok(found);
+            }
+            self.running()?;
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "no {what} within {} s; the agent's log ends: {}",
+                    within.as_secs(),
+                    self.log_tail()
+                ));
+            }
+            std::thread::sleep(interval);
         }
     }
 

@@ -56,11 +56,11 @@ pub fn run(lane: &Lane<'_>, report: &mut Report) {
             return;
         }
     }
-    let mut agent = match start_agent(lane, &node) {
+    let agent = match start_agent(lane, &node) {
         Ok(agent) => agent,
         Err(why) => return report.record(LABEL, "the agent starts", Err(why)),
     };
-    let synced = wait_for_snapshot(&snapshot, &mut agent);
+    let synced = wait_for_snapshot(&snapshot, &agent);
     let synced_ok = synced.is_ok();
     report.record(
         LABEL,
@@ -71,7 +71,7 @@ pub fn run(lane: &Lane<'_>, report: &mut Report) {
         report.record(
             LABEL,
             "a refused policy gets an Event",
-            refusal_event(lane, &mut agent),
+            refusal_event(lane, &agent),
         );
     }
     let added = node.add_kubernetes_pod(Backend::HostGw.plugin(), &config, "x", "a");
@@ -192,32 +192,20 @@ fn start_agent(lane: &Lane<'_>, node: &Node) -> Result<AgentProcess, String> {
     Ok(AgentProcess::new(child, log))
 }
 
-/// Polls `check` until it answers, the agent exits, or the deadline passes.
+/// Polls `check` until it answers, the agent exits, or [`AGENT_DEADLINE`] passes.
 fn poll<T>(
-    agent: &mut AgentProcess,
+    agent: &AgentProcess,
     what: &str,
     mut check: impl FnMut() -> Option<T>,
 ) -> Result<T, String> {
-    let deadline = Instant::now() + AGENT_DEADLINE;
-    loop {
-        if let Some(found) = check() {
-            return Ok(found);
-        }
-        agent.running()?;
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "no {what} within {} s; the agent's log ends: {}",
-                AGENT_DEADLINE.as_secs(),
-                agent.log_tail()
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    agent.poll(AGENT_DEADLINE, Duration::from_millis(250), what, || {
+        Ok(check())
+    })
 }
 
 /// The snapshot names x/a and the policy selecting it: every watch listed (the agent writes
 /// nothing before), the Node and the pod read, the policy validated.
-fn wait_for_snapshot(snapshot: &Path, agent: &mut AgentProcess) -> Result<String, String> {
+fn wait_for_snapshot(snapshot: &Path, agent: &AgentProcess) -> Result<String, String> {
     let took = Instant::now();
     let pod = poll(agent, "snapshot naming x/a's policy", || {
         let held = cni_win_core::network_policy::read(snapshot).ok()??;
@@ -234,7 +222,7 @@ fn wait_for_snapshot(snapshot: &Path, agent: &mut AgentProcess) -> Result<String
 
 /// A policy with an SCTP port (which the API accepts and Windows cannot enforce): the agent
 /// publishes a Warning Event `PolicyRefused` on it, through events.k8s.io as RBAC allows.
-fn refusal_event(lane: &Lane<'_>, agent: &mut AgentProcess) -> Result<String, String> {
+fn refusal_event(lane: &Lane<'_>, agent: &AgentProcess) -> Result<String, String> {
     let kubectl = &lane.control_plane.kubectl;
     kubectl.apply(
         &json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",

@@ -271,21 +271,17 @@ fn restart_without_window(
     let stopped = Instant::now();
     let mut samples = bed.sample(step)?;
     let agent = start_agent(lane, bed)?;
-    let deadline = Instant::now() + CONVERGE_DEADLINE;
-    while !(metric(METRICS_SYNCED) == Some(1.0)
-        && metric(METRICS_PROGRAMMED) == Some(pods().len() as f64))
-    {
-        agent.running()?;
-        if Instant::now() >= deadline {
-            return Err(format!(
-                "the new agent did not sync within {} s: {}",
-                CONVERGE_DEADLINE.as_secs(),
-                agent.log_tail()
-            ));
-        }
-        samples += bed.sample(step)?;
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    agent.poll(
+        CONVERGE_DEADLINE,
+        Duration::from_millis(20),
+        "sync of the new agent",
+        || {
+            samples += bed.sample(step)?;
+            let synced = metric(METRICS_SYNCED) == Some(1.0)
+                && metric(METRICS_PROGRAMMED) == Some(pods().len() as f64);
+            Ok(synced.then_some(()))
+        },
+    )?;
     let synced_after = stopped.elapsed();
     std::thread::sleep(STILL);
     samples += bed.sample(step)?;
@@ -327,20 +323,15 @@ fn api_server_down(
     let during = lane.control_plane.api_server_down(|| {
         let took = Instant::now();
         let mut samples = 0;
-        loop {
-            samples += bed.sample(step)?;
-            if metric(METRICS_API_UP) == Some(0.0) {
-                break;
-            }
-            agent.running()?;
-            if took.elapsed() >= CONVERGE_DEADLINE {
-                return Err(format!(
-                    "cniwin_netpol_api_up still not 0 {} s after the API server stopped",
-                    CONVERGE_DEADLINE.as_secs()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        agent.poll(
+            CONVERGE_DEADLINE,
+            Duration::from_millis(100),
+            "cniwin_netpol_api_up 0 after the API server stopped",
+            || {
+                samples += bed.sample(step)?;
+                Ok((metric(METRICS_API_UP) == Some(0.0)).then_some(()))
+            },
+        )?;
         let noticed = took.elapsed();
         // The agent's watches retry meanwhile; HNS keeps what it holds.
         std::thread::sleep(Duration::from_secs(3));
