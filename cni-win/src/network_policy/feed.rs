@@ -136,6 +136,19 @@ impl ClusterState {
         self.api_errors.is_empty()
     }
 
+    /// The watch of `resource` failed: until it feeds an event from the API server again, the
+    /// API is down.
+    fn watch_failed(&mut self, resource: Resource, error: String) {
+        if self.api_errors.is_empty() {
+            log::warn!(
+                "network policy: the {} watch failed ({error}): keeping the last programmed \
+                 rules (fail static) until the API server answers again",
+                resource.as_str()
+            );
+        }
+        self.api_errors.insert(resource, error);
+    }
+
     fn changed(&mut self) {
         self.generation += 1;
         self.changed_since.get_or_insert_with(Instant::now);
@@ -152,7 +165,9 @@ impl ClusterState {
         known: impl Fn(&ClusterState) -> Vec<String>,
         mut forget: impl FnMut(&mut ClusterState, &str) -> bool,
     ) {
-        if self.api_errors.remove(&resource).is_some() {
+        // `Init` comes before the list is asked for: only what the API server sent says the
+        // watch is back.
+        if !matches!(event, Event::Init) && self.api_errors.remove(&resource).is_some() {
             log::info!(
                 "network policy: the {} watch is back: programming from the API server again",
                 resource.as_str()
@@ -450,14 +465,7 @@ impl Feed {
     /// stays as it was, so HNS keeps the last programmed rules, and the agent says so.
     pub fn failed(&self, resource: Resource, error: String) {
         let mut state = self.shared.lock_state();
-        if state.api_errors.is_empty() {
-            log::warn!(
-                "network policy: the {} watch failed ({error}): keeping the last programmed \
-                 rules (fail static) until the API server answers again",
-                resource.as_str()
-            );
-        }
-        state.api_errors.insert(resource, error);
+        state.watch_failed(resource, error);
         self.shared
             .metrics
             .record_api(state.api_up(), state.synced());
@@ -545,6 +553,31 @@ mod tests {
             state.cluster.pod(&key("b")).is_none(),
             "a finished pod's address may be another pod's already"
         );
+    }
+
+    /// A failed watch is back with the first event of its relist the API server sent, not
+    /// with the `Init` that comes before the list is asked for.
+    #[test]
+    fn a_failed_watch_is_back_with_what_the_api_server_sends() {
+        let mut state = ClusterState::new("node-1".to_owned());
+        pods(&mut state, Event::Init);
+        pods(&mut state, Event::InitDone);
+        assert!(state.api_up());
+
+        state.watch_failed(Resource::Pods, "connection refused".to_owned());
+        assert!(!state.api_up());
+        pods(&mut state, Event::Init);
+        assert!(!state.api_up(), "nothing listed yet");
+        pods(
+            &mut state,
+            Event::InitApply(pod("a", "node-1", "10.244.1.2", "Running")),
+        );
+        assert!(state.api_up());
+
+        state.watch_failed(Resource::Pods, "forbidden".to_owned());
+        pods(&mut state, Event::Init);
+        pods(&mut state, Event::InitDone);
+        assert!(state.api_up(), "an empty list is an answer too");
     }
 
     /// A refused policy is enforced by its stand-in and due as an Event once per reason.

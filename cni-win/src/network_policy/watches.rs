@@ -3,9 +3,8 @@
 //! namespace, and this node's Node object, each fed to the [`Feed`] as it comes; and the
 //! Events on refused policies, published from the same thread.
 //!
-//! A watcher relists and resumes by itself (kube-runtime's, with its default backoff); its
-//! errors are fed too, so the agent knows the API server is unreachable and keeps the last
-//! programmed rules. No object is kept here: each event is turned into the translation's
+//! A watch's errors are fed too, so the agent knows the API server is unreachable and keeps
+//! the last programmed rules; a failed watch starts over with a list ([`feed_from`]). No object is kept here: each event is turned into the translation's
 //! values by the feed, so memory grows with what policy needs.
 //!
 //! This is the one part of the agent `cargo test` does not run: the tests feed the same
@@ -15,12 +14,11 @@ use std::path::PathBuf;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, ObjectReference, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::runtime::WatchStreamExt;
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
-use kube::runtime::watcher::{self, Config};
+use kube::runtime::watcher::{self, Config, DefaultBackoff};
 use kube::{Api, Client};
 
 use super::feed::{Event, Feed, Resource};
@@ -28,6 +26,9 @@ use crate::error::Error;
 
 /// How often refusals due are published as Events.
 const EVENTS_EVERY: Duration = Duration::from_secs(1);
+
+/// The longest pause between two tries of a failed watch.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The controller name Events carry.
 const REPORTER: &str = "cni-win-network-policy";
@@ -87,25 +88,29 @@ async fn client(api: &ApiSettings) -> Result<Client, Error> {
 async fn watch(client: Client, node_name: String, feed: Feed) {
     let node = Config::default().fields(&format!("metadata.name={node_name}"));
     let policies = feed_from(
-        watcher(Api::<NetworkPolicy>::all(client.clone()), Config::default()),
+        Api::<NetworkPolicy>::all(client.clone()),
+        Config::default(),
         Resource::NetworkPolicies,
         feed.clone(),
         Feed::policies,
     );
     let namespaces = feed_from(
-        watcher(Api::<Namespace>::all(client.clone()), Config::default()),
+        Api::<Namespace>::all(client.clone()),
+        Config::default(),
         Resource::Namespaces,
         feed.clone(),
         Feed::namespaces,
     );
     let pods = feed_from(
-        watcher(Api::<Pod>::all(client.clone()), Config::default()),
+        Api::<Pod>::all(client.clone()),
+        Config::default(),
         Resource::Pods,
         feed.clone(),
         Feed::pods,
     );
     let this_node = feed_from(
-        watcher(Api::<Node>::all(client.clone()), node),
+        Api::<Node>::all(client.clone()),
+        node,
         Resource::Node,
         feed.clone(),
         Feed::node,
@@ -119,7 +124,8 @@ async fn watch(client: Client, node_name: String, feed: Feed) {
     );
     let events = publish_refusals(recorder, feed.clone());
     let stopped = until_stopped(feed);
-    // Each runs until the agent stops (a watch resumes by itself): the first to end ends all.
+    // Each runs until the agent stops (a watch starts over by itself): the first to end ends
+    // all.
     let tasks = vec![
         policies.boxed_local(),
         namespaces.boxed_local(),
@@ -131,27 +137,39 @@ async fn watch(client: Client, node_name: String, feed: Feed) {
     futures::future::select_all(tasks).await;
 }
 
-fn watcher<K>(api: Api<K>, config: Config) -> impl Stream<Item = watcher::Result<watcher::Event<K>>>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-{
-    watcher::watcher(api, config).default_backoff()
-}
-
-/// Feeds every event of `stream` to `feed` with `apply`, and every error as the watch's
-/// failure; returns only if the stream ends.
+/// Feeds every event of the watch of `api` to `feed` with `apply` until the agent stops.
+///
+/// A watch that fails is fed as the watch's failure and starts over, after kube-runtime's
+/// default backoff (0.8 s doubling to 30 s, with jitter), with a new watcher and so a new
+/// list. kube-runtime's watcher would rather resume from the last resource version, and
+/// without a word when it succeeds: the agent could then not tell that it is programming
+/// from the API server again (`cniwin_netpol_api_up` would stay 0 until the next change).
+/// The list's `InitDone` says so, and the list is the whole truth whatever the outage hid.
 async fn feed_from<K>(
-    stream: impl Stream<Item = watcher::Result<watcher::Event<K>>>,
+    api: Api<K>,
+    config: Config,
     resource: Resource,
     feed: Feed,
     apply: fn(&Feed, Event<K>),
-) {
-    let mut stream = std::pin::pin!(stream);
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(event) => apply(&feed, converted(event)),
-            Err(error) => feed.failed(resource, error.to_string()),
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let mut backoff = DefaultBackoff::default();
+    loop {
+        let mut stream = std::pin::pin!(watcher::watcher(api.clone(), config.clone()));
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(event) => apply(&feed, converted(event)),
+                Err(error) => {
+                    feed.failed(resource, error.to_string());
+                    break;
+                }
+            }
         }
+        // The default backoff never runs out; it starts again from 0.8 s once 120 s passed
+        // without a failure.
+        let pause = backoff.next().unwrap_or(MAX_BACKOFF);
+        tokio::time::sleep(pause).await;
     }
 }
 

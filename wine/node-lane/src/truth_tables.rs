@@ -62,6 +62,12 @@ const MODES: [(&str, HnsVersion); 1] = [("IP sets (HNS 13.2)", HnsVersion::new(1
 /// The case the restart and the outage start from: ingress and egress rules, pod and
 /// namespace selectors.
 const STANDING_CASE: &str = "u27-ingress-and-egress.yaml";
+/// The case put into the API once it is back from the outage: the agent must program it.
+const AFTER_OUTAGE_CASE: &str = "u01-default-deny-ingress.yaml";
+/// How long the agent's watches may take to resume once the API server answers again: its
+/// watches back off up to 30 s between tries, and a restarted API server refuses requests
+/// for a few seconds until its authoriser has loaded RBAC.
+const RESUME_DEADLINE: Duration = Duration::from_secs(90);
 
 /// Runs the truth tables and the cases of our own, recording one row per mode and case.
 pub fn run(lane: &Lane<'_>, report: &mut Report) {
@@ -115,6 +121,18 @@ pub fn run(lane: &Lane<'_>, report: &mut Report) {
         LABEL,
         "API server down: rules kept, no write, api_up 0",
         api_server_down(lane, &mut bed, &agent, standing, standing_step),
+    );
+    let Some((_, after)) = cases.iter().find(|(file, _)| file == AFTER_OUTAGE_CASE) else {
+        return report.record(
+            LABEL,
+            "upstream cases",
+            Err(format!("{AFTER_OUTAGE_CASE} is missing")),
+        );
+    };
+    report.record(
+        LABEL,
+        "API server back: watches resume, a new policy enforced",
+        api_server_back(&mut bed, &agent, after),
     );
 }
 
@@ -352,6 +370,29 @@ fn api_server_down(
         "api_up 0 {} ms after the stop, {samples} matrices sampled while down, all the case's, \
          0 HNS writes",
         noticed.as_millis(),
+    ))
+}
+
+/// After the outage: the agent's watches resume (`cniwin_netpol_api_up` 1 again) and what is
+/// put into the API then is programmed.
+fn api_server_back(bed: &mut Bed<'_>, agent: &AgentProcess, case: &Case) -> Result<String, String> {
+    let (_, build) = BUILDS[1];
+    let back = Instant::now();
+    agent.poll(
+        RESUME_DEADLINE,
+        Duration::from_millis(250),
+        "cniwin_netpol_api_up 1 after the API server came back",
+        || Ok((metric(METRICS_API_UP) == Some(1.0)).then_some(())),
+    )?;
+    let resumed = back.elapsed();
+    for step in &case.steps {
+        bed.put(case, step)?;
+        bed.converged(agent, step, build, true)?;
+    }
+    Ok(format!(
+        "api_up 1 {} ms after the API server was ready; {} enforced after it",
+        resumed.as_millis(),
+        case.name
     ))
 }
 
