@@ -7,7 +7,7 @@ use hns::Guid;
 use hns::schema::policy::AclPolicy;
 
 use crate::cluster::{Cluster, PodKey};
-use crate::render::{IpSet, Mode, Priorities, PriorityConflict, RULE_ID_PREFIX, Renderer};
+use crate::render::{IpSet, Mode, Pass, Priorities, PriorityConflict, RULE_ID_PREFIX, Renderer};
 use crate::rules::{self, Subject};
 
 /// The node the agent runs on.
@@ -48,6 +48,7 @@ pub struct Desired {
 /// ([`namespace_posture`]).
 pub fn desired(cluster: &Cluster, node: &Node, endpoints: &[LocalEndpoint], mode: Mode) -> Desired {
     let mut desired = Desired::default();
+    let mut pass = Pass::default();
     for endpoint in endpoints {
         let pod = cluster.pod(&endpoint.pod);
         let subject = Subject {
@@ -62,7 +63,7 @@ pub fn desired(cluster: &Cluster, node: &Node, endpoints: &[LocalEndpoint], mode
             &endpoint.ips,
             &endpoint.others,
             mode,
-            &mut desired.sets,
+            &mut pass,
         ) {
             Ok(acls) => {
                 desired.endpoints.insert(endpoint.id, acls);
@@ -72,6 +73,7 @@ pub fn desired(cluster: &Cluster, node: &Node, endpoints: &[LocalEndpoint], mode
             }
         }
     }
+    desired.sets = pass.sets;
     desired
 }
 
@@ -133,7 +135,7 @@ fn addressless_acls(
         &[],
         others,
         Mode::Inline,
-        &mut BTreeMap::new(),
+        &mut Pass::default(),
     )
 }
 
@@ -144,7 +146,7 @@ fn endpoint_acls(
     own: &[IpAddr],
     others: &[AclPolicy],
     mode: Mode,
-    sets: &mut BTreeMap<String, IpSet>,
+    pass: &mut Pass,
 ) -> Result<Vec<AclPolicy>, PriorityConflict> {
     let others: Vec<AclPolicy> = others
         .iter()
@@ -155,7 +157,7 @@ fn endpoint_acls(
         cluster,
         mode,
         priorities: Priorities::clear_of(&others)?,
-        sets,
+        pass,
     };
     let policy = rules::pod_policy(cluster, subject);
     Ok(renderer.endpoint(&policy, &node.addresses, own))
@@ -166,4 +168,77 @@ pub fn is_agents(acl: &AclPolicy) -> bool {
     acl.id
         .as_deref()
         .is_some_and(|id| id.starts_with(RULE_ID_PREFIX))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+
+    use super::*;
+    use crate::cluster::PodInfo;
+    use crate::policy::Policy;
+    use crate::rules::PEER_MATCHES;
+
+    const PODS: usize = 40;
+
+    /// `PODS` pods of namespace `x` on this node, every one allowed ingress from every other
+    /// by one policy: every endpoint's rules name the same group.
+    fn node_of_web_pods() -> (Cluster, Vec<LocalEndpoint>) {
+        let mut cluster = Cluster::new();
+        cluster.set_namespace("x", [("ns".to_owned(), "x".to_owned())].into());
+        let mut endpoints = Vec::new();
+        for index in 0..PODS {
+            let pod: Pod = serde_json::from_value(serde_json::json!({
+                "metadata": {"namespace": "x", "name": format!("web-{index}"),
+                             "labels": {"role": "web"}},
+                "spec": {"containers": []},
+                "status": {"phase": "Running", "podIP": format!("10.244.1.{}", index + 2)}
+            }))
+            .unwrap();
+            let info = PodInfo::from_api(&pod).unwrap();
+            endpoints.push(LocalEndpoint {
+                id: Guid::from_u128(index as u128 + 1),
+                pod: info.key.clone(),
+                ips: info.ips.clone(),
+                others: Vec::new(),
+            });
+            cluster.set_pod(info);
+        }
+        let policy: NetworkPolicy = serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "web-from-web"},
+            "spec": {"podSelector": {},
+                     "ingress": [{"from": [{"podSelector": {"matchLabels": {"role": "web"}}}]}]}
+        }))
+        .unwrap();
+        cluster.set_policy(Policy::from_api(&policy).unwrap());
+        (cluster, endpoints)
+    }
+
+    /// A pass finds each group's members once, however many endpoints name the group: the
+    /// cost of a pass grows with pods plus endpoints, not with their product.
+    #[test]
+    fn a_pass_matches_each_group_against_the_pods_once() {
+        let (cluster, endpoints) = node_of_web_pods();
+        for mode in [Mode::Inline, Mode::IpSets] {
+            PEER_MATCHES.with(|count| count.set(0));
+            let desired = desired(&cluster, &Node::default(), &endpoints, mode);
+            let matches = PEER_MATCHES.with(|count| count.get());
+            // One group per address family.
+            assert_eq!(matches, 2 * PODS, "{mode:?}");
+            assert_eq!(desired.endpoints.len(), PODS);
+            let web_addresses = |acls: &Vec<AclPolicy>| {
+                acls.iter()
+                    .filter_map(|acl| acl.remote_addresses.as_deref())
+                    .any(|remote| match mode {
+                        Mode::Inline => remote.split(',').count() == PODS,
+                        Mode::IpSets => desired
+                            .sets
+                            .get(remote)
+                            .is_some_and(|set| set.addresses.len() == PODS),
+                    })
+            };
+            assert!(desired.endpoints.values().all(web_addresses), "{mode:?}");
+        }
+    }
 }

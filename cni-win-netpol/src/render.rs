@@ -33,7 +33,7 @@ use ipnetwork::IpNetwork;
 
 use crate::cluster::Cluster;
 use crate::ports::{self, PortRange, Protocol};
-use crate::rules::{Allow, Direction, Family, Group, PodPolicy, Remote, Service};
+use crate::rules::{Allow, Direction, Family, GroupAddresses, PodPolicy, Remote, Service};
 
 /// How pod peers' addresses reach HNS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,8 +146,17 @@ pub(crate) struct Renderer<'a> {
     pub(crate) cluster: &'a Cluster,
     pub(crate) mode: Mode,
     pub(crate) priorities: Priorities,
-    /// The sets rules refer to, by `Id`, gathered across endpoints.
-    pub(crate) sets: &'a mut BTreeMap<String, IpSet>,
+    /// What the endpoints of this pass share.
+    pub(crate) pass: &'a mut Pass,
+}
+
+/// What the endpoints rendered in one pass share.
+#[derive(Debug, Default)]
+pub(crate) struct Pass {
+    /// The sets rules refer to, by `Id`.
+    pub(crate) sets: BTreeMap<String, IpSet>,
+    /// The groups' addresses, each worked out once.
+    groups: GroupAddresses,
 }
 
 impl Renderer<'_> {
@@ -257,27 +266,25 @@ impl Renderer<'_> {
             Remote::Any => Some(None),
             Remote::Prefixes(prefixes) => Some(Some(spell_prefixes(prefixes))),
             Remote::Group(group) => {
-                let addresses = group.addresses(self.cluster);
+                let addresses = self.pass.groups.of(self.cluster, group);
                 if addresses.is_empty() {
                     return None;
                 }
                 Some(Some(match self.mode {
-                    Mode::Inline => spell_addresses(&addresses),
-                    Mode::IpSets => self.set(group, addresses),
+                    Mode::Inline => spell_addresses(addresses),
+                    Mode::IpSets => {
+                        let name = group.to_string();
+                        let id = format!("{SET_ID_PREFIX}{}", fingerprint(&name));
+                        self.pass.sets.entry(id.clone()).or_insert_with(|| IpSet {
+                            id: id.clone(),
+                            name,
+                            addresses: addresses.to_vec(),
+                        });
+                        id
+                    }
                 }))
             }
         }
-    }
-
-    fn set(&mut self, group: &Group, addresses: Vec<IpAddr>) -> String {
-        let name = group.to_string();
-        let id = format!("{SET_ID_PREFIX}{}", fingerprint(&name));
-        self.sets.entry(id.clone()).or_insert_with(|| IpSet {
-            id: id.clone(),
-            name,
-            addresses,
-        });
-        id
     }
 }
 

@@ -7,7 +7,7 @@
 //! resolved on the destination pod: on ingress the subject's own containers, on egress each
 //! peer pod's, so peers with different numbers for one name get one rule per number.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::net::IpAddr;
 
@@ -69,6 +69,23 @@ impl Group {
         addresses.sort();
         addresses.dedup();
         addresses
+    }
+}
+
+/// Each group's addresses, worked out once per pass: the rules of many endpoints name the same
+/// groups, and finding a group's members reads every pod of the cluster (5,000 pods, 100
+/// endpoints and a few groups each would otherwise be millions of selector matches a pass).
+#[derive(Debug, Default)]
+pub(crate) struct GroupAddresses {
+    by_group: HashMap<Group, Vec<IpAddr>>,
+}
+
+impl GroupAddresses {
+    /// `group`'s addresses ([`Group::addresses`]), from the cluster the first time.
+    pub(crate) fn of(&mut self, cluster: &Cluster, group: &Group) -> &[IpAddr] {
+        self.by_group
+            .entry(group.clone())
+            .or_insert_with(|| group.addresses(cluster))
     }
 }
 
@@ -307,6 +324,8 @@ fn remotes(peers: &Peers, port: Option<&NamedPort>) -> Vec<Remote> {
 /// Whether `peer` selects `pod`: its namespace is the named one or one whose labels match
 /// (a namespace the agent has not seen matches no selector), and its labels match.
 pub(crate) fn peer_selects(cluster: &Cluster, peer: &PodPeer, pod: &PodInfo) -> bool {
+    #[cfg(test)]
+    PEER_MATCHES.with(|count| count.set(count.get() + 1));
     let namespace_matches = match &peer.namespaces {
         Namespaces::Named(namespace) => &pod.key.namespace == namespace,
         Namespaces::Matching(selector) => cluster
@@ -314,4 +333,10 @@ pub(crate) fn peer_selects(cluster: &Cluster, peer: &PodPeer, pod: &PodInfo) -> 
             .is_some_and(|labels| selector.matches(labels)),
     };
     namespace_matches && peer.pods.matches(&pod.labels)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many times this thread matched a peer against a pod: what translation costs.
+    pub(crate) static PEER_MATCHES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
