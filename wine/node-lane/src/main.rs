@@ -9,7 +9,6 @@
 //! node's address, and runs this inside it.
 #![forbid(unsafe_code)]
 
-mod control_plane;
 mod kube_proxy;
 mod network_policy;
 mod node;
@@ -21,8 +20,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use control_plane::ControlPlane;
 use hns::schema::{IpPrefix, MacAddress};
+use node_lane::control_plane::{self, ControlPlane};
 use report::Report;
 use scenario::{Backend, Lane};
 
