@@ -3,8 +3,8 @@
 //! through the real kube-apiserver; the native Linux `cni-win` agent on the node. Prints the
 //! initial sync's time, then for each kind of change (a remote pod's label moving it into and
 //! out of a selector, a new policy, a new local pod) the time from just before the API request
-//! to the emulated HNS holding the result (the emulator's verdict on a packet, polled every
-//! 2 ms), the policy writes each change cost, and the agent's memory; then each goal, met or
+//! to the emulated HNS holding the result (the emulator's verdict on a packet, asked after
+//! each policy write), the policy writes each change cost, and the agent's memory; then each goal, met or
 //! missed. Exit status 1 when the benchmark could not run, 2 for a usage error; a missed goal
 //! is a figure, not a failure.
 //!
