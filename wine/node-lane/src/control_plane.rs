@@ -139,6 +139,21 @@ impl ControlPlane {
         lock(&self.api_server)
     }
 
+    /// The admin's kubeconfig (`system:masters`), for clients other than [`Kubectl`].
+    pub fn admin_kubeconfig(&self) -> &Path {
+        &self.kubectl.kubeconfig
+    }
+
+    /// Applies deploy/rbac.yaml (its ServiceAccount, ClusterRole and binding) in its
+    /// namespace: what authorises [`AGENT_USER`].
+    pub fn authorise_agent(&self) -> Result<(), String> {
+        self.kubectl
+            .apply(&serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "kube-flannel"}}))?;
+        let rbac = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/rbac.yaml");
+        self.kubectl.apply_file(&rbac)
+    }
+
     /// Writes kube-proxy's kubeconfig to `file`, its CA named by `spell` (as kube-proxy's
     /// platform spells paths).
     pub fn write_proxy_kubeconfig(

@@ -10,7 +10,6 @@
 #![forbid(unsafe_code)]
 
 mod agent_process;
-mod control_plane;
 mod kube_proxy;
 mod network_policy;
 mod node;
@@ -23,8 +22,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use control_plane::ControlPlane;
 use hns::schema::{IpPrefix, MacAddress};
+use node_lane::control_plane::ControlPlane;
 use report::Report;
 use scenario::{Backend, Lane};
 

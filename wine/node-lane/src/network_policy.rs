@@ -45,7 +45,7 @@ pub fn run(lane: &Lane<'_>, report: &mut Report) {
     let objects = [
         (
             "the namespaces, the ServiceAccount's RBAC",
-            apply_rbac(lane),
+            lane.control_plane.authorise_agent(),
         ),
         ("pod x/a on the node, its policy", kubectl.apply(&objects())),
     ];
@@ -125,15 +125,6 @@ fn enable(node: &Node, snapshot: &Path) -> Result<Value, String> {
     std::fs::write(&file, conflist.to_string())
         .map_err(|error| format!("{}: {error}", file.display()))?;
     Ok(config)
-}
-
-/// deploy/rbac.yaml (its ServiceAccount, ClusterRole and binding), in its namespace.
-pub(crate) fn apply_rbac(lane: &Lane<'_>) -> Result<(), String> {
-    let kubectl = &lane.control_plane.kubectl;
-    kubectl.apply(&json!({"apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": "kube-flannel"}}))?;
-    let rbac = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/rbac.yaml");
-    kubectl.apply_file(&rbac)
 }
 
 /// Namespace x (and its default ServiceAccount, which no controller-manager makes here); pod

@@ -15,11 +15,11 @@ use hns::schema::{
 };
 use serde_json::{Value, json};
 
-use crate::control_plane::ControlPlane;
 use crate::kube_proxy::KubeProxy;
 use crate::node::{Node, Pod};
 use crate::report::Report;
 use crate::services::Service;
+use node_lane::control_plane::ControlPlane;
 
 /// kube-proxy programs a change within a sync or two (1 s apart at the least); under Wine on a
 /// loaded 2-core machine its first sync after start can take tens of seconds.

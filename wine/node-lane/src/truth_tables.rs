@@ -441,7 +441,7 @@ impl<'l> Bed<'l> {
         });
         let file = conf_dir.join("10-cbr0.conf");
         std::fs::write(&file, conf.to_string()).map_err(|e| format!("{}: {e}", file.display()))?;
-        crate::network_policy::apply_rbac(lane)?;
+        lane.control_plane.authorise_agent()?;
         let mut namespaces = Vec::new();
         for ns in netpol_truth_tables::NAMESPACES {
             namespaces.push(namespace(ns, &Default::default()));

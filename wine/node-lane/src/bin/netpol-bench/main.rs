@@ -1,0 +1,490 @@
+//! `netpol-bench`: the NetworkPolicy agent's benchmark (issue 30, "Measure"). An emulated
+//! node with its local pods, a cluster of pods across nodes and a mix of policies, all put
+//! through the real kube-apiserver; the native Linux `cni-win` agent on the node. Prints the
+//! initial sync's time, then for each kind of change (a remote pod's label moving it into and
+//! out of a selector, a new policy, a new local pod) the time from just before the API request
+//! to the emulated HNS holding the result (the emulator's verdict on a packet, asked after
+//! each policy write), the policy writes each change cost, and the agent's memory; then each goal, met or
+//! missed. Exit status 1 when the benchmark could not run, 2 for a usage error; a missed goal
+//! is a figure, not a failure.
+//!
+//! `scripts/bench-netpol` builds what it needs and runs this in a network namespace whose
+//! adapter holds the address the API server's certificate names.
+#![forbid(unsafe_code)]
+
+mod api;
+mod cluster;
+mod measure;
+mod node;
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use hns::features::HnsVersion;
+use hns_emulator::acl::{PolicyWrites, Verdict};
+use node_lane::control_plane::ControlPlane;
+
+use api::Cluster;
+use cluster::{ClusterPod, Shape};
+use measure::{Histogram, Sample, quantile, verdict};
+use node::{Agent, BenchNode, metric};
+
+const USAGE: &str = "\
+usage: netpol-bench --kube-bin DIR --cni-win FILE --scratch DIR --node-ip IP
+                    [--local N] [--cluster N] [--policies N] [--changes N]
+                    [--mode ip-sets|inline|both]
+
+  --kube-bin DIR    kube-apiserver and kubectl
+  --cni-win FILE    the native Linux cni-win binary (the agent)
+  --scratch DIR     emptied, then the control plane's state
+  --node-ip IP      the address of this network namespace's adapter (the API server's)
+  --local N         pods on the agent's node (default 100)
+  --cluster N       pods in the cluster, the local ones included (default 5000)
+  --policies N      NetworkPolicies, at least 11 (default 500)
+  --changes N       changes of each kind timed (default 50)
+  --mode M          ip-sets (HNS 13.2, SetPolicy), inline (HNS 12.0) or both (default)";
+
+/// An address no policy admits, for the new local pod's check.
+const STRANGER: Ipv4Addr = Ipv4Addr::new(10, 99, 0, 1);
+const STRANGER_PORT: u16 = 12_345;
+/// How long the agent may take for its first sync.
+const SYNC_DEADLINE: Duration = Duration::from_secs(300);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    IpSets,
+    Inline,
+}
+
+impl Mode {
+    fn version(self) -> HnsVersion {
+        match self {
+            Mode::IpSets => HnsVersion::new(13, 2),
+            Mode::Inline => HnsVersion::new(12, 0),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Mode::IpSets => "IP sets (HNS 13.2)",
+            Mode::Inline => "inline rules (HNS 12.0)",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Options {
+    kube_bin: PathBuf,
+    cni_win: PathBuf,
+    scratch: PathBuf,
+    node_ip: String,
+    shape: Shape,
+    changes: usize,
+    modes: Vec<Mode>,
+}
+
+fn options() -> Result<Options, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut kube_bin, mut cni_win, mut scratch, mut node_ip) = (None, None, None, None);
+    let mut shape = Shape {
+        local: 100,
+        cluster: 5000,
+        policies: 500,
+    };
+    let (mut changes, mut modes) = (50, vec![Mode::IpSets, Mode::Inline]);
+    let count = |flag: &str, value: &str| {
+        value
+            .parse::<usize>()
+            .map_err(|error| format!("{flag}: {error}"))
+    };
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--kube-bin" => kube_bin = Some(PathBuf::from(value)),
+            "--cni-win" => cni_win = Some(PathBuf::from(value)),
+            "--scratch" => scratch = Some(PathBuf::from(value)),
+            "--node-ip" => node_ip = Some(value),
+            "--local" => shape.local = count(&flag, &value)?,
+            "--cluster" => shape.cluster = count(&flag, &value)?,
+            "--policies" => shape.policies = count(&flag, &value)?,
+            "--changes" => changes = count(&flag, &value)?,
+            "--mode" => {
+                modes = match value.as_str() {
+                    "ip-sets" => vec![Mode::IpSets],
+                    "inline" => vec![Mode::Inline],
+                    "both" => vec![Mode::IpSets, Mode::Inline],
+                    _ => return Err(format!("--mode {value}: ip-sets, inline or both")),
+                }
+            }
+            _ => return Err(format!("unknown argument {flag} {value}")),
+        }
+    }
+    // Namespace ns-0's default deny and `clients` policy are what the changes are judged by;
+    // the addresses are the cluster's layout's.
+    if shape.policies <= cluster::NAMESPACES
+        || shape.local == 0
+        || shape.local + changes > 40_000
+        || shape.cluster < shape.local + 2
+        || shape.remote() > 25_000
+        || changes == 0
+        || changes > 5_000
+    {
+        return Err("need --policies > 10, 0 < --local < --cluster, at most 25,000 remote pods and 40,000 local ones, 0 < --changes <= 5,000".to_owned());
+    }
+    Ok(Options {
+        kube_bin: kube_bin.ok_or("--kube-bin is required")?,
+        cni_win: cni_win.ok_or("--cni-win is required")?,
+        scratch: scratch.ok_or("--scratch is required")?,
+        node_ip: node_ip.ok_or("--node-ip is required")?,
+        shape,
+        changes,
+        modes,
+    })
+}
+
+fn main() -> ExitCode {
+    let options = match options() {
+        Ok(options) => options,
+        Err(why) => {
+            eprintln!("netpol-bench: {why}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("netpol-bench: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(options: &Options) -> Result<(), String> {
+    if options.scratch.exists() {
+        std::fs::remove_dir_all(&options.scratch)
+            .map_err(|error| format!("cannot empty {}: {error}", options.scratch.display()))?;
+    }
+    let plane = ControlPlane::start(
+        &options.kube_bin,
+        &options.scratch.join("control-plane"),
+        &options.node_ip,
+    )?;
+    plane.authorise_agent()?;
+    let kubeconfig = options.scratch.join("agent.kubeconfig");
+    plane.write_agent_kubeconfig(&kubeconfig, |path| path.display().to_string())?;
+    let api = Cluster::connect(plane.admin_kubeconfig())?;
+    let shape = options.shape;
+    let took = Instant::now();
+    populate(&api, &shape, &options.node_ip)?;
+    println!(
+        "netpol-bench: {} local pods, {} pods in the cluster across {} namespaces and {} nodes, {} policies: put through kube-apiserver in {:.1} s",
+        shape.local,
+        shape.cluster,
+        cluster::NAMESPACES,
+        1 + shape.remote().div_ceil(100),
+        shape.policies,
+        took.elapsed().as_secs_f64()
+    );
+    println!(
+        "netpol-bench: the agent is the native Linux cni-win ({}); HNS is the emulator (no latency added), the API server Debian's 1.20",
+        options.cni_win.display()
+    );
+    for &mode in &options.modes {
+        let bench = Bench {
+            api: &api,
+            shape,
+            changes: options.changes,
+            node: BenchNode::new(mode.version()),
+        };
+        bench.run(mode, &options.cni_win, &kubeconfig)?;
+    }
+    Ok(())
+}
+
+/// The node's Node object, the namespaces, every pod with its address, the policies.
+fn populate(api: &Cluster, shape: &Shape, node_ip: &str) -> Result<(), String> {
+    api.create_node(cluster::NODE, node_ip)?;
+    api.create_namespaces(&cluster::namespaces())?;
+    let pods: Vec<_> = cluster::pods(shape)
+        .iter()
+        .map(|pod| (pod.object(), pod.status()))
+        .collect();
+    api.create_pods(&pods)?;
+    api.create_policies(&(0..shape.policies).map(cluster::policy).collect::<Vec<_>>())
+}
+
+/// One mode's run: a fresh node with the local pods' endpoints, the agent, its first sync,
+/// the changes.
+struct Bench<'a> {
+    api: &'a Cluster,
+    shape: Shape,
+    changes: usize,
+    node: BenchNode,
+}
+
+/// What the changes of one kind cost.
+struct Kind {
+    name: &'static str,
+    samples: Vec<Sample>,
+    /// The agent's own latency histogram around the series.
+    histogram: (Histogram, Histogram),
+}
+
+impl Bench<'_> {
+    fn run(&self, mode: Mode, binary: &Path, kubeconfig: &Path) -> Result<(), String> {
+        println!("\n== {}", mode.label());
+        for k in 0..self.shape.local {
+            self.node.add_endpoint(&ClusterPod::local(k))?;
+        }
+        let engine = self.node.engine();
+        engine.reset_policy_writes().map_err(|f| f.to_string())?;
+        let started = Instant::now();
+        let mut agent = Agent::start(binary, &self.node, kubeconfig)?;
+        let synced = self.first_sync(&mut agent, started)?;
+        let writes = measure::quiet(&engine)?;
+        println!(
+            "initial sync: {:.2} s from the agent's start to every local endpoint programmed; {} endpoint writes ({} ACL rules), {} network writes ({} IP sets)",
+            synced.as_secs_f64(),
+            writes.endpoint_requests,
+            writes.acl_rules_written,
+            writes.network_requests,
+            writes.sets_written
+        );
+        let kinds = [
+            self.series(&agent, "remote pod's label", |k| self.relabel(k))?,
+            self.series(&agent, "new policy", |k| self.add_policy(k))?,
+            self.series(&agent, "new local pod", |k| self.add_local_pod(k))?,
+        ];
+        let (peak, resident) = agent.memory()?;
+        drop(agent);
+        print_table(&kinds);
+        println!(
+            "agent memory (Linux build): VmHWM {:.1} MiB, VmRSS {:.1} MiB",
+            peak as f64 / 1024.0,
+            resident as f64 / 1024.0
+        );
+        print_goals(mode, &kinds, peak);
+        self.clean_up()
+    }
+
+    /// Waits until the agent has synced and programmed every local endpoint.
+    fn first_sync(&self, agent: &mut Agent, started: Instant) -> Result<Duration, String> {
+        let programmed = format!(
+            "cniwin_netpol_endpoints{{state=\"programmed\"}} {}",
+            self.shape.local
+        );
+        loop {
+            agent.running()?;
+            if let Ok(metrics) = agent.scrape()
+                && metric(&metrics, "cniwin_netpol_synced") == Some(1.0)
+                && metrics.lines().any(|line| line == programmed)
+            {
+                return Ok(started.elapsed());
+            }
+            if started.elapsed() >= SYNC_DEADLINE {
+                return Err(format!(
+                    "the agent has not programmed every local endpoint after {} s: {}",
+                    SYNC_DEADLINE.as_secs(),
+                    agent.log_tail()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn series(
+        &self,
+        agent: &Agent,
+        name: &'static str,
+        mut change: impl FnMut(usize) -> Result<Sample, String>,
+    ) -> Result<Kind, String> {
+        let before = measure::histogram(&agent.scrape()?);
+        let samples = (0..self.changes)
+            .map(&mut change)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|why| format!("{name}: {why}"))?;
+        let after = measure::histogram(&agent.scrape()?);
+        Ok(Kind {
+            name,
+            samples,
+            histogram: (before, after),
+        })
+    }
+
+    /// Change `k`: a remote pod labelled `role: client` (into the `clients` selector, which
+    /// has members already; even `k`), then unlabelled (out of it; odd `k`), judged by its first packet to a local web
+    /// pod on the clients' port.
+    fn relabel(&self, k: usize) -> Result<Sample, String> {
+        let pod = cluster::moving_client(&self.shape, k);
+        let target = ClusterPod::local(0);
+        let joins = k.is_multiple_of(2);
+        let (before, after) = if joins {
+            (Verdict::Denied, Verdict::Allowed)
+        } else {
+            (Verdict::Allowed, Verdict::Denied)
+        };
+        let engine = self.node.engine();
+        let judge = || verdict(&engine, pod.ip, target.ip, cluster::CLIENT_PORT);
+        expect(judge()?, before, "before the label change")?;
+        measure::time(
+            &engine,
+            || {
+                self.api
+                    .label_pod(&pod.namespace, &pod.name, "role", joins.then_some("client"))
+            },
+            || Ok(judge()? == after),
+        )
+    }
+
+    /// Change `k`: a policy admitting api pods to every pod of a namespace on a new port,
+    /// judged by a remote api pod's first packet to a local pod of that namespace.
+    fn add_policy(&self, k: usize) -> Result<Sample, String> {
+        let target = ClusterPod::local(k % cluster::NAMESPACES.min(self.shape.local));
+        let source = (0..self.shape.remote())
+            .map(|j| ClusterPod::remote(&self.shape, j))
+            .find(|pod| pod.tier() == "api")
+            .ok_or("no remote api pod")?;
+        let (policy, port) = cluster::new_policy(&target.namespace, k);
+        let engine = self.node.engine();
+        let judge = || verdict(&engine, source.ip, target.ip, port);
+        expect(judge()?, Verdict::Denied, "before the new policy")?;
+        measure::time(
+            &engine,
+            || self.api.create_policy(&policy),
+            || Ok(judge()? == Verdict::Allowed),
+        )
+    }
+
+    /// Change `k`: a new pod on the node (its Pod bound here, its endpoint made as ADD makes
+    /// it), timed from kubelet's status write with its address to its endpoint denying what
+    /// its namespace's default deny denies.
+    fn add_local_pod(&self, k: usize) -> Result<Sample, String> {
+        let pod = ClusterPod::local(self.shape.local + k);
+        self.api.create_pod(&pod.object())?;
+        self.node.add_endpoint(&pod)?;
+        let engine = self.node.engine();
+        let judge = || verdict(&engine, STRANGER, pod.ip, STRANGER_PORT);
+        expect(judge()?, Verdict::Allowed, "an endpoint without rules")?;
+        measure::time(
+            &engine,
+            || {
+                self.api
+                    .set_pod_status(&pod.namespace, &pod.name, &pod.status())
+            },
+            || Ok(judge()? == Verdict::Denied),
+        )
+    }
+
+    /// Puts the cluster back as `populate` left it, for the next mode.
+    fn clean_up(&self) -> Result<(), String> {
+        for k in 0..self.changes {
+            let pod = cluster::moving_client(&self.shape, k);
+            self.api
+                .label_pod(&pod.namespace, &pod.name, "role", None)?;
+            let target = ClusterPod::local(k % cluster::NAMESPACES.min(self.shape.local));
+            let (policy, _) = cluster::new_policy(&target.namespace, k);
+            let name = policy["metadata"]["name"].as_str().unwrap_or_default();
+            self.api.delete_policy(&target.namespace, name)?;
+            let pod = ClusterPod::local(self.shape.local + k);
+            self.api.delete_pod(&pod.namespace, &pod.name)?;
+        }
+        Ok(())
+    }
+}
+
+fn expect(seen: Verdict, want: Verdict, when: &str) -> Result<(), String> {
+    if seen == want {
+        Ok(())
+    } else {
+        Err(format!("{when}: the packet is {seen:?}, not {want:?}"))
+    }
+}
+
+fn print_table(kinds: &[Kind]) {
+    println!(
+        "{:<20} {:>4} {:>8} {:>8} {:>8}  {:<22} {:<22} agent's histogram p50/p99",
+        "change", "n", "p50", "p99", "max", "endpoint writes", "network writes",
+    );
+    for kind in kinds {
+        let mut latencies: Vec<Duration> = kind.samples.iter().map(|s| s.latency).collect();
+        latencies.sort();
+        let spread = |of: fn(&PolicyWrites) -> u64| {
+            let mut counts: Vec<u64> = kind.samples.iter().map(|s| of(&s.writes)).collect();
+            counts.sort();
+            format!(
+                "{}/{}/{}",
+                counts[0],
+                quantile(&counts, 0.5),
+                counts[counts.len() - 1]
+            )
+        };
+        let (before, after) = &kind.histogram;
+        let bucket = |q| {
+            measure::histogram_quantile(before, after, q)
+                .map_or("-".to_owned(), |le| format!("≤{le}s"))
+        };
+        println!(
+            "{:<20} {:>4} {:>8} {:>8} {:>8}  {:<22} {:<22} {}/{}",
+            kind.name,
+            kind.samples.len(),
+            millis(quantile(&latencies, 0.5)),
+            millis(quantile(&latencies, 0.99)),
+            millis(latencies[latencies.len() - 1]),
+            format!(
+                "{} req, {} rules",
+                spread(|w| w.endpoint_requests),
+                spread(|w| w.acl_rules_written)
+            ),
+            format!(
+                "{} req, {} sets",
+                spread(|w| w.network_requests),
+                spread(|w| w.sets_written)
+            ),
+            bucket(0.5),
+            bucket(0.99)
+        );
+    }
+    println!("(writes: min/median/max per change; req = HcnModify requests)");
+}
+
+fn print_goals(mode: Mode, kinds: &[Kind], peak_kib: u64) {
+    let worst = kinds
+        .iter()
+        .map(|kind| {
+            let mut latencies: Vec<Duration> = kind.samples.iter().map(|s| s.latency).collect();
+            latencies.sort();
+            quantile(&latencies, 0.99)
+        })
+        .max()
+        .unwrap_or_default();
+    let verdict = |met: bool| if met { "met" } else { "MISSED" };
+    println!(
+        "goal p99 <= 1 s: {} (worst p99 {})",
+        verdict(worst <= Duration::from_secs(1)),
+        millis(worst)
+    );
+    let label = &kinds[0];
+    let most = |of: fn(&PolicyWrites) -> u64| label.samples.iter().map(|s| of(&s.writes)).max();
+    let endpoint = most(|w| w.endpoint_requests).unwrap_or_default();
+    let network = most(|w| w.network_requests).unwrap_or_default();
+    match mode {
+        Mode::IpSets => println!(
+            "goal membership change = O(1) writes: {} (at most {endpoint} endpoint and {network} network writes)",
+            verdict(endpoint == 0 && network <= 1)
+        ),
+        Mode::Inline => println!(
+            "membership change without IP sets: at most {endpoint} endpoint writes (no O(1) goal)"
+        ),
+    }
+    println!(
+        "goal RSS <= 64 MB: {} (VmHWM {:.1} MB)",
+        verdict(peak_kib * 1024 <= 64_000_000),
+        (peak_kib * 1024) as f64 / 1e6
+    );
+}
+
+fn millis(duration: Duration) -> String {
+    format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
+}
