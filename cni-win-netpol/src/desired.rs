@@ -7,8 +7,8 @@ use hns::Guid;
 use hns::schema::policy::AclPolicy;
 
 use crate::cluster::{Cluster, PodKey};
-use crate::render::{IpSet, Mode, Pass, Priorities, PriorityConflict, RULE_ID_PREFIX, Renderer};
-use crate::rules::{self, Subject};
+use crate::render::{IpSet, Mode, Priorities, PriorityConflict, RULE_ID_PREFIX, Renderer};
+use crate::rules::{self, GroupAddresses, Subject};
 
 /// The node the agent runs on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,125 +42,163 @@ pub struct Desired {
     pub conflicts: BTreeMap<Guid, PriorityConflict>,
 }
 
-/// The agent's ACLs for every endpoint in `endpoints`, and the sets they name.
-///
-/// An endpoint whose pod the agent has not seen gets its namespace's posture
-/// ([`namespace_posture`]).
+/// The agent's ACLs for every endpoint in `endpoints`, and the sets they name: one
+/// [`Translation::desired`].
 pub fn desired(cluster: &Cluster, node: &Node, endpoints: &[LocalEndpoint], mode: Mode) -> Desired {
-    let mut desired = Desired::default();
-    let mut pass = Pass::default();
-    for endpoint in endpoints {
-        let pod = cluster.pod(&endpoint.pod);
-        let subject = Subject {
-            namespace: &endpoint.pod.namespace,
-            labels: pod.map(|pod| &pod.labels),
-            named_ports: pod.map_or(&[], |pod| &pod.named_ports),
-        };
-        match endpoint_acls(
-            cluster,
-            node,
-            subject,
-            &endpoint.ips,
-            &endpoint.others,
-            mode,
-            &mut pass,
-        ) {
-            Ok(acls) => {
-                desired.endpoints.insert(endpoint.id, acls);
-            }
-            Err(conflict) => {
-                desired.conflicts.insert(endpoint.id, conflict);
-            }
-        }
-    }
-    desired.sets = pass.sets;
-    desired
+    Translation::new(cluster, node).desired(endpoints, mode)
 }
 
-/// The ACLs for a pod the agent has seen but that has no address yet, as ADD creates its
-/// endpoint: its rules name their peers, never the pod's own address. Peers are listed
-/// inline, so the endpoint needs no network set to exist; the agent later converges it to its
-/// usual form without a window (rules are added before others are removed). `others` are the
-/// ACLs ADD writes besides (the conflist's, `allowAclPortMapping`'s).
-///
-/// A pod the agent has not seen gets [`namespace_posture`].
+/// The ACLs for a pod the agent has seen but that has no address yet: one
+/// [`Translation::pending_pod_acls`].
 pub fn pending_pod_acls(
     cluster: &Cluster,
     node: &Node,
     pod: &PodKey,
     others: &[AclPolicy],
 ) -> Result<Vec<AclPolicy>, PriorityConflict> {
-    let Some(info) = cluster.pod(pod) else {
-        return namespace_posture(cluster, node, &pod.namespace, others);
-    };
-    let subject = Subject {
-        namespace: &pod.namespace,
-        labels: Some(&info.labels),
-        named_ports: &info.named_ports,
-    };
-    addressless_acls(cluster, node, subject, others)
+    Translation::new(cluster, node).pending_pod_acls(pod, others)
 }
 
-/// The ACLs for a new pod of `namespace` that the agent has not seen: a direction is open
-/// only when no policy of the namespace isolates any pod in it; otherwise the pod is
-/// isolated, allowed its node and what the policies selecting every pod of the namespace
-/// allow (those surely select it; rules naming its own named ports cannot be resolved yet).
-/// It fails closed until the agent sees the pod: narrower than its policies, never wider.
+/// The ACLs for a new pod of `namespace` that the agent has not seen: one
+/// [`Translation::namespace_posture`].
 pub fn namespace_posture(
     cluster: &Cluster,
     node: &Node,
     namespace: &str,
     others: &[AclPolicy],
 ) -> Result<Vec<AclPolicy>, PriorityConflict> {
-    let subject = Subject {
-        namespace,
-        labels: None,
-        named_ports: &[],
-    };
-    addressless_acls(cluster, node, subject, others)
+    Translation::new(cluster, node).namespace_posture(namespace, others)
 }
 
-/// The ACLs of an endpoint whose own addresses are not known yet, with every peer inline: what
-/// ADD writes before the agent has programmed the pod.
-fn addressless_acls(
-    cluster: &Cluster,
-    node: &Node,
-    subject: Subject<'_>,
-    others: &[AclPolicy],
-) -> Result<Vec<AclPolicy>, PriorityConflict> {
-    endpoint_acls(
-        cluster,
-        node,
-        subject,
-        &[],
-        others,
-        Mode::Inline,
-        &mut Pass::default(),
-    )
+/// One state of the cluster translated for this node, for as many questions as a pass asks.
+///
+/// Each group of pods that rules name is matched against the cluster's pods once, however
+/// many endpoints, new pods and namespaces' postures name it: matching is what translation
+/// spends its time on (5,000 pods, 100 endpoints and a few groups each would otherwise be
+/// millions of selector matches a pass).
+#[derive(Debug)]
+pub struct Translation<'c> {
+    cluster: &'c Cluster,
+    node: &'c Node,
+    groups: GroupAddresses,
 }
 
-fn endpoint_acls(
-    cluster: &Cluster,
-    node: &Node,
-    subject: Subject<'_>,
-    own: &[IpAddr],
-    others: &[AclPolicy],
-    mode: Mode,
-    pass: &mut Pass,
-) -> Result<Vec<AclPolicy>, PriorityConflict> {
-    let others: Vec<AclPolicy> = others
-        .iter()
-        .filter(|acl| !is_agents(acl))
-        .cloned()
-        .collect();
-    let mut renderer = Renderer {
-        cluster,
-        mode,
-        priorities: Priorities::clear_of(&others)?,
-        pass,
-    };
-    let policy = rules::pod_policy(cluster, subject);
-    Ok(renderer.endpoint(&policy, &node.addresses, own))
+impl<'c> Translation<'c> {
+    /// A translation of `cluster` for `node`; the cluster cannot change while it lives.
+    pub fn new(cluster: &'c Cluster, node: &'c Node) -> Translation<'c> {
+        Translation {
+            cluster,
+            node,
+            groups: GroupAddresses::default(),
+        }
+    }
+
+    /// The agent's ACLs for every endpoint in `endpoints`, and the sets they name.
+    ///
+    /// An endpoint whose pod the agent has not seen gets its namespace's posture
+    /// ([`Translation::namespace_posture`]).
+    pub fn desired(&mut self, endpoints: &[LocalEndpoint], mode: Mode) -> Desired {
+        let mut desired = Desired::default();
+        for endpoint in endpoints {
+            let pod = self.cluster.pod(&endpoint.pod);
+            let subject = Subject {
+                namespace: &endpoint.pod.namespace,
+                labels: pod.map(|pod| &pod.labels),
+                named_ports: pod.map_or(&[], |pod| &pod.named_ports),
+            };
+            match self.endpoint_acls(
+                subject,
+                &endpoint.ips,
+                &endpoint.others,
+                mode,
+                &mut desired.sets,
+            ) {
+                Ok(acls) => {
+                    desired.endpoints.insert(endpoint.id, acls);
+                }
+                Err(conflict) => {
+                    desired.conflicts.insert(endpoint.id, conflict);
+                }
+            }
+        }
+        desired
+    }
+
+    /// The ACLs for a pod the agent has seen but that has no address yet, as ADD creates its
+    /// endpoint: its rules name their peers, never the pod's own address. Peers are listed
+    /// inline, so the endpoint needs no network set to exist; the agent later converges it to
+    /// its usual form without a window (rules are added before others are removed). `others`
+    /// are the ACLs ADD writes besides (the conflist's, `allowAclPortMapping`'s).
+    ///
+    /// A pod the agent has not seen gets [`Translation::namespace_posture`].
+    pub fn pending_pod_acls(
+        &mut self,
+        pod: &PodKey,
+        others: &[AclPolicy],
+    ) -> Result<Vec<AclPolicy>, PriorityConflict> {
+        let Some(info) = self.cluster.pod(pod) else {
+            return self.namespace_posture(&pod.namespace, others);
+        };
+        let subject = Subject {
+            namespace: &pod.namespace,
+            labels: Some(&info.labels),
+            named_ports: &info.named_ports,
+        };
+        self.addressless_acls(subject, others)
+    }
+
+    /// The ACLs for a new pod of `namespace` that the agent has not seen: a direction is open
+    /// only when no policy of the namespace isolates any pod in it; otherwise the pod is
+    /// isolated, allowed its node and what the policies selecting every pod of the namespace
+    /// allow (those surely select it; rules naming its own named ports cannot be resolved
+    /// yet). It fails closed until the agent sees the pod: narrower than its policies, never
+    /// wider.
+    pub fn namespace_posture(
+        &mut self,
+        namespace: &str,
+        others: &[AclPolicy],
+    ) -> Result<Vec<AclPolicy>, PriorityConflict> {
+        let subject = Subject {
+            namespace,
+            labels: None,
+            named_ports: &[],
+        };
+        self.addressless_acls(subject, others)
+    }
+
+    /// The ACLs of an endpoint whose own addresses are not known yet, with every peer
+    /// inline: what ADD writes before the agent has programmed the pod.
+    fn addressless_acls(
+        &mut self,
+        subject: Subject<'_>,
+        others: &[AclPolicy],
+    ) -> Result<Vec<AclPolicy>, PriorityConflict> {
+        self.endpoint_acls(subject, &[], others, Mode::Inline, &mut BTreeMap::new())
+    }
+
+    fn endpoint_acls(
+        &mut self,
+        subject: Subject<'_>,
+        own: &[IpAddr],
+        others: &[AclPolicy],
+        mode: Mode,
+        sets: &mut BTreeMap<String, IpSet>,
+    ) -> Result<Vec<AclPolicy>, PriorityConflict> {
+        let others: Vec<AclPolicy> = others
+            .iter()
+            .filter(|acl| !is_agents(acl))
+            .cloned()
+            .collect();
+        let mut renderer = Renderer {
+            cluster: self.cluster,
+            mode,
+            priorities: Priorities::clear_of(&others)?,
+            sets,
+            groups: &mut self.groups,
+        };
+        let policy = rules::pod_policy(self.cluster, subject);
+        Ok(renderer.endpoint(&policy, &self.node.addresses, own))
+    }
 }
 
 /// Whether an ACL is one of the agent's (its `Id` has the agent's prefix).
@@ -215,14 +253,28 @@ mod tests {
         (cluster, endpoints)
     }
 
-    /// A pass finds each group's members once, however many endpoints name the group: the
-    /// cost of a pass grows with pods plus endpoints, not with their product.
+    /// A translation finds each group's members once, however many endpoints, new pods and
+    /// postures name the group: the cost of a pass grows with pods plus endpoints, not with
+    /// their product.
     #[test]
-    fn a_pass_matches_each_group_against_the_pods_once() {
+    fn a_translation_matches_each_group_against_the_pods_once() {
         let (cluster, endpoints) = node_of_web_pods();
+        let node = Node::default();
         for mode in [Mode::Inline, Mode::IpSets] {
             PEER_MATCHES.with(|count| count.set(0));
-            let desired = desired(&cluster, &Node::default(), &endpoints, mode);
+            let mut translation = Translation::new(&cluster, &node);
+            let desired = translation.desired(&endpoints, mode);
+            for endpoint in &endpoints {
+                let pending = translation.pending_pod_acls(&endpoint.pod, &[]).unwrap();
+                assert!(
+                    pending.iter().any(|acl| acl
+                        .remote_addresses
+                        .as_deref()
+                        .is_some_and(|remote| remote.split(',').count() == PODS)),
+                    "{mode:?}: {pending:?}"
+                );
+            }
+            translation.namespace_posture("x", &[]).unwrap();
             let matches = PEER_MATCHES.with(|count| count.get());
             // One group per address family.
             assert_eq!(matches, 2 * PODS, "{mode:?}");

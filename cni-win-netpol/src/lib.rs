@@ -10,6 +10,9 @@
 //! - [`pending_pod_acls`], [`namespace_posture`]: what ADD writes for a new pod, before the
 //!   pod has an address or before the agent has seen it.
 //!
+//! A [`Translation`] asks all of them of one state of the cluster, finding each group of
+//! pods' members once.
+//!
 //! Nothing here talks to the API server or HNS, reads a clock or has state: the same inputs
 //! give the same rules with the same `Id`s, so an unchanged cluster costs no write.
 //!
@@ -34,7 +37,8 @@ mod selector;
 
 pub use cluster::{Cluster, NamedPort, PodInfo, PodKey};
 pub use desired::{
-    Desired, LocalEndpoint, Node, desired, is_agents, namespace_posture, pending_pod_acls,
+    Desired, LocalEndpoint, Node, Translation, desired, is_agents, namespace_posture,
+    pending_pod_acls,
 };
 pub use diff::{Programmed, Write, diff};
 pub use invalid::Invalid;

@@ -146,17 +146,10 @@ pub(crate) struct Renderer<'a> {
     pub(crate) cluster: &'a Cluster,
     pub(crate) mode: Mode,
     pub(crate) priorities: Priorities,
-    /// What the endpoints of this pass share.
-    pub(crate) pass: &'a mut Pass,
-}
-
-/// What the endpoints rendered in one pass share.
-#[derive(Debug, Default)]
-pub(crate) struct Pass {
-    /// The sets rules refer to, by `Id`.
-    pub(crate) sets: BTreeMap<String, IpSet>,
-    /// The groups' addresses, each worked out once.
-    groups: GroupAddresses,
+    /// The sets rules refer to, by `Id`, gathered across endpoints.
+    pub(crate) sets: &'a mut BTreeMap<String, IpSet>,
+    /// The groups' addresses, worked out across endpoints.
+    pub(crate) groups: &'a mut GroupAddresses,
 }
 
 impl Renderer<'_> {
@@ -266,7 +259,7 @@ impl Renderer<'_> {
             Remote::Any => Some(None),
             Remote::Prefixes(prefixes) => Some(Some(spell_prefixes(prefixes))),
             Remote::Group(group) => {
-                let addresses = self.pass.groups.of(self.cluster, group);
+                let addresses = self.groups.of(self.cluster, group);
                 if addresses.is_empty() {
                     return None;
                 }
@@ -275,7 +268,7 @@ impl Renderer<'_> {
                     Mode::IpSets => {
                         let name = group.to_string();
                         let id = format!("{SET_ID_PREFIX}{}", fingerprint(&name));
-                        self.pass.sets.entry(id.clone()).or_insert_with(|| IpSet {
+                        self.sets.entry(id.clone()).or_insert_with(|| IpSet {
                             id: id.clone(),
                             name,
                             addresses: addresses.to_vec(),

@@ -1,5 +1,5 @@
 //! One programming pass: read HNS, ask the translation what each local pod endpoint should
-//! hold ([`cni_win_netpol::desired`]) and the fewest writes that get it there
+//! hold ([`cni_win_netpol::Translation::desired`]) and the fewest writes that get it there
 //! ([`cni_win_netpol::diff`]: never a window, never another owner's rule), make them, and
 //! render the snapshot new pods start from.
 //!
@@ -21,7 +21,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use cni_win_netpol::{
-    Desired, LocalEndpoint, Mode, Node as PolicyNode, PodKey, Programmed, Write, desired, diff,
+    Desired, LocalEndpoint, Mode, Node as PolicyNode, PodKey, Programmed, Translation, Write, diff,
 };
 use hns::schema::policy::AclPolicy;
 use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeNetwork, NetworkPolicy};
@@ -155,6 +155,7 @@ fn plan(
         policies_refused: state.refused.len(),
         ..Counts::default()
     };
+    let mut translation = Translation::new(&state.cluster, &node);
     for network in cni_win_networks(networks, read) {
         let endpoints: Vec<&HostComputeEndpoint> = read
             .endpoints
@@ -190,7 +191,7 @@ fn plan(
                 })
             })
             .collect();
-        let wanted: Desired = desired(&state.cluster, &node, &local, mode);
+        let wanted: Desired = translation.desired(&local, mode);
         for endpoint in &local {
             if let Some(conflict) = wanted.conflicts.get(&endpoint.id) {
                 log::warn!(
@@ -212,7 +213,7 @@ fn plan(
             writes: diff(&programmed, &wanted),
         });
     }
-    let rendered = snapshot::render(mode, networks, &node, &mapped, state);
+    let rendered = snapshot::render(mode, networks, &mut translation, &mapped, state);
     let pass = Pass {
         counts,
         generation: state.generation,

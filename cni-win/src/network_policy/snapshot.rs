@@ -4,7 +4,7 @@
 //!
 //! Each path gets the rules of the networks that name it, kept clear of those configs' own
 //! ACLs (the same priorities ADD checks against). The rules a new pod gets list its peers
-//! inline ([`cni_win_netpol::pending_pod_acls`]): they need no IP set to exist, and the
+//! inline ([`Translation::pending_pod_acls`]): they need no IP set to exist, and the
 //! agent converges the endpoint to its usual form without a window once it sees the pod.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use cni_win_core::network_policy::{self as format, PodPolicy, PolicySnapshot};
-use cni_win_netpol::{Mode, Node, PodKey, namespace_posture, pending_pod_acls};
+use cni_win_netpol::{Mode, PodKey, Translation};
 use hns::Guid;
 use hns::schema::policy::AclPolicy;
 use rootsafe::file::{self, Kind, Mode as FileMode};
@@ -35,7 +35,7 @@ const UNKNOWN_NAMESPACE: &str = "";
 pub(crate) fn render(
     mode: Mode,
     networks: &[NetworkConfig],
-    node: &Node,
+    translation: &mut Translation<'_>,
     mapped: &BTreeMap<PodKey, (Guid, Vec<String>)>,
     state: &ClusterState,
 ) -> Rendered {
@@ -50,7 +50,7 @@ pub(crate) fn render(
     }
     let mut rendered = Rendered::default();
     for (path, others) in by_path {
-        match snapshot(mode, node, mapped, state, &others) {
+        match snapshot(mode, translation, mapped, state, &others) {
             Ok(snapshot) => {
                 let mut bytes =
                     serde_json::to_vec_pretty(&snapshot).expect("a snapshot always serialises");
@@ -68,7 +68,7 @@ pub(crate) fn render(
 
 fn snapshot(
     mode: Mode,
-    node: &Node,
+    translation: &mut Translation<'_>,
     mapped: &BTreeMap<PodKey, (Guid, Vec<String>)>,
     state: &ClusterState,
     others: &[AclPolicy],
@@ -84,15 +84,15 @@ fn snapshot(
             })
             .collect()
     };
-    let default = ids(namespace_posture(cluster, node, UNKNOWN_NAMESPACE, others)?);
+    let default = ids(translation.namespace_posture(UNKNOWN_NAMESPACE, others)?);
     let mut namespaces = BTreeMap::new();
     for namespace in cluster.namespaces() {
-        let posture = namespace_posture(cluster, node, namespace, others)?;
+        let posture = translation.namespace_posture(namespace, others)?;
         namespaces.insert(namespace.to_owned(), ids(posture));
     }
     let mut pods = BTreeMap::new();
     for key in &state.local {
-        let add = ids(pending_pod_acls(cluster, node, key, others)?);
+        let add = ids(translation.pending_pod_acls(key, others)?);
         let (endpoint, expected) = match mapped.get(key) {
             Some((endpoint, expected)) => (Some(*endpoint), expected.clone()),
             None => (None, Vec::new()),
