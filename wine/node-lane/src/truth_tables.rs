@@ -279,12 +279,7 @@ fn restart_without_window(
     case: &Case,
     step: &Step,
 ) -> Result<(AgentProcess, String), String> {
-    let (_, build) = BUILDS[1];
-    bed.put(case, step)?;
-    bed.converged(&agent, step, build, true)?;
-    bed.engine
-        .reset_policy_writes()
-        .map_err(|failure| failure.to_string())?;
+    bed.standing(&agent, case, step)?;
     drop(agent);
     let stopped = Instant::now();
     let mut samples = bed.sample(step)?;
@@ -303,16 +298,7 @@ fn restart_without_window(
     let synced_after = stopped.elapsed();
     std::thread::sleep(STILL);
     samples += bed.sample(step)?;
-    let writes = bed
-        .engine
-        .policy_writes()
-        .map_err(|failure| failure.to_string())?;
-    if writes != PolicyWrites::default() {
-        return Err(format!(
-            "the restarted agent wrote to HNS: {writes:?}; its log: {}",
-            agent.log_tail()
-        ));
-    }
+    bed.unwritten("the restarted agent", &agent)?;
     Ok((
         agent,
         format!(
@@ -332,12 +318,7 @@ fn api_server_down(
     case: &Case,
     step: &Step,
 ) -> Result<String, String> {
-    let (_, build) = BUILDS[1];
-    bed.put(case, step)?;
-    bed.converged(agent, step, build, true)?;
-    bed.engine
-        .reset_policy_writes()
-        .map_err(|failure| failure.to_string())?;
+    bed.standing(agent, case, step)?;
     let during = lane.control_plane.api_server_down(|| {
         let took = Instant::now();
         let mut samples = 0;
@@ -357,15 +338,7 @@ fn api_server_down(
         Ok::<_, String>((noticed, samples))
     })?;
     let (noticed, samples) = during?;
-    let writes = bed
-        .engine
-        .policy_writes()
-        .map_err(|failure| failure.to_string())?;
-    if writes != PolicyWrites::default() {
-        return Err(format!(
-            "HNS written while the API server was down: {writes:?}"
-        ));
-    }
+    bed.unwritten("while the API server was down, the agent", agent)?;
     Ok(format!(
         "api_up 0 {} ms after the stop, {samples} matrices sampled while down, all the case's, \
          0 HNS writes",
@@ -471,6 +444,34 @@ impl<'l> Bed<'l> {
     }
 
     /// Puts `step` of `case` into the API (and the endpoints its addresses need into HNS).
+    /// Puts `step` of `case`, waits until `agent` has programmed it (Windows Server 2025's
+    /// semantics), and zeroes the count of policy writes: where a story that must not write
+    /// starts.
+    fn standing(&mut self, agent: &AgentProcess, case: &Case, step: &Step) -> Result<(), String> {
+        let (_, build) = BUILDS[1];
+        self.put(case, step)?;
+        self.converged(agent, step, build, true)?;
+        self.engine
+            .reset_policy_writes()
+            .map(drop)
+            .map_err(|failure| failure.to_string())
+    }
+
+    /// Fails, naming `who`, if any policy write reached HNS since [`Bed::standing`].
+    fn unwritten(&self, who: &str, agent: &AgentProcess) -> Result<(), String> {
+        let writes = self
+            .engine
+            .policy_writes()
+            .map_err(|failure| failure.to_string())?;
+        if writes == PolicyWrites::default() {
+            return Ok(());
+        }
+        Err(format!(
+            "{who} wrote to HNS: {writes:?}; its log: {}",
+            agent.log_tail()
+        ))
+    }
+
     fn put(&mut self, case: &Case, step: &Step) -> Result<(), String> {
         let kubectl = &self.lane.control_plane.kubectl;
         let changes = step.changes(case);
