@@ -1,10 +1,9 @@
 # Shared by scripts/node-lane (sourced, not run): the real Kubernetes node components the lane
 # runs beside cni-win, built from Debian bookworm's `kubernetes` source package (the only
 # Kubernetes source with its vendor/ tree that this project's registries carry; the Go module
-# proxy is not reachable) with Debian's Go toolchain.
+# proxy is not reachable) with Debian's Go toolchain (installed, with etcd and the build's
+# helpers, by scripts/setup).
 #
-#   k8s_tools          installs etcd-server, the Go toolchain, the build's helpers and iproute2
-#                      (the lane's network namespace) from Debian
 #   k8s_binaries DIR   prints the directory holding kube-apiserver, kubectl (Linux) and
 #                      kube-proxy.exe (Windows), building them once into a cache under DIR keyed
 #                      by the source package's version and this recipe's, so a fresh clone on
@@ -18,24 +17,6 @@
 # - Debian's patches (debian/patches/series) are applied as `dpkg-source -x` would.
 
 K8S_RECIPE=1
-
-k8s_as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-
-k8s_tools() {
-  local packages=()
-  command -v etcd >/dev/null || packages+=(etcd-server)
-  [ -x /usr/lib/go-1.19/bin/go ] || command -v go >/dev/null || packages+=(golang-go)
-  [ -d /usr/share/gocode/src/github.com/modern-go/reflect2 ] || packages+=(golang-github-modern-go-reflect2-dev)
-  command -v rsync >/dev/null || packages+=(rsync)
-  command -v patch >/dev/null || packages+=(patch)
-  command -v openssl >/dev/null || packages+=(openssl)
-  command -v ip >/dev/null || packages+=(iproute2)
-  if [ ${#packages[@]} -gt 0 ]; then
-    echo "kubernetes: installing ${packages[*]}" >&2
-    k8s_as_root apt-get update -q
-    k8s_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}"
-  fi
-}
 
 # apt with a private list of bookworm's source index, so the machine's own sources stay as
 # they are (they carry no deb-src line).

@@ -1,7 +1,7 @@
-# Shared by scripts/wine-lane and scripts/release-check (sourced, not run): the Wine tools, the
-# HCN emulator DLLs staged beside .exe files, and a private headless prefix.
+# Shared by scripts/wine-lane and scripts/release-check (sourced, not run): the
+# HCN emulator DLLs staged beside .exe files, and a private headless prefix. The tools
+# themselves (wine64, mingw-w64, the Windows target) are scripts/setup's.
 #
-#   wine_tools                 installs wine64 and mingw-w64 from Debian when missing
 #   wine_stage_dlls DIR        builds computenetwork.dll, vmcompute.dll (the HCN emulator) and the
 #                              test-only bcryptprimitives.dll shim (Wine 8 lacks ProcessPrng, which
 #                              every Rust .exe imports) and copies them into DIR
@@ -14,26 +14,10 @@
 
 WINE_TARGET=x86_64-pc-windows-gnu
 
-wine_as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
-
 # Debian's wine64 package ships the loader outside PATH; the wine package adds /usr/bin/wine64.
 wine_find() {
   command -v wine64 && return
   if [ -x /usr/lib/wine/wine64 ]; then echo /usr/lib/wine/wine64; fi
-}
-
-wine_tools() {
-  local packages=()
-  [ -n "$(wine_find)" ] || packages+=(wine64)
-  command -v x86_64-w64-mingw32-gcc >/dev/null || packages+=(gcc-mingw-w64-x86-64)
-  if [ ${#packages[@]} -gt 0 ]; then
-    echo "wine: installing ${packages[*]}" >&2
-    wine_as_root apt-get update -q
-    wine_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${packages[@]}"
-  fi
-  if ! rustup target list --installed | grep -qx "$WINE_TARGET"; then
-    rustup target add "$WINE_TARGET"
-  fi
 }
 
 wine_stage_dlls() {
