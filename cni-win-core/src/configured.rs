@@ -12,7 +12,7 @@
 //! view only, for where its reservations are: collecting never needs a config ADD accepts.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cni::{CniArgs, Error, NetworkRequest};
 use hns::schema::policy::AclPolicy;
@@ -42,22 +42,30 @@ pub struct ConfiguredNetwork {
     policy: PolicySettings,
 }
 
-/// A config's NetworkPolicy settings, as the config ADD runs on has them (none when ADD
-/// refuses it).
-#[derive(Debug, Default)]
-struct PolicySettings {
-    /// `networkPolicySnapshot`.
-    snapshot: Option<PathBuf>,
-    /// The ACLs the config itself writes on every endpoint (its `policies`).
-    acls: Vec<AclPolicy>,
+/// A network's NetworkPolicy settings, as the config ADD runs on has them (none when ADD
+/// refuses it): what the node's policy agent follows of each config.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicySettings {
+    /// The network's (and its HNS network's) name.
+    pub network: String,
+    /// `networkPolicySnapshot`: where new pods of the network read their rules; `None` when
+    /// NetworkPolicy is not enforced on the network.
+    pub snapshot: Option<PathBuf>,
+    /// The ACLs the config itself writes on every endpoint (its `policies`, as HNS applies
+    /// them): the agent's rules keep clear of them.
+    pub acls: Vec<AclPolicy>,
 }
 
 impl PolicySettings {
-    fn of<K>(prepared: &Result<Prepared<K>, Error>) -> PolicySettings {
+    fn of<K>(network: &str, prepared: &Result<Prepared<K>, Error>) -> PolicySettings {
         let Ok(prepared) = prepared else {
-            return PolicySettings::default();
+            return PolicySettings {
+                network: network.to_owned(),
+                ..PolicySettings::default()
+            };
         };
         PolicySettings {
+            network: network.to_owned(),
             snapshot: prepared.conf.network_policy_snapshot.clone(),
             acls: prepared
                 .conf
@@ -92,20 +100,20 @@ impl ConfiguredNetwork {
         let (review, policy, effective) = match crate::flannel::effective_network(&request, known) {
             Ok(None) => (
                 reviewed(&as_configured),
-                PolicySettings::of(&as_configured),
+                PolicySettings::of(&request.config.name, &as_configured),
                 as_configured.map(|prepared| Effective::boxed(request.clone(), prepared)),
             ),
             Ok(Some(derived)) => {
                 let prepared = Prepared::<K>::load(&derived.config, &args);
                 (
                     reviewed(&prepared),
-                    PolicySettings::of(&prepared),
+                    PolicySettings::of(&request.config.name, &prepared),
                     prepared.map(|prepared| Effective::boxed(derived, prepared)),
                 )
             }
             Err(not_ready) => (
                 reviewed(&as_configured),
-                PolicySettings::of(&as_configured),
+                PolicySettings::of(&request.config.name, &as_configured),
                 Err(not_ready),
             ),
         };
@@ -144,17 +152,11 @@ impl ConfiguredNetwork {
         self.review.as_ref()
     }
 
-    /// The NetworkPolicy snapshot the config ADD runs on names (`networkPolicySnapshot`):
-    /// NetworkPolicy is enforced on the network's pods. `None` for a config the plugin
-    /// refuses.
-    pub fn network_policy_snapshot(&self) -> Option<&Path> {
-        self.policy.snapshot.as_deref()
-    }
-
-    /// The ACLs the config itself writes on every endpoint (its `policies`, as HNS applies
-    /// them), which the policy agent's rules keep clear of.
-    pub fn config_acls(&self) -> &[AclPolicy] {
-        &self.policy.acls
+    /// What the NetworkPolicy agent follows of the config ADD runs on: where its snapshot
+    /// is (`networkPolicySnapshot`; `None`: NetworkPolicy is not enforced on the network, or
+    /// the plugin refuses the config) and the ACLs the config itself writes.
+    pub fn policy(&self) -> &PolicySettings {
+        &self.policy
     }
 
     /// The store the network's reservations are in (`None`: its IPAM is another plugin's),

@@ -1,6 +1,6 @@
 //! The NetworkPolicy snapshot: where ADD and the node's policy agent meet.
 //!
-//! The agent (`cni-win sweep --every … --network-policy`) watches the API server and programs
+//! The agent (`cni-win daemon --network-policy`) watches the API server and programs
 //! HNS, but a new pod's endpoint is created by ADD, before the agent can see its address. So
 //! the agent writes, atomically, a snapshot of what it knows for this node ([`PolicySnapshot`]:
 //! the rules for each local pod it has seen, each namespace's posture for a pod it has not,
@@ -31,7 +31,7 @@ use std::path::Path;
 use cni::{CniArgs, Error};
 use hns::Guid;
 use hns::schema::EndpointPolicy;
-use hns::schema::policy::{AclAction, AclPolicy, AclRuleType};
+use hns::schema::policy::AclPolicy;
 use rootsafe::file::{self, OpenError};
 use serde::{Deserialize, Serialize};
 
@@ -41,11 +41,6 @@ pub const VERSION: u32 = 1;
 /// The largest snapshot read: a node's pods and namespaces with their rules, peers listed
 /// inline, stay far below it; more is damage (or a cluster the snapshot cannot serve).
 pub const MAX_SIZE: u64 = 32 * 1024 * 1024;
-
-/// The prefix of the `Id` of every ACL the agent writes (the translation's own constant; the
-/// agent's tests assert they agree): rules with it are the agent's, all others another
-/// owner's.
-pub const RULE_ID_PREFIX: &str = "cni-win-netpol-";
 
 /// What the agent knows of this node's NetworkPolicy, for ADD, `cni-win doctor` and the
 /// support bundle.
@@ -163,7 +158,7 @@ impl PolicySnapshot {
     /// seen it, else its namespace's posture, else the posture of a namespace the agent does
     /// not know.
     pub fn rules_for_new_pod(&self, namespace: &str, name: &str) -> Vec<AclPolicy> {
-        let ids = match self.pods.get(&pod_key(namespace, name)) {
+        let ids = match self.pods.get(&object_key(namespace, name)) {
             Some(pod) => &pod.add,
             None => self.namespaces.get(namespace).unwrap_or(&self.default),
         };
@@ -192,7 +187,7 @@ pub(crate) fn rules_at_add(
         );
         return Ok(Vec::new());
     };
-    let fix = "the node's policy agent (`cni-win sweep --every … --network-policy`) rewrites it \
+    let fix = "the node's policy agent (`cni-win daemon --network-policy`) rewrites it \
                within a round; `cni-win doctor` shows its state";
     let snapshot = match read(path) {
         Ok(Some(snapshot)) => snapshot,
@@ -215,11 +210,14 @@ pub(crate) fn rules_at_add(
     };
     let rules = snapshot.rules_for_new_pod(namespace, name);
     let others = composed.iter().filter_map(|policy| match policy.effect() {
-        EndpointPolicy::Acl(acl) if !is_agents(&acl) => Some(acl),
+        EndpointPolicy::Acl(acl) => Some(acl),
         _ => None,
     });
     for other in others {
-        if let Some(rule) = rules.iter().find(|rule| tie(rule, &other)) {
+        // The agent renders the snapshot's rules clear of the config's ACLs by a stricter
+        // rule (`cni_win_netpol::Priorities::clear_of`, whose tests show it implies no tie):
+        // a tie here means the snapshot was rendered for other config ACLs.
+        if let Some(rule) = rules.iter().find(|rule| rule.ties_with(&other)) {
             return Err(Error::try_again_later(format!(
                 "networkPolicySnapshot {}: rule {} ties with the config's ACL {} (one direction, \
                  layer and priority, another action): the snapshot was rendered for other config \
@@ -233,33 +231,17 @@ pub(crate) fn rules_at_add(
     Ok(rules.into_iter().map(EndpointPolicy::Acl).collect())
 }
 
-/// A pod's key in [`PolicySnapshot::pods`]: `namespace/name` (neither may hold a `/`).
-pub fn pod_key(namespace: &str, name: &str) -> String {
+/// A namespaced object's key in the snapshot (a pod's in [`PolicySnapshot::pods`], a
+/// policy's in [`PodPolicy::policies`] and [`PolicySnapshot::refused`]): `namespace/name`
+/// (neither may hold a `/`).
+pub fn object_key(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
-}
-
-/// Whether an ACL is the agent's (its `Id` has [`RULE_ID_PREFIX`]).
-pub fn is_agents(acl: &AclPolicy) -> bool {
-    acl.id
-        .as_deref()
-        .is_some_and(|id| id.starts_with(RULE_ID_PREFIX))
-}
-
-/// Two rules HNS would meet at one step with opposite verdicts: the same direction, layer
-/// and priority, one blocking and the other not. What HNS does then is not documented, so
-/// neither ADD nor the agent ever writes such a pair.
-pub fn tie(a: &AclPolicy, b: &AclPolicy) -> bool {
-    let layer = |acl: &AclPolicy| acl.rule_type.unwrap_or(AclRuleType::Switch);
-    a.direction == b.direction
-        && layer(a) == layer(b)
-        && a.priority.unwrap_or(0) == b.priority.unwrap_or(0)
-        && (a.action == AclAction::Block) != (b.action == AclAction::Block)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hns::schema::policy::AclDirection;
+    use hns::schema::policy::{AclAction, AclDirection};
 
     fn rule(id: &str, action: AclAction, priority: u16) -> AclPolicy {
         AclPolicy {
@@ -280,7 +262,7 @@ mod tests {
                 .map(|acl| (acl.id.clone().unwrap(), acl.clone()))
                 .collect(),
             pods: BTreeMap::from([(
-                pod_key("x", "a"),
+                object_key("x", "a"),
                 PodPolicy {
                     add: vec!["cni-win-netpol-block".to_owned()],
                     ..PodPolicy::default()
@@ -322,29 +304,5 @@ mod tests {
         let mut dangling = snapshot();
         dangling.default.push("cni-win-netpol-gone".to_owned());
         assert!(problem(&serde_json::to_vec(&dangling).unwrap()).contains("cni-win-netpol-gone"));
-    }
-
-    #[test]
-    fn ties_are_one_step_with_opposite_verdicts() {
-        let block = rule("a", AclAction::Block, 4300);
-        assert!(tie(&block, &rule("b", AclAction::Allow, 4300)));
-        assert!(tie(&block, &rule("b", AclAction::Pass, 4300)));
-        assert!(!tie(&block, &rule("b", AclAction::Block, 4300)));
-        assert!(!tie(&block, &rule("b", AclAction::Allow, 4301)));
-        let out = AclPolicy {
-            direction: AclDirection::Out,
-            ..rule("b", AclAction::Allow, 4300)
-        };
-        assert!(!tie(&block, &out));
-        let host = AclPolicy {
-            rule_type: Some(AclRuleType::Host),
-            ..rule("b", AclAction::Allow, 4300)
-        };
-        assert!(!tie(&block, &host));
-        let unset = AclPolicy {
-            rule_type: None,
-            ..rule("b", AclAction::Allow, 4300)
-        };
-        assert!(tie(&block, &unset), "no RuleType is Switch");
     }
 }

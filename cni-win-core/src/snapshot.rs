@@ -13,6 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
+use std::time::Instant;
 
 use cni::{Error, GcAttachment};
 use hns::schema::{HostComputeEndpoint, HostComputeLoadBalancer, HostComputeNetwork};
@@ -27,6 +28,8 @@ use crate::ownership::{self, Dead, Liveness, Retention, Verdict};
 /// What HNS holds, read once.
 #[derive(Debug, Clone)]
 pub struct NodeSnapshot {
+    /// When the read started: what was written to HNS after it may be missing from it.
+    pub read_at: Instant,
     /// The HNS version's features.
     pub features: SupportedFeatures,
     /// Every network.
@@ -112,6 +115,7 @@ impl NodeSnapshot {
         features: SupportedFeatures,
     ) -> Result<NodeSnapshot, HnsError> {
         Ok(NodeSnapshot {
+            read_at: Instant::now(),
             features,
             networks: client.list_networks()?,
             endpoints: client.list_endpoints(None)?,

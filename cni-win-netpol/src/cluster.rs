@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::policy::{Policy, PolicyKey};
 use crate::ports::{ApiProtocol, Protocol};
@@ -133,14 +133,6 @@ impl Cluster {
     /// Adds or replaces a namespace and its labels.
     pub fn set_namespace(&mut self, name: impl Into<String>, labels: Labels) {
         self.namespaces.insert(name.into(), labels);
-    }
-
-    /// Adds or replaces a namespace from the API object (ignored without a name).
-    pub fn set_namespace_from_api(&mut self, namespace: &Namespace) {
-        if let Some(name) = namespace.metadata.name.as_ref().filter(|n| !n.is_empty()) {
-            let labels = namespace.metadata.labels.clone().unwrap_or_default();
-            self.set_namespace(name.clone(), labels);
-        }
     }
 
     /// Forgets a namespace.

@@ -7,12 +7,12 @@ use hns::Guid;
 use hns::schema::policy::AclPolicy;
 
 use crate::cluster::{Cluster, PodKey};
-use crate::render::{IpSet, Mode, Priorities, PriorityConflict, RULE_ID_PREFIX, Renderer};
+use crate::render::{IpSet, Mode, Priorities, PriorityConflict, Renderer, is_agents};
 use crate::rules::{self, GroupAddresses, Subject};
 
-/// The node the agent runs on.
+/// The addresses of the node the agent runs on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Node {
+pub struct NodeAddresses {
     /// Its addresses: traffic with them is always allowed (kubelet probes come from them).
     pub addresses: Vec<IpAddr>,
 }
@@ -42,34 +42,6 @@ pub struct Desired {
     pub conflicts: BTreeMap<Guid, PriorityConflict>,
 }
 
-/// The agent's ACLs for every endpoint in `endpoints`, and the sets they name: one
-/// [`Translation::desired`].
-pub fn desired(cluster: &Cluster, node: &Node, endpoints: &[LocalEndpoint], mode: Mode) -> Desired {
-    Translation::new(cluster, node).desired(endpoints, mode)
-}
-
-/// The ACLs for a pod the agent has seen but that has no address yet: one
-/// [`Translation::pending_pod_acls`].
-pub fn pending_pod_acls(
-    cluster: &Cluster,
-    node: &Node,
-    pod: &PodKey,
-    others: &[AclPolicy],
-) -> Result<Vec<AclPolicy>, PriorityConflict> {
-    Translation::new(cluster, node).pending_pod_acls(pod, others)
-}
-
-/// The ACLs for a new pod of `namespace` that the agent has not seen: one
-/// [`Translation::namespace_posture`].
-pub fn namespace_posture(
-    cluster: &Cluster,
-    node: &Node,
-    namespace: &str,
-    others: &[AclPolicy],
-) -> Result<Vec<AclPolicy>, PriorityConflict> {
-    Translation::new(cluster, node).namespace_posture(namespace, others)
-}
-
 /// One state of the cluster translated for this node, for as many questions as a pass asks.
 ///
 /// Each group of pods that rules name is matched against the cluster's pods once, however
@@ -79,13 +51,13 @@ pub fn namespace_posture(
 #[derive(Debug)]
 pub struct Translation<'c> {
     cluster: &'c Cluster,
-    node: &'c Node,
+    node: &'c NodeAddresses,
     groups: GroupAddresses,
 }
 
 impl<'c> Translation<'c> {
     /// A translation of `cluster` for `node`; the cluster cannot change while it lives.
-    pub fn new(cluster: &'c Cluster, node: &'c Node) -> Translation<'c> {
+    pub fn new(cluster: &'c Cluster, node: &'c NodeAddresses) -> Translation<'c> {
         Translation {
             cluster,
             node,
@@ -201,13 +173,6 @@ impl<'c> Translation<'c> {
     }
 }
 
-/// Whether an ACL is one of the agent's (its `Id` has the agent's prefix).
-pub fn is_agents(acl: &AclPolicy) -> bool {
-    acl.id
-        .as_deref()
-        .is_some_and(|id| id.starts_with(RULE_ID_PREFIX))
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::Pod;
@@ -259,7 +224,7 @@ mod tests {
     #[test]
     fn a_translation_matches_each_group_against_the_pods_once() {
         let (cluster, endpoints) = node_of_web_pods();
-        let node = Node::default();
+        let node = NodeAddresses::default();
         for mode in [Mode::Inline, Mode::IpSets] {
             PEER_MATCHES.with(|count| count.set(0));
             let mut translation = Translation::new(&cluster, &node);

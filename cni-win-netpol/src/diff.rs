@@ -19,19 +19,19 @@ use hns::schema::{
     EndpointPolicy, ModifyRequest, NetworkPolicy, PolicyList, RawPolicy, RequestType,
 };
 
-use crate::desired::{Desired, is_agents};
-use crate::render::{IpSet, SET_ID_PREFIX};
+use crate::desired::Desired;
+use crate::render::{IpSet, SET_ID_PREFIX, is_agents};
 
-/// What HNS holds, as read.
+/// What HNS holds on one network, as read: every endpoint's ACLs and the network's policies.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Programmed {
+pub struct Held {
     /// Every ACL of each endpoint, whoever wrote it.
     pub endpoints: BTreeMap<Guid, Vec<AclPolicy>>,
     /// Every policy of the network the endpoints are on (IP sets among them).
     pub network: Vec<NetworkPolicy>,
 }
 
-impl Programmed {
+impl Held {
     /// The ACLs among an endpoint's policies.
     pub fn acls(policies: &[EndpointPolicy]) -> Vec<AclPolicy> {
         policies
@@ -59,7 +59,7 @@ pub enum Write {
 }
 
 /// The writes, in order, that make `current` hold `desired`; none when it already does.
-pub fn diff(current: &Programmed, desired: &Desired) -> Vec<Write> {
+pub fn diff(current: &Held, desired: &Desired) -> Vec<Write> {
     let current_sets: BTreeMap<String, (IpSet, &NetworkPolicy)> = current
         .network
         .iter()

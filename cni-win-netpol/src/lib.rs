@@ -1,17 +1,21 @@
 //! Kubernetes NetworkPolicy enforced with HNS ACLs: the translation, as pure functions.
 //!
 //! The node agent keeps a [`Cluster`] (namespaces, pods, validated [`Policy`]s) up to date
-//! from its watches, reads what HNS holds ([`Programmed`]), and asks:
+//! from its watches, reads what HNS holds ([`Held`]), and asks a [`Translation`] of one state
+//! of the cluster (which finds each group of pods' members once):
 //!
-//! - [`desired`]: every local pod endpoint's ACLs, ordered, with the rules no policy states
-//!   (the node's traffic, each direction's default allow or block), and the IP sets they
-//!   name ([`Mode::IpSets`], HNS 13.0) or with peers listed inline ([`Mode::Inline`]);
-//! - [`diff`]: the fewest writes that converge HNS on that, without a window;
-//! - [`pending_pod_acls`], [`namespace_posture`]: what ADD writes for a new pod, before the
-//!   pod has an address or before the agent has seen it.
+//! - [`Translation::desired`]: every local pod endpoint's ACLs, ordered, with the rules no
+//!   policy states (the node's traffic, each direction's default allow or block), and the IP
+//!   sets they name ([`Mode::IpSets`], HNS 13.0) or with peers listed inline
+//!   ([`Mode::Inline`]);
+//! - [`Translation::pending_pod_acls`], [`Translation::namespace_posture`]: what ADD writes
+//!   for a new pod, before the pod has an address or before the agent has seen it;
 //!
-//! A [`Translation`] asks all of them of one state of the cluster, finding each group of
-//! pods' members once.
+//! then [`diff`]: the fewest writes that converge HNS on what is desired, without a window.
+//!
+//! The policy vocabulary the node's other parts share is defined here once: the programming
+//! [`Mode`] (chosen from HNS's features, and its one name), the agent's rule identity
+//! ([`RULE_ID_PREFIX`], [`is_agents`]) and the priority plan ([`Priorities`]).
 //!
 //! Nothing here talks to the API server or HNS, reads a clock or has state: the same inputs
 //! give the same rules with the same `Id`s, so an unchanged cluster costs no write.
@@ -36,13 +40,12 @@ mod rules;
 mod selector;
 
 pub use cluster::{Cluster, NamedPort, PodInfo, PodKey};
-pub use desired::{
-    Desired, LocalEndpoint, Node, Translation, desired, is_agents, namespace_posture,
-    pending_pod_acls,
-};
-pub use diff::{Programmed, Write, diff};
+pub use desired::{Desired, LocalEndpoint, NodeAddresses, Translation};
+pub use diff::{Held, Write, diff};
 pub use invalid::Invalid;
 pub use policy::{Policy, PolicyKey, Refused};
 pub use ports::{PortRange, Protocol};
-pub use render::{IpSet, Mode, Priorities, PriorityConflict, RULE_ID_PREFIX, SET_ID_PREFIX};
+pub use render::{
+    IpSet, Mode, Priorities, PriorityConflict, RULE_ID_PREFIX, SET_ID_PREFIX, is_agents,
+};
 pub use selector::{Labels, Selector};

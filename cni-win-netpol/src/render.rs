@@ -29,6 +29,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
+use hns::{Feature, SupportedFeatures};
 use ipnetwork::IpNetwork;
 
 use crate::cluster::Cluster;
@@ -47,8 +48,36 @@ pub enum Mode {
     IpSets,
 }
 
-/// The prefix of the `Id` of every ACL the agent writes.
+impl Mode {
+    /// The mode the host's HNS allows: IP sets from 13.0 (`SetPolicy`), rules listing their
+    /// peers before.
+    pub fn for_features(features: SupportedFeatures) -> Mode {
+        if features.supports(Feature::SetPolicy) {
+            Mode::IpSets
+        } else {
+            Mode::Inline
+        }
+    }
+
+    /// The mode's one name, in metrics (`mode` label), the snapshot and doctor.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Inline => "inline",
+            Mode::IpSets => "ip-sets",
+        }
+    }
+}
+
+/// The prefix of the `Id` of every ACL the agent writes: rules with it are the agent's, all
+/// others another owner's ([`is_agents`]).
 pub const RULE_ID_PREFIX: &str = "cni-win-netpol-";
+
+/// Whether an ACL is one of the agent's (its `Id` has [`RULE_ID_PREFIX`]).
+pub fn is_agents(acl: &AclPolicy) -> bool {
+    acl.id
+        .as_deref()
+        .is_some_and(|id| id.starts_with(RULE_ID_PREFIX))
+}
 
 /// The prefix of the `Id` of every IP set the agent writes.
 pub const SET_ID_PREFIX: &str = "cni-win-netpol-set-";
@@ -107,6 +136,12 @@ impl Priorities {
     /// The plan moved clear of `others`' rules: each of the agent's rules takes the first
     /// number from its nominal one (and before the next slot's) where no rule of another owner
     /// has another action.
+    ///
+    /// This is the agent's side of the one relation HNS imposes, [`AclPolicy::ties_with`] (ADD
+    /// checks the snapshot's rules against a config's ACLs with it), made stricter: a slot
+    /// holds rules of both directions, and an action other than the slot's, blocking or not,
+    /// is kept apart too. So no rule the agent places ties with another owner's (the tests
+    /// show the implication over every action, direction, layer and nearby priority).
     pub fn clear_of(others: &[AclPolicy]) -> Result<Priorities, PriorityConflict> {
         let nominal = Priorities::NOMINAL;
         let free = |slot: &'static str, first: u16, end: u16, action: AclAction| {
@@ -343,4 +378,104 @@ pub(crate) fn fingerprint(text: &str) -> String {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
     });
     format!("{hash:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ACTIONS: [AclAction; 3] = [AclAction::Allow, AclAction::Block, AclAction::Pass];
+
+    /// Every rule the agent may write with `plan`: each slot's action, in both directions,
+    /// on the switch.
+    fn agents_rules(plan: Priorities) -> Vec<AclPolicy> {
+        [
+            (AclAction::Allow, plan.node),
+            (AclAction::Allow, plan.allow),
+            (AclAction::Block, plan.isolate),
+            (AclAction::Allow, plan.open),
+        ]
+        .into_iter()
+        .flat_map(|(action, priority)| {
+            [AclDirection::In, AclDirection::Out]
+                .map(|direction| AclPolicy::all_traffic(action, direction, priority))
+        })
+        .collect()
+    }
+
+    /// Another owner's rules of every shape near the plan's numbers: every action, direction
+    /// and layer, at each slot's first two numbers.
+    fn others() -> Vec<AclPolicy> {
+        let nominal = Priorities::NOMINAL;
+        let mut others = Vec::new();
+        for first in [nominal.node, nominal.allow, nominal.isolate, nominal.open] {
+            for priority in [first, first + 1] {
+                for action in ACTIONS {
+                    for direction in [AclDirection::In, AclDirection::Out] {
+                        for layer in [Some(AclRuleType::Switch), Some(AclRuleType::Host), None] {
+                            others.push(AclPolicy {
+                                rule_type: layer,
+                                ..AclPolicy::all_traffic(action, direction, priority)
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        others
+    }
+
+    /// The implication: wherever `clear_of` places the agent's rules, none ties with another
+    /// owner's (the relation ADD checks), for every other rule alone and every pair.
+    #[test]
+    fn a_plan_clear_of_others_never_ties_with_them() {
+        let others = others();
+        let mut sets: Vec<Vec<AclPolicy>> = others.iter().map(|o| vec![o.clone()]).collect();
+        for (i, a) in others.iter().enumerate() {
+            for b in &others[i + 1..] {
+                sets.push(vec![a.clone(), b.clone()]);
+            }
+        }
+        let mut placed = 0;
+        for set in &sets {
+            let Ok(plan) = Priorities::clear_of(set) else {
+                continue;
+            };
+            placed += 1;
+            for rule in agents_rules(plan) {
+                for other in set {
+                    assert!(
+                        !rule.ties_with(other),
+                        "{rule:?} ties with {other:?} (plan {plan:?})"
+                    );
+                }
+            }
+        }
+        assert_eq!(placed, sets.len(), "two rules never fill a slot's range");
+    }
+
+    /// Ties the stricter rule avoids too: an allow beside another owner's Pass, or a rule of
+    /// the other direction, at the nominal number moves the slot.
+    #[test]
+    fn clear_of_keeps_apart_what_ties_with_does_not_forbid() {
+        let pass = AclPolicy::all_traffic(AclAction::Pass, AclDirection::In, 4300);
+        assert!(!AclPolicy::all_traffic(AclAction::Allow, AclDirection::In, 4300).ties_with(&pass));
+        assert_eq!(Priorities::clear_of(&[pass]).unwrap().allow, 4301);
+        let block_out = AclPolicy::all_traffic(AclAction::Block, AclDirection::Out, 4200);
+        assert_eq!(Priorities::clear_of(&[block_out]).unwrap().node, 4201);
+    }
+
+    #[test]
+    fn the_mode_follows_hns_13_and_has_one_name() {
+        use hns::HnsVersion;
+        let at =
+            |major, minor| Mode::for_features(SupportedFeatures::of(HnsVersion::new(major, minor)));
+        assert_eq!(at(12, 0), Mode::Inline);
+        assert_eq!(at(13, 0), Mode::IpSets);
+        assert_eq!(at(15, 4), Mode::IpSets);
+        assert_eq!(
+            [Mode::Inline, Mode::IpSets].map(Mode::as_str),
+            ["inline", "ip-sets"]
+        );
+    }
 }

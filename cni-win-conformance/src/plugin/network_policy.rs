@@ -23,9 +23,10 @@ const NODE_IP: &str = "10.0.0.10";
 const ADMITTED: &str = "10.244.2.5";
 /// A pod it does not admit.
 const OTHER: &str = "10.244.2.6";
+/// A rule of the snapshot; ADD writes what the snapshot names whatever its `Id`.
 fn rule(name: &str, direction: AclDirection, action: AclAction, priority: u16) -> AclPolicy {
     AclPolicy {
-        id: Some(format!("{}{name}", network_policy::RULE_ID_PREFIX)),
+        id: Some(format!("snapshot-{name}")),
         ..AclPolicy::all_traffic(action, direction, priority)
     }
 }
@@ -66,7 +67,7 @@ fn snapshot() -> PolicySnapshot {
         .map(|acl| (acl.id.clone().unwrap(), acl.clone()))
         .collect(),
         pods: BTreeMap::from([(
-            network_policy::pod_key("x", "a"),
+            network_policy::object_key("x", "a"),
             PodPolicy {
                 add: ids(&[&from_node, &to_node, &admitted, &isolated, &open_out]),
                 policies: vec!["x/admit-a".to_owned()],
@@ -268,7 +269,7 @@ pub fn an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing(plugin: &P
     let good = node.dir().join("good.json");
     write(&good, &snapshot());
     let mut dangling = snapshot();
-    dangling.default.push("cni-win-netpol-gone".to_owned());
+    dangling.default.push("snapshot-gone".to_owned());
     /// What makes the file unusable, and what ADD's error says of it.
     type Case<'a> = (&'a str, Box<dyn Fn() + 'a>);
     let cases: Vec<Case<'_>> = vec![
@@ -280,7 +281,7 @@ pub fn an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing(plugin: &P
             "layout version",
             Box::new(|| std::fs::write(&path, br#"{"Version": 99}"#).unwrap()),
         ),
-        ("cni-win-netpol-gone", Box::new(|| write(&path, &dangling))),
+        ("snapshot-gone", Box::new(|| write(&path, &dangling))),
         (
             "not a regular file",
             Box::new(|| std::os::unix::fs::symlink(&good, &path).unwrap()),

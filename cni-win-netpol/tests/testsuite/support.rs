@@ -3,8 +3,8 @@
 //! the emulator's verdict on a connection between two of the pods.
 
 use cni_win_netpol::{
-    Cluster, Desired, LocalEndpoint, Mode, Node, PodInfo, PodKey, Policy, Programmed, Write,
-    desired, diff,
+    Cluster, Desired, Held, LocalEndpoint, Mode, NodeAddresses, PodInfo, PodKey, Policy,
+    Translation, Write, diff,
 };
 use hns::Guid;
 use hns::WindowsBuild;
@@ -16,12 +16,12 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 pub use netpol_truth_tables::{Changes, pod_ip, pods};
 
 /// The node's addresses.
-pub fn node(dual_stack: bool) -> Node {
+pub fn node(dual_stack: bool) -> NodeAddresses {
     let mut addresses = vec!["10.0.0.10".parse().unwrap()];
     if dual_stack {
         addresses.push("fd00::10".parse().unwrap());
     }
-    Node { addresses }
+    NodeAddresses { addresses }
 }
 
 /// The endpoint of a pod.
@@ -63,7 +63,7 @@ pub fn port_mapping_fallback() -> Vec<AclPolicy> {
 }
 
 /// The local endpoints: every pod is on this node.
-pub fn endpoints(changes: &Changes, programmed: &Programmed) -> Vec<LocalEndpoint> {
+pub fn endpoints(changes: &Changes, programmed: &Held) -> Vec<LocalEndpoint> {
     pods()
         .into_iter()
         .map(|pod| {
@@ -91,8 +91,8 @@ pub fn endpoints(changes: &Changes, programmed: &Programmed) -> Vec<LocalEndpoin
 }
 
 /// A fresh HNS: the endpoints exist, namespace y's with the port-mapping fallback.
-pub fn fresh_hns() -> Programmed {
-    let mut programmed = Programmed::default();
+pub fn fresh_hns() -> Held {
+    let mut programmed = Held::default();
     for pod in pods() {
         let acls = if pod.starts_with("y/") {
             port_mapping_fallback()
@@ -108,15 +108,11 @@ pub fn fresh_hns() -> Programmed {
 pub fn round(
     cluster: &Cluster,
     changes: &Changes,
-    programmed: &Programmed,
+    programmed: &Held,
     mode: Mode,
 ) -> (Desired, Vec<Write>) {
-    let wanted = desired(
-        cluster,
-        &node(changes.dual_stack),
-        &endpoints(changes, programmed),
-        mode,
-    );
+    let node = node(changes.dual_stack);
+    let wanted = Translation::new(cluster, &node).desired(&endpoints(changes, programmed), mode);
     let writes = diff(programmed, &wanted);
     (wanted, writes)
 }
@@ -124,7 +120,7 @@ pub fn round(
 /// Applies writes as the emulator does (`Add` appends and refuses a duplicate, `Remove` takes
 /// the identical policy out and refuses a missing one; sets by `Id`, and a set some rule
 /// names cannot go), so a write the emulator would refuse fails the test.
-pub fn apply(programmed: &mut Programmed, writes: &[Write]) {
+pub fn apply(programmed: &mut Held, writes: &[Write]) {
     for write in writes {
         match write {
             Write::Endpoint { endpoint, request } => {
@@ -184,7 +180,7 @@ pub fn apply(programmed: &mut Programmed, writes: &[Write]) {
 
 /// No endpoint holds two rules of one direction, layer and priority with opposite actions,
 /// whoever wrote them: what HNS does with such a pair is undocumented.
-pub fn assert_no_opposite_ties(programmed: &Programmed) {
+pub fn assert_no_opposite_ties(programmed: &Held) {
     for (endpoint, acls) in &programmed.endpoints {
         for a in acls {
             let tied = acls.iter().find(|b| {
@@ -203,7 +199,7 @@ pub fn assert_no_opposite_ties(programmed: &Programmed) {
 /// egress, then the receiver's ingress. A verdict resting on a tie of opposite actions at one
 /// priority (undocumented in HNS) fails the test.
 pub fn verdict(
-    programmed: &Programmed,
+    programmed: &Held,
     from: &str,
     to: &str,
     packet: &Packet,

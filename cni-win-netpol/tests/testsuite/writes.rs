@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use cni_win_netpol::{Mode, PodKey, Programmed, Write, namespace_posture, pending_pod_acls};
+use cni_win_netpol::{Held, Mode, PodKey, Translation, Write};
 use hns::WindowsBuild;
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
 use hns_emulator::acl::{Packet, Verdict};
@@ -34,7 +34,7 @@ fn from_every_b() -> NetworkPolicy {
 }
 
 /// Programs `policies` on a fresh HNS and returns it.
-fn programmed(changes: &Changes, policies: &[NetworkPolicy], mode: Mode) -> Programmed {
+fn programmed(changes: &Changes, policies: &[NetworkPolicy], mode: Mode) -> Held {
     let (cluster, _) = crate::support::cluster(changes, policies);
     let mut hns = crate::support::fresh_hns();
     let (_, writes) = crate::support::round(&cluster, changes, &hns, mode);
@@ -318,13 +318,10 @@ fn a_pending_pod_gets_the_rules_of_its_policies_without_its_own_address() {
         namespace: "x".into(),
         name: "a".into(),
     };
-    let pending = pending_pod_acls(
-        &cluster,
-        &crate::support::node(false),
-        &x_a,
-        &crate::support::port_mapping_fallback(),
-    )
-    .unwrap();
+    let node = crate::support::node(false);
+    let pending = Translation::new(&cluster, &node)
+        .pending_pod_acls(&x_a, &crate::support::port_mapping_fallback())
+        .unwrap();
     let own = crate::support::pod_ip("x/a", false).to_string();
     assert!(
         pending
@@ -367,10 +364,14 @@ fn an_unseen_pod_gets_its_namespaces_posture() {
         namespace: "x".into(),
         name: "new".into(),
     };
-    let posture = pending_pod_acls(&cluster, &node, &unseen, &[]).unwrap();
+    let posture = Translation::new(&cluster, &node)
+        .pending_pod_acls(&unseen, &[])
+        .unwrap();
     assert_eq!(
         posture,
-        namespace_posture(&cluster, &node, "x", &[]).unwrap()
+        Translation::new(&cluster, &node)
+            .namespace_posture("x", &[])
+            .unwrap()
     );
     let isolated: Vec<_> = posture
         .iter()
@@ -396,14 +397,18 @@ fn an_unseen_pod_gets_its_namespaces_posture() {
         "what the namespace-wide policy allows, not what from-b (pods a only) does"
     );
 
-    let open = namespace_posture(&cluster, &node, "z", &[]).unwrap();
+    let open = Translation::new(&cluster, &node)
+        .namespace_posture("z", &[])
+        .unwrap();
     assert!(
         open.iter().all(|acl| acl.action == AclAction::Allow),
         "no policy in z: open both ways"
     );
 
     let (cluster, _) = crate::support::cluster(&changes, &[from_every_b()]);
-    let selective = namespace_posture(&cluster, &node, "x", &[]).unwrap();
+    let selective = Translation::new(&cluster, &node)
+        .namespace_posture("x", &[])
+        .unwrap();
     let blocks: Vec<_> = selective
         .iter()
         .filter(|acl| acl.action == AclAction::Block)

@@ -1,19 +1,21 @@
-//! The node daemon (`cni-win sweep --every …`): cni-win's one long-running process on a node,
-//! what the binary's `main` only wires (the way controller-rs keeps its loop in the library).
+//! The node daemon (`cni-win daemon`): cni-win's one long-running process on a node, what the
+//! binary's `main` only wires (the way controller-rs keeps its loop in the library).
 //!
 //! A **round** reads the node once ([`Node`]: the config directory, HNS, each network decoded
 //! once by its plugin's code) and runs each [`Task`] over that read, in order; a task that
-//! changed HNS (the sweep's removals) has the node read again for the tasks after it, and
-//! only then. The built-in tasks are the drift report (what the round's read shows out of
-//! step: [`DriftTask`]), the sweep (judge, and with `apply` remove: [`SweepTask`]) and
-//! doctor's checks of the node as the sweep left it ([`DoctorTask`]); another periodic job (a
-//! NetworkPolicy agent programming ACLs from the API server, say) is one more [`Task`] added
-//! with [`Daemon::with_task`], with its metric families registered once, when it is added.
+//! changed HNS (the sweep's removals, the policy agent's repairs) has the node read again for
+//! the tasks after it, and only then. The built-in tasks are the drift report (what the
+//! round's read shows out of step: [`DriftTask`]), the sweep (judge, and with `apply` remove:
+//! [`SweepTask`]) and, last, doctor's checks of the node as the round left it
+//! ([`DoctorTask`]); another job (the NetworkPolicy agent, `crate::network_policy`) is one
+//! more [`Task`] added with [`Daemon::with_task`], run before doctor's checks, with its metric
+//! families registered once, when it is added. HNS has one client: the daemon's, which a task
+//! with a thread of its own writes through too ([`Round::client`]).
 //!
 //! On a node with one network and three pods a round costs 12 raw HCN calls (the read;
-//! HNS's version is asked once and again only after a round that could not read HNS), and
-//! decodes each network's config once; plugin binaries are asked their version only when
-//! their file changed.
+//! HNS's version is asked once and again only after a round that could not read HNS), with
+//! the NetworkPolicy agent on and synced too; it decodes each network's config once; plugin
+//! binaries are asked their version only when their file changed.
 //!
 //! **Schedule**: the next round starts [`Settings::every`] after the previous one ended, so a
 //! slow HNS is never asked back to back. **Stopping** ([`Shutdown`]: SIGTERM, Ctrl-C, the
@@ -66,13 +68,20 @@ pub trait Task {
     /// Records what the last run found in the task's families. The daemon calls it for every
     /// task at the end of a round, holding the lock a scrape takes.
     fn publish(&mut self);
+
+    /// Takes the daemon's metrics, for a task whose work goes on between rounds (the
+    /// NetworkPolicy agent reacts to the API server at once): what it records then goes
+    /// through [`Metrics::publish`], under the lock a scrape takes, as a round's does. Called
+    /// once, after [`Task::register`]; tasks that work only in rounds need not.
+    fn publish_between_rounds(&mut self, _metrics: &Arc<Metrics>) {}
 }
 
 /// What a task sees of a round.
 #[derive(Debug)]
 pub struct Round<'r> {
-    /// HNS, or `None` when it could not be reached.
-    pub client: Option<&'r Client>,
+    /// HNS, or `None` when it could not be reached: the daemon's one client, shared, so a
+    /// task with a thread of its own (the policy agent's programmer) writes through it too.
+    pub client: Option<&'r Arc<Client>>,
     /// The node as read for this task: the round's read, or a read after an earlier task
     /// changed HNS.
     pub node: &'r Node,
@@ -91,10 +100,13 @@ pub struct Ran {
 pub struct Daemon {
     paths: NodePaths,
     every: Duration,
-    client: Result<Client, ConnectError>,
+    client: Result<Arc<Client>, ConnectError>,
     /// HNS's features from the last read; `None` until one succeeds and after one fails.
     features: Option<SupportedFeatures>,
+    /// The tasks in the order a round runs them: the built-in ones, then those added.
     tasks: Vec<Box<dyn Task>>,
+    /// doctor's checks, run last, over the node as the other tasks left it.
+    checks: DoctorTask,
     metrics: Arc<Metrics>,
     endpoint: Option<MetricsEndpoint>,
 }
@@ -104,7 +116,7 @@ impl std::fmt::Debug for Daemon {
         f.debug_struct("Daemon")
             .field("paths", &self.paths)
             .field("every", &self.every)
-            .field("tasks", &self.tasks.len())
+            .field("tasks", &(self.tasks.len() + 1))
             .field("endpoint", &self.endpoint)
             .finish_non_exhaustive()
     }
@@ -137,24 +149,28 @@ impl Daemon {
             Some(address) => Some(MetricsEndpoint::serve(address, Arc::clone(&metrics))?),
             None => None,
         };
+        let mut checks = DoctorTask::new(settings.paths.clone());
+        metrics.register(|registry| checks.register(registry));
         let daemon = Daemon {
-            paths: settings.paths.clone(),
+            paths: settings.paths,
             every: settings.every,
-            client,
+            client: client.map(Arc::new),
             features: None,
             tasks: Vec::new(),
+            checks,
             metrics,
             endpoint,
         };
         Ok(daemon
             .with_task(DriftTask::default())
-            .with_task(SweepTask::new(settings.apply, on_pass))
-            .with_task(DoctorTask::new(settings.paths)))
+            .with_task(SweepTask::new(settings.apply, on_pass)))
     }
 
-    /// Adds `task` after the others, registering its metric families now.
+    /// Adds `task` after the others (doctor's checks still come last, judging the node as
+    /// the round left it), registering its metric families now.
     pub fn with_task(mut self, mut task: impl Task + 'static) -> Daemon {
         self.metrics.register(|registry| task.register(registry));
+        task.publish_between_rounds(&self.metrics);
         self.tasks.push(Box::new(task));
         self
     }
@@ -186,13 +202,17 @@ impl Daemon {
     /// between its own changes): nothing more is read, run or published.
     pub fn round(&mut self, stop: &Shutdown) {
         if self.client.is_err() {
-            self.client = platform::connect(Deadline::Node);
+            self.client = platform::connect(Deadline::Node).map(Arc::new);
         }
         let client = self.client.as_ref();
-        let mut node = Node::read(client, &self.paths, self.features);
+        let mut node = Node::read(client.map(AsRef::as_ref), &self.paths, self.features);
         self.features = node.features();
         let client = client.ok();
-        for task in &mut self.tasks {
+        let tasks = self
+            .tasks
+            .iter_mut()
+            .map(|task| task.as_mut() as &mut dyn Task);
+        for task in tasks.chain([&mut self.checks as &mut dyn Task]) {
             if stop.is_requested() {
                 return;
             }
@@ -205,11 +225,12 @@ impl Daemon {
                 node.read_hns_again(client);
             }
         }
-        let tasks = &mut self.tasks;
+        let (tasks, checks) = (&mut self.tasks, &mut self.checks);
         self.metrics.publish(|| {
             for task in tasks.iter_mut() {
                 task.publish();
             }
+            checks.publish();
         });
     }
 }

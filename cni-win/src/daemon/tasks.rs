@@ -62,7 +62,7 @@ impl Task for SweepTask {
     fn run(&mut self, round: &Round<'_>) -> Ran {
         let started = Instant::now();
         let pass = sweep::sweep_node(
-            round.client,
+            round.client.map(AsRef::as_ref),
             round.node,
             &AttachmentLocks,
             self.apply,
@@ -150,7 +150,10 @@ impl Task for DoctorTask {
     }
 
     fn run(&mut self, round: &Round<'_>) -> Ran {
-        self.last = Some(self.doctor.examine(round.client, round.node));
+        self.last = Some(
+            self.doctor
+                .examine(round.client.map(AsRef::as_ref), round.node),
+        );
         Ran::default()
     }
 

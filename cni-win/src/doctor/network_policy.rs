@@ -12,41 +12,40 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use cni_win_core::network_policy::{self as format, PolicySnapshot};
+use cni_win_netpol::Mode;
 use hns::schema::{EndpointPolicy, LoadBalancerFlags};
 
 use super::{Reached, Report, Verdict};
-use crate::network_policy::mode;
 use crate::node::Network;
 
-const AGENT: &str = "run the node daemon with --network-policy (the DaemonSets' `sweep` \
+const AGENT: &str = "run the node daemon with --network-policy (the DaemonSets' `daemon` \
                      container does: see docs/network-policy.md)";
 
 /// Every NetworkPolicy check of the networks whose configs name a snapshot.
 pub(super) fn check(node: Option<&Reached<'_>>, networks: &[Network], report: &mut Report) {
     let paths: BTreeSet<&Path> = networks
         .iter()
-        .filter_map(|network| network.config.network_policy_snapshot())
+        .filter_map(|network| network.config.policy().snapshot.as_deref())
         .collect();
     if paths.is_empty() {
         return;
     }
     if let Some(node) = node {
         let features = node.snapshot.features;
-        let (name, how) = match mode(features) {
-            cni_win_netpol::Mode::IpSets => (
-                "IP sets",
+        let mode = Mode::for_features(features);
+        let how = match mode {
+            Mode::IpSets => {
                 "pod peers are network IP sets (SetPolicy, HNS 13.0): a selector's membership \
-                 change is one set update, no endpoint's rules are rewritten",
-            ),
-            cni_win_netpol::Mode::Inline => (
-                "inline",
+                 change is one set update, no endpoint's rules are rewritten"
+            }
+            Mode::Inline => {
                 "HNS has no IP sets before 13.0: rules list their peers, so a selector's \
-                 membership change rewrites the rules of each endpoint that names the peer",
-            ),
+                 membership change rewrites the rules of each endpoint that names the peer"
+            }
         };
         report.pass(
             "NetworkPolicy: programming mode",
-            format!("HNS {}: {name}; {how}", features.version()),
+            format!("HNS {}: {}; {how}", features.version(), mode.as_str()),
         );
     }
     for path in paths {
@@ -128,7 +127,7 @@ fn check_snapshot(node: Option<&Reached<'_>>, snapshot: &PolicySnapshot, report:
             .policies
             .iter()
             .filter_map(|policy| match policy {
-                EndpointPolicy::Acl(acl) if format::is_agents(acl) => acl.id.as_deref(),
+                EndpointPolicy::Acl(acl) if cni_win_netpol::is_agents(acl) => acl.id.as_deref(),
                 _ => None,
             })
             .collect();

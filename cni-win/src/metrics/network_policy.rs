@@ -1,11 +1,11 @@
-//! The NetworkPolicy agent's families (`cni-win sweep --every … --network-policy`): whether
-//! the API server answers and the agent has synced, what it enforces and refuses, how many
-//! endpoints hold their rules, how many HNS writes it made and how long a change took to
-//! reach HNS.
+//! The NetworkPolicy agent's families (`cni-win daemon --network-policy`): whether the API
+//! server answers and the agent has synced, what it enforces and refuses, how many endpoints
+//! hold their rules, how many HNS writes it made and how long a change took to reach HNS.
 //!
-//! The agent reacts to the API server between the daemon's rounds, so these are updated when
-//! it programs, not only when a round publishes: each is one value (no family is cleared and
-//! refilled), so a scrape never sees half of an update.
+//! The agent reacts to the API server between the daemon's rounds, so these are recorded
+//! when it programs or hears from the API server, not only when a round publishes; always
+//! under the lock a scrape takes ([`super::Metrics::publish`]), so a scrape never sees half
+//! of a pass.
 
 use std::time::Duration;
 
@@ -33,14 +33,17 @@ struct ObjectLabels {
     object: &'static str,
 }
 
+/// The programming modes, as `cni_win_netpol::Mode::as_str` names them.
+const MODES: [&str; 2] = ["ip-sets", "inline"];
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ModeLabels {
     mode: &'static str,
 }
 
-/// What one programming pass left, as the gauges say it.
+/// What one programming pass left of the policies and endpoints, as the gauges say it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Programmed {
+pub struct PolicyCounts {
     /// Policies enforced as written.
     pub policies_applied: usize,
     /// Policies refused (enforced by their fail-closed stand-ins).
@@ -125,8 +128,8 @@ impl NetworkPolicyMetrics {
         );
         registry.register(
             "netpol_drift_repairs",
-            "HNS writes a daemon round made: rules removed or changed behind the agent's back, \
-             put back",
+            "HNS writes that put back what drifted (rules removed or changed behind the agent's \
+             back), made by a daemon round's pass when no change was pending",
             self.repairs.clone(),
         );
         registry.register(
@@ -148,17 +151,18 @@ impl NetworkPolicyMetrics {
         self.synced.set(i64::from(synced));
     }
 
-    /// Records the programming mode in use.
-    pub fn record_mode(&self, ip_sets: bool) {
-        for (mode, on) in [("ip-sets", ip_sets), ("inline", !ip_sets)] {
+    /// Records the programming mode in use (its name, `Mode::as_str`): 1 for it, 0 for the
+    /// other.
+    pub fn record_mode(&self, in_use: &'static str) {
+        for mode in MODES {
             self.mode
                 .get_or_create(&ModeLabels { mode })
-                .set(i64::from(on));
+                .set(i64::from(mode == in_use));
         }
     }
 
     /// Records what a programming pass left.
-    pub fn record_programmed(&self, programmed: &Programmed) {
+    pub fn record_counts(&self, programmed: &PolicyCounts) {
         let count = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         for (state, n) in [
             ("applied", programmed.policies_applied),
@@ -178,7 +182,7 @@ impl NetworkPolicyMetrics {
         }
     }
 
-    /// Counts writes: `endpoint` and `network` requests, made by a daemon round when
+    /// Counts writes: `endpoint` and `network` requests, which put back what drifted when
     /// `repair`.
     pub fn record_writes(&self, endpoint: u64, network: u64, repair: bool) {
         for (object, n) in [("endpoint", endpoint), ("network", network)] {

@@ -3,10 +3,10 @@
 //! validated policies), so the agent keeps no API object and its memory grows with what
 //! policy needs, not with what the API server sends.
 //!
-//! The watches (`super::kube`) and the tests feed the same [`Feed`] with the same
-//! [`Event`]s, shaped as kube-runtime's watcher events: a relist is `Init`, one `InitApply`
-//! per object, `InitDone` (objects not listed again are gone); then `Apply` and `Delete`. A
-//! resource is *synced* at its first `InitDone`; nothing is written to HNS or to the
+//! The watches (`super::watches`) and the tests feed the same [`Feed`] with kube-runtime's
+//! watcher [`Event`]s: a relist is `Init`, one `InitApply` per object, `InitDone` (objects not
+//! listed again are gone); then `Apply` and `Delete`. A resource is *synced* at its first
+//! `InitDone`; nothing is written to HNS or to the
 //! snapshot until every resource is ([`ClusterState::synced`]), so a restarted agent never
 //! programs from a half-read cluster. A watch that fails leaves what it fed as it was: the
 //! agent keeps the last programmed rules (fail static) and says so.
@@ -18,23 +18,9 @@ use std::time::Instant;
 use cni_win_netpol::{Cluster, PodInfo, PodKey, Policy, PolicyKey};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
+pub use kube::runtime::watcher::Event;
 
 use super::Shared;
-
-/// One event of a watch, as kube-runtime's watcher reports it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Event<K> {
-    /// A relist starts: what follows until `InitDone` is the whole resource.
-    Init,
-    /// One object of the relist.
-    InitApply(K),
-    /// The relist is complete: objects it did not list are gone.
-    InitDone,
-    /// An object was added or changed.
-    Apply(K),
-    /// An object was deleted.
-    Delete(K),
-}
 
 /// What the agent watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -78,6 +64,13 @@ pub struct Refusal {
     pub uid: Option<String>,
     /// Why, naming the field.
     pub reason: String,
+}
+
+/// Whether the API server answers the agent's watches, and whether they have all listed once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Api {
+    pub up: bool,
+    pub synced: bool,
 }
 
 /// Everything the agent knows of the cluster.
@@ -134,6 +127,14 @@ impl ClusterState {
     /// Whether every watch's last word was an event.
     pub(crate) fn api_up(&self) -> bool {
         self.api_errors.is_empty()
+    }
+
+    /// Whether the API answers and the agent has synced, as the metrics say it.
+    pub(crate) fn api(&self) -> Api {
+        Api {
+            up: self.api_up(),
+            synced: self.synced(),
+        }
     }
 
     /// The watch of `resource` failed: until it feeds an event from the API server again, the
@@ -423,22 +424,23 @@ fn namespaced_key(
 /// the agent's programmer when it changed what policy needs.
 #[derive(Debug, Clone)]
 pub struct Feed {
-    pub(crate) shared: std::sync::Arc<Shared>,
+    pub(super) shared: std::sync::Arc<Shared>,
 }
 
 impl Feed {
+    /// Applies a change to the state; wakes the programmer if it changed what policy needs,
+    /// and publishes whether the API answers.
     fn with_state(&self, change: impl FnOnce(&mut ClusterState)) {
         let mut state = self.shared.lock_state();
-        let before = state.generation;
-        change(&mut state);
-        let changed = state.generation != before;
-        self.shared
-            .metrics
-            .record_api(state.api_up(), state.synced());
+        let before = state.feed.generation;
+        change(&mut state.feed);
+        let changed = state.feed.generation != before;
+        let api = state.feed.api();
         drop(state);
         if changed {
-            self.shared.changed.notify_all();
+            self.shared.wake.notify_all();
         }
+        self.shared.publish_api(api);
     }
 
     /// A NetworkPolicy event.
@@ -464,16 +466,12 @@ impl Feed {
     /// A watch of `resource` failed (the API server unreachable, a refusal): what it fed
     /// stays as it was, so HNS keeps the last programmed rules, and the agent says so.
     pub fn failed(&self, resource: Resource, error: String) {
-        let mut state = self.shared.lock_state();
-        state.watch_failed(resource, error);
-        self.shared
-            .metrics
-            .record_api(state.api_up(), state.synced());
+        self.with_state(|state| state.watch_failed(resource, error));
     }
 
     /// Takes the refusals due to be told as Events.
     pub fn take_refusals(&self) -> Vec<Refusal> {
-        std::mem::take(&mut self.shared.lock_state().events_due)
+        std::mem::take(&mut self.shared.lock_state().feed.events_due)
     }
 }
 

@@ -1,4 +1,4 @@
-//! The NetworkPolicy agent of the node daemon (`cni-win sweep --every … --network-policy`):
+//! The NetworkPolicy agent of the node daemon (`cni-win daemon --network-policy`):
 //! Kubernetes NetworkPolicy enforced with HNS ACLs on the pods of this node, beside Flannel.
 //!
 //! ```text
@@ -6,19 +6,23 @@
 //!      ▲                                                                    ▼
 //!      └── Events on refused policies ◄─────────────────────────── Feed ── ClusterState
 //!                                                                           │ (translation's
-//!                                                                           │  values only)
-//!        each change, debounced (DEBOUNCE)        each daemon round         ▼
-//!        the agent's programmer thread ────────┬── NetworkPolicyTask ── program: read HNS,
-//!                                              │   (drift repaired)      desired, diff, write;
-//!                                    one lock: never two writers         the snapshot for ADD
+//!                                          each change (debounced)          │  values only)
+//!  daemon round ── NetworkPolicyTask ── its read of the node ──► the programmer thread:
+//!                  (waits for the pass)  and the daemon's client  the one writer of HNS
+//!                                                                 for policy (`programmer`):
+//!                                                                 plan, write, the snapshot
 //! ```
 //!
+//! - **One writer, the daemon's read**: the programmer thread is the only code that writes
+//!   HNS for policy, through the daemon's one HNS client. It starts from the daemon's first
+//!   round: each round hands it the round's read of the node (HNS and the networks' configs)
+//!   and waits for its pass over that read ([`NetworkPolicyTask`]), which repairs whatever
+//!   drifted (a rule removed behind the agent's back is back within one round) at no HCN
+//!   call beyond the writes. Between rounds the programmer keeps that read up to date for
+//!   little (`hns_view`).
 //! - **Reacts** to the API server: a change wakes the programmer, which waits [`DEBOUNCE`]
 //!   for the changes that come with it, then programs HNS (a [`Pass`]): the latency from a
 //!   watch event to HNS holding the result is a histogram of the metrics.
-//! - **Repairs** each daemon round ([`NetworkPolicyTask`]): the same pass, so a rule removed
-//!   behind the agent's back is back within one round. The round and the programmer take
-//!   one lock around a pass, so HNS never has two writers.
 //! - **Restarts without a window**: every rule's `Id` is its content, so a new process that
 //!   reads HNS and computes the same rules writes nothing; nothing at all is written (HNS or
 //!   snapshot) until every watch has listed its resource once.
@@ -28,86 +32,82 @@
 //!   fail-closed stand-in, logged, counted, and told as an Event on the policy.
 //! - **Meets ADD** through the snapshot ([`cni_win_core::network_policy`]), written after
 //!   each pass that changed it.
+//! - **Metrics** as the daemon's other tasks set theirs: a round's pass is published with the
+//!   round; what happens between rounds (a pass after a change, the API server lost or back)
+//!   is published at once through the same lock a scrape takes, so a scrape never sees half
+//!   of either.
 //!
-//! The programming mode follows the host's HNS version ([`mode`]): network IP sets
-//! (one `SetPolicy` update for a selector's membership change) from HNS 13.0, rules listing
-//! their peers inline before.
+//! The programming mode follows the host's HNS version ([`cni_win_netpol::Mode::for_features`]):
+//! network IP sets (one `SetPolicy` update for a selector's membership change) from HNS 13.0,
+//! rules listing their peers inline before.
 
 mod feed;
 mod hns_view;
 mod program;
+mod programmer;
 mod snapshot;
 mod task;
 mod watches;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-use cni_win_core::platform::{self, ConnectError, Deadline};
-use cni_win_netpol::Mode;
-use hns::{Client, SupportedFeatures};
+use std::time::Duration;
 
 pub use feed::{Event, Feed, Refusal, Resource};
-pub use program::{NotProgrammed, Pass, mode};
+pub use program::Refused;
+pub use programmer::{NotProgrammed, Pass};
 pub use task::NetworkPolicyTask;
 pub use watches::ApiSettings;
 
-use self::feed::ClusterState;
-use self::hns_view::HnsView;
-use self::program::NetworkConfig;
-use crate::confdir;
+use self::feed::{Api, ClusterState};
+use self::programmer::Mailbox;
 use crate::error::Error;
+use crate::metrics::Metrics;
 use crate::metrics::network_policy::NetworkPolicyMetrics;
-use crate::node::Network;
-use crate::paths::NodePaths;
 use crate::shutdown::Shutdown;
 
 /// How long the programmer waits after a change for the changes that come with it (a
 /// Deployment's pods, a namespace relabelled with its pods), so a burst costs one pass.
 pub const DEBOUNCE: Duration = Duration::from_millis(20);
 
-/// The longest a burst of changes delays a pass: a steady stream of events still programs.
-const DEBOUNCE_AT_MOST: Duration = Duration::from_millis(200);
-
-/// How long the programmer waits before trying again after a pass failed (doubling up to
-/// [`RETRY_AT_MOST`]).
-const RETRY_FIRST: Duration = Duration::from_secs(1);
-const RETRY_AT_MOST: Duration = Duration::from_secs(30);
-
 /// What the agent is asked to do.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// The node it runs on (`--node-name`, else `NODE_NAME`, as DaemonSets pass it).
     pub node_name: String,
-    /// The node's CNI paths: cni-win's networks, and where their configs put the snapshot.
-    pub paths: NodePaths,
 }
 
 /// What the agent's threads and the daemon's task share.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    state: Mutex<ClusterState>,
-    /// Notified when the state changed in a way policy needs.
-    changed: Condvar,
-    programmer: Mutex<Programmer>,
+    state: Mutex<AgentState>,
+    /// Wakes the programmer: the cluster changed, a round handed over its read, the agent
+    /// stops.
+    wake: Condvar,
+    /// Wakes whoever waits for a pass: the round whose read it was.
+    passed: Condvar,
     metrics: NetworkPolicyMetrics,
+    /// The daemon's metrics, once the agent's task is one of the daemon's: what happens
+    /// between rounds is published through them.
+    daemon_metrics: OnceLock<Arc<Metrics>>,
     /// The daemon's stop.
     stop: Shutdown,
     /// The agent's own stop (dropped).
     dropped: AtomicBool,
 }
 
-impl Shared {
-    fn lock_state(&self) -> MutexGuard<'_, ClusterState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
+/// What is behind the agent's one lock: the cluster as fed, and the rounds' reads on their
+/// way to the programmer and its passes over them on their way back.
+#[derive(Debug)]
+pub(crate) struct AgentState {
+    pub feed: ClusterState,
+    pub mailbox: Mailbox,
+}
 
-    fn lock_programmer(&self) -> MutexGuard<'_, Programmer> {
-        self.programmer
+impl Shared {
+    fn lock_state(&self) -> MutexGuard<'_, AgentState> {
+        self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -115,104 +115,13 @@ impl Shared {
     fn stopping(&self) -> bool {
         self.dropped.load(Ordering::SeqCst) || self.stop.is_requested()
     }
-}
 
-/// The one writer of HNS for policy: whoever holds it (the programmer thread, a daemon
-/// round) runs a whole pass.
-#[derive(Debug)]
-struct Programmer {
-    client: Result<Client, ConnectError>,
-    features: Option<SupportedFeatures>,
-    networks: Vec<NetworkConfig>,
-    /// What HNS holds, as the last pass left it; `None` until a full read, and after a failure.
-    view: Option<HnsView>,
-    last: Option<Result<Pass, NotProgrammed>>,
-}
-
-impl Programmer {
-    /// One pass: a daemon round's (`repair`) over a full read of HNS, the programmer's over
-    /// its view brought up to date.
-    fn pass(&mut self, shared: &Shared, repair: bool) -> Result<Pass, NotProgrammed> {
-        if self.client.is_err() {
-            self.client = platform::connect(Deadline::Node);
+    /// Publishes, between rounds, whether the API answers. Never called holding the state's
+    /// lock: a round's publication takes the metrics' lock, then the state's.
+    fn publish_api(&self, api: Api) {
+        if let Some(metrics) = self.daemon_metrics.get() {
+            metrics.publish(|| self.metrics.record_api(api.up, api.synced));
         }
-        let client = match &self.client {
-            Ok(client) => client,
-            Err(e) => return Err(NotProgrammed::Failed(crate::chain(e))),
-        };
-        let features = match self.features {
-            Some(features) => features,
-            None => {
-                let features = client
-                    .supported_features()
-                    .map_err(|e| NotProgrammed::Failed(e.to_string()))?;
-                self.features = Some(features);
-                features
-            }
-        };
-        let mode = program::mode(features);
-        shared.metrics.record_mode(mode == Mode::IpSets);
-        // A round reads everything (drift); the programmer brings its view up to date.
-        let view = match self.view.take() {
-            Some(mut view) if !repair => view.refresh(client).map(|()| view),
-            _ => HnsView::read(client),
-        };
-        let outcome = match view {
-            Err(e) => {
-                // HNS may have restarted (an update changes its version): ask again.
-                self.features = None;
-                Err(NotProgrammed::Failed(e.to_string()))
-            }
-            Ok(mut view) => {
-                let outcome =
-                    program::program(client, mode, &self.networks, view.hns(), &shared.state);
-                match &outcome {
-                    Ok(pass) => {
-                        view.wrote(
-                            pass.endpoints_written.clone(),
-                            pass.networks_written.clone(),
-                        );
-                        self.view = Some(view);
-                    }
-                    Err(NotProgrammed::NotSynced) => self.view = Some(view),
-                    // What a failed pass wrote is not known: read everything next time.
-                    Err(NotProgrammed::Failed(_)) => {}
-                }
-                outcome
-            }
-        };
-        let state = shared.lock_state();
-        shared.metrics.record_api(state.api_up(), state.synced());
-        drop(state);
-        match &outcome {
-            Ok(pass) => {
-                shared
-                    .metrics
-                    .record_writes(pass.endpoint_writes, pass.network_writes, repair);
-                shared.metrics.record_programmed(&pass.counts);
-                if let Some(since) = pass.changed_since {
-                    shared.metrics.record_latency(since.elapsed());
-                }
-                if repair && pass.endpoint_writes + pass.network_writes > 0 {
-                    log::warn!(
-                        "network policy: HNS had drifted from the rules: {} endpoint and {} \
-                         network write(s) put them back",
-                        pass.endpoint_writes,
-                        pass.network_writes
-                    );
-                }
-            }
-            Err(NotProgrammed::NotSynced) => {}
-            Err(NotProgrammed::Failed(why)) => {
-                shared.metrics.record_failure();
-                log::error!(
-                    "network policy: programming HNS failed ({why}): what was written stays; \
-                     trying again"
-                );
-            }
-        }
-        self.last = Some(outcome.clone());
-        outcome
     }
 }
 
@@ -226,34 +135,19 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// Starts the agent's programmer over `client` (or why HNS could not be reached: each
-    /// pass tries again); it stops when `stop` is asked for or the agent is dropped. Nothing
-    /// is fed yet: [`Agent::watch`] starts the watches, tests feed [`Agent::feed`].
-    pub fn start(
-        settings: Settings,
-        client: Result<Client, ConnectError>,
-        stop: &Shutdown,
-    ) -> Agent {
-        let networks = confdir::read(&settings.paths.conf_dir, settings.paths.cni_path())
-            .map(|found| {
-                found
-                    .networks
-                    .into_iter()
-                    .map(|network| network_config(&network.decode(None)))
-                    .collect()
-            })
-            .unwrap_or_default();
+    /// Starts the agent's programmer; it programs once a daemon round has handed it the node
+    /// ([`Agent::task`]) and the watches (or a test, [`Agent::feed`]) have synced, and stops
+    /// when `stop` is asked for or the agent is dropped.
+    pub fn start(settings: Settings, stop: &Shutdown) -> Agent {
         let shared = Arc::new(Shared {
-            state: Mutex::new(ClusterState::new(settings.node_name)),
-            changed: Condvar::new(),
-            programmer: Mutex::new(Programmer {
-                client,
-                features: None,
-                networks,
-                view: None,
-                last: None,
+            state: Mutex::new(AgentState {
+                feed: ClusterState::new(settings.node_name),
+                mailbox: Mailbox::default(),
             }),
+            wake: Condvar::new(),
+            passed: Condvar::new(),
             metrics: NetworkPolicyMetrics::default(),
+            daemon_metrics: OnceLock::new(),
             stop: stop.clone(),
             dropped: AtomicBool::new(false),
         });
@@ -261,7 +155,7 @@ impl Agent {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("netpol-programmer".to_owned())
-                .spawn(move || run_programmer(&shared))
+                .spawn(move || programmer::run(&shared))
                 .expect("a thread can be spawned")
         };
         Agent {
@@ -278,7 +172,8 @@ impl Agent {
         }
     }
 
-    /// The daemon's task of this agent: a pass each round (drift repaired), its metrics.
+    /// The daemon's task of this agent: each round hands the programmer the round's read and
+    /// waits for its pass (drift repaired); the agent's metrics.
     pub fn task(&self) -> NetworkPolicyTask {
         NetworkPolicyTask::new(Arc::clone(&self.shared))
     }
@@ -286,48 +181,41 @@ impl Agent {
     /// Starts watching the API server `api` names (in-cluster or a kubeconfig), on a thread
     /// of its own; Events on refused policies go out from there too.
     pub fn watch(&mut self, api: ApiSettings) -> Result<(), Error> {
-        let node_name = self.shared.lock_state().node_name.clone();
+        let node_name = self.shared.lock_state().feed.node_name.clone();
         self.watches = Some(watches::spawn(api, node_name, self.feed())?);
         Ok(())
     }
 
-    /// Runs one pass now, as a daemon round does, without the round's repair count.
-    pub fn program_now(&self) -> Result<Pass, NotProgrammed> {
-        self.shared.lock_programmer().pass(&self.shared, false)
-    }
-
-    /// Waits until HNS holds what the state fed so far asks for (the programmer has passed
-    /// over the current generation), at most `timeout`; returns whether it does.
+    /// Waits until HNS holds what the state fed so far asks for (a pass has programmed the
+    /// current generation), at most `timeout`; returns whether it does. For tests of what the
+    /// agent does between rounds.
+    #[cfg(feature = "test-support")]
     pub fn wait_programmed(&self, timeout: Duration) -> bool {
-        let until = Instant::now() + timeout;
+        let until = std::time::Instant::now() + timeout;
+        let mut state = self.shared.lock_state();
         loop {
-            let state = self.shared.lock_state();
-            if state.programmed == Some(state.generation) {
+            if state.feed.programmed == Some(state.feed.generation) {
                 return true;
             }
-            drop(state);
-            if Instant::now() >= until {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
                 return false;
             }
-            std::thread::sleep(Duration::from_millis(5));
+            state = self
+                .shared
+                .passed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
         }
-    }
-
-    /// The last pass's outcome, if any ran.
-    pub fn last_pass(&self) -> Option<Result<Pass, NotProgrammed>> {
-        self.shared.lock_programmer().last.clone()
-    }
-
-    /// Whether every watch last heard from the API server.
-    pub fn api_up(&self) -> bool {
-        self.shared.lock_state().api_up()
     }
 }
 
 impl Drop for Agent {
     fn drop(&mut self) {
         self.shared.dropped.store(true, Ordering::SeqCst);
-        self.shared.changed.notify_all();
+        self.shared.wake.notify_all();
+        self.shared.passed.notify_all();
         for thread in [self.programmer.take(), self.watches.take()]
             .into_iter()
             .flatten()
@@ -336,80 +224,5 @@ impl Drop for Agent {
                 log::error!("network policy: a thread of the agent panicked");
             }
         }
-    }
-}
-
-/// A network's NetworkPolicy settings, as its config gives them.
-fn network_config(network: &Network) -> NetworkConfig {
-    NetworkConfig {
-        name: network.name().to_owned(),
-        snapshot: network
-            .config
-            .network_policy_snapshot()
-            .map(ToOwned::to_owned),
-        acls: network.config.config_acls().to_vec(),
-    }
-}
-
-/// The programmer thread: a pass after each change (debounced), and again after a failure.
-fn run_programmer(shared: &Shared) {
-    let mut retry = RETRY_FIRST;
-    let mut retry_at: Option<Instant> = None;
-    while !shared.stopping() {
-        // Wait for a change not yet programmed, or for the retry.
-        let mut state = shared.lock_state();
-        loop {
-            if shared.stopping() {
-                return;
-            }
-            // After a failure only the retry programs: HNS is given time to come back.
-            let due = retry_at.is_some_and(|at| Instant::now() >= at);
-            let pending = state.synced() && state.programmed != Some(state.generation);
-            if due || (retry_at.is_none() && pending) {
-                break;
-            }
-            state = shared
-                .changed
-                .wait_timeout(state, crate::shutdown::POLL)
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .0;
-        }
-        // Debounce: let the changes that come with this one arrive.
-        let first = Instant::now();
-        loop {
-            let generation = state.generation;
-            state = shared
-                .changed
-                .wait_timeout(state, DEBOUNCE)
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .0;
-            if state.generation == generation || first.elapsed() >= DEBOUNCE_AT_MOST {
-                break;
-            }
-        }
-        drop(state);
-        let outcome = shared.lock_programmer().pass(shared, false);
-        match outcome {
-            Err(NotProgrammed::Failed(_)) => {
-                retry_at = Some(Instant::now() + retry);
-                retry = (retry * 2).min(RETRY_AT_MOST);
-            }
-            Ok(_) | Err(NotProgrammed::NotSynced) => {
-                retry = RETRY_FIRST;
-                retry_at = None;
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_snapshot_format_names_the_translations_rules() {
-        assert_eq!(
-            cni_win_core::network_policy::RULE_ID_PREFIX,
-            cni_win_netpol::RULE_ID_PREFIX,
-            "ADD and the agent must agree on which rules are the agent's"
-        );
     }
 }

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use cni_win_core::configured::PolicySettings;
 use cni_win_core::network_policy::{self as format, PodPolicy, PolicySnapshot};
 use cni_win_netpol::{Mode, PodKey, Translation};
 use hns::Guid;
@@ -18,7 +19,6 @@ use hns::schema::policy::AclPolicy;
 use rootsafe::file::{self, Kind, Mode as FileMode};
 
 use super::feed::ClusterState;
-use super::program::NetworkConfig;
 
 /// The snapshots one state renders, by path, encoded.
 #[derive(Debug, Default)]
@@ -34,7 +34,7 @@ const UNKNOWN_NAMESPACE: &str = "";
 /// agent matched to an endpoint that endpoint and the `Id`s of the rules it should hold.
 pub(crate) fn render(
     mode: Mode,
-    networks: &[NetworkConfig],
+    networks: &[PolicySettings],
     translation: &mut Translation<'_>,
     mapped: &BTreeMap<PodKey, (Guid, Vec<String>)>,
     state: &ClusterState,
@@ -99,10 +99,10 @@ fn snapshot(
         };
         let policies = cluster
             .policies_selecting(key)
-            .map(|policy| format::pod_key(&policy.key.namespace, &policy.key.name))
+            .map(|policy| format::object_key(&policy.key.namespace, &policy.key.name))
             .collect();
         pods.insert(
-            format::pod_key(&key.namespace, &key.name),
+            format::object_key(&key.namespace, &key.name),
             PodPolicy {
                 add,
                 policies,
@@ -114,7 +114,7 @@ fn snapshot(
     Ok(PolicySnapshot {
         version: format::VERSION,
         node: state.node_name.clone(),
-        mode: mode_name(mode).to_owned(),
+        mode: mode.as_str().to_owned(),
         rules,
         pods,
         namespaces,
@@ -122,17 +122,14 @@ fn snapshot(
         refused: state
             .refused
             .iter()
-            .map(|(key, reason)| (format::pod_key(&key.namespace, &key.name), reason.clone()))
+            .map(|(key, reason)| {
+                (
+                    format::object_key(&key.namespace, &key.name),
+                    reason.clone(),
+                )
+            })
             .collect(),
     })
-}
-
-/// The mode as the snapshot and doctor name it.
-pub(crate) fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::IpSets => "IpSets",
-        Mode::Inline => "Inline",
-    }
 }
 
 /// Writes `bytes` to `path` unless it already holds them: atomically (a new file renamed

@@ -4,8 +4,9 @@
 //! Events on refused policies, published from the same thread.
 //!
 //! A watch's errors are fed too, so the agent knows the API server is unreachable and keeps
-//! the last programmed rules; a failed watch starts over with a list ([`feed_from`]). No object is kept here: each event is turned into the translation's
-//! values by the feed, so memory grows with what policy needs.
+//! the last programmed rules; a failed watch starts over with a list ([`feed_from`]). No
+//! object is kept here: each event is turned into the translation's values by the feed, so
+//! memory grows with what policy needs.
 //!
 //! This is the one part of the agent `cargo test` does not run: the tests feed the same
 //! [`Feed`] with the same events, and the node lane runs this against a real API server.
@@ -159,7 +160,7 @@ async fn feed_from<K>(
         let mut stream = std::pin::pin!(watcher::watcher(api.clone(), config.clone()));
         while let Some(item) = stream.next().await {
             match item {
-                Ok(event) => apply(&feed, converted(event)),
+                Ok(event) => apply(&feed, event),
                 Err(error) => {
                     feed.failed(resource, error.to_string());
                     break;
@@ -170,16 +171,6 @@ async fn feed_from<K>(
         // without a failure.
         let pause = backoff.next().unwrap_or(MAX_BACKOFF);
         tokio::time::sleep(pause).await;
-    }
-}
-
-fn converted<K>(event: watcher::Event<K>) -> Event<K> {
-    match event {
-        watcher::Event::Init => Event::Init,
-        watcher::Event::InitApply(object) => Event::InitApply(object),
-        watcher::Event::InitDone => Event::InitDone,
-        watcher::Event::Apply(object) => Event::Apply(object),
-        watcher::Event::Delete(object) => Event::Delete(object),
     }
 }
 

@@ -114,7 +114,7 @@ fn sigterm_between_rounds_stops_the_daemon_within_a_second() {
     println!("stopped {took:?} after SIGTERM between rounds");
     assert!(status.success(), "{status}");
     assert!(took < Duration::from_secs(1), "{took:?}");
-    daemon.line_starting("cni-win sweep: stopped", Duration::from_secs(5));
+    daemon.line_starting("cni-win daemon: stopped", Duration::from_secs(5));
     assert!(
         TcpStream::connect(&daemon.address).is_err(),
         "the metrics endpoint stopped with the daemon"

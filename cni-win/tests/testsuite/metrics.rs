@@ -1,4 +1,4 @@
-//! The node daemon's metrics, scraped over HTTP from a running `cni-win sweep --every 1s
+//! The node daemon's metrics, scraped over HTTP from a running `cni-win daemon --every 1s
 //! --metrics-address 127.0.0.1:0` on an emulated node while pods come and go, get killed and
 //! HNS restarts under them.
 

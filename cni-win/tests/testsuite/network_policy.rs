@@ -1,14 +1,13 @@
-//! The NetworkPolicy agent end to end on an emulated node: the cluster fed through the same
-//! `Feed` the API server's watches feed, HNS programmed through the typed client, judged by
-//! the emulator's verdict on each connection's first packet and by its count of policy
-//! writes. Only the kube watches themselves are not run here (the node lane runs them against
-//! a real API server).
+//! The NetworkPolicy agent end to end on an emulated node, as a task of the node daemon: the
+//! cluster fed through the same `Feed` the API server's watches feed, HNS programmed through
+//! the daemon's client, judged by the emulator's verdict on each connection's first packet and
+//! by its count of policy writes and raw calls. Only the kube watches themselves are not run
+//! here (the node lane runs them against a real API server).
 
 use std::time::Duration;
 
 use crate::support::network_policy::{PROGRAMMED, PolicyNode, b_to_a, policy, relist};
-use cni_win::daemon::{self, Daemon};
-use cni_win::network_policy::{Agent, Event, Feed, NotProgrammed, Resource};
+use cni_win::network_policy::{Agent, Event, Feed, Resource};
 use cni_win_core::network_policy::{self as format, PolicySnapshot};
 use hns::schema::policy::AclPolicy;
 use hns::schema::{EndpointPolicy, ModifyRequest, RequestType};
@@ -32,7 +31,7 @@ fn agents_rules(node: &PolicyNode, pod: &str) -> Vec<AclPolicy> {
         .policies
         .into_iter()
         .filter_map(|policy| match policy {
-            EndpointPolicy::Acl(acl) if format::is_agents(&acl) => Some(acl),
+            EndpointPolicy::Acl(acl) if cni_win_netpol::is_agents(&acl) => Some(acl),
             _ => None,
         })
         .collect()
@@ -58,7 +57,7 @@ fn remote_c_becomes_b(node: &mut PolicyNode, agent: &Agent) -> PolicyWrites {
 #[test]
 fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write() {
     let mut node = PolicyNode::new();
-    let agent = node.programmed_agent(&[b_to_a()]);
+    let (agent, _daemon) = node.programmed_agent(&[b_to_a()]);
     for build in BUILDS {
         for (from, port, verdict) in [
             ("x/b", 80, Allowed),
@@ -111,7 +110,7 @@ fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write(
 #[test]
 fn a_flannel_native_config_gets_its_snapshot() {
     let node = PolicyNode::new().flannel_native();
-    let _agent = node.programmed_agent(&[b_to_a()]);
+    let (_agent, _daemon) = node.programmed_agent(&[b_to_a()]);
     assert_eq!(snapshot(&node).pods["x/a"].policies, ["x/b-to-a"]);
     assert_eq!(
         node.tcp("x/c", "x/a", 80, WindowsBuild::SERVER_2025),
@@ -126,7 +125,7 @@ fn a_flannel_native_config_gets_its_snapshot() {
 #[test]
 fn a_change_between_rounds_reads_hns_for_little() {
     let mut node = PolicyNode::new();
-    let agent = node.programmed_agent(&[b_to_a()]);
+    let (agent, _daemon) = node.programmed_agent(&[b_to_a()]);
     remote_c_becomes_b(&mut node, &agent);
 
     node.node.engine.reset_stats().unwrap();
@@ -165,8 +164,8 @@ fn without_ip_sets_peers_are_listed_in_the_rules() {
         .engine
         .set_version(HnsVersion::new(12, 0))
         .unwrap();
-    let agent = node.programmed_agent(&[b_to_a()]);
-    assert_eq!(snapshot(&node).mode, "Inline");
+    let (agent, _daemon) = node.programmed_agent(&[b_to_a()]);
+    assert_eq!(snapshot(&node).mode, "inline");
     for build in BUILDS {
         assert_eq!(node.tcp("y/b", "x/a", 80, build), Allowed);
         assert_eq!(node.tcp("x/c", "x/a", 80, build), Denied);
@@ -184,11 +183,11 @@ fn without_ip_sets_peers_are_listed_in_the_rules() {
 }
 
 /// Until every watch has listed its resource once, nothing is written: not HNS, not the
-/// snapshot.
+/// snapshot, not by a round, not between rounds.
 #[test]
 fn nothing_is_written_before_every_watch_has_synced() {
     let node = PolicyNode::new();
-    let agent = node.agent();
+    let (agent, mut daemon) = node.agent();
     let feed = agent.feed();
     relist(
         &feed,
@@ -205,12 +204,21 @@ fn nothing_is_written_before_every_watch_has_synced() {
     );
     feed.policies(Event::Init);
     feed.policies(Event::InitApply(b_to_a()));
+    daemon.round(&node.stop);
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(agent.program_now(), Err(NotProgrammed::NotSynced));
     assert_eq!(writes(&node), PolicyWrites::default());
     assert!(!node.snapshot.exists());
+    assert!(
+        daemon
+            .metrics()
+            .render()
+            .contains("cniwin_netpol_synced 0\n")
+    );
     feed.policies(Event::InitDone);
-    assert!(agent.wait_programmed(PROGRAMMED));
+    assert!(
+        agent.wait_programmed(PROGRAMMED),
+        "programmed between rounds"
+    );
     assert!(writes(&node).endpoint_requests > 0);
     assert!(node.snapshot.exists());
 }
@@ -221,16 +229,14 @@ fn nothing_is_written_before_every_watch_has_synced() {
 #[test]
 fn a_restart_writes_nothing_and_never_opens_a_window() {
     let node = PolicyNode::new();
-    let first = node.agent();
-    node.sync(&first.feed(), &[b_to_a()]);
-    assert!(first.wait_programmed(PROGRAMMED));
+    let first = node.programmed_agent(&[b_to_a()]);
     let before = node.matrix();
     assert!(before.iter().any(|(_, v)| *v == Denied));
     let held = snapshot(&node);
     drop(first);
     writes(&node);
 
-    let second = node.agent();
+    let (second, mut daemon) = node.agent();
     let feed = second.feed();
     // Half-synced: pods and namespaces listed, policies not yet.
     relist(
@@ -241,6 +247,7 @@ fn a_restart_writes_nothing_and_never_opens_a_window() {
             .to_vec(),
     );
     relist(&feed, Feed::pods, node.api_pods());
+    daemon.round(&node.stop);
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(node.matrix(), before, "before the restarted agent synced");
     node.sync(&feed, &[b_to_a()]);
@@ -256,16 +263,14 @@ fn a_restart_writes_nothing_and_never_opens_a_window() {
 #[test]
 fn an_unreachable_api_server_keeps_the_last_programmed_rules() {
     let node = PolicyNode::new();
-    let agent = node.programmed_agent(&[b_to_a()]);
+    let (agent, mut daemon) = node.programmed_agent(&[b_to_a()]);
     let feed = agent.feed();
     let before = node.matrix();
-    let mut daemon = daemon_with(&node, &agent);
     writes(&node);
 
     for resource in Resource::ALL {
         feed.failed(resource, "connection refused".to_owned());
     }
-    assert!(!agent.api_up());
     let text = daemon.metrics().render();
     assert!(text.contains("cniwin_netpol_api_up 0\n"), "at once: {text}");
     daemon.round(&node.stop);
@@ -276,7 +281,13 @@ fn an_unreachable_api_server_keeps_the_last_programmed_rules() {
     assert_eq!(writes(&node), PolicyWrites::default());
 
     node.sync(&feed, &[b_to_a()]);
-    assert!(agent.api_up());
+    assert!(
+        daemon
+            .metrics()
+            .render()
+            .contains("cniwin_netpol_api_up 1\n"),
+        "at once"
+    );
     assert!(agent.wait_programmed(PROGRAMMED));
     daemon.round(&node.stop);
     assert!(
@@ -288,14 +299,94 @@ fn an_unreachable_api_server_keeps_the_last_programmed_rules() {
     assert_eq!(writes(&node), PolicyWrites::default());
 }
 
+/// A round with the agent on and synced costs what a round without it costs: the daemon's
+/// one read of the node (12 raw HCN calls on this three-pod node, closes not counted), which
+/// the agent's pass takes as it is, writing nothing when nothing drifted.
+#[test]
+fn a_round_with_a_synced_agent_costs_no_hcn_call_more() {
+    let node = PolicyNode::new();
+    let (_agent, mut with_agent) = node.programmed_agent(&[b_to_a()]);
+    let mut without = node.daemon();
+    without.round(&node.stop);
+    writes(&node);
+    node.node.calls();
+    without.round(&node.stop);
+    let (alone, alone_with_closes) = node.node.calls();
+    with_agent.round(&node.stop);
+    let (with, with_closes) = node.node.calls();
+    println!(
+        "a daemon round on a three-pod node: {alone} raw HCN calls ({alone_with_closes} with \
+         closes) without the NetworkPolicy agent, {with} ({with_closes}) with it synced"
+    );
+    assert_eq!(with, alone, "the agent's pass adds no HCN call");
+    assert!(with <= 12, "{with} raw HCN calls");
+    assert_eq!(writes(&node), PolicyWrites::default());
+}
+
+/// A change the programmer writes between a round's read and the round's pass (here: while
+/// a task before the agent's runs) is not taken for drift: what was written after the read
+/// started is read again before the pass, so the pass writes nothing and repairs nothing.
+#[test]
+fn a_write_after_the_rounds_read_is_not_drift() {
+    use cni_win::daemon::{Ran, Round, Task};
+    use std::rc::Rc;
+
+    /// Feeds a change and waits until the programmer has written it.
+    struct Meanwhile {
+        agent: Rc<Agent>,
+        change: Option<k8s_openapi::api::core::v1::Pod>,
+    }
+    impl Task for Meanwhile {
+        fn register(&mut self, _: &mut prometheus_client::registry::Registry) {}
+        fn run(&mut self, _: &Round<'_>) -> Ran {
+            if let Some(pod) = self.change.take() {
+                self.agent.feed().pods(Event::Apply(pod));
+                assert!(self.agent.wait_programmed(PROGRAMMED));
+            }
+            Ran::default()
+        }
+        fn publish(&mut self) {}
+    }
+
+    let mut node = PolicyNode::new();
+    let (agent, first) = node.programmed_agent(&[b_to_a()]);
+    drop(first);
+    node.relabel("x/c", "b");
+    let agent = Rc::new(agent);
+    let mut daemon = node
+        .daemon()
+        .with_task(Meanwhile {
+            agent: Rc::clone(&agent),
+            change: Some(node.api_pod("x/c")),
+        })
+        .with_task(agent.task());
+    writes(&node);
+    daemon.round(&node.stop);
+    let made = writes(&node);
+    assert_eq!(
+        (made.network_requests, made.endpoint_requests),
+        (1, 0),
+        "the change's one set update, and nothing from the round's pass: {made:?}"
+    );
+    let text = daemon.metrics().render();
+    for series in [
+        "cniwin_netpol_drift_repairs_total 0\n",
+        "cniwin_netpol_programming_failures_total 0\n",
+    ] {
+        assert!(text.contains(series), "{series}: {text}");
+    }
+    for build in BUILDS {
+        assert_eq!(node.tcp("x/c", "x/a", 80, build), Allowed, "{build}");
+    }
+}
+
 /// A rule removed behind the agent's back (the isolation block of x/a: x/a would be open) is
 /// back after one daemon round, and counted as a repair.
 #[test]
 fn a_rule_removed_behind_the_agents_back_is_back_within_one_round() {
     let node = PolicyNode::new();
-    let agent = node.programmed_agent(&[b_to_a()]);
+    let (_agent, mut daemon) = node.programmed_agent(&[b_to_a()]);
     let before = node.matrix();
-    let mut daemon = daemon_with(&node, &agent);
     daemon.round(&node.stop);
 
     let block: Vec<EndpointPolicy> = agents_rules(&node, "x/a")
@@ -332,7 +423,7 @@ fn a_rule_removed_behind_the_agents_back_is_back_within_one_round() {
 #[test]
 fn a_refused_policy_fails_closed_and_is_told() {
     let node = PolicyNode::new();
-    let agent = node.agent();
+    let (agent, mut daemon) = node.agent();
     let feed = agent.feed();
     let bad_except = policy(
         "y",
@@ -341,7 +432,7 @@ fn a_refused_policy_fails_closed_and_is_told() {
                "ingress": [{"from": [{"ipBlock": {"cidr": "10.244.0.0/16", "except": ["10.0.0.0/24"]}}]}]}),
     );
     node.sync(&feed, &[b_to_a(), bad_except]);
-    assert!(agent.wait_programmed(PROGRAMMED));
+    daemon.round(&node.stop);
     for build in BUILDS {
         assert_eq!(
             node.tcp("x/a", "y/b", 80, build),
@@ -363,8 +454,6 @@ fn a_refused_policy_fails_closed_and_is_told() {
         refusals[0].reason
     );
     assert!(snapshot(&node).refused.contains_key("y/bad-except"));
-    let mut daemon = daemon_with(&node, &agent);
-    daemon.round(&node.stop);
     let text = daemon.metrics().render();
     for series in [
         "cniwin_netpol_policies{state=\"refused\"} 1\n",
@@ -378,8 +467,7 @@ fn a_refused_policy_fails_closed_and_is_told() {
 #[test]
 fn the_agents_metric_families() {
     let node = PolicyNode::new();
-    let agent = node.programmed_agent(&[b_to_a()]);
-    let mut daemon = daemon_with(&node, &agent);
+    let (_agent, mut daemon) = node.programmed_agent(&[b_to_a()]);
     daemon.round(&node.stop);
     let text = daemon.metrics().render();
     for series in [
@@ -402,19 +490,6 @@ fn the_agents_metric_families() {
     }
 }
 
-/// The daemon over `node` with `agent`'s task, as `cni-win sweep --network-policy` runs it.
-fn daemon_with(node: &PolicyNode, agent: &Agent) -> Daemon {
-    let settings = daemon::Settings {
-        paths: node.paths(),
-        apply: false,
-        every: Duration::from_secs(3600),
-        metrics_address: None,
-    };
-    Daemon::new(settings, Ok(node.node.new_client()), |_| {})
-        .unwrap()
-        .with_task(agent.task())
-}
-
 /// A pod the scheduler put on this node is in the snapshot before its sandbox exists; ADD
 /// (the real win-bridge) creates its endpoint with its rules, so its first packet is judged
 /// by its policy; once the pod's address is reported the agent takes the endpoint over, and
@@ -422,7 +497,7 @@ fn daemon_with(node: &PolicyNode, agent: &Agent) -> Daemon {
 #[test]
 fn a_new_pod_is_created_with_the_snapshots_rules_and_taken_over_without_a_change() {
     let mut node = PolicyNode::new();
-    let agent = node.programmed_agent(&[b_to_a()]);
+    let (agent, _daemon) = node.programmed_agent(&[b_to_a()]);
     let feed = agent.feed();
 
     // x/d, labelled like x/a: the policy isolates it and admits pods b on TCP 80.
@@ -551,7 +626,7 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
     use hns::schema::{HostComputeLoadBalancer, LoadBalancerFlags, LoadBalancerPortMapping};
 
     let node = PolicyNode::new();
-    let agent = node.agent();
+    let (agent, mut daemon) = node.agent();
     let refused = policy(
         "y",
         "sctp-only",
@@ -559,11 +634,11 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
                "ingress": [{"ports": [{"protocol": "SCTP", "port": 80}]}]}),
     );
     node.sync(&agent.feed(), &[b_to_a(), refused]);
-    assert!(agent.wait_programmed(PROGRAMMED));
+    daemon.round(&node.stop);
     let findings = doctor(&node);
     let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: programming mode");
     assert_eq!(*verdict, Doctor::Pass);
-    assert!(evidence.contains("HNS 13.2: IP sets"), "{evidence}");
+    assert!(evidence.contains("HNS 13.2: ip-sets"), "{evidence}");
     let (_, verdict, evidence) = finding(&findings, "pod \"x/a\": NetworkPolicy");
     assert_eq!(*verdict, Doctor::Pass, "{evidence}");
     assert!(
@@ -652,7 +727,7 @@ fn doctor_says_what_add_makes_of_the_snapshot() {
 fn the_support_bundle_holds_the_policy_view() {
     use cni_win::support_bundle::{Plan, Settings};
     let node = PolicyNode::new();
-    let _agent = node.programmed_agent(&[b_to_a()]);
+    let (_agent, _daemon) = node.programmed_agent(&[b_to_a()]);
     let settings = Settings {
         paths: node.paths(),
         subnet_file: node.node.dir().join("subnet.env"),
@@ -683,17 +758,19 @@ fn the_support_bundle_holds_the_policy_view() {
     );
 }
 
-/// `cni-win sweep --network-policy` refuses to start without what it needs, naming it: the
-/// node's name, a cluster or a kubeconfig that loads; and only as the daemon (`--every`).
+/// `cni-win daemon --network-policy` refuses to start without what it needs, naming it: the
+/// node's name, a cluster or a kubeconfig that loads. `sweep --every`, the daemon's old
+/// spelling, is the same daemon and says what to use instead; `sweep` without it is the
+/// one-shot removal, which takes no daemon flag.
 #[test]
 fn the_agent_names_what_it_lacks_to_start() {
     let node = PolicyNode::new();
     let run = |args: &[&str], env: &[(&str, &str)]| {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cni-win"));
         command
-            .arg("sweep")
+            .args(&args[..1])
             .args(["--conf-dir", &node.node.conf_dir().to_string_lossy()])
-            .args(args)
+            .args(&args[1..])
             .env_remove("NODE_NAME")
             .env_remove("KUBERNETES_SERVICE_HOST")
             .env_remove("KUBERNETES_SERVICE_PORT")
@@ -707,19 +784,29 @@ fn the_agent_names_what_it_lacks_to_start() {
             String::from_utf8_lossy(&output.stderr).into_owned(),
         )
     };
-    let (code, stderr) = run(&["--network-policy"], &[]);
+    let (code, stderr) = run(&["sweep", "--network-policy"], &[]);
     assert_eq!(code, Some(2), "only as the daemon: {stderr}");
-    let daemon = ["--every", "1h", "--network-policy"];
-    let (code, stderr) = run(&daemon, &[]);
-    assert_eq!(code, Some(1));
-    assert!(stderr.contains("--node-name"), "{stderr}");
-    let (code, stderr) = run(&daemon, &[("NODE_NAME", "node-1")]);
-    assert_eq!(code, Some(1));
-    assert!(stderr.contains("not in a cluster"), "{stderr}");
+    assert!(stderr.contains("--every"), "{stderr}");
+
+    for daemon in [
+        &["daemon", "--network-policy"][..],
+        &["sweep", "--every", "1h", "--network-policy"],
+    ] {
+        let (code, stderr) = run(daemon, &[]);
+        assert_eq!(code, Some(1), "{daemon:?}: {stderr}");
+        assert!(stderr.contains("--node-name"), "{daemon:?}: {stderr}");
+        assert_eq!(
+            stderr.contains("use `cni-win daemon --every"),
+            daemon[0] == "sweep",
+            "{daemon:?}: the alias says what to use: {stderr}"
+        );
+        let (code, stderr) = run(daemon, &[("NODE_NAME", "node-1")]);
+        assert_eq!(code, Some(1));
+        assert!(stderr.contains("not in a cluster"), "{stderr}");
+    }
     let missing = node.node.dir().join("no-kubeconfig");
     let with_kubeconfig = [
-        "--every",
-        "1h",
+        "daemon",
         "--network-policy",
         "--node-name",
         "node-1",

@@ -736,6 +736,18 @@ impl AclPolicy {
             priority: Some(priority),
         }
     }
+
+    /// Whether HNS meets `self` and `other` at one step with opposite verdicts: the same
+    /// direction, layer (no `RuleType` is `Switch`) and priority, one blocking and the other
+    /// not. Which of them wins is not documented, so no one who writes ACLs (ADD beside a
+    /// config's own, the NetworkPolicy agent beside anyone's) may write such a pair.
+    pub fn ties_with(&self, other: &AclPolicy) -> bool {
+        let layer = |acl: &AclPolicy| acl.rule_type.unwrap_or(AclRuleType::Switch);
+        self.direction == other.direction
+            && layer(self) == layer(other)
+            && self.priority.unwrap_or(0) == other.priority.unwrap_or(0)
+            && (self.action == AclAction::Block) != (other.action == AclAction::Block)
+    }
 }
 
 /// `EncapOverhead` settings: room left for encapsulation headers in the MTU.
@@ -814,4 +826,37 @@ pub struct AutomaticDnsPolicy {
 pub struct IsolationIdPolicy {
     /// VSID or VLAN ID.
     pub isolation_id: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(action: AclAction, priority: u16) -> AclPolicy {
+        AclPolicy::all_traffic(action, AclDirection::In, priority)
+    }
+
+    #[test]
+    fn ties_are_one_step_with_opposite_verdicts() {
+        let block = rule(AclAction::Block, 4300);
+        assert!(block.ties_with(&rule(AclAction::Allow, 4300)));
+        assert!(block.ties_with(&rule(AclAction::Pass, 4300)));
+        assert!(!block.ties_with(&rule(AclAction::Block, 4300)));
+        assert!(!block.ties_with(&rule(AclAction::Allow, 4301)));
+        let out = AclPolicy {
+            direction: AclDirection::Out,
+            ..rule(AclAction::Allow, 4300)
+        };
+        assert!(!block.ties_with(&out));
+        let host = AclPolicy {
+            rule_type: Some(AclRuleType::Host),
+            ..rule(AclAction::Allow, 4300)
+        };
+        assert!(!block.ties_with(&host));
+        let unset = AclPolicy {
+            rule_type: None,
+            ..rule(AclAction::Allow, 4300)
+        };
+        assert!(block.ties_with(&unset), "no RuleType is Switch");
+    }
 }

@@ -1,6 +1,7 @@
 //! `cni-win`: the operator's command on a Windows node, a thin binary over the `cni_win`
-//! library: `install`, `uninstall`, `sweep`, `doctor`, `source-vip` and `support-bundle` parse their arguments and print what
-//! the library reports (see [`commands`]).
+//! library: `install`, `uninstall`, `sweep`, `daemon`, `doctor`, `source-vip` and
+//! `support-bundle` parse their arguments and print what the library reports (see
+//! [`commands`]).
 #![forbid(unsafe_code)]
 
 use std::process::ExitCode;
@@ -33,6 +34,7 @@ enum Commands {
     Install(commands::install::Args),
     Uninstall(commands::uninstall::Args),
     Sweep(commands::sweep::Args),
+    Daemon(commands::daemon::Args),
     Doctor(commands::doctor::Args),
     SourceVip(commands::source_vip::Args),
     SupportBundle(commands::support_bundle::Args),
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Commands::Install(args) => commands::install::run(args),
         Commands::Uninstall(args) => commands::uninstall::run(args),
         Commands::Sweep(args) => commands::sweep::run(args),
+        Commands::Daemon(args) => commands::daemon::run(args),
         Commands::Doctor(args) => commands::doctor::run(args),
         Commands::SourceVip(args) => commands::source_vip::run(args),
         Commands::SupportBundle(args) => commands::support_bundle::run(args),

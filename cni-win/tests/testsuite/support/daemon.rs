@@ -1,4 +1,4 @@
-//! `cni-win sweep --every` as a process on a scratch node, and its metrics as a scrape gets
+//! `cni-win daemon` as a process on a scratch node, and its metrics as a scrape gets
 //! them.
 
 use std::collections::BTreeMap;
@@ -50,7 +50,7 @@ impl Scrape {
     }
 }
 
-/// `cni-win sweep --every …` with its metrics on a port the system picked on the loopback
+/// `cni-win daemon --every …` with its metrics on a port the system picked on the loopback
 /// (the daemon prints which), killed on drop if still running.
 pub struct Daemon {
     pub child: Child,
@@ -68,7 +68,7 @@ impl Daemon {
     pub fn start_on(node: &ScratchNode, apply: bool, address: &str, every: &str) -> Daemon {
         let mut command = Command::new(env!("CARGO_BIN_EXE_cni-win"));
         command
-            .args(["sweep", "--conf-dir"])
+            .args(["daemon", "--conf-dir"])
             .arg(node.conf_dir())
             .args(["--bin-dir"])
             .arg(node.dir().join("bin"))
@@ -93,7 +93,7 @@ impl Daemon {
             let line = rx
                 .recv_timeout(left)
                 .expect("the daemon says where it serves its metrics");
-            if let Some(url) = line.strip_prefix("cni-win sweep: serving metrics on http://") {
+            if let Some(url) = line.strip_prefix("cni-win daemon: serving metrics on http://") {
                 break url.trim_end_matches("/metrics").to_owned();
             }
         };

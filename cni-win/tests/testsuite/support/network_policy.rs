@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use cni_win::daemon::{self, Daemon};
 use cni_win::network_policy::{self, Agent, Event, Feed};
 use cni_win::paths::NodePaths;
 use cni_win::shutdown::Shutdown;
@@ -91,22 +92,42 @@ impl PolicyNode {
         NodePaths::with_bin_dir(self.node.conf_dir(), self.node.dir().join("bin"))
     }
 
-    /// A new agent on this node, nothing fed yet.
-    pub fn agent(&self) -> Agent {
-        let settings = network_policy::Settings {
-            node_name: NODE.to_owned(),
-            paths: self.paths(),
-        };
-        Agent::start(settings, Ok(self.node.new_client()), &self.stop)
+    /// A new agent on this node, nothing fed yet, and the daemon it is a task of (as `cni-win
+    /// daemon --network-policy` runs it), no round run yet.
+    pub fn agent(&self) -> (Agent, Daemon) {
+        let agent = Agent::start(
+            network_policy::Settings {
+                node_name: NODE.to_owned(),
+            },
+            &self.stop,
+        );
+        let daemon = self.daemon().with_task(agent.task());
+        (agent, daemon)
     }
 
-    /// A new agent on this node, fed a whole relist with `policies`, once HNS holds what it
-    /// asks for.
-    pub fn programmed_agent(&self, policies: &[NetworkPolicy]) -> Agent {
-        let agent = self.agent();
+    /// The node daemon on this node without the agent: the sweep (a dry run) and doctor.
+    pub fn daemon(&self) -> Daemon {
+        let settings = daemon::Settings {
+            paths: self.paths(),
+            apply: false,
+            every: Duration::from_secs(3600),
+            metrics_address: None,
+        };
+        Daemon::new(settings, Ok(self.node.new_client()), |_| {}).unwrap()
+    }
+
+    /// A new agent on this node, fed a whole relist with `policies`, and the daemon after
+    /// the round whose read the agent programmed HNS over.
+    pub fn programmed_agent(&self, policies: &[NetworkPolicy]) -> (Agent, Daemon) {
+        let (agent, mut daemon) = self.agent();
         self.sync(&agent.feed(), policies);
-        assert!(agent.wait_programmed(PROGRAMMED), "{:?}", agent.last_pass());
-        agent
+        daemon.round(&self.stop);
+        assert!(
+            agent.wait_programmed(Duration::ZERO),
+            "the round's pass programmed what was fed: {}",
+            daemon.metrics().render()
+        );
+        (agent, daemon)
     }
 
     /// A pod's address, local or remote.

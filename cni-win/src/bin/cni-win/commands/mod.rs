@@ -2,6 +2,7 @@
 //! it prints. The work is the `cni_win` library's. The node's paths are one set of flags
 //! ([`NodePathArgs`]) every command takes alike.
 
+pub mod daemon;
 pub mod doctor;
 pub mod install;
 pub mod source_vip;
