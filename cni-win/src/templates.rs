@@ -57,7 +57,7 @@ const SETTINGS: [(&str, &str); 10] = [
     ),
     (
         "networkPolicySnapshot",
-        "where the node's NetworkPolicy agent (cni-win sweep --network-policy) writes the \
+        "where the node's NetworkPolicy agent (cni-win daemon --network-policy) writes the \
          rules new pods start with, e.g. C:\\var\\lib\\cni-win\\network-policy.json \
          (unset: NetworkPolicy off)",
     ),

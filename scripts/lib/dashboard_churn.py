@@ -6,7 +6,7 @@ Usage: dashboard_churn.py BIN_DIR WORK_DIR SECONDS ADDRESS1,ADDRESS2
 BIN_DIR holds the Linux builds of cni-win, win-bridge, host-local and hnsctl. Each node is an
 HCN emulator state under WORK_DIR with Flannel host-gw's network `cbr0` (L2Bridge
 10.244.1.0/24, made with hnsctl), a config directory with win-bridge's config for it and a
-plugin directory with win-bridge and host-local, and runs `cni-win sweep --every 2s --apply`
+plugin directory with win-bridge and host-local, and runs `cni-win daemon --every 2s --apply`
 with its metrics on its ADDRESS. For SECONDS the pools fill and drain: pods start and stop
 through win-bridge's ADD and DEL as a runtime runs them, some are killed without a DEL (their
 namespace deleted), and some ADDs die after their reservation (host-local's ADD alone); past
@@ -55,7 +55,7 @@ class Node:
             json.dump(self.config, conf)
         self.pods = []
         self.daemon = subprocess.Popen(
-            [os.path.join(bins, "cni-win"), "sweep", "--conf-dir", self.conf_dir,
+            [os.path.join(bins, "cni-win"), "daemon", "--conf-dir", self.conf_dir,
              "--bin-dir", self.bin_dir, "--every", "2s", "--metrics-address", address, "--apply"],
             env=self.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

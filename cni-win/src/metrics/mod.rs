@@ -1,4 +1,4 @@
-//! The node daemon's metrics (`cni-win sweep --every … --metrics-address …`), in the Prometheus
+//! The node daemon's metrics (`cni-win daemon --metrics-address …`), in the Prometheus
 //! exposition format, so an operator sees a pool filling up, stale objects piling up after an
 //! HNS restart, HNS drifting from the node's records, or a node going unhealthy before pods
 //! stop starting.

@@ -1108,7 +1108,7 @@ fn network_policy(bench: &Bench<'_>) -> Result<String, String> {
             "Action": "Block", "Direction": "In", "RuleType": "Switch", "Priority": 65000}
     });
     let written = json!({
-        "Version": 1, "Node": "node-1", "Mode": "IpSets", "Rules": rules,
+        "Version": 1, "Node": "node-1", "Mode": "ip-sets", "Rules": rules,
         "Pods": {"x/a": {"Add": ["cni-win-netpol-admit", "cni-win-netpol-block"],
                          "Policies": ["x/admit"], "Endpoint": null, "Expected": []}},
         "Namespaces": {}, "Default": [], "Refused": {}
