@@ -5,6 +5,7 @@
 
 mod docs;
 mod install;
+mod layout;
 mod version;
 
 #[cfg(not(windows))]
