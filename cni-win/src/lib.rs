@@ -8,7 +8,8 @@
 //! fix, [`source_vip`] reserves kube-proxy's source VIP in the pods' store, [`support_bundle`]
 //! collects what a bug report needs into one zip, and [`daemon`] is the node daemon: rounds of
 //! the sweep, the [`drift`] report and doctor's checks, with its [`metrics`], until
-//! [`shutdown`]. `sweep`, `doctor`, `source_vip` and each round of the daemon read the node
+//! [`shutdown`], and with [`network_policy`], the NetworkPolicy agent, as one more task of its
+//! rounds. `sweep`, `doctor`, `source_vip` and each round of the daemon read the node
 //! once ([`node`]: the config directory, HNS, each network decoded once) and judge it by the
 //! plugins' own rule ([`cni_win_core::ownership`]).
 //!

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{Report, Verdict};
+use super::{Report, Severity};
 use crate::paths::NodePaths;
 use crate::shipped;
 
@@ -27,7 +27,7 @@ pub(super) fn check_present(plugin_types: &[String], paths: &NodePaths, report: 
                 .collect();
             report.add(
                 format!("binary {file}"),
-                Verdict::Fail,
+                Severity::Fail,
                 format!(
                     "the configs name plugin type {plugin_type:?}, but {} does not exist",
                     wanted.join(" or ")
@@ -126,7 +126,7 @@ impl Versions {
         }
         _ => report.add(
             "binaries are one release",
-            Verdict::Fail,
+            Severity::Fail,
             evidence,
             "install every binary from one release: `cni-win install --source <unzipped release>`",
         ),

@@ -1,5 +1,5 @@
 //! doctor's checks of what kube-proxy's winkernel proxier needs on an `Overlay` network, from
-//! the one node snapshot: HNS supports remote subnets (else kube-proxy refuses the network),
+//! the node's one read of HNS: HNS supports remote subnets (else kube-proxy refuses the network),
 //! a source VIP is reserved in the pods' store by a node component inside the network's
 //! subnets, no pod holds it, an endpoint holds it once kube-proxy has synced (kube-proxy
 //! creates that endpoint, and programs no service while it cannot), kube-proxy once synced
@@ -8,13 +8,13 @@
 
 use std::net::IpAddr;
 
-use cni_win_core::ownership::Verdict as Judged;
+use cni_win_core::ownership::Verdict;
 use cni_win_core::snapshot::NetworkView;
 use hns::schema::{EndpointFlags, HostComputeEndpoint};
 use hns::{Feature, Guid};
 use ipam_host_local::layout::Content;
 
-use super::{Reached, Report, Verdict};
+use super::{Reached, Report, Severity};
 
 const RESERVE: &str = "run `cni-win source-vip` and start kube-proxy with its flags \
     (`cni-win source-vip --format flags`; deploy/kube-proxy.yaml does both)";
@@ -25,7 +25,7 @@ pub(super) fn check(node: &Reached<'_>, name: &str, view: &NetworkView<'_>, repo
     let Some(network) = view.network else {
         return;
     };
-    if node.snapshot.features.supports(Feature::RemoteSubnet) {
+    if node.hns.features.supports(Feature::RemoteSubnet) {
         report.pass(
             check("remote subnets"),
             "HNS supports RemoteSubnet".to_owned(),
@@ -33,11 +33,11 @@ pub(super) fn check(node: &Reached<'_>, name: &str, view: &NetworkView<'_>, repo
     } else {
         report.add(
             check("remote subnets"),
-            Verdict::Fail,
+            Severity::Fail,
             format!(
                 "HNS {} has no RemoteSubnet support: kube-proxy's winkernel proxier refuses an \
                  overlay network without it",
-                node.snapshot.features.version()
+                node.hns.features.version()
             ),
             "update Windows (HNS 9.2 or later, Windows Server 2019 on)",
         );
@@ -72,7 +72,7 @@ pub(super) fn check(node: &Reached<'_>, name: &str, view: &NetworkView<'_>, repo
         [] if vips.is_empty() => {
             report.add(
                 check("source VIP"),
-                Verdict::Warn,
+                Severity::Warn,
                 "no source VIP is reserved in the pods' store: kube-proxy (winkernel) refuses an \
                  overlay network without --source-vip, and one reserved elsewhere may be \
                  handed to a pod"
@@ -84,7 +84,7 @@ pub(super) fn check(node: &Reached<'_>, name: &str, view: &NetworkView<'_>, repo
         [] => {
             report.add(
                 check("source VIP"),
-                Verdict::Warn,
+                Severity::Warn,
                 format!(
                     "the source VIP reserved, {}, is outside the network's subnets (the node's \
                      pod subnet changed)",
@@ -102,7 +102,7 @@ pub(super) fn check(node: &Reached<'_>, name: &str, view: &NetworkView<'_>, repo
         [vip, ..] => {
             report.add(
                 check("source VIP"),
-                Verdict::Warn,
+                Severity::Warn,
                 format!("several node components' reservations: {}", listed()),
                 "keep the one kube-proxy runs with (its --source-vip): release the others with \
                  `cni-win source-vip --release` and reserve again",
@@ -130,13 +130,13 @@ fn check_holder(
     let pods: Vec<String> = view
         .verdicts()
         .into_iter()
-        .filter(|(endpoint, verdict)| !matches!(verdict, Judged::NotOurs) && holds(endpoint))
+        .filter(|(endpoint, verdict)| !matches!(verdict, Verdict::NotOurs) && holds(endpoint))
         .map(|(endpoint, _)| format!("{} ({})", endpoint.name, endpoint.id))
         .collect();
     if !pods.is_empty() {
         report.add(
             check("source VIP endpoint"),
-            Verdict::Fail,
+            Severity::Fail,
             format!("the source VIP {vip} is held by a pod's endpoint: {}", pods.join(", ")),
             "delete that pod (it got the address before the VIP was reserved), then restart kube-proxy",
         );
@@ -156,7 +156,7 @@ fn check_holder(
         }
         None => report.add(
             check("source VIP endpoint"),
-            Verdict::Warn,
+            Severity::Warn,
             format!(
                 "no endpoint holds the source VIP {vip} yet: kube-proxy creates it on its first \
                  sync and programs no service until it can"
@@ -176,7 +176,7 @@ fn check_load_balancers(
     check: &dyn Fn(&str) -> String,
     report: &mut Report,
 ) {
-    let exists = |id| node.snapshot.endpoints.iter().any(|e| e.id == id);
+    let exists = |id| node.hns.endpoints.iter().any(|e| e.id == id);
     let on_network: Vec<Guid> = view.endpoints().map(|endpoint| endpoint.id).collect();
     let synced = view.endpoints().any(|endpoint| {
         endpoint
@@ -185,7 +185,7 @@ fn check_load_balancers(
             .any(|config| config.ip_address == vip)
     });
     let programmed = node
-        .snapshot
+        .hns
         .load_balancers
         .iter()
         .filter(|balancer| {
@@ -199,7 +199,7 @@ fn check_load_balancers(
     if synced && programmed == 0 {
         report.add(
             check("load balancers"),
-            Verdict::Warn,
+            Severity::Warn,
             format!(
                 "kube-proxy has synced (its endpoint holds the source VIP {vip}) but holds no \
                  load balancer on this network, though every cluster has the `kubernetes` \
@@ -210,7 +210,7 @@ fn check_load_balancers(
         return;
     }
     let balancers: Vec<_> = node
-        .snapshot
+        .hns
         .load_balancers
         .iter()
         .filter(|balancer| balancer.source_vip == Some(vip))
@@ -227,7 +227,7 @@ fn check_load_balancers(
             healthy = false;
             report.add(
                 check("load balancers"),
-                Verdict::Warn,
+                Severity::Warn,
                 format!(
                     "load balancer {} (frontends {:?}) sends to endpoint(s) that no longer \
                      exist: {}",

@@ -18,7 +18,7 @@
 //!
 //! Every check runs over one read of the node ([`Node`]: the config directory and HNS, each
 //! network decoded once): on a node with one network and three pods a run costs 13 raw HCN
-//! calls (the snapshot's), plus one for the Windows build when a config's own ACLs need it.
+//! calls (the node's read), plus one for the Windows build when a config's own ACLs need it.
 //! A fault is reported once: STATUS's own verdict (the plugins' code) is the check for the
 //! network and its ranges. The node daemon runs the same checks every round over its own read
 //! ([`Doctor::examine`]), asking each plugin binary for its version only when its file changed.
@@ -38,10 +38,10 @@ mod kube_proxy;
 mod network;
 mod network_policy;
 
-/// How a check came out.
+/// How a check came out: how much what it found matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub enum Severity {
     /// Fine.
     Pass,
     /// Works now, but something will fail or is wrong.
@@ -56,7 +56,7 @@ pub struct Finding {
     /// What was checked (`network "cbr0": ready`).
     pub check: String,
     /// How it came out.
-    pub verdict: Verdict,
+    pub severity: Severity,
     /// What was seen.
     pub evidence: String,
     /// What to do (empty when it passed).
@@ -74,34 +74,34 @@ pub struct Report {
 }
 
 impl Report {
-    fn add(&mut self, check: impl Into<String>, verdict: Verdict, evidence: String, fix: &str) {
+    fn add(&mut self, check: impl Into<String>, severity: Severity, evidence: String, fix: &str) {
         self.findings.push(Finding {
             check: check.into(),
-            verdict,
+            severity,
             evidence,
             fix: fix.to_owned(),
         });
     }
 
     fn pass(&mut self, check: impl Into<String>, evidence: String) {
-        self.add(check, Verdict::Pass, evidence, "");
+        self.add(check, Severity::Pass, evidence, "");
     }
 }
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for finding in &self.findings {
-            let tag = match finding.verdict {
-                Verdict::Pass => "PASS",
-                Verdict::Warn => "WARN",
-                Verdict::Fail => "FAIL",
+            let tag = match finding.severity {
+                Severity::Pass => "PASS",
+                Severity::Warn => "WARN",
+                Severity::Fail => "FAIL",
             };
             writeln!(f, "[{tag}] {}: {}", finding.check, finding.evidence)?;
             if !finding.fix.is_empty() {
                 writeln!(f, "       fix: {}", finding.fix)?;
             }
         }
-        let count = |v| self.findings.iter().filter(|f| f.verdict == v).count();
+        let count = |v| self.findings.iter().filter(|f| f.severity == v).count();
         writeln!(
             f,
             "{}: {} passed, {} warning(s), {} failed",
@@ -110,9 +110,9 @@ impl fmt::Display for Report {
             } else {
                 "NOT healthy"
             },
-            count(Verdict::Pass),
-            count(Verdict::Warn),
-            count(Verdict::Fail)
+            count(Severity::Pass),
+            count(Severity::Warn),
+            count(Severity::Fail)
         )
     }
 }
@@ -157,7 +157,7 @@ impl Doctor {
                 for problem in &config.problems {
                     report.add(
                         "config directory",
-                        Verdict::Fail,
+                        Severity::Fail,
                         problem.clone(),
                         "fix or remove the file: the runtime cannot load it",
                     );
@@ -165,7 +165,7 @@ impl Doctor {
                 if config.networks.is_empty() {
                     report.add(
                         "config directory",
-                        Verdict::Fail,
+                        Severity::Fail,
                         format!(
                             "no win-bridge or win-overlay network in {}",
                             self.paths.conf_dir.display()
@@ -182,12 +182,12 @@ impl Doctor {
             }
             Err(e) => report.add(
                 "config directory",
-                Verdict::Fail,
+                Severity::Fail,
                 e.to_string(),
                 "pass the runtime's conf_dir with --conf-dir",
             ),
         }
-        report.healthy = report.findings.iter().all(|f| f.verdict != Verdict::Fail);
+        report.healthy = report.findings.iter().all(|f| f.severity != Severity::Fail);
         report
     }
 }
@@ -195,7 +195,8 @@ impl Doctor {
 /// HNS, reached, and the node as it read.
 struct Reached<'n> {
     client: &'n Client,
-    snapshot: &'n NodeSnapshot,
+    /// HNS as the node's one read found it.
+    hns: &'n NodeSnapshot,
 }
 
 /// HNS answers: the node's read of it.
@@ -206,8 +207,8 @@ fn check_hns<'n>(
 ) -> Option<Reached<'n>> {
     let fix = "start the Host Network Service (Start-Service hns) and check its event log";
     match (client, &node.hns) {
-        (Some(client), Ok(snapshot)) => {
-            let features = snapshot.features;
+        (Some(client), Ok(hns)) => {
+            let features = hns.features;
             let supported: Vec<&str> = hns::Feature::ALL
                 .into_iter()
                 .filter(|f| features.supports(*f))
@@ -221,10 +222,10 @@ fn check_hns<'n>(
                     supported.join(", ")
                 ),
             );
-            Some(Reached { client, snapshot })
+            Some(Reached { client, hns })
         }
         (_, Err(unread)) => {
-            report.add("HNS reachable", Verdict::Fail, unread.to_string(), fix);
+            report.add("HNS reachable", Severity::Fail, unread.to_string(), fix);
             None
         }
         (None, Ok(_)) => None,

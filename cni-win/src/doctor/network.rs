@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use cni_win_core::ConfigReview;
-use cni_win_core::ownership::Verdict as Judged;
+use cni_win_core::ownership::Verdict;
 use cni_win_core::snapshot::{Exhausted, NetworkView};
 use hns::Client;
 use hns::schema::{EndpointFlags, HostComputeEndpoint};
 
-use super::{Reached, Report, Verdict, kube_proxy};
+use super::{Reached, Report, Severity, kube_proxy};
 use crate::node::Network;
 use crate::shipped::Plugin;
 use crate::sweep::{self, AttachmentLocks};
@@ -24,7 +24,7 @@ pub(super) fn check(node: Option<&Reached<'_>>, network: &Network, report: &mut 
         Err(e) => {
             report.add(
                 check("config"),
-                Verdict::Fail,
+                Severity::Fail,
                 e.msg().to_owned(),
                 "correct the conflist (`cni-win install` writes one the plugins accept)",
             );
@@ -38,7 +38,7 @@ pub(super) fn check(node: Option<&Reached<'_>>, network: &Network, report: &mut 
     for ignored in &review.ignored_policy_keys {
         report.add(
             check("policy keys"),
-            Verdict::Warn,
+            Severity::Warn,
             ignored.clone(),
             "spell the key as its policy type has it, or remove it: the policy goes to HNS as \
              written (as the reference plugins send it) and does less than it says",
@@ -48,12 +48,12 @@ pub(super) fn check(node: Option<&Reached<'_>>, network: &Network, report: &mut 
         return;
     };
     check_acl_fallback(node.client, network, review, report);
-    let view = match node.snapshot.view(&network.config) {
+    let view = match node.hns.view(&network.config) {
         Ok(view) => view,
         Err(e) => {
             report.add(
                 check("reservations"),
-                Verdict::Fail,
+                Severity::Fail,
                 e.msg().to_owned(),
                 "check the host-local store's directory and permissions",
             );
@@ -73,7 +73,7 @@ pub(super) fn check(node: Option<&Reached<'_>>, network: &Network, report: &mut 
         }
         Err(e) => report.add(
             check("ready"),
-            Verdict::Fail,
+            Severity::Fail,
             e.msg().to_owned(),
             "flanneld (or the node's network setup) must create the network and subnet.env; \
              the config's ipam subnet must be this node's part of the HNS network; a range with \
@@ -100,7 +100,7 @@ fn check_free_addresses(exhausted: &[Exhausted], check: &str, report: &mut Repor
         .join("; ");
     report.add(
         check,
-        Verdict::Warn,
+        Severity::Warn,
         format!("{evidence}: new pods fail with code 100 (STATUS stays ready)"),
         "run `cni-win sweep --apply` to release leaked addresses, or widen the IPAM range",
     );
@@ -132,7 +132,7 @@ fn check_acl_fallback(
         .join(" and ");
     report.add(
         format!("network {:?}: ACL fallback", network.name()),
-        Verdict::Warn,
+        Severity::Warn,
         format!(
             "the config's ACL policies have no allow-all rule {directions}: on Windows build \
              {build} HNS denies every packet no ACL allows, so the pods lose all other traffic \
@@ -158,7 +158,7 @@ fn check_store(node: &Reached<'_>, network: &Network, view: &NetworkView<'_>, re
     let mut healthy = true;
     // Two endpoints holding one IP; a remote endpoint holding a local pod's IP.
     let mut holders: BTreeMap<IpAddr, Vec<&HostComputeEndpoint>> = BTreeMap::new();
-    for endpoint in &node.snapshot.endpoints {
+    for endpoint in &node.hns.endpoints {
         for ip in endpoint.ip_configurations.iter().map(|c| c.ip_address) {
             holders.entry(ip).or_default().push(endpoint);
         }
@@ -179,7 +179,7 @@ fn check_store(node: &Reached<'_>, network: &Network, view: &NetworkView<'_>, re
             healthy = false;
             report.add(
                 check("remote endpoint"),
-                Verdict::Fail,
+                Severity::Fail,
                 format!(
                     "{ip} is a local pod's address but a remote endpoint holds it: {}",
                     names()
@@ -191,7 +191,7 @@ fn check_store(node: &Reached<'_>, network: &Network, view: &NetworkView<'_>, re
             healthy = false;
             report.add(
                 check("duplicate address"),
-                Verdict::Fail,
+                Severity::Fail,
                 format!("{ip} is held by {} endpoints: {}", holding.len(), names()),
                 "delete the endpoint no pod uses (`cni-win sweep --apply` removes dead ones)",
             );
@@ -201,8 +201,10 @@ fn check_store(node: &Reached<'_>, network: &Network, view: &NetworkView<'_>, re
         .verdicts()
         .into_iter()
         .filter_map(|(endpoint, verdict)| match verdict {
-            Judged::NotOurs => None,
-            Judged::Alive(attachment) | Judged::Dead(attachment, _) => Some((attachment, endpoint)),
+            Verdict::NotOurs => None,
+            Verdict::Alive(attachment) | Verdict::Dead(attachment, _) => {
+                Some((attachment, endpoint))
+            }
         })
         .collect();
     if let Some(reservations) = &reservations {
@@ -211,7 +213,7 @@ fn check_store(node: &Reached<'_>, network: &Network, view: &NetworkView<'_>, re
                 healthy = false;
                 report.add(
                     check("endpoint without reservation"),
-                    Verdict::Warn,
+                    Severity::Warn,
                     format!(
                         "endpoint {} ({}) holds {} but host-local holds no address for its attachment",
                         endpoint.name,
@@ -227,7 +229,7 @@ fn check_store(node: &Reached<'_>, network: &Network, view: &NetworkView<'_>, re
         healthy = false;
         report.add(
             check("stale"),
-            Verdict::Warn,
+            Severity::Warn,
             format!("{}: {}", row.object, row.why),
             "run `cni-win sweep --apply` (or as a DaemonSet with --every)",
         );

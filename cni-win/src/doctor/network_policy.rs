@@ -15,7 +15,7 @@ use cni_win_core::network_policy::{self as format, PolicySnapshot};
 use cni_win_netpol::Mode;
 use hns::schema::{EndpointPolicy, LoadBalancerFlags};
 
-use super::{Reached, Report, Verdict};
+use super::{Reached, Report, Severity};
 use crate::node::Network;
 
 const AGENT: &str = "run the node daemon with --network-policy (the DaemonSets' `daemon` \
@@ -31,7 +31,7 @@ pub(super) fn check(node: Option<&Reached<'_>>, networks: &[Network], report: &m
         return;
     }
     if let Some(node) = node {
-        let features = node.snapshot.features;
+        let features = node.hns.features;
         let mode = Mode::for_features(features);
         let how = match mode {
             Mode::IpSets => {
@@ -67,7 +67,7 @@ pub(super) fn check(node: Option<&Reached<'_>>, networks: &[Network], report: &m
             }
             Ok(None) => report.add(
                 check,
-                Verdict::Warn,
+                Severity::Warn,
                 "missing: the policy agent has not written it, so new pods start without \
                  NetworkPolicy rules until it programs them"
                     .to_owned(),
@@ -75,7 +75,7 @@ pub(super) fn check(node: Option<&Reached<'_>>, networks: &[Network], report: &m
             ),
             Err(unusable) => report.add(
                 check,
-                Verdict::Fail,
+                Severity::Fail,
                 format!("{unusable}: every ADD on the node fails with code 11 until it is usable"),
                 "the policy agent rewrites it within a round; without an agent, remove \
                  networkPolicySnapshot from the conflist (NetworkPolicy off) or the file",
@@ -88,7 +88,7 @@ fn check_snapshot(node: Option<&Reached<'_>>, snapshot: &PolicySnapshot, report:
     for (policy, reason) in &snapshot.refused {
         report.add(
             format!("NetworkPolicy {policy:?}"),
-            Verdict::Warn,
+            Severity::Warn,
             format!(
                 "refused: {reason}; the pods it selects are isolated with nothing allowed until \
                  it is fixed"
@@ -114,10 +114,10 @@ fn check_snapshot(node: Option<&Reached<'_>>, snapshot: &PolicySnapshot, report:
             report.pass(check, format!("{selected}; endpoint {endpoint}"));
             continue;
         };
-        let Some(held) = node.snapshot.endpoints.iter().find(|e| e.id == endpoint) else {
+        let Some(held) = node.hns.endpoints.iter().find(|e| e.id == endpoint) else {
             report.add(
                 check,
-                Verdict::Warn,
+                Severity::Warn,
                 format!("{selected}; its endpoint {endpoint} is gone from HNS"),
                 "nothing to do if the pod is being deleted; the agent follows the pod",
             );
@@ -145,7 +145,7 @@ fn check_snapshot(node: Option<&Reached<'_>>, snapshot: &PolicySnapshot, report:
         } else {
             report.add(
                 check,
-                Verdict::Warn,
+                Severity::Warn,
                 format!(
                     "{selected}; endpoint {endpoint} lacks {missing} of its {} rule(s) and holds \
                      {extra} it should not: HNS does not enforce what the policies say",
@@ -167,7 +167,7 @@ fn check_snapshot(node: Option<&Reached<'_>>, snapshot: &PolicySnapshot, report:
 /// kube-proxy's winkernel proxier keeps only with DSR.
 fn check_dsr(node: &Reached<'_>, report: &mut Report) {
     let check = "NetworkPolicy: kube-proxy DSR";
-    let balancers = &node.snapshot.load_balancers;
+    let balancers = &node.hns.load_balancers;
     let without: Vec<String> = balancers
         .iter()
         .filter(|lb| !lb.flags.contains(LoadBalancerFlags::DSR))
@@ -190,7 +190,7 @@ fn check_dsr(node: &Reached<'_>, report: &mut Report) {
     } else {
         report.add(
             check,
-            Verdict::Warn,
+            Severity::Warn,
             format!(
                 "{} of {} load balancers lack the DSR flag (e.g. {}): kube-proxy runs without \
                  DSR, so a ClusterIP connection reaches its pod SNATed to the node's address \

@@ -5,7 +5,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::doctor::{Report, Verdict};
+use crate::doctor::{Report, Severity};
 
 /// The check doctor reports HNS's reachability under (`cniwin_hns_up` follows it).
 pub const HNS_CHECK: &str = "HNS reachable";
@@ -43,7 +43,7 @@ impl DoctorMetrics {
         self.check_failing.clear();
         let mut hns_up = false;
         for finding in &report.findings {
-            let failing = finding.verdict == Verdict::Fail;
+            let failing = finding.severity == Severity::Fail;
             if finding.check == HNS_CHECK {
                 hns_up = !failing;
             }

@@ -6,10 +6,13 @@
 //! A CNI plugin lives for one command and cannot be scraped; the node daemon is cni-win's one
 //! long-running process on a node, and each of its rounds already reads everything these
 //! metrics say. [`Metrics`] is the one registry: each task of the round registers its families
-//! once, when the daemon starts ([`sweep::SweepMetrics`], [`drift::DriftMetrics`],
-//! [`doctor::DoctorMetrics`]), and records what a round found while holding the lock a
-//! scrape takes, so a scrape sees a whole round or none of it. [`http`] serves it. The
-//! exposition format is the Prometheus project's own client's (`prometheus-client`), not ours.
+//! once, when the daemon takes the task on ([`sweep::SweepMetrics`], [`drift::DriftMetrics`],
+//! [`doctor::DoctorMetrics`], [`network_policy::NetworkPolicyMetrics`]), and records what a
+//! round found while holding the lock a scrape takes ([`Metrics::publish`]), so a scrape sees
+//! a whole round or none of it. The NetworkPolicy agent also works between rounds: what it
+//! records then goes through the same lock, so a scrape sees a whole pass or none of it.
+//! [`http`] serves the registry. The exposition format is the Prometheus project's own
+//! client's (`prometheus-client`), not ours.
 //!
 //! Every family is named `cniwin_*` and has help text; series that describe the node now
 //! (pools, stale objects found, drift, checks) are replaced whole at each round, so a network
@@ -102,7 +105,7 @@ mod tests {
     use super::drift::DriftMetrics;
     use super::sweep::SweepMetrics;
     use super::*;
-    use crate::doctor::{Finding, Report, Verdict};
+    use crate::doctor::{Finding, Report, Severity};
     use crate::drift::{Drift, Reason as DriftReason};
     use crate::sweep::{ObjectKind, Outcome, Pass, Pool, Reason, StaleObject};
 
@@ -140,14 +143,14 @@ mod tests {
         }
     }
 
-    fn report(findings: &[(&str, Verdict)]) -> Report {
+    fn report(findings: &[(&str, Severity)]) -> Report {
         Report {
-            healthy: findings.iter().all(|(_, v)| *v != Verdict::Fail),
+            healthy: findings.iter().all(|(_, v)| *v != Severity::Fail),
             findings: findings
                 .iter()
-                .map(|(check, verdict)| Finding {
+                .map(|(check, severity)| Finding {
                     check: (*check).to_owned(),
-                    verdict: *verdict,
+                    severity: *severity,
                     evidence: String::new(),
                     fix: String::new(),
                 })
@@ -204,7 +207,9 @@ mod tests {
                 network: None,
                 object: String::new(),
             }));
-            daemon.doctor.record(&report(&[(HNS_CHECK, Verdict::Pass)]));
+            daemon
+                .doctor
+                .record(&report(&[(HNS_CHECK, Severity::Pass)]));
         });
         daemon.metrics.render()
     }
@@ -266,7 +271,7 @@ mod tests {
         daemon.round(
             Ok(&ok),
             Duration::from_millis(20),
-            &report(&[(HNS_CHECK, Verdict::Pass)]),
+            &report(&[(HNS_CHECK, Severity::Pass)]),
         );
         let first = daemon.metrics.render();
         assert!(first.contains("cniwin_ipam_free_addresses{"));
@@ -278,8 +283,8 @@ mod tests {
             Err(&error),
             Duration::from_secs(30),
             &report(&[
-                (HNS_CHECK, Verdict::Fail),
-                ("config directory", Verdict::Warn),
+                (HNS_CHECK, Severity::Fail),
+                ("config directory", Severity::Warn),
             ]),
         );
         let text = daemon.metrics.render();
@@ -304,7 +309,7 @@ mod tests {
         daemon.round(
             Ok(&Pass::default()),
             Duration::from_millis(20),
-            &report(&[(HNS_CHECK, Verdict::Pass)]),
+            &report(&[(HNS_CHECK, Severity::Pass)]),
         );
         let text = daemon.metrics.render();
         assert_eq!(line(&text, "cniwin_hns_up "), Some("cniwin_hns_up 1"));

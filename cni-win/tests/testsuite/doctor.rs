@@ -2,7 +2,7 @@
 
 use std::fs;
 
-use cni_win::doctor::{Finding, Report, Verdict, diagnose};
+use cni_win::doctor::{Finding, Report, Severity, diagnose};
 use cni_win::paths::NodePaths;
 use cni_win_conformance::node::stub_plugin;
 use cni_win_core::platform::ConnectError;
@@ -86,7 +86,7 @@ fn hns_unreachable_fails() {
     ));
     let report = diagnose(Err(&unreachable), &settings);
     assert!(!report.healthy);
-    assert_eq!(report.findings[0].verdict, Verdict::Fail);
+    assert_eq!(report.findings[0].severity, Severity::Fail);
     assert!(report.findings[0].fix.contains("hns"));
 }
 
@@ -98,7 +98,7 @@ fn a_missing_network_fails_readiness() {
     let report = doctor.report();
     assert_eq!(
         problems(&report),
-        [("network \"cbr0\": ready".to_owned(), Verdict::Fail)],
+        [("network \"cbr0\": ready".to_owned(), Severity::Fail)],
         "{report}"
     );
     assert!(evidence(&report, "ready").contains("does not exist"));
@@ -117,11 +117,11 @@ fn a_config_the_plugin_refuses_fails_naming_the_key() {
     let report = doctor.report();
     let found = problems(&report);
     assert!(
-        found.contains(&("network \"cbr0\": config".to_owned(), Verdict::Fail)),
+        found.contains(&("network \"cbr0\": config".to_owned(), Severity::Fail)),
         "{report}"
     );
     assert!(
-        found.contains(&("config directory".to_owned(), Verdict::Fail)),
+        found.contains(&("config directory".to_owned(), Severity::Fail)),
         "{report}"
     );
     assert!(evidence(&report, ": config").contains("subnet"), "{report}");
@@ -182,7 +182,10 @@ fn a_full_range_is_a_warning_not_a_readiness_failure() {
     let report = doctor.report();
     assert_eq!(
         problems(&report),
-        [("network \"cbr0\": free addresses".to_owned(), Verdict::Warn)],
+        [(
+            "network \"cbr0\": free addresses".to_owned(),
+            Severity::Warn
+        )],
         "{report}"
     );
     let found = evidence(&report, "free addresses");
@@ -217,7 +220,7 @@ fn policy_keys_hns_ignores_are_warnings_naming_the_entry_and_the_key() {
         ],
         "{report}"
     );
-    assert!(warnings.iter().all(|f| f.verdict == Verdict::Warn));
+    assert!(warnings.iter().all(|f| f.severity == Severity::Warn));
     assert!(report.healthy, "{report}");
 }
 
@@ -248,7 +251,7 @@ fn own_acls_without_an_allow_all_fallback_warn_on_a_default_deny_build() {
             .findings
             .iter()
             .find(|f| f.check == "network \"cbr0\": ACL fallback")
-            .map(|f| (f.verdict, f.evidence.clone()))
+            .map(|f| (f.severity, f.evidence.clone()))
     };
 
     fs::write(&conf, config(&block_imds)).unwrap();
@@ -261,7 +264,7 @@ fn own_acls_without_an_allow_all_fallback_warn_on_a_default_deny_build() {
         .unwrap();
     let report = doctor.report();
     let (verdict, evidence) = fallback_finding(&report).expect("a finding");
-    assert_eq!(verdict, Verdict::Warn);
+    assert_eq!(verdict, Severity::Warn);
     assert!(
         evidence.contains("no allow-all rule In and Out") && evidence.contains("26100"),
         "{evidence}"
@@ -294,7 +297,7 @@ fn a_range_outside_the_hns_subnet_fails_once() {
     let report = doctor.report();
     assert_eq!(
         problems(&report),
-        [("network \"cbr0\": ready".to_owned(), Verdict::Fail)],
+        [("network \"cbr0\": ready".to_owned(), Severity::Fail)],
         "{report}"
     );
     let evidence = evidence(&report, "ready");
@@ -329,7 +332,7 @@ fn plugins_of_one_release_pass_and_a_mixed_bin_dir_fails_naming_each() {
     let report = doctor.report();
     assert_eq!(
         problems(&report),
-        [("binaries are one release".to_owned(), Verdict::Fail)],
+        [("binaries are one release".to_owned(), Severity::Fail)],
         "{report}"
     );
     let evidence = evidence(&report, "one release");
@@ -347,7 +350,7 @@ fn a_missing_plugin_binary_fails() {
     let report = doctor.report();
     assert_eq!(
         problems(&report),
-        [("binary win-bridge".to_owned(), Verdict::Fail)],
+        [("binary win-bridge".to_owned(), Severity::Fail)],
         "{report}"
     );
 }
@@ -363,7 +366,7 @@ fn an_unknown_plugin_type_is_named() {
     let report = doctor.report();
     assert_eq!(
         problems(&report),
-        [("binary win-overlya".to_owned(), Verdict::Fail)],
+        [("binary win-overlya".to_owned(), Severity::Fail)],
         "{report}"
     );
     assert!(evidence(&report, "win-overlya").contains("plugin type \"win-overlya\""));
@@ -379,8 +382,8 @@ fn what_sweep_would_remove_is_a_warning() {
     assert_eq!(
         problems(&report),
         [
-            ("network \"cbr0\": stale".to_owned(), Verdict::Warn),
-            ("network \"cbr0\": stale".to_owned(), Verdict::Warn)
+            ("network \"cbr0\": stale".to_owned(), Severity::Warn),
+            ("network \"cbr0\": stale".to_owned(), Severity::Warn)
         ],
         "{report}"
     );
@@ -399,7 +402,7 @@ fn an_endpoint_without_reservation_is_a_warning() {
         problems(&report),
         [(
             "network \"cbr0\": endpoint without reservation".to_owned(),
-            Verdict::Warn
+            Severity::Warn
         )],
         "{report}"
     );
@@ -444,7 +447,7 @@ fn two_endpoints_holding_one_ip_fail() {
     assert!(
         problems(&report).contains(&(
             "network \"cbr0\": duplicate address".to_owned(),
-            Verdict::Fail
+            Severity::Fail
         )),
         "{report}"
     );
@@ -466,7 +469,7 @@ fn a_remote_endpoint_holding_a_local_pod_ip_fails() {
     assert!(
         found.contains(&(
             "network \"cbr0\": remote endpoint".to_owned(),
-            Verdict::Fail
+            Severity::Fail
         )),
         "{report}"
     );

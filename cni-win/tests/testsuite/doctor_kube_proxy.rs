@@ -1,7 +1,7 @@
 //! `cni-win doctor` on a Flannel vxlan node: what kube-proxy's winkernel proxier needs there,
 //! with kube-proxy's objects created exactly as it creates them.
 
-use cni_win::doctor::Verdict;
+use cni_win::doctor::Severity;
 use cni_win::source_vip;
 use cni_win_conformance::kube_proxy::{self, HOST_MAC};
 use cni_win_core::identity::Identity;
@@ -79,10 +79,10 @@ impl Doctor<Overlay> {
     }
 }
 
-fn finding(check: &str) -> (String, Verdict) {
+fn finding(check: &str) -> (String, Severity) {
     (
         format!("network \"flannel.4096\": kube-proxy {check}"),
-        Verdict::Warn,
+        Severity::Warn,
     )
 }
 
@@ -149,12 +149,12 @@ fn a_pod_holding_the_vip_fails() {
     let report = doctor.report();
     let failed: Vec<_> = problems(&report)
         .into_iter()
-        .filter(|(_, verdict)| *verdict == Verdict::Fail)
+        .filter(|(_, verdict)| *verdict == Severity::Fail)
         .collect();
     assert!(
         failed.contains(&(
             "network \"flannel.4096\": kube-proxy source VIP endpoint".to_owned(),
-            Verdict::Fail
+            Severity::Fail
         )),
         "{report}"
     );
@@ -205,7 +205,7 @@ fn hns_without_remote_subnets_fails() {
     assert!(
         problems(&report).contains(&(
             "network \"flannel.4096\": kube-proxy remote subnets".to_owned(),
-            Verdict::Fail
+            Severity::Fail
         )),
         "{report}"
     );

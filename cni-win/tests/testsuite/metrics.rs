@@ -5,7 +5,7 @@
 use std::net::TcpStream;
 use std::time::Duration;
 
-use cni_win::doctor::{self, Verdict};
+use cni_win::doctor::{self, Severity};
 use cni_win::paths::NodePaths;
 use cni_win_core::snapshot::NodeSnapshot;
 use hns::Guid;
@@ -225,7 +225,7 @@ fn doctors_failing_checks_are_served_by_name() {
     let failing: Vec<&str> = report
         .findings
         .iter()
-        .filter(|f| f.verdict == Verdict::Fail)
+        .filter(|f| f.severity == Severity::Fail)
         .map(|f| f.check.as_str())
         .collect();
     assert!(

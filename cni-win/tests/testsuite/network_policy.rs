@@ -597,19 +597,19 @@ fn add(node: &PolicyNode, container: &str, namespace: &str, name: &str) -> Strin
 }
 
 /// doctor's findings, from the snapshot and the node's read of HNS only.
-fn doctor(node: &PolicyNode) -> Vec<(String, cni_win::doctor::Verdict, String)> {
+fn doctor(node: &PolicyNode) -> Vec<(String, cni_win::doctor::Severity, String)> {
     cni_win::doctor::diagnose(Ok(&node.node.client), &node.paths())
         .findings
         .into_iter()
         .filter(|f| f.check.contains("NetworkPolicy"))
-        .map(|f| (f.check, f.verdict, f.evidence))
+        .map(|f| (f.check, f.severity, f.evidence))
         .collect()
 }
 
 fn finding<'f>(
-    findings: &'f [(String, cni_win::doctor::Verdict, String)],
+    findings: &'f [(String, cni_win::doctor::Severity, String)],
     check: &str,
-) -> &'f (String, cni_win::doctor::Verdict, String) {
+) -> &'f (String, cni_win::doctor::Severity, String) {
     findings
         .iter()
         .find(|(name, _, _)| name == check)
@@ -622,7 +622,7 @@ fn finding<'f>(
 /// address (DSR) now that policies select pods here.
 #[test]
 fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
-    use cni_win::doctor::Verdict as Doctor;
+    use cni_win::doctor::Severity as Doctor;
     use hns::schema::{HostComputeLoadBalancer, LoadBalancerFlags, LoadBalancerPortMapping};
 
     let node = PolicyNode::new();
@@ -708,7 +708,7 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
 /// unusable a failure (every ADD fails with code 11).
 #[test]
 fn doctor_says_what_add_makes_of_the_snapshot() {
-    use cni_win::doctor::Verdict as Doctor;
+    use cni_win::doctor::Severity as Doctor;
     let node = PolicyNode::new();
     let check = format!("NetworkPolicy: snapshot {}", node.snapshot.display());
     let (_, verdict, evidence) = finding(&doctor(&node), &check).clone();

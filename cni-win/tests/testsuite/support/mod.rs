@@ -209,11 +209,11 @@ fn cbr0_config(node: &Node) -> serde_json::Value {
 }
 
 /// doctor's findings that are not a pass, as (check, verdict).
-pub fn problems(report: &cni_win::doctor::Report) -> Vec<(String, cni_win::doctor::Verdict)> {
+pub fn problems(report: &cni_win::doctor::Report) -> Vec<(String, cni_win::doctor::Severity)> {
     report
         .findings
         .iter()
-        .filter(|f| f.verdict != cni_win::doctor::Verdict::Pass)
-        .map(|f| (f.check.clone(), f.verdict))
+        .filter(|f| f.severity != cni_win::doctor::Severity::Pass)
+        .map(|f| (f.check.clone(), f.severity))
         .collect()
 }
