@@ -8,7 +8,7 @@
 //! agent converges the endpoint to its usual form without a window once it sees the pod.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use cni_win_core::configured::PolicySettings;
@@ -16,7 +16,7 @@ use cni_win_core::network_policy::{self as format, PodPolicy, PolicySnapshot};
 use cni_win_netpol::{Mode, PodKey, Translation};
 use hns::Guid;
 use hns::schema::policy::AclPolicy;
-use rootsafe::file::{self, Kind, Mode as FileMode};
+use rootsafe::file::{self, Kind, Mode as FileMode, Step};
 
 use super::feed::ClusterState;
 
@@ -132,37 +132,82 @@ fn snapshot(
     })
 }
 
+/// Why a snapshot could not be written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WriteError {
+    /// `networkPolicySnapshot` names a file with no directory.
+    #[error("the path names no directory")]
+    NoDirectory,
+    /// Something other than a directory is where the directory should be.
+    #[error("{} is a {kind:?}, not a directory", dir.display())]
+    NotADirectory {
+        /// The directory's path.
+        dir: PathBuf,
+        /// What is there.
+        kind: Kind,
+    },
+    /// A file operation failed.
+    #[error("cannot {what} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// To what.
+        path: PathBuf,
+        /// Why it failed.
+        #[source]
+        source: io::Error,
+    },
+}
+
 /// Writes `bytes` to `path` unless it already holds them: atomically (a new file renamed
 /// over the old), owner-only, never through a link; the directory is made when missing.
-pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     if read_bytes(path).as_deref() == Some(bytes) {
         return Ok(());
     }
+    let failed = |what, at: &Path| {
+        let path = at.to_owned();
+        move |source| WriteError::Io { what, path, source }
+    };
     let dir = path
         .parent()
         .filter(|dir| !dir.as_os_str().is_empty())
-        .ok_or("the path names no directory")?;
-    match Kind::at(dir).map_err(|e| e.to_string())? {
+        .ok_or(WriteError::NoDirectory)?;
+    match Kind::at(dir).map_err(failed("inspect", dir))? {
         Some(Kind::Directory) => {}
         None => FileMode::OwnerOnly
             .dir_builder()
             .recursive(true)
             .create(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?,
-        Some(kind) => return Err(format!("{} is a {kind:?}, not a directory", dir.display())),
+            .map_err(failed("create", dir))?,
+        Some(kind) => {
+            return Err(WriteError::NotADirectory {
+                dir: dir.to_owned(),
+                kind,
+            });
+        }
     }
     // A directory in the way cannot be renamed over; a link is replaced, never followed.
     if let Ok(Some(kind @ (Kind::Directory | Kind::Fifo | Kind::Device | Kind::Socket))) =
         Kind::at(path)
     {
-        file::remove(path, kind).map_err(|e| e.to_string())?;
+        file::remove(path, kind).map_err(failed("remove what is in the way at", path))?;
     }
     let staging = file::beside(path, &format!("{}.new", std::process::id()));
     if let Ok(Some(kind)) = Kind::at(&staging) {
-        file::remove(&staging, kind).map_err(|e| e.to_string())?;
+        file::remove(&staging, kind).map_err(failed("remove the leftover", &staging))?;
     }
-    file::replace(path, &staging, FileMode::OwnerOnly, |f| f.write_all(bytes))
-        .map_err(|e| format!("{:?}: {}", e.step, e.source))
+    file::replace(path, &staging, FileMode::OwnerOnly, |f| f.write_all(bytes)).map_err(|e| {
+        WriteError::Io {
+            what: match e.step {
+                Step::Create => "create the new copy of",
+                Step::Write => "write the new copy of",
+                Step::Rename => "rename the new copy over",
+            },
+            path: path.to_owned(),
+            source: e.source,
+        }
+    })
 }
 
 /// What the regular file at `path` holds (never through a link), if it can be read.
