@@ -124,7 +124,9 @@ impl NodeSnapshot {
         })
     }
 
-    /// The network `configured` as this read shows it, with its store read once.
+    /// The network `configured` as this read shows it, with its store read once and only
+    /// read: a store that does not exist holds no reservation and is not created
+    /// ([`HostLocal::reservations`]), so a tool that looks at a node leaves no store behind.
     pub fn view<'s>(&'s self, configured: &'s ConfiguredNetwork) -> Result<NetworkView<'s>, Error> {
         let reservations = match configured.store().map_err(Clone::clone)? {
             Some(host_local) => Some(host_local.reservations()?),

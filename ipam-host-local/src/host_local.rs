@@ -11,7 +11,7 @@ use crate::config::{IpamConfig, RequestedIp};
 use crate::layout::{Content, Owner};
 use crate::range::RangeSet;
 use crate::retention::Retention;
-use crate::store::{Session, Store, Sweep};
+use crate::store::{Reading, Session, Store, Sweep};
 use crate::{ADDRESS_UNAVAILABLE, RESERVATION_MISMATCH, resolv};
 
 /// host-local IPAM for one network: its validated config and its reservation store.
@@ -323,35 +323,51 @@ impl HostLocal {
         }
     }
 
-    /// Every reservation of the network with who holds it (see `Session::reservations`):
-    /// what `cni-win sweep` and `doctor` compare with the endpoints HNS has, and judge with
-    /// [`Retention::releasable`], GC's own rule.
+    /// Every reservation of the network with who holds it, read from the reservation files
+    /// without writing to the store (the crate docs' "Reads write nothing"): what `cni-win
+    /// sweep` and `doctor` compare with the endpoints HNS has, and judge with
+    /// [`Retention::releasable`], GC's own rule. A store that does not exist holds none, and
+    /// is not created.
     pub fn reservations(&self) -> Result<Vec<(IpAddr, Content)>, Error> {
-        let session = self.store.lock(&self.config.range_sets)?;
-        let reservations = session.reservations()?;
-        session.finish()?;
-        Ok(reservations)
+        match self.store.read()? {
+            Some(reading) => reading.reservations(),
+            None => Ok(Vec::new()),
+        }
     }
 
-    /// How full each range set is, from the reservation files (not the index): what the node
-    /// daemon's metrics report, so an operator sees a pool filling up (a leak, or a node
-    /// with more pods than addresses) before ADD fails with [`crate::POOL_EXHAUSTED`].
+    /// How full each range set is, from the reservation files (not the index), read without
+    /// writing to the store: what the node daemon's metrics report, so an operator sees a
+    /// pool filling up (a leak, or a node with more pods than addresses) before ADD fails with
+    /// [`crate::POOL_EXHAUSTED`].
     pub fn usage(&self) -> Result<Vec<PoolUsage>, Error> {
-        let sets = &self.config.range_sets;
-        let session = self.store.lock(sets)?;
-        let reserved = session.reserved_ips()?;
-        session.finish()?;
-        Ok(sets
+        let reading = self.store.read()?;
+        self.usage_in(reading.as_ref())
+    }
+
+    /// [`HostLocal::usage`] of what `reading` shows (`None`: there is no store).
+    fn usage_in(&self, reading: Option<&Reading<'_>>) -> Result<Vec<PoolUsage>, Error> {
+        let reserved = match reading {
+            Some(reading) => reading.reserved_ips()?,
+            None => Vec::new(),
+        };
+        Ok(self
+            .config
+            .range_sets
             .iter()
             .enumerate()
             .map(|(index, set)| PoolUsage::of(index, set, &reserved))
             .collect())
     }
 
-    /// STATUS: ready (`Ok`) when the store is usable, otherwise code 50. A range set with no
+    /// STATUS: ready (`Ok`) when the store can be read, otherwise code 50. A range set with no
     /// free address is returned (and logged) rather than failed on: runtimes poll STATUS and
     /// take the node NotReady on a failure, which evicts its pods, so only a config that set
     /// `notReadyWhenFull` gets code 50 for a full range.
+    ///
+    /// STATUS only reads (the crate docs' "Reads write nothing"): it creates no store (the
+    /// node tools ask it of every network, and a store they made would be one where no pod
+    /// ever was), and writes nothing to one. An empty reservation file, a writer's leftover
+    /// that ADD reclaims before it says a set is exhausted, counts as free.
     pub fn status(&self) -> Result<Vec<Exhausted>, Error> {
         let not_available = |e: Error| {
             Error::new(
@@ -360,18 +376,24 @@ impl HostLocal {
             )
         };
         let sets = &self.config.range_sets;
-        let mut session = self.store.open(sets).map_err(not_available)?;
+        let reading = self.store.read().map_err(not_available)?;
         let mut exhausted = Vec::new();
-        for (index, set) in sets.iter().enumerate() {
-            if !session.has_free(index).map_err(not_available)? {
+        for usage in self.usage_in(reading.as_ref()).map_err(not_available)? {
+            let set = &sets[usage.set];
+            let free = match &reading {
+                Some(reading) if usage.free() == 0 => {
+                    leftovers(reading, set).map_err(not_available)?
+                }
+                _ => usage.free(),
+            };
+            if free == 0 {
                 exhausted.push(Exhausted {
-                    set: index,
+                    set: usage.set,
                     ranges: set.to_string(),
-                    usable: set.usable(),
+                    usable: usage.usable,
                 });
             }
         }
-        session.finish()?;
         if self.config.not_ready_when_full
             && let Some(full) = exhausted.first()
         {
@@ -452,6 +474,18 @@ impl PoolUsage {
     pub fn free(&self) -> u128 {
         self.usable.saturating_sub(self.reserved)
     }
+}
+
+/// How many of `set`'s addresses hold an empty reservation file: under the lock, a writer's
+/// leftover (it died between creating the file and writing it), which ADD reclaims.
+fn leftovers(reading: &Reading<'_>, set: &RangeSet) -> Result<u128, Error> {
+    let mut count = 0;
+    for ip in reading.reserved_ips()? {
+        if set.contains(ip) && !set.is_reserved(ip) && reading.holder(ip)? == Some(Content::Empty) {
+            count += 1;
+        }
+    }
+    Ok(count)
 }
 
 /// The owners of the reservations of the addresses `retention` says endpoints hold: every

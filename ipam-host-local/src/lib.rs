@@ -111,7 +111,7 @@
 //!   a stale entry never frees or returns an address that is not the attachment's.
 //! - **The occupancy map is a hint**: a bit wrongly clear costs one failed link (then the bit is
 //!   set); a bit wrongly set hides an address until the next rebuild, which always runs before
-//!   a set is reported exhausted (ADD) or full (STATUS).
+//!   ADD reports a set exhausted. (STATUS does not use the map: see below.)
 //! - **Rebuilds** start from a fresh, empty index without a stamp, so a crash mid-rebuild
 //!   makes the next operation rebuild again. They reclaim empty reservation files
 //!   (a writer crashed between create and write: every writer holds the lock while a file is
@@ -126,6 +126,16 @@
 //!
 //! GC rebuilds the index while deleting every reservation whose attachment is not valid, so
 //! whatever a crash left behind, GC leaves a consistent store.
+//!
+//! # Reads write nothing
+//!
+//! ADD, DEL, CHECK and GC work in a session under the lock, which makes the network directory,
+//! `lock` and the index when they are missing (DEL and a release make nothing when the
+//! directory does not exist). What only reads, STATUS ([`HostLocal::status`]),
+//! [`HostLocal::usage`] and [`HostLocal::reservations`] (the node tools' view of the store),
+//! creates nothing and writes nothing: it reads the reservation files themselves, under the
+//! lock when `lock` exists, and a store that does not exist holds no reservation. Why that is
+//! safe while an ADD is creating the store is in the `store::reading` module.
 //!
 //! # Error codes
 //!

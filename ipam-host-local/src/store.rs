@@ -36,6 +36,10 @@ use crate::lock;
 use crate::occupancy::Occupancy;
 use crate::range::RangeSet;
 
+mod reading;
+
+pub use reading::Reading;
+
 /// Our directory inside the network directory. The leading dot keeps it out of anything that
 /// globs the directory (`rm <dir>/*`), and nothing in it can pass for a reservation.
 pub const INDEX_DIR: &str = ".cni-win";
@@ -217,6 +221,16 @@ impl Store {
     /// Creates `<dataDir>/<network>`; refuses when it is a link or a file (everything the store
     /// writes must stay inside the real directory).
     fn create_net_dir(&self) -> Result<(), Error> {
+        if self.is_missing() {
+            return fs::create_dir_all(&self.net_dir)
+                .map_err(|e| io_error("create directory", &self.net_dir, &e));
+        }
+        self.ensure_real_net_dir()
+    }
+
+    /// Refuses a network directory that is a link or a file: the store never follows links,
+    /// whether it writes or only reads.
+    fn ensure_real_net_dir(&self) -> Result<(), Error> {
         match is_real_dir(&self.net_dir) {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::new(
@@ -227,8 +241,6 @@ impl Store {
                     self.net_dir.display()
                 ),
             )),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir_all(&self.net_dir)
-                .map_err(|e| io_error("create directory", &self.net_dir, &e)),
             Err(e) => Err(io_error("inspect", &self.net_dir, &e)),
         }
     }
@@ -449,25 +461,6 @@ impl Session<'_> {
     /// The content of `ip`'s reservation file, if it exists.
     pub fn holder(&self, ip: IpAddr) -> Result<Option<Content>, Error> {
         self.store.read_reservation(ip)
-    }
-
-    /// The addresses that have a reservation file, whatever the file holds (a file that is
-    /// empty or damaged still keeps its address from being handed out).
-    pub fn reserved_ips(&self) -> Result<Vec<IpAddr>, Error> {
-        self.store.reservation_ips()
-    }
-
-    /// Every reservation file of the network and what it holds, read from the files
-    /// themselves (not the index), for tools that compare the store with HNS.
-    pub fn reservations(&self) -> Result<Vec<(IpAddr, Content)>, Error> {
-        let mut reservations = Vec::new();
-        for ip in self.store.reservation_ips()? {
-            if let Some(content) = self.holder(ip)? {
-                reservations.push((ip, content));
-            }
-        }
-        reservations.sort_by_key(|(ip, _)| *ip);
-        Ok(reservations)
     }
 
     /// The addresses `owner` holds, verified against the reservation files. With a trusted
@@ -704,31 +697,6 @@ impl Session<'_> {
         overwrite(&mut file, text.as_bytes(), &path)?;
         self.last_reserved[set] = text;
         Ok(())
-    }
-
-    /// Whether `set` has an address believed free (rebuilding once before saying no).
-    pub fn has_free(&mut self, set: usize) -> Result<bool, Error> {
-        let sets = self.sets;
-        let range_set = &sets[set];
-        loop {
-            let occupancy = &self.index.occupancy[set];
-            let mut from = 0;
-            let mut found = false;
-            for _ in 0..occupancy.search_limit() {
-                let Some(position) = occupancy.next_free(from) else {
-                    break;
-                };
-                if !range_set.is_reserved(range_set.address_at(position)) {
-                    found = true;
-                    break;
-                }
-                from = position + 1;
-            }
-            if found || self.rebuilt {
-                return Ok(found);
-            }
-            self.rebuild(Sweep::KeepAll)?;
-        }
     }
 
     /// Releases `ips` of `owner`: each reservation file is removed only if it still holds

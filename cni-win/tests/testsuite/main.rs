@@ -21,6 +21,8 @@ mod metrics;
 #[cfg(not(windows))]
 mod network_policy;
 #[cfg(not(windows))]
+mod read_only;
+#[cfg(not(windows))]
 mod source_vip;
 #[cfg(not(windows))]
 mod support;

@@ -9,5 +9,6 @@ mod hostile;
 mod hostile_del;
 mod library;
 mod model;
+mod reads;
 mod recovery;
 mod source_vip;
