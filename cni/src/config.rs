@@ -14,11 +14,11 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use std::io::Read;
-use std::path::PathBuf;
 
 use crate::case_insensitive;
 use crate::error::{Error, ErrorCode};
 use crate::logging::{self, Rotation};
+use crate::path::RootedPath;
 use crate::result::{Dns, Success};
 use crate::validate;
 use crate::version::Version;
@@ -39,8 +39,9 @@ pub struct NetConf {
     /// found this one, and a plugin that delegates validates the type it runs
     /// ([`crate::delegate::find_in_path`]).
     pub plugin_type: String,
-    /// `logFile`/`logLevel`: where this plugin writes its log (see [`crate::logging`]).
-    pub log_file: Option<PathBuf>,
+    /// `logFile`/`logLevel`: where this plugin writes its log (see [`crate::logging`]); `None`
+    /// also when `logFile` is not a rooted path (see [`NetConf::ignored`]).
+    pub log_file: Option<RootedPath>,
     /// Kept as text: [`crate::logging`] resolves it together with its environment override.
     pub log_level: Option<String>,
     /// `logFileMaxMiB`/`logFileKeep`: when the log file rotates and how many rotated files
@@ -106,7 +107,9 @@ impl NetConf {
 
     /// Parses config bytes: code 6 when they are not a JSON object, 1 for an unsupported
     /// `cniVersion`, 7 when `cniVersion` or `name` is not text or the name is invalid. A
-    /// `type`, `logFile` or `logLevel` that is not text is ignored (see [`NetConf::ignored`]).
+    /// `type`, `logFile` or `logLevel` that is not text, or a `logFile` that is not a rooted
+    /// path ([`crate::path`]), is ignored (see [`NetConf::ignored`]): no command fails for
+    /// its log.
     pub fn parse(bytes: &[u8]) -> Result<NetConf, Error> {
         let value: Value = serde_json::from_slice(bytes).map_err(|e| {
             Error::new(
@@ -139,8 +142,15 @@ impl NetConf {
             }
         };
         let plugin_type = text("type", "ignored").unwrap_or_default();
-        let log_file = text("logFile", "logging to stderr only").map(PathBuf::from);
+        let log_file = text("logFile", "logging to stderr only");
         let log_level = text("logLevel", "logging at the default level");
+        let log_file = log_file.and_then(|text| match logging::FILE_KEY.parse(&text) {
+            Ok(path) => Some(path),
+            Err(refused) => {
+                ignored.push(logging::stderr_only(&refused));
+                None
+            }
+        });
         let log_rotation = log_rotation(&raw, &mut ignored);
         Ok(NetConf {
             cni_version,
@@ -357,7 +367,7 @@ mod tests {
             "cniVersion": "0.3.1", "name": "cbr0", "type": "win-bridge", "ipMasq": true,
             "ipam": {"type": "host-local", "subnet": "10.244.1.0/24"},
             "dns": {"nameservers": ["10.96.0.10"], "search": ["svc.cluster.local"]},
-            "logLevel": "info", "logFile": "C:/k/cni.log",
+            "logLevel": "info", "logFile": "/var/log/cni.log",
             "policies": [{"name": "EndpointPolicy", "value": {"Type": "OutBoundNAT"}}]
         }))
         .unwrap();
@@ -367,7 +377,10 @@ mod tests {
             ("cbr0", "win-bridge")
         );
         assert_eq!(conf.log_level.as_deref(), Some("info"));
-        assert_eq!(conf.log_file, Some(PathBuf::from("C:/k/cni.log")));
+        assert_eq!(
+            conf.log_file.as_deref(),
+            Some(std::path::Path::new("/var/log/cni.log"))
+        );
         assert_eq!(conf.dns().unwrap().nameservers, ["10.96.0.10"]);
         assert!(conf.raw().contains_key("policies"));
         assert!(conf.ignored().is_empty());
@@ -440,6 +453,26 @@ mod tests {
                 "logLevel: an object is not text; logging at the default level",
             ]
         );
+    }
+
+    /// A `logFile` the plugin would take relative to its working directory (on Linux, a
+    /// Windows path is one) is not opened: a warning names the key, and logs go to stderr.
+    #[test]
+    fn a_log_file_that_is_not_rooted_is_ignored_naming_the_key() {
+        let mut relative = vec!["cni.log", "logs/cni.log"];
+        if !cfg!(windows) {
+            relative.push(r"C:\k\cni.log");
+        }
+        for text in relative {
+            let conf = parse(json!({"name": "n", "logFile": text})).unwrap();
+            assert_eq!(conf.log_file, None, "{text}");
+            let [warning] = conf.ignored() else {
+                panic!("{:?}", conf.ignored());
+            };
+            assert!(warning.starts_with("logFile: "), "{warning}");
+            assert!(warning.contains("not an absolute path"), "{warning}");
+            assert!(warning.ends_with("; logging to stderr only"), "{warning}");
+        }
     }
 
     #[test]

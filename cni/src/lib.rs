@@ -15,6 +15,7 @@ pub mod delegate;
 pub mod env;
 pub mod error;
 pub mod logging;
+pub mod path;
 pub mod quote;
 pub mod result;
 pub mod seconds;

@@ -20,10 +20,30 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
+use crate::path::{PathKey, RootedPath};
+
 /// Environment variable that overrides the config's `logLevel` (operators debugging one node).
 pub const LEVEL_VAR: &str = "CNI_WIN_LOG_LEVEL";
 /// Environment variable that overrides the config's `logFile`.
 pub const FILE_VAR: &str = "CNI_WIN_LOG_FILE";
+
+/// `logFile`: a rooted path ([`crate::path`]), as every path a config names; none logs to
+/// stderr only. One that is not rooted is a warning, never a failed command.
+pub const FILE_KEY: PathKey = PathKey {
+    name: "logFile",
+    example: "/var/log/cni-win/cni.log",
+};
+
+/// [`FILE_VAR`], read by the same rule as `logFile`.
+const FILE_VAR_KEY: PathKey = PathKey {
+    name: FILE_VAR,
+    ..FILE_KEY
+};
+
+/// The note for a log file that is not used: why, and where logs go instead.
+pub(crate) fn stderr_only(refused: &crate::Error) -> String {
+    format!("{}; logging to stderr only", refused.msg())
+}
 
 /// Where and how much to log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,38 +58,44 @@ pub struct LogSettings {
 
 impl LogSettings {
     /// Settings from the environment first, then the config's keys, then the defaults. An
-    /// unreadable level falls back to `warn` with a note, rather than failing the pod. The
-    /// rotation is the config's (see [`crate::NetConf::log_rotation`]), whichever file is used.
+    /// unreadable level falls back to `warn`, and a [`FILE_VAR`] that is not a rooted path to
+    /// stderr only, each with a note, rather than failing the pod. The rotation is the
+    /// config's (see [`crate::NetConf::log_rotation`]), whichever file is used.
     pub fn resolve(
         env: &dyn Fn(&str) -> Option<String>,
         config_level: Option<&str>,
-        config_file: Option<&Path>,
+        config_file: Option<&RootedPath>,
         rotation: Option<Rotation>,
-    ) -> (LogSettings, Option<String>) {
+    ) -> (LogSettings, Vec<String>) {
+        let mut notes = Vec::new();
         let level_text = env(LEVEL_VAR).or_else(|| config_level.map(str::to_owned));
-        let (level, note) = match level_text {
-            None => (LevelFilter::Warn, None),
-            Some(text) => match text.parse::<LevelFilter>() {
-                Ok(level) => (level, None),
-                Err(_) => (
-                    LevelFilter::Warn,
-                    Some(format!(
-                        "log level {} is not one of off, error, warn, info, debug, trace; using warn",
-                        crate::quote::quoted(&text)
-                    )),
-                ),
+        let level = match level_text {
+            None => LevelFilter::Warn,
+            Some(text) => text.parse::<LevelFilter>().unwrap_or_else(|_| {
+                notes.push(format!(
+                    "log level {} is not one of off, error, warn, info, debug, trace; using warn",
+                    crate::quote::quoted(&text)
+                ));
+                LevelFilter::Warn
+            }),
+        };
+        let file = match env(FILE_VAR) {
+            None => config_file.cloned(),
+            Some(text) => match FILE_VAR_KEY.parse(&text) {
+                Ok(path) => Some(path),
+                Err(refused) => {
+                    notes.push(stderr_only(&refused));
+                    None
+                }
             },
         };
-        let file = env(FILE_VAR)
-            .map(PathBuf::from)
-            .or_else(|| config_file.map(Path::to_path_buf));
         (
             LogSettings {
                 level,
-                file,
+                file: file.map(PathBuf::from),
                 rotation,
             },
-            note,
+            notes,
         )
     }
 }
@@ -283,17 +309,25 @@ fn describe(kind: Kind) -> &'static str {
 mod tests {
     use super::*;
 
+    fn config_file() -> RootedPath {
+        FILE_KEY.parse("/var/log/c.log").unwrap()
+    }
+
     #[test]
     fn environment_overrides_config() {
         let env = |name: &str| match name {
             LEVEL_VAR => Some("debug".to_owned()),
+            FILE_VAR => Some("/run/e.log".to_owned()),
             _ => None,
         };
-        let (settings, note) =
-            LogSettings::resolve(&env, Some("error"), Some(Path::new("c.log")), None);
+        let (settings, notes) =
+            LogSettings::resolve(&env, Some("error"), Some(&config_file()), None);
         assert_eq!(settings.level, LevelFilter::Debug);
-        assert_eq!(settings.file, Some(PathBuf::from("c.log")));
-        assert_eq!(note, None);
+        assert_eq!(settings.file, Some(PathBuf::from("/run/e.log")));
+        assert_eq!(notes, Vec::<String>::new());
+        let none = |_: &str| None;
+        let (settings, _) = LogSettings::resolve(&none, None, Some(&config_file()), None);
+        assert_eq!(settings.file, Some(PathBuf::from("/var/log/c.log")));
     }
 
     #[test]
@@ -303,8 +337,25 @@ mod tests {
             LogSettings::resolve(&none, None, None, None).0.level,
             LevelFilter::Warn
         );
-        let (settings, note) = LogSettings::resolve(&none, Some("chatty"), None, None);
+        let (settings, notes) = LogSettings::resolve(&none, Some("chatty"), None, None);
         assert_eq!(settings.level, LevelFilter::Warn);
-        assert!(note.unwrap().contains("chatty"));
+        assert!(notes[0].contains("chatty"), "{notes:?}");
+    }
+
+    /// The variable is read by the rule every path key is: one that is not rooted is a note
+    /// naming the variable, and logs go to stderr only (not to the config's file either).
+    #[test]
+    fn a_log_file_variable_that_is_not_rooted_logs_to_stderr_only() {
+        let env = |name: &str| (name == FILE_VAR).then(|| "relative.log".to_owned());
+        let (settings, notes) = LogSettings::resolve(&env, None, Some(&config_file()), None);
+        assert_eq!(settings.file, None);
+        let [note] = notes.as_slice() else {
+            panic!("{notes:?}")
+        };
+        assert!(
+            note.starts_with("CNI_WIN_LOG_FILE: \"relative.log\""),
+            "{note}"
+        );
+        assert!(note.ends_with("; logging to stderr only"), "{note}");
     }
 }

@@ -335,10 +335,10 @@ fn version_reply(stdin: &mut dyn Read) -> String {
 /// the raw variables so that even a command refused for its environment is logged as what it was.
 fn init_logging(lookup: &dyn Fn(&str) -> Option<OsString>, config: Option<&NetConf>) {
     let text = |name: &str| lookup(name).and_then(|v| v.into_string().ok());
-    let (settings, note) = LogSettings::resolve(
+    let (settings, notes) = LogSettings::resolve(
         &text,
         config.and_then(|c| c.log_level.as_deref()),
-        config.and_then(|c| c.log_file.as_deref()),
+        config.and_then(|c| c.log_file.as_ref()),
         config.map_or(Some(Rotation::DEFAULT), |c| c.log_rotation),
     );
     let command = text("CNI_COMMAND").unwrap_or_else(|| "?".to_owned());
@@ -355,7 +355,7 @@ fn init_logging(lookup: &dyn Fn(&str) -> Option<OsString>, config: Option<&NetCo
         .map(|c| if c.is_control() { '?' } else { c })
         .collect();
     logging::init(tag, &settings);
-    if let Some(note) = note {
+    for note in notes {
         log::warn!("{note}");
     }
 }

@@ -171,7 +171,7 @@ pub(crate) fn plan(settings: &Settings) -> Vec<Step> {
     }
     let logs = networks
         .iter()
-        .filter_map(|n| n.request.config.log_file.clone());
+        .filter_map(|n| n.request.config.log_file.clone().map(PathBuf::from));
     for log in unique(logs) {
         steps.push(log_step(log, settings.log_tail_bytes));
     }

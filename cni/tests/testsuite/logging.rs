@@ -163,3 +163,28 @@ fn a_log_file_that_is_not_a_regular_file_never_blocks_and_is_not_written() {
     add_logging_to(&link);
     assert_eq!(read(&target), "");
 }
+
+/// A `logFile` (or `CNI_WIN_LOG_FILE`) that is not a rooted path (on Linux, a Windows path is
+/// relative) would be a file in whatever directory the runtime runs the plugin from: it is not
+/// opened, and the command runs on, logging to stderr only.
+#[test]
+fn a_relative_log_file_is_never_created_in_the_working_directory() {
+    let _turn = crate::logger_turn();
+    let cwd = std::env::current_dir().unwrap();
+    for name in ["cni-win-relative.log", r"C:\k\cni-win-relative.log"] {
+        if cfg!(windows) && name.contains(':') {
+            continue;
+        }
+        let config = serde_json::json!({"cniVersion": "1.0.0", "name": "cbr0", "type": "logs",
+            "logFile": name, "logLevel": "info"});
+        let error: serde_json::Value = serde_json::from_str(&add(&config, &[])).unwrap();
+        assert_eq!(error["code"], 120, "{name}");
+        let overridden = serde_json::json!({"cniVersion": "1.0.0", "name": "cbr0", "type": "logs"});
+        add(&overridden, &[(cni::logging::FILE_VAR, Path::new(name))]);
+        assert!(
+            !cwd.join(name).exists(),
+            "{name} was created in {}",
+            cwd.display()
+        );
+    }
+}

@@ -61,10 +61,10 @@ pub fn run(args: Args) -> Result<(), Error> {
     let paths = args.paths.paths()?;
     // The daemon's own log lines (HNS drift, the NetworkPolicy agent) go to stderr with the
     // passes, at info unless CNI_WIN_LOG_LEVEL says otherwise.
-    let (logging, note) =
+    let (logging, notes) =
         LogSettings::resolve(&|key| std::env::var(key).ok(), Some("info"), None, None);
     cni::logging::init("cni-win daemon:".to_owned(), &logging);
-    if let Some(note) = note {
+    for note in notes {
         log::warn!("{note}");
     }
     let stop = Shutdown::on_signals()?;
