@@ -1,6 +1,7 @@
 //! The `ipam` section (plus requested addresses) read, defaulted and validated as the reference
 //! host-local does, with every refusal a code 7 that names the field at fault.
 
+use cni::path::{DefaultedPathKey, RootedPath};
 use cni::seconds::Seconds;
 use cni::{CniArgs, Error, ErrorCode, NetConf, Route, Version, case_insensitive};
 use ipnetwork::IpNetwork;
@@ -17,6 +18,15 @@ use crate::range::{Range, RangeSet, from_number, to_number};
 /// every OS (on Windows it resolves against the current drive, e.g. `C:\var\lib\cni\networks`).
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/cni/networks";
 
+/// `ipam.dataDir`: a rooted path ([`cni::path`]), absent, null or empty being the
+/// reference's default. A relative one would put the store, the only directory host-local
+/// writes, wherever the plugin happens to run; it is refused (code 7 naming the key), by ADD
+/// and by DEL alike: it cannot locate reservations either.
+pub const DATA_DIR: DefaultedPathKey = DefaultedPathKey {
+    name: "ipam.dataDir",
+    default: DEFAULT_DATA_DIR,
+};
+
 /// A validated host-local configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IpamConfig {
@@ -25,7 +35,7 @@ pub struct IpamConfig {
     /// Copied verbatim into every result.
     pub routes: Vec<Route>,
     /// `dataDir`: the only directory the plugin writes, with one subdirectory per network.
-    pub data_dir: PathBuf,
+    pub data_dir: RootedPath,
     /// `resolvConf`: read at ADD time and returned as the result's `dns`.
     pub resolv_conf: Option<PathBuf>,
     /// Addresses the runtime asked for, each already matched to its range set, or why they
@@ -66,44 +76,39 @@ impl IpamConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreLocation {
     /// `dataDir` (the reference's default when absent, null or empty).
-    pub data_dir: PathBuf,
+    pub data_dir: RootedPath,
     /// `lockTimeoutSeconds`, then the environment, then the default.
     pub lock_timeout: Duration,
 }
 
 impl StoreLocation {
     /// From an `ipam` section, or none (a config whose IPAM is derived, as in Flannel-native
-    /// mode). `dataDir` locates the reservations: anything but a path is code 7 naming it. The
-    /// lock deadline only bounds a wait: one that is not valid (in the config or the
-    /// environment) is replaced by the default, with a warning.
+    /// mode). `dataDir` locates the reservations: one that is not a rooted path is code 7
+    /// naming it. The lock deadline only bounds a wait: one that is not valid (in the config or
+    /// the environment) is replaced by the default, with a warning.
     pub fn from_ipam(ipam: Option<&Map<String, Value>>) -> Result<StoreLocation, Error> {
-        let key = |name: &str| ipam.and_then(|ipam| case_insensitive::get(ipam, name));
-        let data_dir = match key("dataDir") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(text)) => Some(PathBuf::from(text)),
-            Some(_) => {
-                return Err(Error::invalid_config(
-                    "ipam.dataDir is not a path, so the reservation store cannot be found; set \
-                     it to the directory the attachment's address was reserved in (default \
-                     /var/lib/cni/networks)",
-                ));
-            }
-        };
-        let configured = key("lockTimeoutSeconds").filter(|value| !value.is_null());
+        let data_dir = data_dir(ipam).map_err(|refused| {
+            refused.with_details(
+                "the reservation store cannot be found without it: set it to the directory \
+                 the attachment's address was reserved in",
+            )
+        })?;
+        let configured = ipam
+            .and_then(|ipam| case_insensitive::get(ipam, "lockTimeoutSeconds"))
+            .filter(|value| !value.is_null());
         let (setting, env) = lock_setting_from(env_var);
         let lock_timeout = setting.from_leniently(configured, env.as_deref());
         Ok(StoreLocation {
-            data_dir: data_dir_or_default(data_dir),
+            data_dir,
             lock_timeout,
         })
     }
 }
 
-/// `dataDir` as the reference reads it: absent or empty is the default.
-fn data_dir_or_default(configured: Option<PathBuf>) -> PathBuf {
-    configured
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR))
+/// `dataDir` of an `ipam` section (or of none), by [`DATA_DIR`]'s rule: what every command
+/// reads it with.
+fn data_dir(ipam: Option<&Map<String, Value>>) -> Result<RootedPath, Error> {
+    DATA_DIR.decode(ipam.and_then(|ipam| case_insensitive::get(ipam, "dataDir")))
 }
 
 /// The default lock deadline. kubelet gives a sandbox's whole network setup its CRI
@@ -163,8 +168,6 @@ struct RawIpam {
     gateway: Option<String>,
     #[serde(default)]
     routes: Vec<Route>,
-    #[serde(rename = "dataDir")]
-    data_dir: Option<PathBuf>,
     #[serde(rename = "resolvConf")]
     resolv_conf: Option<PathBuf>,
     #[serde(rename = "lockTimeoutSeconds")]
@@ -207,6 +210,7 @@ impl IpamConfig {
             )
         })?;
         let ipam: RawIpam = decode(raw_ipam, "ipam")?;
+        let data_dir = data_dir(raw_ipam.as_object())?;
         let raw_args: RawArgs = match case_insensitive::get(conf.raw(), "args") {
             Some(value) if !value.is_null() => decode(value, "args")?,
             _ => RawArgs::default(),
@@ -242,7 +246,7 @@ impl IpamConfig {
         Ok(IpamConfig {
             range_sets,
             routes: ipam.routes,
-            data_dir: data_dir_or_default(ipam.data_dir),
+            data_dir,
             resolv_conf: ipam.resolv_conf,
             requested,
             lock_timeout,
@@ -563,6 +567,7 @@ mod tests {
     use super::*;
     use cni::ErrorCode;
     use serde_json::json;
+    use std::path::Path;
 
     fn parse_with(mut ipam: Value, extra: Value, cni_args: &str) -> Result<IpamConfig, Error> {
         ipam["type"] = json!("host-local");
@@ -601,7 +606,7 @@ mod tests {
             (range.start, range.end, range.gateway),
             (ip("10.244.1.1"), ip("10.244.1.254"), ip("10.244.1.1"))
         );
-        assert_eq!(config.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+        assert_eq!(config.data_dir.as_path(), Path::new(DEFAULT_DATA_DIR));
 
         let v6 =
             parse(json!({"type": "host-local", "ranges": [[{"subnet": "fd00::/120"}]]})).unwrap();
@@ -615,7 +620,7 @@ mod tests {
             "RangeStart": "10.244.1.10", "DataDir": "/run/ipam"}))
         .unwrap();
         assert_eq!(config.range_sets[0].ranges()[0].start, ip("10.244.1.10"));
-        assert_eq!(config.data_dir, PathBuf::from("/run/ipam"));
+        assert_eq!(config.data_dir.as_path(), Path::new("/run/ipam"));
     }
 
     #[test]
@@ -666,7 +671,7 @@ mod tests {
         assert_eq!(config.range_sets[0].ranges()[1].gateway, ip("10.0.1.1"));
         assert_eq!(config.range_sets[0].ranges()[1].configured_gateway(), None);
         assert_eq!(config.routes.len(), 2);
-        assert_eq!(config.data_dir, PathBuf::from("/run/ipam"));
+        assert_eq!(config.data_dir.as_path(), Path::new("/run/ipam"));
     }
 
     #[test]
@@ -991,10 +996,10 @@ mod tests {
     #[test]
     fn an_empty_data_dir_is_the_default() {
         let config = parse(json!({"subnet": "10.0.0.0/24", "dataDir": ""})).unwrap();
-        assert_eq!(config.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+        assert_eq!(config.data_dir.as_path(), Path::new(DEFAULT_DATA_DIR));
         let ipam = json!({"dataDir": ""});
         let location = StoreLocation::from_ipam(ipam.as_object()).unwrap();
-        assert_eq!(location.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+        assert_eq!(location.data_dir.as_path(), Path::new(DEFAULT_DATA_DIR));
     }
 
     /// A command that only gives addresses back needs the store's directory and nothing else
@@ -1007,7 +1012,7 @@ mod tests {
             location(json!({"dataDir": "/run/ipam", "lockTimeoutSeconds": 2, "ranges": 7}))
                 .unwrap(),
             StoreLocation {
-                data_dir: PathBuf::from("/run/ipam"),
+                data_dir: DATA_DIR.decode(Some(&json!("/run/ipam"))).unwrap(),
                 lock_timeout: Duration::from_secs(2)
             }
         );
@@ -1015,15 +1020,40 @@ mod tests {
             let found =
                 location(json!({"DataDir": "/run/ipam", "lockTimeoutSeconds": lenient})).unwrap();
             assert_eq!(found.lock_timeout, DEFAULT_LOCK_TIMEOUT, "{lenient}");
-            assert_eq!(found.data_dir, PathBuf::from("/run/ipam"));
+            assert_eq!(found.data_dir.as_path(), Path::new("/run/ipam"));
         }
         let derived = StoreLocation::from_ipam(None).unwrap();
-        assert_eq!(derived.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
-        for wrong in [json!(7), json!(["/run/ipam"]), json!({}), json!(true)] {
+        assert_eq!(derived.data_dir.as_path(), Path::new(DEFAULT_DATA_DIR));
+        for wrong in [
+            json!(7),
+            json!(["/run/ipam"]),
+            json!({}),
+            json!(true),
+            json!("ipam"),
+        ] {
             let err = location(json!({"dataDir": wrong})).unwrap_err();
             assert_eq!(err.code(), ErrorCode::InvalidConfig, "{wrong}");
             assert!(err.msg().starts_with("ipam.dataDir"), "{}", err.msg());
+            assert!(err.details().contains("cannot be found"), "{err:?}");
         }
+    }
+
+    /// A `dataDir` the plugin would take relative to its working directory (on Linux, a
+    /// Windows path is one) would put the store wherever the plugin runs: refused, naming it.
+    #[test]
+    fn a_data_dir_that_is_not_rooted_is_refused_naming_it() {
+        let mut relative = vec!["ipam", "./var/lib/cni"];
+        if !cfg!(windows) {
+            relative.push(r"Z:\work\wt-agent\target\node-lane\scratch\netpol\ipam");
+        }
+        for text in relative {
+            refused(
+                json!({"subnet": "10.0.0.0/24", "dataDir": text}),
+                "ipam.dataDir: ",
+            );
+        }
+        let absolute = parse(json!({"subnet": "10.0.0.0/24", "dataDir": "/run/ipam"})).unwrap();
+        assert_eq!(absolute.data_dir.as_path(), Path::new("/run/ipam"));
     }
 
     #[test]

@@ -443,3 +443,41 @@ fn del_says_what_it_ignored() {
     );
     assert!(reservations(&dir.path().join("net")).is_empty());
 }
+
+/// A `dataDir` the binary would take relative to its working directory (on Linux, a Windows
+/// path is one): ADD, DEL, CHECK and STATUS refuse it with code 7 naming it, and nothing is
+/// made where the binary runs. An absolute one works.
+#[test]
+fn a_data_dir_that_is_not_rooted_is_refused_and_nothing_is_made_in_the_working_directory() {
+    let scratch = Scratch::new("bin-relative-data-dir");
+    let cwd = scratch.path();
+    let mut relative = vec!["ipam".to_owned()];
+    if !cfg!(windows) {
+        relative.push(r"Z:\node\ipam".to_owned());
+    }
+    for data_dir in relative {
+        let mut conf = conf(cwd, "1.1.0", json!({"subnet": "10.0.0.0/24"}));
+        conf["ipam"]["dataDir"] = json!(data_dir);
+        for command in ["ADD", "CHECK", "DEL", "STATUS"] {
+            let output =
+                crate::common::wait(crate::common::spawn_in(cwd, command, "a", &conf, &[]));
+            assert!(!output.success, "{command} with {data_dir}: {output:?}");
+            let error = output.json();
+            assert_eq!(error["code"], 7, "{command}: {error}");
+            let msg = error["msg"].as_str().unwrap();
+            assert!(msg.starts_with("ipam.dataDir: "), "{command}: {msg}");
+        }
+        let made: Vec<_> = fs::read_dir(cwd)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(made.is_empty(), "{data_dir}: {made:?}");
+    }
+    let absolute = conf(
+        &cwd.join("store"),
+        "1.1.0",
+        json!({"subnet": "10.0.0.0/24"}),
+    );
+    assert!(run("ADD", "a", &absolute).0);
+    assert_eq!(reservations(&cwd.join("store").join("net")).len(), 1);
+}
