@@ -16,11 +16,11 @@
 //! | `runtimeConfig.dns` | overrides `dns` field by field (servers, searches, options) |
 //! | `dns` | the endpoint's DNS (each name server must be an IP address) |
 //! | `ipam` | `host-local` runs in-process; any other type is executed from `CNI_PATH` |
-//! | `networkPolicySnapshot` | cni-win's own: the absolute path of the node's NetworkPolicy snapshot, whose rules ADD gives a new pod's endpoint (see [`crate::network_policy`]); absent, NetworkPolicy is not enabled for the network |
+//! | `networkPolicySnapshot` | cni-win's own: the absolute path ([`cni::path`]) of the node's NetworkPolicy snapshot, whose rules ADD gives a new pod's endpoint (see [`crate::network_policy`]); absent, NetworkPolicy is not enabled for the network |
 
 use std::net::IpAddr;
-use std::path::PathBuf;
 
+use cni::path::RootedPath;
 use cni::{Error, ErrorCode, NetConf};
 use hns::Guid;
 use hns::schema::policy::{AclDirection, AclPolicy, IgnoredKey, protocol};
@@ -32,6 +32,7 @@ use serde_json::Value;
 use crate::acl_fallback;
 use crate::decodes::Decodes;
 use crate::kind::NetworkKind;
+use crate::path_keys::NETWORK_POLICY_SNAPSHOT;
 
 /// A validated config: the shared keys plus the plugin's kind, built from its own keys.
 #[derive(Debug)]
@@ -50,7 +51,7 @@ pub(crate) struct Conf<K> {
     /// `dns` overridden field by field by `runtimeConfig.dns`.
     pub dns: Dns,
     /// `networkPolicySnapshot`: the node's NetworkPolicy snapshot, when policy is enforced.
-    pub network_policy_snapshot: Option<PathBuf>,
+    pub network_policy_snapshot: Option<RootedPath>,
 }
 
 /// What a config the plugins accept may still do otherwise than its author meant: for
@@ -148,7 +149,7 @@ struct SharedKeys {
     #[serde(rename = "optionalFlags")]
     optional_flags: OptionalFlags,
     #[serde(rename = "networkPolicySnapshot")]
-    network_policy_snapshot: Option<String>,
+    network_policy_snapshot: Option<Value>,
 }
 
 /// `{"name": ..., "value": ...}`.
@@ -196,7 +197,8 @@ impl<K: NetworkKind> Conf<K> {
             policies,
             port_mappings: port_mappings(conf)?,
             dns: dns(conf)?,
-            network_policy_snapshot: snapshot_path(shared.network_policy_snapshot)?,
+            network_policy_snapshot: NETWORK_POLICY_SNAPSHOT
+                .decode(shared.network_policy_snapshot.as_ref())?,
         })
     }
 }
@@ -247,33 +249,6 @@ fn collect_policies(
         });
     }
     Ok(())
-}
-
-/// `networkPolicySnapshot`: an absolute path (a plugin's working directory is the runtime's).
-fn snapshot_path(value: Option<String>) -> Result<Option<PathBuf>, Error> {
-    let Some(value) = value else {
-        return Ok(None);
-    };
-    let path = PathBuf::from(&value);
-    if !path.is_absolute() && !windows_absolute(&value) {
-        return Err(Error::invalid_config(format!(
-            "networkPolicySnapshot: {} is not an absolute path (expected e.g. \
-             C:\\var\\lib\\cni-win\\network-policy.json, what `cni-win install --set \
-             networkPolicySnapshot=…` writes)",
-            cni::quoted(&value)
-        )));
-    }
-    Ok(Some(path))
-}
-
-/// `C:\…` or `C:/…`: absolute on the Windows nodes configs are written for, also where a
-/// config is linted on Linux (the manifests' and the release's checks run install there).
-fn windows_absolute(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    bytes.len() > 3
-        && bytes[0].is_ascii_alphabetic()
-        && bytes[1] == b':'
-        && matches!(bytes[2], b'\\' | b'/')
 }
 
 fn port_mappings(conf: &NetConf) -> Result<Vec<PortMapping>, Error> {

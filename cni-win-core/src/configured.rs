@@ -66,7 +66,11 @@ impl PolicySettings {
         };
         PolicySettings {
             network: network.to_owned(),
-            snapshot: prepared.conf.network_policy_snapshot.clone(),
+            snapshot: prepared
+                .conf
+                .network_policy_snapshot
+                .clone()
+                .map(PathBuf::from),
             acls: prepared
                 .conf
                 .policies

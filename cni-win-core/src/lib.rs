@@ -66,6 +66,7 @@ mod kind;
 mod network_cache;
 pub mod network_policy;
 pub mod ownership;
+pub mod path_keys;
 pub mod platform;
 mod plugin;
 mod policy;

@@ -282,17 +282,42 @@ mod tests {
         );
     }
 
+    /// An absolute path on the node install runs on.
+    const SNAPSHOT: &str = if cfg!(windows) {
+        r"C:\var\lib\cni-win\network-policy.json"
+    } else {
+        "/var/lib/cni-win/network-policy.json"
+    };
+
     #[test]
     fn network_policy_is_off_unless_a_snapshot_is_set() {
         for template in [Template::FlannelVxlan, Template::FlannelHostGw] {
             let off = template.render(&[]).unwrap();
             assert!(off["plugins"][0].get("networkPolicySnapshot").is_none());
-            let path = r"C:\var\lib\cni-win\network-policy.json";
             let on = template
-                .render(&[set("networkPolicySnapshot", path)])
+                .render(&[set("networkPolicySnapshot", SNAPSHOT)])
                 .unwrap();
-            assert_eq!(on["plugins"][0]["networkPolicySnapshot"], path);
+            assert_eq!(on["plugins"][0]["networkPolicySnapshot"], SNAPSHOT);
             crate::lint::check(&on).unwrap();
+        }
+    }
+
+    /// The plugins refuse a path that is not absolute on the node, so install does not write
+    /// one: a relative path anywhere, a Windows one off Windows.
+    #[test]
+    fn paths_that_are_not_absolute_on_the_node_are_refused_naming_the_key() {
+        let mut relative = vec!["network-policy.json"];
+        if !cfg!(windows) {
+            relative.push(r"C:\var\lib\cni-win\network-policy.json");
+        }
+        for path in relative {
+            let key = "networkPolicySnapshot";
+            let conflist = Template::FlannelHostGw.render(&[set(key, path)]).unwrap();
+            let err = crate::lint::check(&conflist).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("refuses it: {key}: ")),
+                "{key}={path}: {err}"
+            );
         }
     }
 

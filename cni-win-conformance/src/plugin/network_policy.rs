@@ -327,10 +327,24 @@ pub fn a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add(plugin: &Plu
     assert_nothing_left(plugin, &node);
 }
 
-/// A relative `networkPolicySnapshot` is code 7 naming the key.
+/// A relative `networkPolicySnapshot` is code 7 naming the key, and so, off Windows, is a
+/// Windows path, which is relative there (it was once taken as absolute and opened relative
+/// to the plugin's working directory).
 pub fn the_snapshot_path_must_be_absolute(plugin: &Plugin) {
-    let (node, mut config, _) = node(plugin, "netpol-relative");
-    config["networkPolicySnapshot"] = json!("network-policy.json");
-    let message = start(&node, "np-pod", "x/a", &config).error(7);
-    assert!(message.contains("networkPolicySnapshot"), "{message}");
+    let (node, mut config, path) = node(plugin, "netpol-relative");
+    write(&path, &snapshot());
+    let mut relative = vec!["network-policy.json", ""];
+    if !cfg!(windows) {
+        relative.push(r"C:\var\lib\cni-win\network-policy.json");
+    }
+    for value in relative {
+        config["networkPolicySnapshot"] = json!(value);
+        let message = start(&node, "np-pod", "x/a", &config).error(7);
+        assert!(
+            message.starts_with("networkPolicySnapshot: "),
+            "{value}: {message}"
+        );
+        assert!(message.contains("not an absolute path"), "{message}");
+        assert_nothing_left(plugin, &node);
+    }
 }

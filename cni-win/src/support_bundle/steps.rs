@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use cni::case_insensitive;
+use cni_win_core::path_keys;
 use cni_win_core::platform::ConnectError;
 use hns::client::ObjectKind;
 use hns::client::{EndpointKind, LoadBalancerKind, NamespaceKind, NetworkKind};
@@ -203,12 +204,15 @@ fn subnet_file(network: &Network) -> Option<PathBuf> {
     })
 }
 
-/// The NetworkPolicy snapshot a config names (`networkPolicySnapshot`).
+/// The NetworkPolicy snapshot a config names (`networkPolicySnapshot`), read as the plugins
+/// read it (one they refuse names no file).
 fn network_policy_snapshot(network: &Network) -> Option<PathBuf> {
-    case_insensitive::get(network.request.config.raw(), "networkPolicySnapshot")?
-        .as_str()
-        .filter(|path| !path.is_empty())
-        .map(PathBuf::from)
+    let value = case_insensitive::get(network.request.config.raw(), "networkPolicySnapshot");
+    let path = path_keys::NETWORK_POLICY_SNAPSHOT
+        .decode(value)
+        .ok()
+        .flatten()?;
+    Some(path.into())
 }
 
 /// host-local's `<dataDir>/<network>` when the network's addresses are host-local's: its
