@@ -14,7 +14,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use cni::{CniArgs, Error, NetworkRequest};
+use cni::{CniArgs, Error, ErrorCode, NetworkRequest};
 use hns::schema::policy::AclPolicy;
 use hns::schema::{EndpointPolicy, HostComputeNetwork};
 use hns::{ErrorKind, HnsError, SupportedFeatures};
@@ -115,6 +115,16 @@ impl ConfiguredNetwork {
                     prepared.map(|prepared| Effective::boxed(derived, prepared)),
                 )
             }
+            // A Flannel key ADD refuses (`subnetFile` or `dataDir` not a path): so is the
+            // config, whatever subnet.env holds.
+            Err(refused) if refused.code() == ErrorCode::InvalidConfig => (
+                Err(refused.clone()),
+                PolicySettings {
+                    network: request.config.name.clone(),
+                    ..PolicySettings::default()
+                },
+                Err(refused),
+            ),
             Err(not_ready) => (
                 reviewed(&as_configured),
                 PolicySettings::of(&request.config.name, &as_configured),

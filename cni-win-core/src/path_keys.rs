@@ -5,7 +5,22 @@
 //! `ipam.dataDir` is [`ipam_host_local::config::DATA_DIR`], `logFile` is
 //! [`cni::logging::FILE_KEY`].
 
-use cni::path::PathKey;
+use cni::path::{DefaultedPathKey, PathKey};
+
+/// Flannel-native mode's `subnetFile`: flanneld's subnet.env, which ADD, CHECK and STATUS
+/// read. Absent from a config, the config is not Flannel-native; present and null or empty,
+/// Flannel's default (on Windows `C:\run\flannel\subnet.env`, the current drive's).
+pub const SUBNET_FILE: DefaultedPathKey = DefaultedPathKey {
+    name: "subnetFile",
+    default: "/run/flannel/subnet.env",
+};
+
+/// Flannel-native mode's top-level `dataDir`: where Flannel's record of each pod is (ADD
+/// writes it, DEL removes it), Flannel's default when absent, null or empty.
+pub const FLANNEL_DATA_DIR: DefaultedPathKey = DefaultedPathKey {
+    name: "dataDir",
+    default: "/var/lib/cni/flannel",
+};
 
 /// `networkPolicySnapshot`: the node's NetworkPolicy snapshot, whose rules ADD gives a new
 /// pod's endpoint ([`crate::network_policy`]); absent, NetworkPolicy is not enabled.

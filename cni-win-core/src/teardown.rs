@@ -7,8 +7,8 @@
 //! | --- | --- |
 //! | `cniVersion`, `name` | the version to answer in; the HNS network and the endpoint's identity (the skeleton validates both) |
 //! | `ipam`, `ipam.type` | which IPAM holds the addresses: code 7 when not an object or missing a type (without `ipam` there is nothing to release) |
-//! | host-local's `ipam.dataDir` | where its reservations are: code 7 when not a path (the rest of `ipam` is read only when ADD would accept it; see `ipam_host_local::Teardown`) |
-//! | `dataDir`, with `subnetFile` (Flannel-native) | where Flannel's record is: code 7 when not a path |
+//! | host-local's `ipam.dataDir` | where its reservations are: code 7 when not an absolute path ([`cni::path`]: a relative one cannot locate them); the rest of `ipam` is read only when ADD would accept it (see `ipam_host_local::Teardown`) |
+//! | `dataDir`, with `subnetFile` (Flannel-native) | where Flannel's record is: code 7 when not an absolute path; `subnetFile` is not read (a warning when it is not a path) |
 //! | `hnsTimeoutSeconds`, `attachmentLockTimeoutSeconds` | bound waits: a value ADD would refuse is the default here, with a warning |
 //! | every other key | not read; when ADD would refuse one, a warning says so |
 //!
@@ -43,11 +43,12 @@ impl Teardown {
     /// attachment's state is wrong.
     pub fn of(request: &DelRequest) -> Result<Teardown, Error> {
         let config = &request.config;
+        let native = flannel::Native::of(config);
         Ok(Teardown {
             hns_deadline: hns_deadline::SETTING.read_leniently(config),
             lock_deadline: attachment_lock::SETTING.read_leniently(config),
-            ipam: flannel::release(config, &request.args)?,
-            record: flannel::record(config, &request.container_id)?,
+            ipam: flannel::release(native.as_ref(), config, &request.args)?,
+            record: flannel::record(native.as_ref(), &request.container_id)?,
         })
     }
 }

@@ -166,8 +166,10 @@ impl Settings {
             service_cidr: cidr("serviceCidr", "10.96.0.0/12")?,
             dns_server: IpAddr::from([10, 96, 0, 10]),
             dns_search: vec!["svc.cluster.local".to_owned()],
+            // flanneld's subnet.env where this node has it: the plugins refuse a path that is
+            // not absolute here, and a Windows path is not one elsewhere.
             subnet_file: matches!(template, Template::FlannelVxlan | Template::FlannelHostGw)
-                .then(|| r"C:\run\flannel\subnet.env".to_owned()),
+                .then(|| crate::defaults::SUBNET_FILE.to_owned()),
             subnet: None,
             node_subnet: None,
             vni: 4096,
@@ -264,7 +266,7 @@ mod tests {
         assert_eq!(vxlan["name"], "flannel.4096");
         let plugin = &vxlan["plugins"][0];
         assert_eq!(plugin["type"], "win-overlay");
-        assert_eq!(plugin["subnetFile"], r"C:\run\flannel\subnet.env");
+        assert_eq!(plugin["subnetFile"], crate::defaults::SUBNET_FILE);
         assert_eq!(plugin["vni"], 4096);
         assert_eq!(plugin["vxlanPort"], 4789);
         assert_eq!(
@@ -311,13 +313,14 @@ mod tests {
             relative.push(r"C:\var\lib\cni-win\network-policy.json");
         }
         for path in relative {
-            let key = "networkPolicySnapshot";
-            let conflist = Template::FlannelHostGw.render(&[set(key, path)]).unwrap();
-            let err = crate::lint::check(&conflist).unwrap_err().to_string();
-            assert!(
-                err.contains(&format!("refuses it: {key}: ")),
-                "{key}={path}: {err}"
-            );
+            for key in ["networkPolicySnapshot", "subnetFile"] {
+                let conflist = Template::FlannelHostGw.render(&[set(key, path)]).unwrap();
+                let err = crate::lint::check(&conflist).unwrap_err().to_string();
+                assert!(
+                    err.contains(&format!("refuses it: {key}: ")),
+                    "{key}={path}: {err}"
+                );
+            }
         }
     }
 

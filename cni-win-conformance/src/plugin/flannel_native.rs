@@ -293,3 +293,52 @@ pub fn the_ipv6_subnet_is_a_second_range_set_when_hns_has_dual_stack(plugin: &Pl
     assert_eq!(ips.as_array().unwrap().len(), 1, "{ips}");
     assert!(ips[0]["address"].as_str().unwrap().starts_with("10.244.1."));
 }
+
+/// `subnetFile` and Flannel's `dataDir` are paths from a root: relative ones (the plugin runs
+/// in the node's directory, where subnet.env is, so the old reading found it there) are code 7
+/// naming the key from ADD, CHECK and STATUS, and nothing is reserved or recorded. DEL never
+/// reads `subnetFile` (a warning), but needs `dataDir` to find Flannel's record.
+pub fn relative_flannel_paths_are_refused_naming_the_key(plugin: &Plugin) {
+    let node = node_with_subnet_env(plugin, "relative");
+    let good = native(plugin, &node);
+    let netns = node.namespace();
+    let mut relative = vec![("subnetFile", "subnet.env"), ("dataDir", "flannel")];
+    if !cfg!(windows) {
+        relative.push(("subnetFile", r"C:\run\flannel\subnet.env"));
+        relative.push(("dataDir", r"C:\var\lib\cni\flannel"));
+    }
+    for (key, value) in relative {
+        let mut config = good.clone();
+        config[key] = json!(value);
+        let refused = |msg: String| {
+            assert!(
+                msg.starts_with(&format!("{key}: ")),
+                "{key} = {value}: {msg}"
+            );
+            assert!(msg.contains("not an absolute path"), "{msg}");
+        };
+        refused(node.add("pod", &netns, &config).error(7));
+        let mut check = config.clone();
+        check["prevResult"] = json!({"cniVersion": config["cniVersion"], "ips": []});
+        refused(node.check("pod", &netns, &check).error(7));
+        refused(node.run(&Call::network("STATUS", &config)).error(7));
+        assert!(node.reservations(plugin.network).is_empty());
+        // Where a relative `dataDir` would put the record: the node's directory, the
+        // plugin's working directory.
+        assert!(!flannel_dir(&node).exists());
+        if key == "dataDir" {
+            assert!(!node.dir().join(value).exists(), "{value}");
+        }
+    }
+
+    node.add("pod", &netns, &good).result();
+    let mut del = good.clone();
+    del["dataDir"] = json!("flannel");
+    let msg = node.del("pod", Some(&netns), &del).error(7);
+    assert!(msg.starts_with("dataDir: "), "{msg}");
+    del = good.clone();
+    del["subnetFile"] = json!("subnet.env");
+    node.del("pod", Some(&netns), &del).silent();
+    assert_nothing_left(plugin, &node);
+    assert!(record(&node, "pod").is_none());
+}

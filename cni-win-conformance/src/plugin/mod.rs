@@ -235,6 +235,7 @@ macro_rules! plugin_suite {
                     #[cfg(unix)] subnet_env_is_never_read_through_a_link,
                     check_reports_a_node_subnet_that_changed_since_the_pod_was_added,
                     the_ipv6_subnet_is_a_second_range_set_when_hns_has_dual_stack,
+                    relative_flannel_paths_are_refused_naming_the_key,
                 );
             }
             mod upgrade {

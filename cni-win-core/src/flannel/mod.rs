@@ -22,8 +22,9 @@ mod file;
 mod record;
 mod subnet_env;
 
-use std::path::PathBuf;
+use std::path::Path;
 
+use cni::path::RootedPath;
 use cni::{CniArgs, Error, ErrorCode, NetConf, NetworkRequest, Request, Success, case_insensitive};
 use hns::{Client, Feature, HnsError, SupportedFeatures};
 use ipam_host_local::{HostLocal, IpamConfig, StoreLocation, Teardown};
@@ -33,58 +34,52 @@ use crate::codes::CHECK_MISMATCH;
 use crate::decodes::Decodes;
 use crate::hns_error::to_cni;
 use crate::ipam::{Ipam, Release};
+use crate::path_keys::{FLANNEL_DATA_DIR, SUBNET_FILE};
 pub use record::Record;
 use subnet_env::{Problem, SubnetEnv};
 
-/// Flannel plugin's default `subnetFile` (on Windows, `C:\run\flannel\subnet.env`).
-pub const DEFAULT_SUBNET_FILE: &str = "/run/flannel/subnet.env";
-/// Flannel plugin's default `dataDir` (on Windows, `C:\var\lib\cni\flannel`).
-pub const DEFAULT_DATA_DIR_FLANNEL: &str = "/var/lib/cni/flannel";
-
-/// The Flannel-native keys of a config that has `subnetFile`.
+/// The Flannel-native keys of a config, decoded once per command: a config is Flannel-native
+/// when it carries `subnetFile`. Each key keeps its own verdict, because the commands need
+/// different ones: ADD both, CHECK and STATUS both (they judge the config ADD runs on), DEL
+/// only `dataDir` (it never reads subnet.env), GC neither.
 #[derive(Debug)]
-struct Native {
-    subnet_file: PathBuf,
-    data_dir: PathBuf,
+pub(crate) struct Native {
+    /// `subnetFile` ([`SUBNET_FILE`]), or why it is not a path.
+    subnet_file: Result<RootedPath, Error>,
+    /// `dataDir` ([`FLANNEL_DATA_DIR`]), where Flannel's record is, or why it is not a path.
+    data_dir: Result<RootedPath, Error>,
 }
 
 impl Native {
-    /// `None` unless the config carries `subnetFile`; an empty value means the default, as in
-    /// Flannel's plugin.
-    fn of(conf: &NetConf) -> Result<Option<Native>, Error> {
-        let Some(subnet_file) = case_insensitive::get(conf.raw(), "subnetFile") else {
-            return Ok(None);
-        };
-        Ok(Some(Native {
-            subnet_file: path_key("subnetFile", Some(subnet_file), DEFAULT_SUBNET_FILE)?,
-            data_dir: path_key(
-                "dataDir",
-                case_insensitive::get(conf.raw(), "dataDir"),
-                DEFAULT_DATA_DIR_FLANNEL,
-            )?,
-        }))
+    /// `None` unless the config carries `subnetFile` (null and empty mean the default, as in
+    /// Flannel's plugin).
+    pub(crate) fn of(conf: &NetConf) -> Option<Native> {
+        let subnet_file = case_insensitive::get(conf.raw(), "subnetFile")?;
+        Some(Native {
+            subnet_file: SUBNET_FILE.decode(Some(subnet_file)),
+            data_dir: FLANNEL_DATA_DIR.decode(case_insensitive::get(conf.raw(), "dataDir")),
+        })
     }
 
-    fn subnet_env(&self) -> Result<SubnetEnv, Problem> {
-        subnet_env::load(&self.subnet_file)
+    /// subnet.env's path, for ADD, CHECK and STATUS, which refuse (code 7 naming the key) a
+    /// config whose `subnetFile` or `dataDir` is not a path: ADD could not run on it.
+    fn subnet_file(&self) -> Result<&Path, Error> {
+        self.data_dir.as_ref().map_err(Clone::clone)?;
+        self.subnet_file.as_deref().map_err(Clone::clone)
     }
-}
 
-fn path_key(key: &str, value: Option<&Value>, default: &str) -> Result<PathBuf, Error> {
-    match value {
-        None | Some(Value::Null) => Ok(PathBuf::from(default)),
-        Some(Value::String(text)) if text.is_empty() => Ok(PathBuf::from(default)),
-        Some(Value::String(text)) => Ok(PathBuf::from(text)),
-        Some(other) => Err(Error::invalid_config(format!(
-            "{key}: {other} is not a path (expected e.g. \"{default}\")"
-        ))),
+    /// Flannel's record of `container_id` (code 7 when `dataDir` is not a path: it cannot
+    /// locate the record).
+    fn record(&self, container_id: &str) -> Result<Record, Error> {
+        let data_dir = self.data_dir.as_ref().map_err(Clone::clone)?;
+        Record::new(data_dir, container_id)
     }
 }
 
 /// subnet.env for ADD and CHECK: what is wrong is transient (flanneld writes it), code 11,
 /// except a path that is not a regular file, which only the operator can fix (code 7).
-fn subnet_env_for_pod(native: &Native) -> Result<SubnetEnv, Error> {
-    native.subnet_env().map_err(|problem| {
+fn subnet_env_for_pod(subnet_file: &Path) -> Result<SubnetEnv, Error> {
+    subnet_env::load(subnet_file).map_err(|problem| {
         let code = match problem {
             Problem::Unreadable(_, ref e) if e.kind() == std::io::ErrorKind::InvalidInput => {
                 ErrorCode::InvalidConfig
@@ -130,39 +125,41 @@ pub fn add(
     client: &Client,
     add: impl FnOnce(&Request) -> Result<Success, Error>,
 ) -> Result<Success, Error> {
-    let Some(native) = Native::of(&request.config)? else {
+    let Some(native) = Native::of(&request.config) else {
         return add(request);
     };
-    let env = subnet_env_for_pod(&native)?;
+    let env = subnet_env_for_pod(native.subnet_file()?)?;
     let effective = effective_request(request, &env, dual_stack(client, &env)?)?;
-    Record::new(&native.data_dir, &request.container_id)?.save(&effective.config)?;
+    native
+        .record(&request.container_id)?
+        .save(&effective.config)?;
     add(&effective)
 }
 
-/// Flannel's record of `container_id`, which a DEL removes, in Flannel-native mode (a
-/// config with `subnetFile`). Only where the record is must be right (the top-level
-/// `dataDir`, code 7 when it is not a path): a DEL never reads subnet.env.
-pub fn record(conf: &NetConf, container_id: &str) -> Result<Option<Record>, Error> {
-    let Some(subnet_file) = case_insensitive::get(conf.raw(), "subnetFile") else {
+/// Flannel's record of `container_id`, which a DEL removes, in Flannel-native mode (`native`
+/// decoded from a config with `subnetFile`). Only where the record is must be right (the
+/// top-level `dataDir`, code 7 when it is not a path): a DEL never reads subnet.env, so a
+/// `subnetFile` that is not a path is only a warning.
+pub(crate) fn record(native: Option<&Native>, container_id: &str) -> Result<Option<Record>, Error> {
+    let Some(native) = native else {
         return Ok(None);
     };
-    if !matches!(subnet_file, Value::String(_) | Value::Null) {
-        log::warn!("subnetFile is not a path; DEL does not read it");
+    if let Err(ignored) = &native.subnet_file {
+        log::warn!("DEL does not read subnetFile ({})", ignored.msg());
     }
-    let data_dir = path_key(
-        "dataDir",
-        case_insensitive::get(conf.raw(), "dataDir"),
-        DEFAULT_DATA_DIR_FLANNEL,
-    )?;
-    Record::new(&data_dir, container_id).map(Some)
+    native.record(container_id).map(Some)
 }
 
-/// The IPAM a DEL releases from. In Flannel-native mode without ranges in the config,
-/// host-local's store (the config's `ipam.dataDir` or the default, as Flannel's delegate
-/// uses), whatever the ranges were: DEL never reads subnet.env. Otherwise the config's IPAM
-/// as a DEL reads it.
-pub fn release(conf: &NetConf, args: &CniArgs) -> Result<Option<Release>, Error> {
-    match store_of_derived_ranges(conf)? {
+/// The IPAM a DEL releases from. In Flannel-native mode (`native`) without ranges in the
+/// config, host-local's store (the config's `ipam.dataDir` or the default, as Flannel's
+/// delegate uses), whatever the ranges were: DEL never reads subnet.env. Otherwise the
+/// config's IPAM as a DEL reads it.
+pub(crate) fn release(
+    native: Option<&Native>,
+    conf: &NetConf,
+    args: &CniArgs,
+) -> Result<Option<Release>, Error> {
+    match store_of_derived_ranges(native, conf)? {
         Some(location) => Ok(Some(Release::HostLocal(Teardown::at(
             location, &conf.name,
         )?))),
@@ -174,7 +171,7 @@ pub fn release(conf: &NetConf, args: &CniArgs) -> Result<Option<Release>, Error>
 /// with no ranges in Flannel-native mode without ranges in the config (it releases by
 /// attachment and never needs subnet.env), otherwise the config's IPAM.
 pub fn teardown_ipam(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Error> {
-    match store_of_derived_ranges(conf)? {
+    match store_of_derived_ranges(Native::of(conf).as_ref(), conf)? {
         Some(location) => {
             let config = IpamConfig::release_only(location);
             Ok(Some(Ipam::HostLocal(HostLocal::new(config, &conf.name)?)))
@@ -183,12 +180,13 @@ pub fn teardown_ipam(conf: &NetConf, args: &CniArgs) -> Result<Option<Ipam>, Err
     }
 }
 
-/// host-local's store when the config is Flannel-native (has `subnetFile`) and leaves the
-/// ranges to subnet.env; `None` otherwise.
-fn store_of_derived_ranges(conf: &NetConf) -> Result<Option<StoreLocation>, Error> {
-    if case_insensitive::get(conf.raw(), "subnetFile").is_none()
-        || !derive::ranges_from_subnet_env(conf.raw())
-    {
+/// host-local's store when the config is Flannel-native (`native`) and leaves the ranges to
+/// subnet.env; `None` otherwise.
+fn store_of_derived_ranges(
+    native: Option<&Native>,
+    conf: &NetConf,
+) -> Result<Option<StoreLocation>, Error> {
+    if native.is_none() || !derive::ranges_from_subnet_env(conf.raw()) {
         return Ok(None);
     }
     Decodes::count_ipam();
@@ -203,10 +201,11 @@ pub fn check(
     client: &Client,
     check: impl FnOnce(&Request) -> Result<(), Error>,
 ) -> Result<(), Error> {
-    let Some(native) = Native::of(&request.config)? else {
+    let Some(native) = Native::of(&request.config) else {
         return check(request);
     };
-    let env = subnet_env_for_pod(&native)?;
+    let subnet_file = native.subnet_file()?;
+    let env = subnet_env_for_pod(subnet_file)?;
     if let Some(prev) = request.config.prev_result()? {
         let moved: Vec<String> = prev
             .ips
@@ -228,7 +227,7 @@ pub fn check(
                      outside {} from {}; recreate the pod",
                     moved.join(", "),
                     now.join(" and "),
-                    native.subnet_file.display()
+                    subnet_file.display()
                 ),
             ));
         }
@@ -260,12 +259,11 @@ pub fn effective_network(
     request: &NetworkRequest,
     features: impl FnOnce() -> Result<SupportedFeatures, HnsError>,
 ) -> Result<Option<NetworkRequest>, Error> {
-    let Some(native) = Native::of(&request.config)? else {
+    let Some(native) = Native::of(&request.config) else {
         return Ok(None);
     };
     let not_available = |msg: String| Error::new(ErrorCode::NotAvailable, msg);
-    let env = native
-        .subnet_env()
+    let env = subnet_env::load(native.subnet_file()?)
         .map_err(|problem| not_available(problem.to_string()))?;
     let dual = dual_stack_with(&env, features).map_err(|e| not_available(e.msg().to_owned()))?;
     let (config, stdin) = derive::effective(&request.config, &env, dual)

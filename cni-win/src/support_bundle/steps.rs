@@ -195,13 +195,20 @@ fn unique(paths: impl Iterator<Item = PathBuf>) -> Vec<PathBuf> {
     seen
 }
 
-/// The subnet.env a Flannel-native config reads (`subnetFile`, Flannel's default when empty).
+/// The subnet.env a Flannel-native config reads (`subnetFile`, read as the plugins read it).
+/// Flannel's default is named as `--subnet-file`'s default names it, so that the file is
+/// collected once. A value the plugins refuse names no file: doctor's report in the bundle
+/// says why the config is refused.
 fn subnet_file(network: &Network) -> Option<PathBuf> {
-    let path = case_insensitive::get(network.request.config.raw(), "subnetFile")?;
-    Some(match path.as_str() {
-        Some(path) if !path.is_empty() => PathBuf::from(path),
-        _ => PathBuf::from(crate::defaults::SUBNET_FILE),
-    })
+    let value = case_insensitive::get(network.request.config.raw(), "subnetFile")?;
+    let path = path_keys::SUBNET_FILE.decode(Some(value)).ok()?;
+    Some(
+        if path.as_path() == Path::new(path_keys::SUBNET_FILE.default) {
+            PathBuf::from(crate::defaults::SUBNET_FILE)
+        } else {
+            path.into()
+        },
+    )
 }
 
 /// The NetworkPolicy snapshot a config names (`networkPolicySnapshot`), read as the plugins
