@@ -6,6 +6,7 @@
 mod docs;
 mod install;
 mod layout;
+mod tracked_paths;
 mod version;
 
 #[cfg(not(windows))]
