@@ -107,3 +107,63 @@ fn reading_a_node_adds_nothing_to_a_store() {
     assert_eq!(tree(node.dir(), &node.state()), before);
     assert_eq!(node.reserved(), BTreeSet::from(["10.244.1.7".to_owned()]));
 }
+
+/// What made the store committed at the repository's root: a conflist written for a Windows
+/// node (`"dataDir": "Z:\\..."`) read on Linux, where that is a relative path. The tools refuse
+/// the config naming the key (doctor fails it, the sweep reports it) and make nothing under
+/// their working directory.
+#[test]
+fn a_conflist_with_windows_paths_read_on_linux_creates_nothing_in_the_working_directory() {
+    let doctor = Doctor::new(ScratchNode::new(), "win-bridge");
+    let node = &doctor.node;
+    let data_dir = r"Z:\cni-win-tests\read-only\ipam";
+    let config = serde_json::json!({
+        "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+        "ipam": {"type": "host-local", "subnet": "10.244.1.0/24", "dataDir": data_dir}
+    });
+    fs::write(
+        node.conf_dir().join("10-cbr0.conf"),
+        serde_json::to_vec(&config).unwrap(),
+    )
+    .unwrap();
+    let cwd = std::env::current_dir().unwrap();
+
+    let report = doctor.report();
+    let refused = report
+        .findings
+        .iter()
+        .find(|finding| finding.evidence.contains("ipam.dataDir: "))
+        .unwrap_or_else(|| panic!("no finding names ipam.dataDir: {report}"));
+    assert_ne!(
+        refused.severity,
+        cni_win::doctor::Severity::Pass,
+        "{report}"
+    );
+    let read = Node::read(
+        Ok(&node.client),
+        &NodePaths::with_bin_dir(node.conf_dir(), doctor.bin()),
+        None,
+    );
+    let pass = sweep::sweep_node(
+        Some(&node.client),
+        &read,
+        &AttachmentLocks,
+        false,
+        &Shutdown::new(),
+    )
+    .unwrap();
+    assert!(
+        pass.errors
+            .iter()
+            .any(|error| error.contains("ipam.dataDir: ")),
+        "{pass:?}"
+    );
+    read_every_way(&doctor);
+
+    assert!(
+        !cwd.join(data_dir).exists(),
+        "{} was made",
+        cwd.join(data_dir).display()
+    );
+    assert!(!node.emulated().ipam_dir().exists());
+}
