@@ -1,12 +1,15 @@
-//! `netpol-bench`: the NetworkPolicy agent's benchmark (issue 30, "Measure"). An emulated
-//! node with its local pods, a cluster of pods across nodes and a mix of policies, all put
-//! through the real kube-apiserver; the native Linux `cni-win` agent on the node. Prints the
-//! initial sync's time, then for each kind of change (a remote pod's label moving it into and
-//! out of a selector, a new policy, a new local pod) the time from just before the API request
-//! to the emulated HNS holding the result (the emulator's verdict on a packet, asked after
-//! each policy write), the policy writes each change cost, and the agent's memory; then each goal, met or
-//! missed. Exit status 1 when the benchmark could not run, 2 for a usage error; a missed goal
-//! is a figure, not a failure.
+//! `netpol-bench`: the NetworkPolicy agent's benchmark. An emulated node with its local pods, a
+//! cluster of pods across nodes and a mix of policies, all put through the real kube-apiserver;
+//! the native Linux `cni-win` agent on the node. Prints the initial sync's time, then for each
+//! kind of change (a remote pod's label moving it into and out of a selector, a new policy, a
+//! new local pod) the time from just before the API request to the emulated HNS holding the
+//! result (the emulator's verdict on a packet, asked after each policy write), the policy
+//! writes each change cost, and the agent's memory; then each goal, met or missed. Exit status
+//! 1 when the benchmark could not run, 2 for a usage error; a missed goal is a figure, not a
+//! failure.
+//!
+//! It runs no Wine: it lives beside the node lane (whose control plane it shares, from the
+//! `node-lane` library) rather than under `wine/`.
 //!
 //! `scripts/bench-netpol` builds what it needs and runs this in a network namespace whose
 //! adapter holds the address the API server's certificate names.
