@@ -27,12 +27,14 @@ use std::time::{Duration, Instant};
 
 use hns::features::HnsVersion;
 use hns_emulator::acl::{PolicyWrites, Verdict};
+use node_lane::NODE_NAME;
+use node_lane::agent_process::AgentProcess;
 use node_lane::control_plane::ControlPlane;
 
 use api::Cluster;
 use cluster::{ClusterPod, Shape};
 use measure::{Histogram, Sample, quantile, verdict};
-use node::{Agent, BenchNode, metric};
+use node::BenchNode;
 
 const USAGE: &str = "\
 usage: netpol-bench --kube-bin DIR --cni-win FILE --scratch DIR --node-ip IP
@@ -175,8 +177,6 @@ fn run(options: &Options) -> Result<(), String> {
         &options.node_ip,
     )?;
     plane.authorise_agent()?;
-    let kubeconfig = options.scratch.join("agent.kubeconfig");
-    plane.write_agent_kubeconfig(&kubeconfig, |path| path.display().to_string())?;
     let api = Cluster::connect(plane.admin_kubeconfig())?;
     let shape = options.shape;
     let took = Instant::now();
@@ -196,19 +196,20 @@ fn run(options: &Options) -> Result<(), String> {
     );
     for &mode in &options.modes {
         let bench = Bench {
+            plane: &plane,
             api: &api,
             shape,
             changes: options.changes,
             node: BenchNode::new(mode.version()),
         };
-        bench.run(mode, &options.cni_win, &kubeconfig)?;
+        bench.run(mode, &options.cni_win)?;
     }
     Ok(())
 }
 
 /// The node's Node object, the namespaces, every pod with its address, the policies.
 fn populate(api: &Cluster, shape: &Shape, node_ip: &str) -> Result<(), String> {
-    api.create_node(cluster::NODE, node_ip)?;
+    api.create_node(NODE_NAME, node_ip)?;
     api.create_namespaces(&cluster::namespaces())?;
     let pods: Vec<_> = cluster::pods(shape)
         .iter()
@@ -221,6 +222,7 @@ fn populate(api: &Cluster, shape: &Shape, node_ip: &str) -> Result<(), String> {
 /// One mode's run: a fresh node with the local pods' endpoints, the agent, its first sync,
 /// the changes.
 struct Bench<'a> {
+    plane: &'a ControlPlane,
     api: &'a Cluster,
     shape: Shape,
     changes: usize,
@@ -236,7 +238,7 @@ struct Kind {
 }
 
 impl Bench<'_> {
-    fn run(&self, mode: Mode, binary: &Path, kubeconfig: &Path) -> Result<(), String> {
+    fn run(&self, mode: Mode, binary: &Path) -> Result<(), String> {
         println!("\n== {}", mode.label());
         for k in 0..self.shape.local {
             self.node.add_endpoint(&ClusterPod::local(k))?;
@@ -244,8 +246,8 @@ impl Bench<'_> {
         let engine = self.node.engine();
         engine.reset_policy_writes().map_err(|f| f.to_string())?;
         let started = Instant::now();
-        let mut agent = Agent::start(binary, &self.node, kubeconfig)?;
-        let synced = self.first_sync(&mut agent, started)?;
+        let agent = self.node.start_agent(self.plane, binary)?;
+        let synced = self.first_sync(&agent, started)?;
         let writes = measure::quiet(&engine)?;
         println!(
             "initial sync: {:.2} s from the agent's start to every local endpoint programmed; {} endpoint writes ({} ACL rules), {} network writes ({} IP sets)",
@@ -272,34 +274,25 @@ impl Bench<'_> {
         self.clean_up()
     }
 
-    /// Waits until the agent has synced and programmed every local endpoint.
-    fn first_sync(&self, agent: &mut Agent, started: Instant) -> Result<Duration, String> {
-        let programmed = format!(
-            "cniwin_netpol_endpoints{{state=\"programmed\"}} {}",
-            self.shape.local
-        );
-        loop {
-            agent.running()?;
-            if let Ok(metrics) = agent.scrape()
-                && metric(&metrics, "cniwin_netpol_synced") == Some(1.0)
-                && metrics.lines().any(|line| line == programmed)
-            {
-                return Ok(started.elapsed());
-            }
-            if started.elapsed() >= SYNC_DEADLINE {
-                return Err(format!(
-                    "the agent has not programmed every local endpoint after {} s: {}",
-                    SYNC_DEADLINE.as_secs(),
-                    agent.log_tail()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    /// Waits until the agent has synced and programmed every local endpoint; the time since
+    /// `started`.
+    fn first_sync(&self, agent: &AgentProcess, started: Instant) -> Result<Duration, String> {
+        let local = self.shape.local as f64;
+        agent.poll(
+            SYNC_DEADLINE,
+            Duration::from_millis(20),
+            "sync with every local endpoint programmed",
+            || {
+                let synced = agent.metric("cniwin_netpol_synced") == Some(1.0)
+                    && agent.metric("cniwin_netpol_endpoints{state=\"programmed\"}") == Some(local);
+                Ok(synced.then(|| started.elapsed()))
+            },
+        )
     }
 
     fn series(
         &self,
-        agent: &Agent,
+        agent: &AgentProcess,
         name: &'static str,
         mut change: impl FnMut(usize) -> Result<Sample, String>,
     ) -> Result<Kind, String> {

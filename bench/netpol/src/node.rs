@@ -1,11 +1,8 @@
 //! The benchmark's node: a native HCN emulator state with Flannel host-gw's `cbr0` and the
 //! local pods' endpoints as ADD makes them, and the native Linux `cni-win` agent on it.
 
-use std::io::{Read as _, Write as _};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::net::Ipv4Addr;
+use std::path::Path;
 
 use cni_win_conformance::flannel;
 use cni_win_conformance::node::Node;
@@ -13,7 +10,9 @@ use cni_win_core::identity::Identity;
 use hns::Guid;
 use hns::features::HnsVersion;
 use hns::schema::{HostComputeEndpoint, IpConfig, Route};
-use hns_emulator::{Engine, STATE_ENV};
+use hns_emulator::Engine;
+use node_lane::agent_process::{AgentProcess, Launch};
+use node_lane::control_plane::ControlPlane;
 use serde_json::json;
 
 use crate::cluster::{self, ClusterPod};
@@ -86,117 +85,16 @@ impl BenchNode {
             .map_err(|error| format!("attach {}: {error}", pod.name))
     }
 
-    fn dir(&self) -> &Path {
-        self.node.dir()
+    /// Starts the agent on the node: the native Linux `cni-win` at `binary`, authenticated to
+    /// `plane`.
+    pub fn start_agent(&self, plane: &ControlPlane, binary: &Path) -> Result<AgentProcess, String> {
+        let launch = Launch::native(
+            binary,
+            &self.node.state(),
+            self.node.dir().to_path_buf(),
+            self.node.conf_dir(),
+            self.node.bin_dir(),
+        );
+        AgentProcess::start(plane, launch)
     }
-}
-
-/// The native `cni-win sweep --network-policy` process; killed when dropped.
-#[derive(Debug)]
-pub struct Agent {
-    child: Child,
-    metrics: SocketAddr,
-    log: PathBuf,
-}
-
-impl Agent {
-    /// Starts `binary` on `node` with `kubeconfig`, its metrics on a free loopback port. Its
-    /// daemon rounds are an hour apart: what the benchmark times is its reaction to the
-    /// watches, not a round.
-    pub fn start(binary: &Path, node: &BenchNode, kubeconfig: &Path) -> Result<Agent, String> {
-        let metrics = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .map_err(|error| format!("a free port for the metrics: {error}"))?;
-        let log = node.dir().join("agent.log");
-        let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
-        let child = Command::new(binary)
-            .args(["sweep", "--every", "1h", "--network-policy"])
-            .args(["--node-name", cluster::NODE])
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .arg("--metrics-address")
-            .arg(metrics.to_string())
-            .arg("--conf-dir")
-            .arg(node.node.conf_dir())
-            .arg("--bin-dir")
-            .arg(node.node.bin_dir())
-            .env(STATE_ENV, node.node.state())
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|error| format!("cannot start {}: {error}", binary.display()))?;
-        Ok(Agent {
-            child,
-            metrics,
-            log,
-        })
-    }
-
-    /// Whether it still runs; an error quoting its log when it does not.
-    pub fn running(&mut self) -> Result<(), String> {
-        match self.child.try_wait() {
-            Ok(None) => Ok(()),
-            _ => Err(format!("the agent exited: {}", self.log_tail())),
-        }
-    }
-
-    pub fn log_tail(&self) -> String {
-        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(6)..].join("\n")
-    }
-
-    /// The agent's metrics, as Prometheus scrapes them.
-    pub fn scrape(&self) -> Result<String, String> {
-        let failed = |error: std::io::Error| format!("metrics at {}: {error}", self.metrics);
-        let mut stream =
-            TcpStream::connect_timeout(&self.metrics, Duration::from_secs(5)).map_err(failed)?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .map_err(failed)?;
-        write!(
-            stream,
-            "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.metrics
-        )
-        .map_err(failed)?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).map_err(failed)?;
-        Ok(response
-            .split_once("\r\n\r\n")
-            .map_or(response.clone(), |(_, body)| body.to_owned()))
-    }
-
-    /// `VmHWM` and `VmRSS` from /proc (kB), the peak and current resident set.
-    pub fn memory(&self) -> Result<(u64, u64), String> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .map_err(|error| format!("the agent's /proc status: {error}"))?;
-        let field = |name: &str| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix(name))
-                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-                .ok_or_else(|| format!("no {name} in the agent's /proc status"))
-        };
-        Ok((field("VmHWM:")?, field("VmRSS:")?))
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The value of a metric line `name` (labels included) in `metrics`.
-pub fn metric(metrics: &str, name: &str) -> Option<f64> {
-    metrics.lines().find_map(|line| {
-        let rest = line.strip_prefix(name)?;
-        rest.strip_prefix(' ')?.trim().parse().ok()
-    })
 }

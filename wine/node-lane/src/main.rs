@@ -9,7 +9,6 @@
 //! node's address, and runs this inside it.
 #![forbid(unsafe_code)]
 
-mod agent_process;
 mod kube_proxy;
 mod network_policy;
 mod node;
@@ -23,12 +22,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use hns::schema::{IpPrefix, MacAddress};
+use node_lane::NODE_NAME;
 use node_lane::control_plane::ControlPlane;
 use report::Report;
 use scenario::{Backend, Lane};
-
-/// The node's name in the API (kube-proxy's `--hostname-override`, the Endpoints' `nodeName`).
-pub const NODE_NAME: &str = "node1";
 
 const USAGE: &str = "\
 usage: node-lane --kube-bin DIR --windows-bin DIR --linux-bin DIR --scratch DIR --node-ip CIDR

@@ -11,14 +11,13 @@
 //! the Windows build against a real API server.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use hns_emulator::acl::{Packet, Verdict};
+use node_lane::NODE_NAME;
+use node_lane::agent_process::{AgentProcess, Launch};
 use serde_json::{Value, json};
 
-use crate::NODE_NAME;
-use crate::agent_process::AgentProcess;
 use crate::node::Node;
 use crate::report::Report;
 use crate::scenario::{Backend, Lane, flanneld, write_config};
@@ -149,38 +148,16 @@ fn objects() -> Value {
     ]})
 }
 
-/// Starts the agent.
+/// Starts the agent: the `.exe` under the node's Wine.
 fn start_agent(lane: &Lane<'_>, node: &Node) -> Result<AgentProcess, String> {
-    let kubeconfig = node.dir().join("agent.kubeconfig");
-    lane.control_plane
-        .write_agent_kubeconfig(&kubeconfig, |path| node.windows_path(path))?;
-    let log = node.dir().join("agent.log");
-    let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| format!("{}: {e}", log.display()))?;
-    let child = node
-        .command(&node.exe("cni-win"))
-        .args([
-            "sweep",
-            "--every",
-            "1h",
-            "--network-policy",
-            "--node-name",
-            NODE_NAME,
-        ])
-        .arg("--conf-dir")
-        .arg(node.windows_path(&node.dir().join("net.d")))
-        .arg("--bin-dir")
-        .arg(node.windows_path(lane.windows_bin))
-        .arg("--kubeconfig")
-        .arg(node.windows_path(&kubeconfig))
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .map_err(|error| format!("cannot start cni-win.exe under Wine: {error}"))?;
-    Ok(AgentProcess::new(child, log))
+    let launch = Launch {
+        command: node.command(&node.exe("cni-win")),
+        spell: Box::new(|path| node.windows_path(path)),
+        dir: node.dir().to_path_buf(),
+        conf_dir: node.dir().join("net.d"),
+        bin_dir: lane.windows_bin.to_path_buf(),
+    };
+    AgentProcess::start(lane.control_plane, launch)
 }
 
 /// Polls `check` until it answers, the agent exits, or [`AGENT_DEADLINE`] passes.

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use serde_json::{Value, json};
 
-use crate::NODE_NAME;
+use node_lane::NODE_NAME;
 
 /// The node another node's pods live on (kube-proxy reaches them through remote endpoints).
 pub const REMOTE_NODE: &str = "node2";

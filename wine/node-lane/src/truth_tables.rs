@@ -17,22 +17,19 @@
 //! creates the HNS endpoints first, as ADD does before the kubelet reports an address.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use hns::schema::{HostComputeEndpoint, IpConfig};
 use hns::{Client, Guid, HnsVersion, WindowsBuild};
 use hns_emulator::acl::PolicyWrites;
-use hns_emulator::{Emulator, Engine, STATE_ENV};
+use hns_emulator::{Emulator, Engine};
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyPort};
 use netpol_truth_tables::{Case, Matrix, Probe, Step, pod_ips, pods};
+use node_lane::NODE_NAME;
+use node_lane::agent_process::{AgentProcess, Launch};
 use serde_json::{Value, json};
 
-use crate::NODE_NAME;
-use crate::agent_process::AgentProcess;
 use crate::report::Report;
 use crate::scenario::Lane;
 
@@ -45,8 +42,6 @@ const CONVERGE_DEADLINE: Duration = Duration::from_secs(30);
 /// How long verdicts that match must stay so before the step counts: longer than the
 /// agent's longest debounce (200 ms), so a match on the way to another state is not taken.
 const STILL: Duration = Duration::from_millis(400);
-/// The agent's metrics, on the lane's namespace's loopback.
-const METRICS: &str = "127.0.0.1:9761";
 
 const BUILDS: [(&str, WindowsBuild); 2] = [
     ("Windows Server 2022", WindowsBuild::SERVER_2022),
@@ -290,8 +285,8 @@ fn restart_without_window(
         "sync of the new agent",
         || {
             samples += bed.sample(step)?;
-            let synced = metric(METRICS_SYNCED) == Some(1.0)
-                && metric(METRICS_PROGRAMMED) == Some(pods().len() as f64);
+            let synced = agent.metric(METRICS_SYNCED) == Some(1.0)
+                && agent.metric(METRICS_PROGRAMMED) == Some(pods().len() as f64);
             Ok(synced.then_some(()))
         },
     )?;
@@ -328,7 +323,7 @@ fn api_server_down(
             "cniwin_netpol_api_up 0 after the API server stopped",
             || {
                 samples += bed.sample(step)?;
-                Ok((metric(METRICS_API_UP) == Some(0.0)).then_some(()))
+                Ok((agent.metric(METRICS_API_UP) == Some(0.0)).then_some(()))
             },
         )?;
         let noticed = took.elapsed();
@@ -355,7 +350,7 @@ fn api_server_back(bed: &mut Bed<'_>, agent: &AgentProcess, case: &Case) -> Resu
         RESUME_DEADLINE,
         Duration::from_millis(250),
         "cniwin_netpol_api_up 1 after the API server came back",
-        || Ok((metric(METRICS_API_UP) == Some(1.0)).then_some(())),
+        || Ok((agent.metric(METRICS_API_UP) == Some(1.0)).then_some(())),
     )?;
     let resumed = back.elapsed();
     for step in &case.steps {
@@ -671,50 +666,14 @@ const METRICS_API_UP: &str = "cniwin_netpol_api_up";
 const METRICS_SYNCED: &str = "cniwin_netpol_synced";
 const METRICS_PROGRAMMED: &str = "cniwin_netpol_endpoints{state=\"programmed\"}";
 
-/// One sample of the agent's metrics, `None` while it does not answer.
-fn metric(name: &str) -> Option<f64> {
-    let mut stream = TcpStream::connect(METRICS).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    stream
-        .write_all(b"GET /metrics HTTP/1.0\r\nHost: lane\r\n\r\n")
-        .ok()?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).ok()?;
-    text.lines().find_map(|line| {
-        let value = line.strip_prefix(name)?.strip_prefix(' ')?;
-        value.trim().parse().ok()
-    })
-}
-
-/// Starts the agent.
+/// Starts the agent: the Linux build, on the bed's emulator state.
 fn start_agent(lane: &Lane<'_>, bed: &Bed<'_>) -> Result<AgentProcess, String> {
-    let kubeconfig = bed.dir.join("agent.kubeconfig");
-    lane.control_plane
-        .write_agent_kubeconfig(&kubeconfig, |path| path.display().to_string())?;
-    let log = bed.dir.join("agent.log");
-    let out = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .map_err(|e| format!("{}: {e}", log.display()))?;
-    let err = out
-        .try_clone()
-        .map_err(|e| format!("{}: {e}", log.display()))?;
-    let child = std::process::Command::new(lane.linux_bin.join("cni-win"))
-        .args(["sweep", "--every", "1h", "--network-policy"])
-        .args(["--node-name", NODE_NAME, "--metrics-address", METRICS])
-        .arg("--conf-dir")
-        .arg(bed.dir.join("net.d"))
-        .arg("--bin-dir")
-        .arg(bed.dir.join("bin"))
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .env(STATE_ENV, &bed.state)
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .map_err(|error| format!("cannot start cni-win: {error}"))?;
-    Ok(AgentProcess::new(child, log))
+    let launch = Launch::native(
+        lane.linux_bin.join("cni-win").as_path(),
+        &bed.state,
+        bed.dir.clone(),
+        bed.dir.join("net.d"),
+        bed.dir.join("bin"),
+    );
+    AgentProcess::start(lane.control_plane, launch)
 }
