@@ -9,27 +9,25 @@
 //! node's address, and runs this inside it.
 #![forbid(unsafe_code)]
 
-mod kube_proxy;
-mod network_policy;
+mod lane;
 mod node;
 mod report;
-mod scenario;
-mod services;
-mod truth_tables;
+mod stories;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use hns::schema::{IpPrefix, MacAddress};
-use node_lane::NODE_NAME;
 use node_lane::control_plane::ControlPlane;
+
+use lane::Lane;
 use report::Report;
-use scenario::{Backend, Lane};
+use stories::STORIES;
 
 const USAGE: &str = "\
 usage: node-lane --kube-bin DIR --windows-bin DIR --linux-bin DIR --scratch DIR --node-ip CIDR
-                 --node-mac MAC [--only overlay|l2bridge|netpol|netpol-tables]
+                 --node-mac MAC [--only STORY]
 
   --kube-bin DIR      kube-apiserver and kubectl (Linux) and kube-proxy.exe
   --windows-bin DIR   cni-win's .exe files, hnsctl.exe and flannel-hns.exe with the emulator DLLs
@@ -37,7 +35,7 @@ usage: node-lane --kube-bin DIR --windows-bin DIR --linux-bin DIR --scratch DIR 
   --scratch DIR       emptied, then used for the control plane's and each node's state
   --node-ip CIDR      the host adapter's address and prefix, e.g. 192.168.1.10/24
   --node-mac MAC      the host adapter's MAC (kube-proxy's host MAC)
-  --only NODE         runs one node: overlay (Flannel vxlan), l2bridge (Flannel host-gw) or
+  --only STORY        tells one story: overlay (Flannel vxlan), l2bridge (Flannel host-gw),
                       netpol (host-gw with cni-win's NetworkPolicy agent) or
                       netpol-tables (the NetworkPolicy truth tables through the API server)";
 
@@ -66,11 +64,7 @@ fn options() -> Result<Options, String> {
                 node_address = Some(value.parse().map_err(|e| format!("--node-ip: {e}"))?)
             }
             "--node-mac" => node_mac = Some(value.parse().map_err(|e| format!("--node-mac: {e}"))?),
-            "--only"
-                if ["overlay", "l2bridge", "netpol", "netpol-tables"].contains(&value.as_str()) =>
-            {
-                only = Some(value)
-            }
+            "--only" if STORIES.iter().any(|story| story.name == value) => only = Some(value),
             _ => return Err(format!("unknown argument {flag} {value}")),
         }
     }
@@ -111,48 +105,34 @@ fn main() -> ExitCode {
         &node_ip,
     ) {
         Ok(control_plane) => {
-            report.record(
-                "-",
-                "control plane starts, nodes registered",
-                control_plane
-                    .kubectl
-                    .apply(&services::nodes(&node_ip))
-                    .map(|()| format!("kube-apiserver and etcd; {NODE_NAME} at {node_ip}")),
-            );
-            let flanneld =
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../hns-emulator/tests/data");
             let lane = Lane {
-                kube_bin: &options.kube_bin,
-                windows_bin: &options.windows_bin,
-                linux_bin: &options.linux_bin,
-                scratch: &options.scratch,
-                flanneld: &flanneld,
-                node_ip: &node_ip,
+                kube_bin: options.kube_bin,
+                windows_bin: options.windows_bin,
+                cni_win: options.linux_bin.join("cni-win"),
+                scratch: options.scratch,
+                flanneld: PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../hns-emulator/tests/data"),
                 node_address: options.node_address,
+                node_ip,
                 node_mac: options.node_mac,
-                control_plane: &control_plane,
+                control_plane,
             };
-            for backend in [Backend::Vxlan, Backend::HostGw] {
-                if options
+            report.record(
+                "control plane starts, nodes registered",
+                lane.register_nodes(),
+            );
+            let chosen = STORIES.iter().filter(|story| {
+                options
                     .only
                     .as_deref()
-                    .is_none_or(|only| only == backend.label())
-                {
-                    scenario::run(&lane, backend, &mut report);
-                }
-            }
-            if options.only.as_deref().is_none_or(|only| only == "netpol") {
-                network_policy::run(&lane, &mut report);
-            }
-            if options
-                .only
-                .as_deref()
-                .is_none_or(|only| only == "netpol-tables")
-            {
-                truth_tables::run(&lane, &mut report);
+                    .is_none_or(|only| only == story.name)
+            });
+            for story in chosen {
+                report.begin(story.name);
+                (story.tell)(&lane, &mut report);
             }
         }
-        Err(why) => report.record("-", "control plane starts", Err(why)),
+        Err(why) => report.record("control plane starts", Err(why)),
     }
     println!("{}", report.table());
     println!("node lane: {} s", started.elapsed().as_secs());

@@ -18,11 +18,10 @@ use node_lane::NODE_NAME;
 use node_lane::agent_process::{AgentProcess, Launch};
 use serde_json::{Value, json};
 
+use crate::lane::{Backend, Lane, write_config};
 use crate::node::Node;
 use crate::report::Report;
-use crate::scenario::{Backend, Lane, flanneld, write_config};
 
-const LABEL: &str = "netpol";
 /// How long the agent may take to sync, and to tell a refusal.
 const AGENT_DEADLINE: Duration = Duration::from_secs(90);
 /// The peers the policy admits, less one.
@@ -30,15 +29,19 @@ const ADMITTED: &str = "10.244.9.9";
 const EXCEPTED: &str = "10.244.9.8";
 
 /// Runs the NetworkPolicy story on a fresh host-gw node.
-pub fn run(lane: &Lane<'_>, report: &mut Report) {
-    let node = match set_up(lane, report) {
+pub fn run(lane: &Lane, report: &mut Report) {
+    let node = match lane.node("netpol") {
         Ok(node) => node,
-        Err(why) => return report.record(LABEL, "set-up", Err(why)),
+        Err(why) => return report.record("set-up", Err(why)),
     };
+    report.record(
+        "flanneld makes the network",
+        lane.flanneld(Backend::HostGw, &node),
+    );
     let snapshot = node.dir().join("network-policy.json");
-    let config = match enable(&node, &snapshot) {
+    let config = match write_config(&node, Backend::HostGw, Some(&snapshot)) {
         Ok(config) => config,
-        Err(why) => return report.record(LABEL, "networkPolicySnapshot in the conflist", Err(why)),
+        Err(why) => return report.record("networkPolicySnapshot in the conflist", Err(why)),
     };
     let kubectl = &lane.control_plane.kubectl;
     let objects = [
@@ -50,25 +53,23 @@ pub fn run(lane: &Lane<'_>, report: &mut Report) {
     ];
     for (check, outcome) in objects {
         let failed = outcome.is_err();
-        report.record(LABEL, check, outcome.map(|()| "applied".to_owned()));
+        report.record(check, outcome.map(|()| "applied".to_owned()));
         if failed {
             return;
         }
     }
     let agent = match start_agent(lane, &node) {
         Ok(agent) => agent,
-        Err(why) => return report.record(LABEL, "the agent starts", Err(why)),
+        Err(why) => return report.record("the agent starts", Err(why)),
     };
     let synced = wait_for_snapshot(&snapshot, &agent);
     let synced_ok = synced.is_ok();
     report.record(
-        LABEL,
         "the agent syncs through the API server as deploy/rbac.yaml's ServiceAccount",
         synced,
     );
     if synced_ok {
         report.record(
-            LABEL,
             "a refused policy gets an Event",
             refusal_event(lane, &agent),
         );
@@ -78,13 +79,12 @@ pub fn run(lane: &Lane<'_>, report: &mut Report) {
     match added {
         Ok(pod) => {
             report.record(
-                LABEL,
                 "ADD gives x/a the snapshot's rules: its first packets",
-                first_packets(&node, lane.node_ip, &pod.ip.to_string()),
+                first_packets(&node, &lane.node_ip, &pod.ip.to_string()),
             );
             let _ = node.del_pod(Backend::HostGw.plugin(), &config, &pod);
         }
-        Err(why) => report.record(LABEL, "ADD gives x/a the snapshot's rules", Err(why)),
+        Err(why) => report.record("ADD gives x/a the snapshot's rules", Err(why)),
     }
     for (kind, name) in [
         ("networkpolicy", "admit"),
@@ -93,37 +93,6 @@ pub fn run(lane: &Lane<'_>, report: &mut Report) {
     ] {
         let _ = kubectl.delete(kind, "x", name);
     }
-}
-
-fn set_up(lane: &Lane<'_>, report: &mut Report) -> Result<Node, String> {
-    let node = Node::new(lane.windows_bin, &lane.scratch.join(LABEL))?;
-    node.set_host_adapter(lane.node_address, lane.node_mac)?;
-    report.record(
-        LABEL,
-        "flanneld makes the network",
-        flanneld(lane, Backend::HostGw, &node),
-    );
-    Ok(node)
-}
-
-/// The host-gw conflist with `networkPolicySnapshot`, as `cni-win install --set
-/// networkPolicySnapshot=…` writes it; the plugin's config, as ADD gets it.
-fn enable(node: &Node, snapshot: &Path) -> Result<Value, String> {
-    let mut config = write_config(node, Backend::HostGw)?;
-    let file = node
-        .dir()
-        .join("net.d")
-        .join(format!("10-{}.conflist", Backend::HostGw.plugin()));
-    let mut conflist: Value = serde_json::from_slice(
-        &std::fs::read(&file).map_err(|error| format!("{}: {error}", file.display()))?,
-    )
-    .map_err(|error| format!("{}: {error}", file.display()))?;
-    let path = json!(node.windows_path(snapshot));
-    conflist["plugins"][0]["networkPolicySnapshot"] = path.clone();
-    config["networkPolicySnapshot"] = path;
-    std::fs::write(&file, conflist.to_string())
-        .map_err(|error| format!("{}: {error}", file.display()))?;
-    Ok(config)
 }
 
 /// Namespace x (and its default ServiceAccount, which no controller-manager makes here); pod
@@ -149,15 +118,15 @@ fn objects() -> Value {
 }
 
 /// Starts the agent: the `.exe` under the node's Wine.
-fn start_agent(lane: &Lane<'_>, node: &Node) -> Result<AgentProcess, String> {
+fn start_agent(lane: &Lane, node: &Node) -> Result<AgentProcess, String> {
     let launch = Launch {
         command: node.command(&node.exe("cni-win")),
         spell: Box::new(|path| node.windows_path(path)),
         dir: node.dir().to_path_buf(),
         conf_dir: node.dir().join("net.d"),
-        bin_dir: lane.windows_bin.to_path_buf(),
+        bin_dir: lane.windows_bin.clone(),
     };
-    AgentProcess::start(lane.control_plane, launch)
+    AgentProcess::start(&lane.control_plane, launch)
 }
 
 /// Polls `check` until it answers, the agent exits, or [`AGENT_DEADLINE`] passes.
@@ -190,7 +159,7 @@ fn wait_for_snapshot(snapshot: &Path, agent: &AgentProcess) -> Result<String, St
 
 /// A policy with an SCTP port (which the API accepts and Windows cannot enforce): the agent
 /// publishes a Warning Event `PolicyRefused` on it, through events.k8s.io as RBAC allows.
-fn refusal_event(lane: &Lane<'_>, agent: &AgentProcess) -> Result<String, String> {
+fn refusal_event(lane: &Lane, agent: &AgentProcess) -> Result<String, String> {
     let kubectl = &lane.control_plane.kubectl;
     kubectl.apply(
         &json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",

@@ -1,40 +1,13 @@
-//! The Services the lane puts into the API, with the Endpoints and EndpointSlice the endpoints
+//! The Services the story puts into the API, with the Endpoints and EndpointSlice the endpoints
 //! controllers would write for them (no controller-manager runs): which addresses back each
 //! port, and on which node each address lives.
 
 use std::net::IpAddr;
 
+use node_lane::NODE_NAME;
 use serde_json::{Value, json};
 
-use node_lane::NODE_NAME;
-
-/// The node another node's pods live on (kube-proxy reaches them through remote endpoints).
-pub const REMOTE_NODE: &str = "node2";
-
-/// The remote node's address: the provider address of its pod subnet in flanneld's
-/// `RemoteSubnetRoute` (hns-emulator/tests/data).
-const REMOTE_NODE_IP: &str = "192.168.1.11";
-
-/// The two Node objects, as their kubelets register them: kube-proxy reads its own node's
-/// address from the API.
-pub fn nodes(node_ip: &str) -> Value {
-    let node = |name: &str, ip: &str| {
-        json!({
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": { "name": name, "labels": { "kubernetes.io/os": "windows" } },
-            "status": { "addresses": [
-                { "type": "InternalIP", "address": ip },
-                { "type": "Hostname", "address": name },
-            ] },
-        })
-    };
-    json!({
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": [node(NODE_NAME, node_ip), node(REMOTE_NODE, REMOTE_NODE_IP)],
-    })
-}
+use crate::lane::REMOTE_NODE;
 
 /// One Service port and what backs it.
 #[derive(Debug, Clone)]
