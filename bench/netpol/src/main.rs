@@ -21,35 +21,23 @@ mod measure;
 mod node;
 
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory as _, Parser as _};
 use hns::features::HnsVersion;
 use hns_emulator::acl::{PolicyWrites, Verdict};
 use node_lane::NODE_NAME;
 use node_lane::agent_process::AgentProcess;
+use node_lane::cli::HarnessArgs;
 use node_lane::control_plane::ControlPlane;
 
 use api::Cluster;
 use cluster::{ClusterPod, Shape};
 use measure::{Histogram, Sample, quantile, verdict};
 use node::BenchNode;
-
-const USAGE: &str = "\
-usage: netpol-bench --kube-bin DIR --cni-win FILE --scratch DIR --node-ip IP
-                    [--local N] [--cluster N] [--policies N] [--changes N]
-                    [--mode ip-sets|inline|both]
-
-  --kube-bin DIR    kube-apiserver and kubectl
-  --cni-win FILE    the native Linux cni-win binary (the agent)
-  --scratch DIR     emptied, then the control plane's state
-  --node-ip IP      the address of this network namespace's adapter (the API server's)
-  --local N         pods on the agent's node (default 100)
-  --cluster N       pods in the cluster, the local ones included (default 5000)
-  --policies N      NetworkPolicies, at least 11 (default 500)
-  --changes N       changes of each kind timed (default 50)
-  --mode M          ip-sets (HNS 13.2, SetPolicy), inline (HNS 12.0) or both (default)";
 
 /// An address no policy admits, for the new local pod's check.
 const STRANGER: Ipv4Addr = Ipv4Addr::new(10, 99, 0, 1);
@@ -79,85 +67,86 @@ impl Mode {
     }
 }
 
-#[derive(Debug)]
-struct Options {
-    kube_bin: PathBuf,
-    cni_win: PathBuf,
-    scratch: PathBuf,
-    node_ip: String,
-    shape: Shape,
+/// The NetworkPolicy agent's benchmark: an emulated node, a cluster through the real
+/// kube-apiserver, the native Linux agent timed from API change to HNS.
+#[derive(Debug, clap::Parser)]
+#[command(name = "netpol-bench")]
+struct Args {
+    #[command(flatten)]
+    harness: HarnessArgs,
+    /// Pods on the agent's node
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    local: usize,
+    /// Pods in the cluster, the local ones included
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    cluster: usize,
+    /// NetworkPolicies, at least 11
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    policies: usize,
+    /// Changes of each kind timed
+    #[arg(long, value_name = "N", default_value_t = 50)]
     changes: usize,
-    modes: Vec<Mode>,
+    /// The agent's programming modes to time
+    #[arg(long, value_enum, default_value_t = Modes::Both)]
+    mode: Modes,
 }
 
-fn options() -> Result<Options, String> {
-    let mut args = std::env::args().skip(1);
-    let (mut kube_bin, mut cni_win, mut scratch, mut node_ip) = (None, None, None, None);
-    let mut shape = Shape {
-        local: 100,
-        cluster: 5000,
-        policies: 500,
-    };
-    let (mut changes, mut modes) = (50, vec![Mode::IpSets, Mode::Inline]);
-    let count = |flag: &str, value: &str| {
-        value
-            .parse::<usize>()
-            .map_err(|error| format!("{flag}: {error}"))
-    };
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--kube-bin" => kube_bin = Some(PathBuf::from(value)),
-            "--cni-win" => cni_win = Some(PathBuf::from(value)),
-            "--scratch" => scratch = Some(PathBuf::from(value)),
-            "--node-ip" => node_ip = Some(value),
-            "--local" => shape.local = count(&flag, &value)?,
-            "--cluster" => shape.cluster = count(&flag, &value)?,
-            "--policies" => shape.policies = count(&flag, &value)?,
-            "--changes" => changes = count(&flag, &value)?,
-            "--mode" => {
-                modes = match value.as_str() {
-                    "ip-sets" => vec![Mode::IpSets],
-                    "inline" => vec![Mode::Inline],
-                    "both" => vec![Mode::IpSets, Mode::Inline],
-                    _ => return Err(format!("--mode {value}: ip-sets, inline or both")),
-                }
-            }
-            _ => return Err(format!("unknown argument {flag} {value}")),
+/// `--mode`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Modes {
+    /// IP sets (HNS 13.2, SetPolicy)
+    IpSets,
+    /// Inline rules (HNS 12.0)
+    Inline,
+    /// Both, IP sets first
+    Both,
+}
+
+impl Modes {
+    fn each(self) -> &'static [Mode] {
+        match self {
+            Modes::IpSets => &[Mode::IpSets],
+            Modes::Inline => &[Mode::Inline],
+            Modes::Both => &[Mode::IpSets, Mode::Inline],
         }
     }
-    // Namespace ns-0's default deny and `clients` policy are what the changes are judged by;
-    // the addresses are the cluster's layout's.
-    if shape.policies <= cluster::NAMESPACES
-        || shape.local == 0
-        || shape.local + changes > 40_000
-        || shape.cluster < shape.local + 2
-        || shape.remote() > 25_000
-        || changes == 0
-        || changes > 5_000
-    {
-        return Err("need --policies > 10, 0 < --local < --cluster, at most 25,000 remote pods and 40,000 local ones, 0 < --changes <= 5,000".to_owned());
+}
+
+impl Args {
+    fn shape(&self) -> Shape {
+        Shape {
+            local: self.local,
+            cluster: self.cluster,
+            policies: self.policies,
+        }
     }
-    Ok(Options {
-        kube_bin: kube_bin.ok_or("--kube-bin is required")?,
-        cni_win: cni_win.ok_or("--cni-win is required")?,
-        scratch: scratch.ok_or("--scratch is required")?,
-        node_ip: node_ip.ok_or("--node-ip is required")?,
-        shape,
-        changes,
-        modes,
-    })
+
+    /// Whether the sizes fit the cluster's layout: namespace ns-0's default deny and `clients`
+    /// policy are what the changes are judged by, and the addresses are the layout's.
+    fn sizes_fit(&self) -> bool {
+        let shape = self.shape();
+        shape.policies > cluster::NAMESPACES
+            && shape.local > 0
+            && shape.local + self.changes <= 40_000
+            && shape.cluster >= shape.local + 2
+            && shape.remote() <= 25_000
+            && self.changes > 0
+            && self.changes <= 5_000
+    }
 }
 
 fn main() -> ExitCode {
-    let options = match options() {
-        Ok(options) => options,
-        Err(why) => {
-            eprintln!("netpol-bench: {why}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    match run(&options) {
+    let args = Args::parse();
+    if !args.sizes_fit() {
+        Args::command()
+            .error(
+                ErrorKind::ValueValidation,
+                "need --policies > 10, 0 < --local < --cluster, at most 25,000 remote pods and \
+                 40,000 local ones, 0 < --changes <= 5,000",
+            )
+            .exit();
+    }
+    match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => {
             eprintln!("netpol-bench: {why}");
@@ -166,21 +155,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(options: &Options) -> Result<(), String> {
-    if options.scratch.exists() {
-        std::fs::remove_dir_all(&options.scratch)
-            .map_err(|error| format!("cannot empty {}: {error}", options.scratch.display()))?;
-    }
-    let plane = ControlPlane::start(
-        &options.kube_bin,
-        &options.scratch.join("control-plane"),
-        &options.node_ip,
-    )?;
+fn run(args: &Args) -> Result<(), String> {
+    let plane = args.harness.start_control_plane()?;
     plane.authorise_agent()?;
     let api = Cluster::connect(plane.admin_kubeconfig())?;
-    let shape = options.shape;
+    let shape = args.shape();
     let took = Instant::now();
-    populate(&api, &shape, &options.node_ip)?;
+    populate(&api, &shape, &args.harness.node_ip.ip().to_string())?;
     println!(
         "netpol-bench: {} local pods, {} pods in the cluster across {} namespaces and {} nodes, {} policies: put through kube-apiserver in {:.1} s",
         shape.local,
@@ -192,17 +173,17 @@ fn run(options: &Options) -> Result<(), String> {
     );
     println!(
         "netpol-bench: the agent is the native Linux cni-win ({}); HNS is the emulator (no latency added), the API server Debian's 1.20",
-        options.cni_win.display()
+        args.harness.cni_win.display()
     );
-    for &mode in &options.modes {
+    for &mode in args.mode.each() {
         let bench = Bench {
             plane: &plane,
             api: &api,
             shape,
-            changes: options.changes,
+            changes: args.changes,
             node: BenchNode::new(mode.version()),
         };
-        bench.run(mode, &options.cni_win)?;
+        bench.run(mode, &args.harness.cni_win)?;
     }
     Ok(())
 }

@@ -11,10 +11,12 @@ mod truth_tables;
 use crate::lane::Lane;
 use crate::report::Report;
 
-/// One story: its name (for `--only` and the report), and how it is told.
+/// One story: its name (for `--only` and the report), what it shows (for `--help`), and how
+/// it is told.
 #[derive(Debug)]
 pub struct Story {
     pub name: &'static str,
+    pub about: &'static str,
     pub tell: fn(&Lane, &mut Report),
 }
 
@@ -22,18 +24,22 @@ pub struct Story {
 pub const STORIES: &[Story] = &[
     Story {
         name: "overlay",
+        about: "Flannel vxlan: Services through kube-proxy.exe into HNS load balancers, then GC, sweep, doctor and a kube-proxy restart",
         tell: services::overlay,
     },
     Story {
         name: "l2bridge",
+        about: "Flannel host-gw: the same story on an L2Bridge network",
         tell: services::l2bridge,
     },
     Story {
         name: "netpol",
+        about: "cni-win.exe's NetworkPolicy agent under Wine: its sync as the RBAC ServiceAccount, a refusal Event, ADD with the snapshot's rules",
         tell: network_policy::run,
     },
     Story {
         name: "netpol-tables",
+        about: "the NetworkPolicy truth tables through the API server (the Linux agent), then the agent restarted and the API server stopped",
         tell: truth_tables::run,
     },
 ];
