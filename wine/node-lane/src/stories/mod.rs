@@ -1,6 +1,10 @@
 //! The lane's stories and the table the runner tells them from. Each story is a module of its
-//! own that speaks only the lane's vocabulary ([`crate::lane`]) and makes its own nodes under
-//! the scratch directory.
+//! own that speaks only the lane's vocabulary ([`crate::lane`]), makes its own nodes under the
+//! scratch directory, and puts its objects into the API server in namespaces of its own. What
+//! one story puts in, another could still see (kube-proxy balances Services in every
+//! namespace; every agent on the node watches the pods bound to it and the policies over
+//! them), so each story takes its objects out again before it ends: any subset of the stories
+//! can be told, in the table's order, and none relies on or cleans up after another.
 //!
 //! A new story is a module here and a line in [`STORIES`].
 

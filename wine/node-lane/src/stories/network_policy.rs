@@ -6,9 +6,10 @@
 //!
 //! The pod has no address in the API (no kubelet runs): it is the pod ADD meets, one the
 //! scheduler has put on the node and the agent has seen. Its peers are an `ipBlock`, which
-//! needs no other pod's address. The truth tables and the benchmark run elsewhere
-//! (`cargo test -p cni-win-netpol`, the agent's tests): this proves the watches, the RBAC and
-//! the Windows build against a real API server.
+//! needs no other pod's address. The truth tables run in a story of their own, with the Linux
+//! build: this proves the watches, the RBAC and the Windows build against a real API server.
+//! Its objects are in a namespace of its own, and its pod is gone when it ends: every later
+//! agent on the node would see it.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -22,6 +23,9 @@ use crate::lane::{Backend, Lane, write_config};
 use crate::node::Node;
 use crate::report::Report;
 
+/// The story's namespace, and its pod in it.
+const NAMESPACE: &str = "netpol";
+const POD: &str = "a";
 /// How long the agent may take to sync, and to tell a refusal.
 const AGENT_DEADLINE: Duration = Duration::from_secs(90);
 /// The peers the policy admits, less one.
@@ -44,12 +48,13 @@ pub fn run(lane: &Lane, report: &mut Report) {
         Err(why) => return report.record("networkPolicySnapshot in the conflist", Err(why)),
     };
     let kubectl = &lane.control_plane.kubectl;
+    let pod_check = format!("pod {NAMESPACE}/{POD} on the node, its policy");
     let objects = [
         (
             "the namespaces, the ServiceAccount's RBAC",
             lane.control_plane.authorise_agent(),
         ),
-        ("pod x/a on the node, its policy", kubectl.apply(&objects())),
+        (pod_check.as_str(), kubectl.apply(&objects())),
     ];
     for (check, outcome) in objects {
         let failed = outcome.is_err();
@@ -74,43 +79,47 @@ pub fn run(lane: &Lane, report: &mut Report) {
             refusal_event(lane, &agent),
         );
     }
-    let added = node.add_kubernetes_pod(Backend::HostGw.plugin(), &config, "x", "a");
+    let added = node.add_kubernetes_pod(Backend::HostGw.plugin(), &config, NAMESPACE, POD);
     drop(agent);
+    let check = format!("ADD gives {NAMESPACE}/{POD} the snapshot's rules");
     match added {
         Ok(pod) => {
             report.record(
-                "ADD gives x/a the snapshot's rules: its first packets",
+                &format!("{check}: its first packets"),
                 first_packets(&node, &lane.node_ip, &pod.ip.to_string()),
             );
             let _ = node.del_pod(Backend::HostGw.plugin(), &config, &pod);
         }
-        Err(why) => report.record("ADD gives x/a the snapshot's rules", Err(why)),
+        Err(why) => report.record(&check, Err(why)),
     }
-    for (kind, name) in [
-        ("networkpolicy", "admit"),
-        ("networkpolicy", "sctp"),
-        ("pod", "a"),
-    ] {
-        let _ = kubectl.delete(kind, "x", name);
+    if let Err(why) = tear_down(lane) {
+        report.record("tear-down", Err(why));
     }
 }
 
-/// Namespace x (and its default ServiceAccount, which no controller-manager makes here); pod
-/// x/a, bound to this node, without an address yet; the policy admitting TCP 80 from
-/// 10.244.9.0/24 but 10.244.9.8.
+/// Deletes the story's policies, and its pod at once, as its kubelet would confirm.
+fn tear_down(lane: &Lane) -> Result<(), String> {
+    let kubectl = &lane.control_plane.kubectl;
+    kubectl.delete_now("networkpolicy", NAMESPACE, &["admit", "sctp"])?;
+    kubectl.delete_now("pod", NAMESPACE, &[POD])
+}
+
+/// The story's namespace (and its default ServiceAccount, which no controller-manager makes
+/// here); its pod, bound to this node, without an address yet; the policy admitting TCP 80
+/// from 10.244.9.0/24 but 10.244.9.8.
 fn objects() -> Value {
     json!({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Namespace",
-         "metadata": {"name": "x", "labels": {"ns": "x", "kubernetes.io/metadata.name": "x"}}},
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": "x", "name": "default"}},
+         "metadata": {"name": NAMESPACE, "labels": {"ns": NAMESPACE, "kubernetes.io/metadata.name": NAMESPACE}}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"namespace": NAMESPACE, "name": "default"}},
         {"apiVersion": "v1", "kind": "Pod",
-         "metadata": {"namespace": "x", "name": "a", "labels": {"pod": "a"}},
+         "metadata": {"namespace": NAMESPACE, "name": POD, "labels": {"pod": POD}},
          "spec": {"nodeName": NODE_NAME, "automountServiceAccountToken": false,
                   "containers": [{"name": "web", "image": "web",
                   "ports": [{"name": "http", "containerPort": 80}]}]}},
         {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-         "metadata": {"namespace": "x", "name": "admit"},
-         "spec": {"podSelector": {"matchLabels": {"pod": "a"}},
+         "metadata": {"namespace": NAMESPACE, "name": "admit"},
+         "spec": {"podSelector": {"matchLabels": {"pod": POD}},
                   "ingress": [{"from": [{"ipBlock": {"cidr": "10.244.9.0/24",
                                                      "except": [format!("{EXCEPTED}/32")]}}],
                                "ports": [{"protocol": "TCP", "port": 80}]}]}}
@@ -140,17 +149,18 @@ fn poll<T>(
     })
 }
 
-/// The snapshot names x/a and the policy selecting it: every watch listed (the agent writes
-/// nothing before), the Node and the pod read, the policy validated.
+/// The snapshot names the pod and the policy selecting it: every watch listed (the agent
+/// writes nothing before), the Node and the pod read, the policy validated.
 fn wait_for_snapshot(snapshot: &Path, agent: &AgentProcess) -> Result<String, String> {
     let took = Instant::now();
-    let pod = poll(agent, "snapshot naming x/a's policy", || {
+    let (key, policy) = (format!("{NAMESPACE}/{POD}"), format!("{NAMESPACE}/admit"));
+    let pod = poll(agent, &format!("snapshot naming {key}'s policy"), || {
         let held = cni_win_core::network_policy::read(snapshot).ok()??;
-        let pod = held.pods.get("x/a")?.clone();
-        (pod.policies == ["x/admit"]).then_some((held.node, pod))
+        let pod = held.pods.get(&key)?.clone();
+        (pod.policies == [policy.as_str()]).then_some((held.node, pod))
     })?;
     Ok(format!(
-        "in {} ms: snapshot of node {:?} names x/a, selected by x/admit, {} rule(s) for its ADD",
+        "in {} ms: snapshot of node {:?} names {key}, selected by {policy}, {} rule(s) for its ADD",
         took.elapsed().as_millis(),
         pod.0,
         pod.1.add.len()
@@ -163,21 +173,25 @@ fn refusal_event(lane: &Lane, agent: &AgentProcess) -> Result<String, String> {
     let kubectl = &lane.control_plane.kubectl;
     kubectl.apply(
         &json!({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-        "metadata": {"namespace": "x", "name": "sctp"},
+        "metadata": {"namespace": NAMESPACE, "name": "sctp"},
         "spec": {"podSelector": {"matchLabels": {"pod": "nobody"}},
                  "ingress": [{"ports": [{"protocol": "SCTP", "port": 80}]}]}}),
     )?;
-    let note = poll(agent, "PolicyRefused Event on x/sctp", || {
-        let events = kubectl.get("events.events.k8s.io", "x").ok()?;
-        events["items"].as_array()?.iter().find_map(|event| {
-            (event["reason"] == "PolicyRefused" && event["regarding"]["name"] == "sctp")
-                .then(|| event["note"].as_str().unwrap_or_default().to_owned())
-        })
-    })?;
+    let note = poll(
+        agent,
+        &format!("PolicyRefused Event on {NAMESPACE}/sctp"),
+        || {
+            let events = kubectl.get("events.events.k8s.io", NAMESPACE).ok()?;
+            events["items"].as_array()?.iter().find_map(|event| {
+                (event["reason"] == "PolicyRefused" && event["regarding"]["name"] == "sctp")
+                    .then(|| event["note"].as_str().unwrap_or_default().to_owned())
+            })
+        },
+    )?;
     Ok(format!("PolicyRefused: {note}"))
 }
 
-/// With every Windows process of the node stopped, the emulator's verdict on x/a's first
+/// With every Windows process of the node stopped, the emulator's verdict on the pod's first
 /// packets: TCP 80 from the admitted peer, not from the excepted one nor to port 81; the
 /// node's own always.
 fn first_packets(node: &Node, node_ip: &str, pod: &str) -> Result<String, String> {

@@ -1,9 +1,9 @@
 //! Services through kube-proxy, told once per Flannel backend (vxlan's overlay, host-gw's
 //! L2Bridge) on a node of its own: the network made as flanneld makes it, pods attached by
-//! cni-win's plugin as containerd would, Services through the API, and kube-proxy.exe
-//! programming HNS load balancers over them; then a pod deleted, the runtime's GC, `cni-win
-//! sweep --apply`, `cni-win doctor` and a kube-proxy restart, each judged by what HNS holds
-//! afterwards.
+//! cni-win's plugin as containerd would, Services through the API in the telling's namespace,
+//! and kube-proxy.exe programming HNS load balancers over them; then a pod deleted, the
+//! runtime's GC, `cni-win sweep --apply`, `cni-win doctor` and a kube-proxy restart, each
+//! judged by what HNS holds afterwards.
 //!
 //! kube-proxy balances every Service of the cluster, whatever its namespace, and ClusterIPs and
 //! NodePorts are the cluster's: each telling deletes its Services before it ends, or the next
@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeLoadBalancer};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::lane::{Backend, Lane, write_config};
 use crate::node::{Node, Pod};
@@ -45,7 +45,7 @@ pub fn l2bridge(lane: &Lane, report: &mut Report) {
     run(lane, Backend::HostGw, report);
 }
 
-/// The story's name for `backend`'s telling: its node's directory.
+/// The story's name for `backend`'s telling: its node's directory and its namespace.
 fn name(backend: Backend) -> &'static str {
     match backend {
         Backend::Vxlan => "overlay",
@@ -177,11 +177,11 @@ impl<'a> ServicesNode<'a> {
                 } else {
                     service.name.to_owned()
                 };
-                if let Err(why) = self
-                    .lane
-                    .control_plane
-                    .kubectl
-                    .delete(kind, "default", &name)
+                if let Err(why) =
+                    self.lane
+                        .control_plane
+                        .kubectl
+                        .delete(kind, service.namespace, &name)
                 {
                     failures.push(why);
                 }
@@ -269,12 +269,14 @@ impl<'a> ServicesNode<'a> {
     }
 
     fn services(&self) -> Vec<Service> {
+        let namespace = name(self.backend);
         let ip = |pod: &Pod| pod.ip;
         let (web, dns) = (&self.pods[..2], &self.pods[2]);
         let remote: Vec<IpAddr> = vec![REMOTE_POD.parse().expect("a literal address")];
         vec![
             Service {
                 name: "web",
+                namespace,
                 cluster_ip: "10.96.0.100".parse().expect("a literal address"),
                 protocol: "TCP",
                 port: 80,
@@ -285,6 +287,7 @@ impl<'a> ServicesNode<'a> {
             },
             Service {
                 name: "dns",
+                namespace,
                 cluster_ip: "10.96.0.10".parse().expect("a literal address"),
                 protocol: "UDP",
                 port: 53,
@@ -295,6 +298,7 @@ impl<'a> ServicesNode<'a> {
             },
             Service {
                 name: "web-nodeport",
+                namespace,
                 cluster_ip: "10.96.0.101".parse().expect("a literal address"),
                 protocol: "TCP",
                 port: 80,
@@ -307,8 +311,11 @@ impl<'a> ServicesNode<'a> {
     }
 
     fn apply_services(&self) -> Result<String, String> {
+        let kubectl = &self.lane.control_plane.kubectl;
+        kubectl.apply(&json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name(self.backend)}}))?;
         for service in &self.services {
-            self.lane.control_plane.kubectl.apply(&service.objects())?;
+            kubectl.apply(&service.objects())?;
         }
         Ok(self
             .services

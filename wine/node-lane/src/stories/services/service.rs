@@ -13,6 +13,8 @@ use crate::lane::REMOTE_NODE;
 #[derive(Debug, Clone)]
 pub struct Service {
     pub name: &'static str,
+    /// The story's namespace.
+    pub namespace: &'static str,
     pub cluster_ip: IpAddr,
     /// `TCP` or `UDP`.
     pub protocol: &'static str,
@@ -80,7 +82,7 @@ impl Service {
                 {
                     "apiVersion": "v1",
                     "kind": "Service",
-                    "metadata": { "name": self.name, "namespace": "default" },
+                    "metadata": { "name": self.name, "namespace": self.namespace },
                     "spec": {
                         "type": if self.node_port.is_some() { "NodePort" } else { "ClusterIP" },
                         "clusterIP": self.cluster_ip,
@@ -90,7 +92,7 @@ impl Service {
                 {
                     "apiVersion": "v1",
                     "kind": "Endpoints",
-                    "metadata": { "name": self.name, "namespace": "default" },
+                    "metadata": { "name": self.name, "namespace": self.namespace },
                     "subsets": subsets,
                 },
                 {
@@ -98,7 +100,7 @@ impl Service {
                     "kind": "EndpointSlice",
                     "metadata": {
                         "name": format!("{}-lane", self.name),
-                        "namespace": "default",
+                        "namespace": self.namespace,
                         "labels": {
                             "kubernetes.io/service-name": self.name,
                             "endpointslice.kubernetes.io/managed-by": "node-lane",

@@ -77,12 +77,6 @@ impl<'l> Bed<'l> {
         }
         let kubectl = &lane.control_plane.kubectl;
         kubectl.apply(&json!({"apiVersion": "v1", "kind": "List", "items": namespaces}))?;
-        // What another story left in these namespaces (its pods are bound to this node, and
-        // no kubelet confirms a graceful deletion).
-        for ns in netpol_truth_tables::NAMESPACES {
-            kubectl.delete_now("pod", ns, &netpol_truth_tables::POD_NAMES)?;
-            kubectl.delete_now("networkpolicy", ns, &["--all"])?;
-        }
         Ok(Bed {
             lane,
             dir,
@@ -94,6 +88,17 @@ impl<'l> Bed<'l> {
             pods: BTreeMap::new(),
             policies: BTreeSet::new(),
         })
+    }
+
+    /// Deletes the story's pods (at once: they are bound to the node, and no kubelet confirms a
+    /// graceful deletion) and its policies, which any later agent on the node would see.
+    pub fn tear_down(&self) -> Result<(), String> {
+        let kubectl = &self.lane.control_plane.kubectl;
+        for ns in netpol_truth_tables::NAMESPACES {
+            kubectl.delete_now("pod", ns, &netpol_truth_tables::POD_NAMES)?;
+            kubectl.delete_now("networkpolicy", ns, &["--all"])?;
+        }
+        Ok(())
     }
 
     /// The lane the bed is on.

@@ -24,6 +24,7 @@ mod tables;
 use std::time::Duration;
 
 use hns::{HnsVersion, WindowsBuild};
+use netpol_truth_tables::Case;
 
 use crate::lane::Lane;
 use crate::report::Report;
@@ -50,7 +51,8 @@ const BUILDS: [(&str, WindowsBuild); 2] = [
 /// would double this story's five minutes.
 const MODES: [(&str, HnsVersion); 1] = [("IP sets (HNS 13.2)", HnsVersion::new(13, 2))];
 
-/// Runs the truth tables and the cases of our own, recording one row per mode and case.
+/// Runs the truth tables and the cases of our own, recording one row per mode and case, then
+/// takes what it put into the API out again.
 pub fn run(lane: &Lane, report: &mut Report) {
     let cases = match tables::load_cases() {
         Ok(cases) => cases,
@@ -60,6 +62,14 @@ pub fn run(lane: &Lane, report: &mut Report) {
         Ok(bed) => bed,
         Err(why) => return report.record("set-up", Err(why)),
     };
+    tell(&mut bed, &cases, report);
+    if let Err(why) = bed.tear_down() {
+        report.record("tear-down", Err(why));
+    }
+}
+
+/// The tables under each mode's agent, then the cases of our own from the last one.
+fn tell(bed: &mut Bed<'_>, cases: &[(String, Case)], report: &mut Report) {
     let mut agent = None;
     for (mode, version) in MODES {
         agent = None;
@@ -70,7 +80,7 @@ pub fn run(lane: &Lane, report: &mut Report) {
             .and_then(|()| bed.start_agent());
         match started {
             Ok(started) => {
-                let tally = tables::tables(&mut bed, &started, &cases);
+                let tally = tables::tables(bed, &started, cases);
                 report.record(&format!("truth tables, {mode}"), tally.outcome());
                 agent = Some(started);
             }
@@ -78,6 +88,6 @@ pub fn run(lane: &Lane, report: &mut Report) {
         }
     }
     if let Some(agent) = agent {
-        restart_and_outage::run(&mut bed, agent, &cases, report);
+        restart_and_outage::run(bed, agent, cases, report);
     }
 }
