@@ -31,8 +31,6 @@ pub struct Lane {
     pub cni_win: PathBuf,
     /// Each story keeps its nodes' state under `scratch/<story>`.
     pub scratch: PathBuf,
-    /// flanneld's documents (the emulator's test data, whose addresses are the lane's node's).
-    pub flanneld: PathBuf,
     /// The host adapter's address and prefix.
     pub node_address: IpPrefix,
     /// The host adapter's address alone, as kube-proxy's flags and the Node object spell it.
@@ -77,10 +75,11 @@ impl Lane {
         Ok(node)
     }
 
-    /// Runs `flannel-hns.exe` on `node` with flanneld's documents for `backend`.
+    /// Runs `flannel-hns.exe` on `node` with flanneld's documents for `backend` (the
+    /// emulator's test data, whose addresses are the lane's node's).
     pub fn flanneld(&self, backend: Backend, node: &Node) -> Result<String, String> {
-        let data =
-            |name: &str| node.windows_path(&self.flanneld.join(format!("flanneld-{name}.json")));
+        let documents = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../hns-emulator/tests/data");
+        let data = |name: &str| node.windows_path(&documents.join(format!("flanneld-{name}.json")));
         let args: Vec<String> = match backend {
             Backend::Vxlan => vec![
                 "vxlan".to_owned(),

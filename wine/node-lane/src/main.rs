@@ -70,8 +70,6 @@ fn main() -> ExitCode {
                 scratch: args.harness.scratch,
                 windows_bin: args.windows_bin,
                 node_mac: args.node_mac,
-                flanneld: PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                    .join("../../hns-emulator/tests/data"),
                 control_plane,
             };
             report.record(

@@ -28,7 +28,8 @@ pub struct Story {
 pub const STORIES: &[Story] = &[
     Story {
         name: "overlay",
-        about: "Flannel vxlan: Services through kube-proxy.exe into HNS load balancers, then GC, sweep, doctor and a kube-proxy restart",
+        about: "Flannel vxlan: Services through kube-proxy.exe into HNS load balancers, then \
+                GC, sweep, doctor and a kube-proxy restart",
         tell: services::overlay,
     },
     Story {
@@ -38,12 +39,14 @@ pub const STORIES: &[Story] = &[
     },
     Story {
         name: "netpol",
-        about: "cni-win.exe's NetworkPolicy agent under Wine: its sync as the RBAC ServiceAccount, a refusal Event, ADD with the snapshot's rules",
+        about: "cni-win.exe's NetworkPolicy agent under Wine: its sync as the RBAC \
+                ServiceAccount, a refusal Event, ADD with the snapshot's rules",
         tell: network_policy::run,
     },
     Story {
         name: "netpol-tables",
-        about: "the NetworkPolicy truth tables through the API server (the Linux agent), then the agent restarted and the API server stopped",
+        about: "the NetworkPolicy truth tables through the API server (the Linux agent), \
+                then the agent restarted and the API server stopped",
         tell: truth_tables::run,
     },
 ];

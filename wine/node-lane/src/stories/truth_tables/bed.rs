@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use hns::schema::{HostComputeEndpoint, IpConfig};
-use hns::{Client, Guid, WindowsBuild};
+use hns::{Client, Guid, HnsVersion, WindowsBuild};
 use hns_emulator::acl::PolicyWrites;
 use hns_emulator::{Emulator, Engine};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -22,13 +22,13 @@ use crate::lane::Lane;
 /// The network the pods are on, in HNS and in the conflist.
 const NETWORK: &str = "cbr0";
 
-/// The emulated node, the cluster as the lane put it into the API, and the admin's kubectl.
+/// The emulated node, and the cluster as the story put it into the API.
 pub struct Bed<'l> {
     lane: &'l Lane,
     dir: PathBuf,
     state: PathBuf,
     client: Client<Emulator>,
-    pub engine: Engine,
+    engine: Engine,
     network: Guid,
     /// Whether the endpoints hold IPv6 addresses too; `None` before any exists.
     dual_stack: Option<bool>,
@@ -39,6 +39,8 @@ pub struct Bed<'l> {
 }
 
 impl<'l> Bed<'l> {
+    /// A fresh emulator state with `cbr0` under the story's directory and its conflist; the
+    /// cases' namespaces in the API, and the agent's ServiceAccount authorised.
     pub fn set_up(lane: &'l Lane) -> Result<Bed<'l>, String> {
         let dir = lane.scratch.join(NAME);
         let state = dir.join("hns");
@@ -99,6 +101,13 @@ impl<'l> Bed<'l> {
             kubectl.delete_now("networkpolicy", ns, &["--all"])?;
         }
         Ok(())
+    }
+
+    /// Has the emulated host report `version`, which decides the agent's mode when it starts.
+    pub fn set_hns_version(&self, version: HnsVersion) -> Result<(), String> {
+        self.engine
+            .set_version(version)
+            .map_err(|failure| failure.to_string())
     }
 
     /// The lane the bed is on.

@@ -15,7 +15,7 @@
 //! All nine pods are on the node, so every connection passes the sender's egress rules and
 //! the receiver's ingress rules. Pods have no kubelet: the story writes their `status`, and
 //! creates the HNS endpoints first, as ADD does before the kubelet reports an address (`bed`).
-//! The cases' namespaces are the story's own.
+//! The cases' namespaces are the story's own; it deletes its pods and policies when it ends.
 
 mod bed;
 mod restart_and_outage;
@@ -74,13 +74,11 @@ fn tell(bed: &mut Bed<'_>, cases: &[(String, Case)], report: &mut Report) {
     for (mode, version) in MODES {
         agent = None;
         let started = bed
-            .engine
-            .set_version(version)
-            .map_err(|failure| failure.to_string())
+            .set_hns_version(version)
             .and_then(|()| bed.start_agent());
         match started {
             Ok(started) => {
-                let tally = tables::tables(bed, &started, cases);
+                let tally = tables::run(bed, &started, cases);
                 report.record(&format!("truth tables, {mode}"), tally.outcome());
                 agent = Some(started);
             }

@@ -94,7 +94,7 @@ impl Tally {
 }
 
 /// Every case, step by step, judged on both builds.
-pub fn tables(bed: &mut Bed<'_>, agent: &AgentProcess, cases: &[(String, Case)]) -> Tally {
+pub fn run(bed: &mut Bed<'_>, agent: &AgentProcess, cases: &[(String, Case)]) -> Tally {
     let mut tally = Tally::default();
     'cases: for (file, case) in cases {
         if let Some(reason) = skip_reason(case) {
