@@ -465,3 +465,51 @@ fn print_goals(mode: Mode, kinds: &[Kind], peak_kib: u64) {
 fn millis(duration: Duration) -> String {
     format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    fn parse(more: &[&str]) -> Args {
+        let required = [
+            "netpol-bench",
+            "--kube-bin",
+            "kube",
+            "--cni-win",
+            "cni-win",
+            "--scratch",
+            "scratch",
+            "--node-ip",
+            "192.168.1.10/24",
+        ];
+        Args::try_parse_from(required.iter().chain(more)).unwrap()
+    }
+
+    #[test]
+    fn the_flags_are_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn the_default_and_smoke_sizes_fit_and_an_empty_or_small_cluster_does_not() {
+        let default = parse(&[]);
+        assert!(default.sizes_fit());
+        assert_eq!(default.mode.each(), [Mode::IpSets, Mode::Inline]);
+        let smoke = [
+            "--local",
+            "10",
+            "--cluster",
+            "200",
+            "--policies",
+            "20",
+            "--changes",
+            "5",
+        ];
+        assert!(parse(&smoke).sizes_fit());
+        assert!(!parse(&["--local", "0"]).sizes_fit());
+        assert!(!parse(&["--local", "100", "--cluster", "50"]).sizes_fit());
+        assert_eq!(parse(&["--mode", "inline"]).mode.each(), [Mode::Inline]);
+    }
+}

@@ -76,10 +76,7 @@ fn main() -> ExitCode {
                 "control plane starts, nodes registered",
                 lane.register_nodes(),
             );
-            let chosen = STORIES.iter().filter(|story| {
-                args.only.is_empty() || args.only.iter().any(|name| name == story.name)
-            });
-            for story in chosen {
+            for story in stories::chosen(&args.only) {
                 let told = Instant::now();
                 report.begin(story.name);
                 (story.tell)(&lane, &mut report);
@@ -98,5 +95,57 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+    use clap::error::ErrorKind;
+
+    use super::*;
+
+    /// Every flag the lane requires, as `scripts/node-lane` passes them.
+    const REQUIRED: [&str; 13] = [
+        "node-lane",
+        "--kube-bin",
+        "kube",
+        "--cni-win",
+        "cni-win",
+        "--scratch",
+        "scratch",
+        "--node-ip",
+        "192.168.1.10/24",
+        "--windows-bin",
+        "stage",
+        "--node-mac",
+        "00:15:5d:0a:01:0a",
+    ];
+
+    fn parse(more: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(REQUIRED.iter().chain(more))
+    }
+
+    #[test]
+    fn the_flags_are_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn only_takes_story_names_repeated_or_comma_separated() {
+        let args = parse(&["--only", "overlay,netpol", "--only", "netpol-tables"]).unwrap();
+        assert_eq!(args.only, ["overlay", "netpol", "netpol-tables"]);
+        assert!(parse(&[]).unwrap().only.is_empty());
+    }
+
+    #[test]
+    fn an_unknown_story_is_a_usage_error_naming_every_story() {
+        let error = parse(&["--only", "overlay,kube-proxy"]).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidValue);
+        assert_eq!(error.exit_code(), 2);
+        let text = error.to_string();
+        for story in STORIES {
+            assert!(text.contains(story.name), "{text}");
+        }
     }
 }

@@ -24,6 +24,13 @@ pub struct Story {
     pub tell: fn(&Lane, &mut Report),
 }
 
+/// The stories `only` names, in the table's order; every story when it names none.
+pub fn chosen(only: &[String]) -> impl Iterator<Item = &'static Story> {
+    STORIES
+        .iter()
+        .filter(move |story| only.is_empty() || only.iter().any(|name| name == story.name))
+}
+
 /// Every story, in the order the lane tells them.
 pub const STORIES: &[Story] = &[
     Story {
@@ -50,3 +57,30 @@ pub const STORIES: &[Story] = &[
         tell: truth_tables::run,
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn names(only: &[&str]) -> Vec<&'static str> {
+        let only: Vec<String> = only.iter().map(|name| name.to_string()).collect();
+        chosen(&only).map(|story| story.name).collect()
+    }
+
+    #[test]
+    fn each_story_has_a_name_of_its_own() {
+        let names: BTreeSet<&str> = STORIES.iter().map(|story| story.name).collect();
+        assert_eq!(names.len(), STORIES.len());
+    }
+
+    #[test]
+    fn the_chosen_stories_are_told_in_the_tables_order_once_each() {
+        assert_eq!(
+            names(&["netpol-tables", "overlay", "netpol-tables"]),
+            ["overlay", "netpol-tables"]
+        );
+        assert_eq!(names(&[]).len(), STORIES.len());
+    }
+}
