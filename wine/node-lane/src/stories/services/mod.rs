@@ -495,8 +495,8 @@ impl<'a> ServicesNode<'a> {
         let findings = report["findings"].as_array().cloned().unwrap_or_default();
         let bad: Vec<String> = findings
             .iter()
-            .filter(|f| f["verdict"] != "pass")
-            .map(|f| format!("{} {}: {}", f["verdict"], f["check"], f["evidence"]))
+            .filter(|f| f["severity"] != "pass")
+            .map(|f| format!("{} {}: {}", f["severity"], f["check"], f["evidence"]))
             .collect();
         if report["healthy"] != true || !bad.is_empty() {
             return Err(format!("doctor: {}", bad.join("; ")));
