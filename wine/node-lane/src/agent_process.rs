@@ -1,23 +1,120 @@
-//! The NetworkPolicy agent as a process of the lane (the `.exe` under Wine or the Linux build):
-//! whether it still runs, the end of its log for a message, and killed when dropped.
+//! The NetworkPolicy agent as a process of a harness, started one way wherever it runs (the
+//! `.exe` under the node lane's Wine, the Linux build in the truth tables and the benchmark):
+//! whether it still runs, its metrics, the end of its log, and killed when dropped.
 
 use std::cell::RefCell;
-use std::path::PathBuf;
-use std::process::Child;
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A started agent and the file its stdout and stderr go to.
+use hns_emulator::STATE_ENV;
+
+use crate::NODE_NAME;
+use crate::control_plane::ControlPlane;
+
+/// What differs between the nodes an agent runs on: the program and its environment, how it
+/// spells a path, and the node's directories.
+pub struct Launch<'a> {
+    /// `cni-win`, with the node's environment (the emulator's state; Wine's, for the `.exe`).
+    pub command: Command,
+    /// A path as the agent sees it: unchanged natively, `Z:\…` under Wine.
+    pub spell: Box<dyn Fn(&Path) -> String + 'a>,
+    /// Where its kubeconfig and its log are written.
+    pub dir: PathBuf,
+    /// The node's CNI config directory: the conflist names the snapshot the agent writes.
+    pub conf_dir: PathBuf,
+    /// The node's plugin directory.
+    pub bin_dir: PathBuf,
+}
+
+impl Launch<'_> {
+    /// The native Linux `cni-win` at `binary`, on the emulator state at `state`.
+    pub fn native(
+        binary: &Path,
+        state: &Path,
+        dir: PathBuf,
+        conf_dir: PathBuf,
+        bin_dir: PathBuf,
+    ) -> Launch<'static> {
+        let mut command = Command::new(binary);
+        command.env(STATE_ENV, state);
+        Launch {
+            command,
+            spell: Box::new(|path| path.display().to_string()),
+            dir,
+            conf_dir,
+            bin_dir,
+        }
+    }
+}
+
+impl std::fmt::Debug for Launch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch")
+            .field("command", &self.command)
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A started agent, the file its stdout and stderr go to, and where it serves its metrics.
+#[derive(Debug)]
 pub struct AgentProcess {
     child: RefCell<Child>,
     log: PathBuf,
+    metrics: SocketAddr,
 }
 
 impl AgentProcess {
-    pub fn new(child: Child, log: PathBuf) -> AgentProcess {
-        AgentProcess {
+    /// Starts the agent as a node runs it (the daemon with `--network-policy`), authenticated
+    /// to `plane` as deploy/rbac.yaml's ServiceAccount, its metrics on a free loopback port,
+    /// its log appended to (a restarted agent's follows the first one's). Its daemon rounds are
+    /// an hour apart: what a harness judges is its reaction to the watches, not a round.
+    pub fn start(plane: &ControlPlane, launch: Launch<'_>) -> Result<AgentProcess, String> {
+        let Launch {
+            mut command,
+            spell,
+            dir,
+            conf_dir,
+            bin_dir,
+        } = launch;
+        let kubeconfig = dir.join("agent.kubeconfig");
+        plane.write_agent_kubeconfig(&kubeconfig, &spell)?;
+        let metrics = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map_err(|error| format!("a free port for the agent's metrics: {error}"))?;
+        let log = dir.join("agent.log");
+        let out = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .map_err(|error| format!("{}: {error}", log.display()))?;
+        let err = out
+            .try_clone()
+            .map_err(|error| format!("{}: {error}", log.display()))?;
+        command
+            .args(["sweep", "--every", "1h", "--network-policy"])
+            .args(["--node-name", NODE_NAME])
+            .args(["--metrics-address", &metrics.to_string()])
+            .args(["--conf-dir", &spell(&conf_dir)])
+            .args(["--bin-dir", &spell(&bin_dir)])
+            .args(["--kubeconfig", &spell(&kubeconfig)])
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        let child = command.spawn().map_err(|error| {
+            format!(
+                "cannot start the agent ({:?}): {error}",
+                command.get_program()
+            )
+        })?;
+        Ok(AgentProcess {
             child: RefCell::new(child),
             log,
-        }
+            metrics,
+        })
     }
 
     /// Whether it still runs; an error quoting its log when it does not.
@@ -29,7 +126,7 @@ impl AgentProcess {
     }
 
     /// Asks `check` every `interval` until it answers, fails, the agent exits, or `within`
-    /// has passed: every wait of the lane on the agent has a deadline and notices its death.
+    /// has passed: every wait of a harness on the agent has a deadline and notices its death.
     pub fn poll<T>(
         &self,
         within: Duration,
@@ -59,6 +156,52 @@ impl AgentProcess {
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = log.lines().collect();
         lines[lines.len().saturating_sub(6)..].join("\n")
+    }
+
+    /// Its metrics, as Prometheus scrapes them.
+    pub fn scrape(&self) -> Result<String, String> {
+        let failed = |error: std::io::Error| format!("metrics at {}: {error}", self.metrics);
+        let mut stream =
+            TcpStream::connect_timeout(&self.metrics, Duration::from_secs(5)).map_err(failed)?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(failed)?;
+        write!(
+            stream,
+            "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.metrics
+        )
+        .map_err(failed)?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).map_err(failed)?;
+        Ok(response
+            .split_once("\r\n\r\n")
+            .map_or(response.clone(), |(_, body)| body.to_owned()))
+    }
+
+    /// The value of the metric line `name` (its labels included) in one scrape; `None` while
+    /// the agent does not answer or has no such line.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        let metrics = self.scrape().ok()?;
+        metrics.lines().find_map(|line| {
+            let value = line.strip_prefix(name)?.strip_prefix(' ')?;
+            value.trim().parse().ok()
+        })
+    }
+
+    /// `VmHWM` and `VmRSS` from /proc (kB): the Linux build's peak and current resident set.
+    pub fn memory(&self) -> Result<(u64, u64), String> {
+        let pid = self.child.borrow().id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .map_err(|error| format!("the agent's /proc status: {error}"))?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+                .ok_or_else(|| format!("no {name} in the agent's /proc status"))
+        };
+        Ok((field("VmHWM:")?, field("VmRSS:")?))
     }
 }
 

@@ -1,161 +1,93 @@
 //! `node-lane`: a Windows node as a whole, on the HCN emulator. The real kube-apiserver (and
 //! etcd) on loopback, the real kube-proxy.exe under Wine, the network made as flanneld makes
-//! it, and cni-win's `.exe` plugins attaching pods as containerd does; then Services through the
-//! API, judged by the load balancers kube-proxy programs into HNS. Prints one table; exit
-//! status 1 when a check failed, 2 for a usage error.
+//! it, and cni-win's `.exe` plugins attaching pods as containerd does; then the stories
+//! ([`stories::STORIES`]: Services judged by the load balancers kube-proxy programs into HNS,
+//! cni-win's NetworkPolicy agent against the API server), each check a row. Prints one table;
+//! exit status 1 when a check failed, 2 for a usage error.
 //!
 //! `scripts/node-lane` builds the Kubernetes binaries (once per version), stages the `.exe`
 //! files with the emulator DLLs, sets up Wine and a network namespace whose adapter holds the
 //! node's address, and runs this inside it.
 #![forbid(unsafe_code)]
 
-mod agent_process;
-mod kube_proxy;
-mod network_policy;
+mod lane;
 mod node;
 mod report;
-mod scenario;
-mod services;
-mod truth_tables;
+mod stories;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use hns::schema::{IpPrefix, MacAddress};
-use node_lane::control_plane::ControlPlane;
+use clap::Parser as _;
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use hns::schema::MacAddress;
+use node_lane::cli::HarnessArgs;
+
+use lane::Lane;
 use report::Report;
-use scenario::{Backend, Lane};
+use stories::STORIES;
 
-/// The node's name in the API (kube-proxy's `--hostname-override`, the Endpoints' `nodeName`).
-pub const NODE_NAME: &str = "node1";
-
-const USAGE: &str = "\
-usage: node-lane --kube-bin DIR --windows-bin DIR --linux-bin DIR --scratch DIR --node-ip CIDR
-                 --node-mac MAC [--only overlay|l2bridge|netpol|netpol-tables]
-
-  --kube-bin DIR      kube-apiserver and kubectl (Linux) and kube-proxy.exe
-  --windows-bin DIR   cni-win's .exe files, hnsctl.exe and flannel-hns.exe with the emulator DLLs
-  --linux-bin DIR     cni-win's Linux build (the agent the truth tables run)
-  --scratch DIR       emptied, then used for the control plane's and each node's state
-  --node-ip CIDR      the host adapter's address and prefix, e.g. 192.168.1.10/24
-  --node-mac MAC      the host adapter's MAC (kube-proxy's host MAC)
-  --only NODE         runs one node: overlay (Flannel vxlan), l2bridge (Flannel host-gw) or
-                      netpol (host-gw with cni-win's NetworkPolicy agent) or
-                      netpol-tables (the NetworkPolicy truth tables through the API server)";
-
-struct Options {
-    kube_bin: PathBuf,
+/// A Windows node as a whole on the HCN emulator: the real kube-apiserver and kube-proxy.exe
+/// beside cni-win's .exe files under Wine.
+#[derive(Debug, clap::Parser)]
+#[command(name = "node-lane")]
+struct Args {
+    #[command(flatten)]
+    harness: HarnessArgs,
+    /// cni-win's .exe files, hnsctl.exe and flannel-hns.exe with the emulator DLLs
+    #[arg(long, value_name = "DIR")]
     windows_bin: PathBuf,
-    linux_bin: PathBuf,
-    scratch: PathBuf,
-    node_address: IpPrefix,
+    /// The network namespace adapter's MAC (kube-proxy's host MAC)
+    #[arg(long, value_name = "MAC")]
     node_mac: MacAddress,
-    only: Option<String>,
+    /// Tells only these stories, in the lane's order (repeat the flag or separate names with
+    /// commas); every story without it
+    #[arg(long, value_name = "STORY", value_delimiter = ',', value_parser = story_names())]
+    only: Vec<String>,
 }
 
-fn options() -> Result<Options, String> {
-    let mut args = std::env::args().skip(1);
-    let (mut kube_bin, mut windows_bin, mut linux_bin, mut scratch) = (None, None, None, None);
-    let (mut node_address, mut node_mac, mut only) = (None, None, None);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--kube-bin" => kube_bin = Some(PathBuf::from(value)),
-            "--windows-bin" => windows_bin = Some(PathBuf::from(value)),
-            "--linux-bin" => linux_bin = Some(PathBuf::from(value)),
-            "--scratch" => scratch = Some(PathBuf::from(value)),
-            "--node-ip" => {
-                node_address = Some(value.parse().map_err(|e| format!("--node-ip: {e}"))?)
-            }
-            "--node-mac" => node_mac = Some(value.parse().map_err(|e| format!("--node-mac: {e}"))?),
-            "--only"
-                if ["overlay", "l2bridge", "netpol", "netpol-tables"].contains(&value.as_str()) =>
-            {
-                only = Some(value)
-            }
-            _ => return Err(format!("unknown argument {flag} {value}")),
-        }
-    }
-    Ok(Options {
-        kube_bin: kube_bin.ok_or("--kube-bin is required")?,
-        windows_bin: windows_bin.ok_or("--windows-bin is required")?,
-        linux_bin: linux_bin.ok_or("--linux-bin is required")?,
-        scratch: scratch.ok_or("--scratch is required")?,
-        node_address: node_address.ok_or("--node-ip is required")?,
-        node_mac: node_mac.ok_or("--node-mac is required")?,
-        only,
-    })
+/// `--only`'s values: the stories' names, each with what it shows.
+fn story_names() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        STORIES
+            .iter()
+            .map(|story| PossibleValue::new(story.name).help(story.about)),
+    )
 }
 
 fn main() -> ExitCode {
-    let options = match options() {
-        Ok(options) => options,
-        Err(why) => {
-            eprintln!("node-lane: {why}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = Args::parse();
     let started = Instant::now();
-    if options.scratch.exists()
-        && let Err(error) = std::fs::remove_dir_all(&options.scratch)
-    {
-        eprintln!(
-            "node-lane: cannot empty {}: {error}",
-            options.scratch.display()
-        );
-        return ExitCode::FAILURE;
-    }
     let mut report = Report::default();
-    let node_ip = options.node_address.ip().to_string();
-    match ControlPlane::start(
-        &options.kube_bin,
-        &options.scratch.join("control-plane"),
-        &node_ip,
-    ) {
+    match args.harness.start_control_plane() {
         Ok(control_plane) => {
-            report.record(
-                "-",
-                "control plane starts, nodes registered",
-                control_plane
-                    .kubectl
-                    .apply(&services::nodes(&node_ip))
-                    .map(|()| format!("kube-apiserver and etcd; {NODE_NAME} at {node_ip}")),
-            );
-            let flanneld =
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../hns-emulator/tests/data");
             let lane = Lane {
-                kube_bin: &options.kube_bin,
-                windows_bin: &options.windows_bin,
-                linux_bin: &options.linux_bin,
-                scratch: &options.scratch,
-                flanneld: &flanneld,
-                node_ip: &node_ip,
-                node_address: options.node_address,
-                node_mac: options.node_mac,
-                control_plane: &control_plane,
+                node_address: args.harness.node_ip,
+                node_ip: args.harness.node_ip.ip().to_string(),
+                kube_bin: args.harness.kube_bin,
+                cni_win: args.harness.cni_win,
+                scratch: args.harness.scratch,
+                windows_bin: args.windows_bin,
+                node_mac: args.node_mac,
+                control_plane,
             };
-            for backend in [Backend::Vxlan, Backend::HostGw] {
-                if options
-                    .only
-                    .as_deref()
-                    .is_none_or(|only| only == backend.label())
-                {
-                    scenario::run(&lane, backend, &mut report);
-                }
-            }
-            if options.only.as_deref().is_none_or(|only| only == "netpol") {
-                network_policy::run(&lane, &mut report);
-            }
-            if options
-                .only
-                .as_deref()
-                .is_none_or(|only| only == "netpol-tables")
-            {
-                truth_tables::run(&lane, &mut report);
+            report.record(
+                "control plane starts, nodes registered",
+                lane.register_nodes(),
+            );
+            for story in stories::chosen(&args.only) {
+                let told = Instant::now();
+                report.begin(story.name);
+                (story.tell)(&lane, &mut report);
+                eprintln!(
+                    "node-lane: [{}] told in {} s",
+                    story.name,
+                    told.elapsed().as_secs()
+                );
             }
         }
-        Err(why) => report.record("-", "control plane starts", Err(why)),
+        Err(why) => report.record("control plane starts", Err(why)),
     }
     println!("{}", report.table());
     println!("node lane: {} s", started.elapsed().as_secs());
@@ -163,5 +95,57 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+    use clap::error::ErrorKind;
+
+    use super::*;
+
+    /// Every flag the lane requires, as `scripts/node-lane` passes them.
+    const REQUIRED: [&str; 13] = [
+        "node-lane",
+        "--kube-bin",
+        "kube",
+        "--cni-win",
+        "cni-win",
+        "--scratch",
+        "scratch",
+        "--node-ip",
+        "192.168.1.10/24",
+        "--windows-bin",
+        "stage",
+        "--node-mac",
+        "00:15:5d:0a:01:0a",
+    ];
+
+    fn parse(more: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(REQUIRED.iter().chain(more))
+    }
+
+    #[test]
+    fn the_flags_are_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn only_takes_story_names_repeated_or_comma_separated() {
+        let args = parse(&["--only", "overlay,netpol", "--only", "netpol-tables"]).unwrap();
+        assert_eq!(args.only, ["overlay", "netpol", "netpol-tables"]);
+        assert!(parse(&[]).unwrap().only.is_empty());
+    }
+
+    #[test]
+    fn an_unknown_story_is_a_usage_error_naming_every_story() {
+        let error = parse(&["--only", "overlay,kube-proxy"]).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidValue);
+        assert_eq!(error.exit_code(), 2);
+        let text = error.to_string();
+        for story in STORIES {
+            assert!(text.contains(story.name), "{text}");
+        }
     }
 }

@@ -1,100 +1,74 @@
-//! One node's story, told twice (Flannel vxlan's overlay, Flannel host-gw's L2Bridge): the
-//! network made as flanneld makes it, pods attached by cni-win's plugin as containerd would,
-//! Services through the API, and kube-proxy.exe programming HNS load balancers over them; then
-//! a pod deleted, the runtime's GC, `cni-win sweep --apply`, `cni-win doctor` and a kube-proxy
-//! restart, each judged by what HNS holds afterwards.
+//! Services through kube-proxy, told once per Flannel backend (vxlan's overlay, host-gw's
+//! L2Bridge) on a node of its own: the network made as flanneld makes it, pods attached by
+//! cni-win's plugin as containerd would, Services through the API in the telling's namespace,
+//! and kube-proxy.exe programming HNS load balancers over them; then a pod deleted, the
+//! runtime's GC, `cni-win sweep --apply`, `cni-win doctor` and a kube-proxy restart, each
+//! judged by what HNS holds afterwards.
+//!
+//! kube-proxy balances every Service of the cluster, whatever its namespace, and ClusterIPs and
+//! NodePorts are the cluster's: each telling deletes its Services before it ends, or the next
+//! one's kube-proxy would program them too.
+
+mod balancers;
+mod kube_proxy;
+mod service;
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hns::Guid;
-use hns::schema::{
-    EndpointFlags, HostComputeEndpoint, HostComputeLoadBalancer, IpPrefix, MacAddress,
-};
+use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeLoadBalancer};
 use serde_json::{Value, json};
 
-use crate::kube_proxy::KubeProxy;
+use crate::lane::{Backend, Lane, write_config};
 use crate::node::{Node, Pod};
 use crate::report::Report;
-use crate::services::Service;
-use node_lane::control_plane::ControlPlane;
+use balancers::{Expected, KubeProxyObjects, holds, judge};
+use kube_proxy::KubeProxy;
+use service::Service;
 
 /// kube-proxy programs a change within a sync or two (1 s apart at the least); under Wine on a
 /// loaded 2-core machine its first sync after start can take tens of seconds.
 const SYNC_DEADLINE: Duration = Duration::from_secs(180);
 const POLL: Duration = Duration::from_secs(1);
-
-/// What differs between the two Flannel backends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// Flannel vxlan: `flannel.4096`, `win-overlay`, kube-proxy with a source VIP.
-    Vxlan,
-    /// Flannel host-gw: `cbr0`, `win-bridge`, kube-proxy on the node IP.
-    HostGw,
-}
-
-impl Backend {
-    /// The report's name for the node.
-    pub fn label(self) -> &'static str {
-        match self {
-            Backend::Vxlan => "overlay",
-            Backend::HostGw => "l2bridge",
-        }
-    }
-
-    fn network(self) -> &'static str {
-        match self {
-            Backend::Vxlan => "flannel.4096",
-            Backend::HostGw => "cbr0",
-        }
-    }
-
-    pub(crate) fn plugin(self) -> &'static str {
-        match self {
-            Backend::Vxlan => "win-overlay",
-            Backend::HostGw => "win-bridge",
-        }
-    }
-}
-
-/// What every scenario shares.
-#[derive(Debug)]
-pub struct Lane<'a> {
-    pub kube_bin: &'a Path,
-    pub windows_bin: &'a Path,
-    /// cni-win's Linux binaries (the NetworkPolicy agent of the truth tables).
-    pub linux_bin: &'a Path,
-    pub scratch: &'a Path,
-    /// flanneld's documents (the emulator's test data, whose addresses are the lane's node's).
-    pub flanneld: &'a Path,
-    pub node_ip: &'a str,
-    pub node_address: IpPrefix,
-    pub node_mac: MacAddress,
-    pub control_plane: &'a ControlPlane,
-}
-
 /// The remote node's pod an overlay Service reaches through a remote endpoint.
 const REMOTE_POD: &str = "10.244.2.10";
 
+/// The story on Flannel vxlan's overlay network: kube-proxy with a source VIP.
+pub fn overlay(lane: &Lane, report: &mut Report) {
+    run(lane, Backend::Vxlan, report);
+}
+
+/// The story on Flannel host-gw's L2Bridge network: kube-proxy on the node's address.
+pub fn l2bridge(lane: &Lane, report: &mut Report) {
+    run(lane, Backend::HostGw, report);
+}
+
+/// The story's name for `backend`'s telling: its node's directory and its namespace.
+fn name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Vxlan => "overlay",
+        Backend::HostGw => "l2bridge",
+    }
+}
+
 /// Runs the story on a fresh node with `backend` and records every check in `report`.
-pub fn run(lane: &Lane<'_>, backend: Backend, report: &mut Report) {
-    let label = backend.label();
-    let mut story = match Story::set_up(lane, backend, report) {
-        Ok(story) => story,
+fn run(lane: &Lane, backend: Backend, report: &mut Report) {
+    let mut node = match ServicesNode::set_up(lane, backend, report) {
+        Ok(node) => node,
         Err(why) => {
-            report.record(label, "set-up", Err(why));
+            report.record("set-up", Err(why));
             return;
         }
     };
-    story.tell(report);
-    story.tear_down(report);
+    node.tell(report);
+    node.tear_down(report);
 }
 
-/// One node while the story runs.
-struct Story<'a> {
-    lane: &'a Lane<'a>,
+/// The node while the story runs on it: its pods, kube-proxy, and the Services.
+struct ServicesNode<'a> {
+    lane: &'a Lane,
     backend: Backend,
     node: Node,
     config: Value,
@@ -107,27 +81,20 @@ struct Story<'a> {
     source_vip: Option<IpAddr>,
 }
 
-impl<'a> Story<'a> {
+impl<'a> ServicesNode<'a> {
     fn set_up(
-        lane: &'a Lane<'a>,
+        lane: &'a Lane,
         backend: Backend,
         report: &mut Report,
-    ) -> Result<Story<'a>, String> {
-        let label = backend.label();
-        let node = Node::new(lane.windows_bin, &lane.scratch.join(label))?;
-        node.set_host_adapter(lane.node_address, lane.node_mac)?;
-        report.record(
-            label,
-            "flanneld makes the network",
-            flanneld(lane, backend, &node),
-        );
-        let config = write_config(&node, backend)?;
+    ) -> Result<ServicesNode<'a>, String> {
+        let node = lane.node(name(backend))?;
+        report.record("flanneld makes the network", lane.flanneld(backend, &node));
+        let config = write_config(&node, backend, None)?;
         let (proxy_flags, source_vip) = match backend {
             Backend::Vxlan => {
                 let outcome = source_vip_flags(&node);
                 let flags = outcome.clone().map(|(flags, _)| flags);
                 report.record(
-                    label,
                     "cni-win source-vip reserves kube-proxy's VIP",
                     outcome.map(|(flags, vip)| format!("{vip}; flags {}", flags.join(" "))),
                 );
@@ -141,7 +108,7 @@ impl<'a> Story<'a> {
             Backend::HostGw => (vec![format!("--network-name={}", backend.network())], None),
         };
         let proxy_log = node.dir().join("logs").join("kube-proxy.log");
-        Ok(Story {
+        Ok(ServicesNode {
             lane,
             backend,
             node,
@@ -156,63 +123,45 @@ impl<'a> Story<'a> {
     }
 
     fn tell(&mut self, report: &mut Report) {
-        let label = self.backend.label();
         let attached = self.attach_pods();
-        report.record(label, "pods attached by the plugin", attached);
+        report.record("pods attached by the plugin", attached);
         if self.pods.len() < 3 {
             return;
         }
-        report.record(
-            label,
-            "kube-proxy starts in kernelspace mode",
-            self.start_proxy(),
-        );
+        report.record("kube-proxy starts in kernelspace mode", self.start_proxy());
         if self.proxy.is_none() {
             return;
         }
         if self.backend == Backend::Vxlan {
             report.record(
-                label,
                 "kube-proxy's source VIP endpoint",
                 self.source_vip_endpoint(),
             );
         }
         self.services = self.services();
         report.record(
-            label,
             "Services and Endpoints through the API",
             self.apply_services(),
         );
         let programmed = self.wait_for_balancers();
         for outcome in &programmed {
-            report.record(label, &outcome.0, outcome.1.clone());
+            report.record(&outcome.0, outcome.1.clone());
         }
         if programmed.iter().any(|(_, outcome)| outcome.is_err()) {
             return;
         }
-        report.record(
-            label,
-            "a deleted pod leaves its load balancer",
-            self.delete_pod(),
-        );
+        report.record("a deleted pod leaves its load balancer", self.delete_pod());
         let before = self.kube_proxy_objects();
         report.record(
-            label,
             "the runtime's GC leaves kube-proxy's objects",
             self.gc(&before),
         );
+        report.record("cni-win sweep --apply leaves them", self.sweep(&before));
         report.record(
-            label,
-            "cni-win sweep --apply leaves them",
-            self.sweep(&before),
-        );
-        report.record(
-            label,
             "cni-win doctor: healthy, load balancers seen",
             self.doctor(),
         );
         report.record(
-            label,
             "kube-proxy restarted finds its load balancers",
             self.restart_proxy(&before),
         );
@@ -228,11 +177,11 @@ impl<'a> Story<'a> {
                 } else {
                     service.name.to_owned()
                 };
-                if let Err(why) = self
-                    .lane
-                    .control_plane
-                    .kubectl
-                    .delete(kind, "default", &name)
+                if let Err(why) =
+                    self.lane
+                        .control_plane
+                        .kubectl
+                        .delete(kind, service.namespace, &name)
                 {
                     failures.push(why);
                 }
@@ -244,7 +193,7 @@ impl<'a> Story<'a> {
             }
         }
         if !failures.is_empty() {
-            report.record(self.backend.label(), "tear-down", Err(failures.join("; ")));
+            report.record("tear-down", Err(failures.join("; ")));
         }
     }
 
@@ -270,9 +219,9 @@ impl<'a> Story<'a> {
             .write_proxy_kubeconfig(&kubeconfig, |path| self.node.windows_path(path))?;
         let mut proxy = KubeProxy::start(
             &self.node,
-            self.lane.kube_bin,
+            &self.lane.kube_bin,
             &kubeconfig,
-            self.lane.node_ip,
+            &self.lane.node_ip,
             &self.proxy_flags,
             &self.proxy_log,
         )?;
@@ -320,12 +269,14 @@ impl<'a> Story<'a> {
     }
 
     fn services(&self) -> Vec<Service> {
+        let namespace = name(self.backend);
         let ip = |pod: &Pod| pod.ip;
         let (web, dns) = (&self.pods[..2], &self.pods[2]);
         let remote: Vec<IpAddr> = vec![REMOTE_POD.parse().expect("a literal address")];
         vec![
             Service {
                 name: "web",
+                namespace,
                 cluster_ip: "10.96.0.100".parse().expect("a literal address"),
                 protocol: "TCP",
                 port: 80,
@@ -336,6 +287,7 @@ impl<'a> Story<'a> {
             },
             Service {
                 name: "dns",
+                namespace,
                 cluster_ip: "10.96.0.10".parse().expect("a literal address"),
                 protocol: "UDP",
                 port: 53,
@@ -346,6 +298,7 @@ impl<'a> Story<'a> {
             },
             Service {
                 name: "web-nodeport",
+                namespace,
                 cluster_ip: "10.96.0.101".parse().expect("a literal address"),
                 protocol: "TCP",
                 port: 80,
@@ -358,8 +311,11 @@ impl<'a> Story<'a> {
     }
 
     fn apply_services(&self) -> Result<String, String> {
+        let kubectl = &self.lane.control_plane.kubectl;
+        kubectl.apply(&json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name(self.backend)}}))?;
         for service in &self.services {
-            self.lane.control_plane.kubectl.apply(&service.objects())?;
+            kubectl.apply(&service.objects())?;
         }
         Ok(self
             .services
@@ -519,7 +475,7 @@ impl<'a> Story<'a> {
 
     fn doctor(&self) -> Result<String, String> {
         let conf_dir = self.node.windows_path(&self.node.dir().join("net.d"));
-        let bin_dir = self.node.windows_path(self.lane.windows_bin);
+        let bin_dir = self.node.windows_path(&self.lane.windows_bin);
         let out = self
             .node
             .tool(
@@ -539,8 +495,8 @@ impl<'a> Story<'a> {
         let findings = report["findings"].as_array().cloned().unwrap_or_default();
         let bad: Vec<String> = findings
             .iter()
-            .filter(|f| f["verdict"] != "pass")
-            .map(|f| format!("{} {}: {}", f["verdict"], f["check"], f["evidence"]))
+            .filter(|f| f["severity"] != "pass")
+            .map(|f| format!("{} {}: {}", f["severity"], f["check"], f["evidence"]))
             .collect();
         if report["healthy"] != true || !bad.is_empty() {
             return Err(format!("doctor: {}", bad.join("; ")));
@@ -586,7 +542,7 @@ impl<'a> Story<'a> {
             Ok((all && fresh && balancers.len() == expected.len()).then_some(()))
         })?;
         let after = self.kube_proxy_objects()?;
-        if after.programming != before.programming || after.endpoints != before.endpoints {
+        if !after.alike(before) {
             return Err(format!("before {before:?}, after {after:?}"));
         }
         Ok(format!(
@@ -596,25 +552,11 @@ impl<'a> Story<'a> {
         ))
     }
 
-    /// The load balancers and kube-proxy's own endpoints (every nameless endpoint no pod of
-    /// ours holds).
+    /// kube-proxy's objects as HNS holds them now.
     fn kube_proxy_objects(&self) -> Result<KubeProxyObjects, String> {
         let (endpoints, balancers) = self.read()?;
         let pods: BTreeSet<IpAddr> = self.pods.iter().map(|pod| pod.ip).collect();
-        Ok(KubeProxyObjects {
-            balancers: balancers.iter().map(|b| b.id).collect(),
-            programming: balancers.iter().map(Programmed::of).collect(),
-            endpoints: endpoints
-                .iter()
-                .filter(|e| {
-                    !e.ip_configurations
-                        .iter()
-                        .any(|c| pods.contains(&c.ip_address))
-                })
-                .filter(|e| e.name.is_empty())
-                .map(|e| e.id)
-                .collect(),
-        })
+        Ok(KubeProxyObjects::of(&endpoints, &balancers, &pods))
     }
 
     fn unchanged(
@@ -674,209 +616,8 @@ impl<'a> Story<'a> {
     }
 }
 
-/// kube-proxy's HNS objects, compared before and after an operation that must leave them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct KubeProxyObjects {
-    balancers: BTreeSet<Guid>,
-    /// What the load balancers do, whatever their IDs.
-    programming: BTreeSet<Programmed>,
-    endpoints: BTreeSet<Guid>,
-}
-
-/// One load balancer's programming: frontend, port mapping, source VIP and backends.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct Programmed {
-    frontends: Vec<IpAddr>,
-    ports: Vec<(u32, u16, u16)>,
-    source_vip: Option<IpAddr>,
-    backends: BTreeSet<Guid>,
-}
-
-impl Programmed {
-    fn of(balancer: &HostComputeLoadBalancer) -> Programmed {
-        Programmed {
-            frontends: balancer.frontend_vips.clone(),
-            ports: balancer
-                .port_mappings
-                .iter()
-                .map(|m| (m.protocol, m.internal_port, m.external_port))
-                .collect(),
-            source_vip: balancer.source_vip,
-            backends: balancer.host_compute_endpoints.iter().copied().collect(),
-        }
-    }
-}
-
-/// One load balancer kube-proxy must have programmed.
-#[derive(Debug, Clone)]
-struct Expected {
-    check: String,
-    frontend: Option<IpAddr>,
-    protocol: u32,
-    internal_port: u16,
-    external_port: u16,
-    /// The backends' addresses: each must be one endpoint of the balancer, local for this
-    /// node's pods, remote for another node's.
-    backends: Vec<IpAddr>,
-    source_vip: Option<IpAddr>,
-}
-
-/// Whether exactly one load balancer matches `want` and its backends are exactly the
-/// endpoints holding `want`'s addresses; what it saw, or why not.
-fn judge(
-    want: &Expected,
-    endpoints: &[HostComputeEndpoint],
-    balancers: &[HostComputeLoadBalancer],
-) -> Result<String, String> {
-    let matching: Vec<&HostComputeLoadBalancer> = balancers
-        .iter()
-        .filter(|b| b.frontend_vips.first().copied() == want.frontend)
-        .filter(|b| {
-            b.port_mappings.first().is_some_and(|m| {
-                m.protocol == want.protocol && m.external_port == want.external_port
-            })
-        })
-        .collect();
-    let balancer = match matching.as_slice() {
-        [one] => *one,
-        [] => return Err("no load balancer for it".to_owned()),
-        many => return Err(format!("{} load balancers for it (duplicates)", many.len())),
-    };
-    let mapping = &balancer.port_mappings[0];
-    if mapping.internal_port != want.internal_port {
-        return Err(format!(
-            "load balancer {} maps to port {}, not {}",
-            balancer.id, mapping.internal_port, want.internal_port
-        ));
-    }
-    let mut wanted = BTreeSet::new();
-    for ip in &want.backends {
-        let endpoint = endpoints
-            .iter()
-            .find(|e| holds(e, *ip))
-            .ok_or_else(|| format!("no endpoint holds backend {ip}"))?;
-        wanted.insert(endpoint.id);
-    }
-    let actual: BTreeSet<Guid> = balancer.host_compute_endpoints.iter().copied().collect();
-    if actual != wanted || actual.len() != balancer.host_compute_endpoints.len() {
-        return Err(format!(
-            "load balancer {} has backends {:?}, the Service's endpoints are {:?}",
-            balancer.id, balancer.host_compute_endpoints, wanted
-        ));
-    }
-    if want.source_vip.is_some() && balancer.source_vip != want.source_vip {
-        return Err(format!(
-            "load balancer {} has source VIP {:?}, not {:?}",
-            balancer.id, balancer.source_vip, want.source_vip
-        ));
-    }
-    let describe = |ip: &IpAddr| {
-        let remote = endpoints
-            .iter()
-            .find(|e| holds(e, *ip))
-            .is_some_and(|e| e.flags.contains(EndpointFlags::REMOTE_ENDPOINT));
-        format!("{ip}{}", if remote { " (remote)" } else { "" })
-    };
-    Ok(format!(
-        "load balancer {}: backends {}{}",
-        balancer.id,
-        want.backends
-            .iter()
-            .map(describe)
-            .collect::<Vec<_>>()
-            .join(", "),
-        balancer
-            .source_vip
-            .map(|vip| format!(", source VIP {vip}"))
-            .unwrap_or_default()
-    ))
-}
-
-fn holds(endpoint: &HostComputeEndpoint, ip: IpAddr) -> bool {
-    endpoint
-        .ip_configurations
-        .iter()
-        .any(|config| config.ip_address == ip)
-}
-
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default().trim()
-}
-
-/// Runs `flannel-hns.exe` with flanneld's documents for `backend`.
-pub(crate) fn flanneld(lane: &Lane<'_>, backend: Backend, node: &Node) -> Result<String, String> {
-    let data = |name: &str| node.windows_path(&lane.flanneld.join(format!("flanneld-{name}.json")));
-    let args: Vec<String> = match backend {
-        Backend::Vxlan => vec![
-            "vxlan".to_owned(),
-            data("vxlan-network"),
-            data("vxlan-remote-subnet-route"),
-            data("vxlan-host-route"),
-        ],
-        Backend::HostGw => vec![
-            "host-gw".to_owned(),
-            data("host-gw-network"),
-            data("host-gw-bridge-endpoint"),
-        ],
-    };
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = node.tool("flannel-hns", &args)?;
-    let made: Value =
-        serde_json::from_str(&out).map_err(|error| format!("flannel-hns: {error}"))?;
-    if made["managementIp"] != lane.node_ip {
-        return Err(format!(
-            "HNS gave {} the management IP {}, not the host adapter's {}",
-            backend.network(),
-            made["managementIp"],
-            lane.node_ip
-        ));
-    }
-    Ok(format!(
-        "{} {} with management IP {} (filled in by HNS)",
-        backend.network(),
-        made["network"].as_str().unwrap_or_default(),
-        made["managementIp"].as_str().unwrap_or_default()
-    ))
-}
-
-/// subnet.env as flanneld writes it, and the Flannel-native conflist the runtime reads; the
-/// plugin's own config (the conflist's plugin with its name and version), as the runtime
-/// passes it.
-pub(crate) fn write_config(node: &Node, backend: Backend) -> Result<Value, String> {
-    let subnet_env = node.dir().join("subnet.env");
-    std::fs::write(
-        &subnet_env,
-        "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET=10.244.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n",
-    )
-    .map_err(|error| format!("subnet.env: {error}"))?;
-    let mut plugin = json!({
-        "type": backend.plugin(),
-        "subnetFile": node.windows_path(&subnet_env),
-        "dataDir": node.windows_path(&node.dir().join("flannel")),
-        "ipam": { "dataDir": node.windows_path(&node.dir().join("ipam")) },
-        "capabilities": { "portMappings": true, "dns": true },
-        "apiVersion": 2,
-        "dns": { "nameservers": ["10.96.0.10"], "search": ["svc.cluster.local"] },
-        "policies": [
-            { "name": "EndpointPolicy", "value": { "Type": "OutBoundNAT", "Settings": { "Exceptions": ["10.96.0.0/12", "10.244.0.0/16"] } } },
-        ],
-    });
-    if backend == Backend::Vxlan {
-        plugin["policies"].as_array_mut().expect("an array").push(json!(
-            { "name": "EndpointPolicy", "value": { "Type": "SDNRoute", "Settings": { "DestinationPrefix": "10.96.0.0/12", "NeedEncap": true } } }
-        ));
-    }
-    let conflist =
-        json!({ "name": backend.network(), "cniVersion": "1.1.0", "plugins": [plugin.clone()] });
-    let file = node
-        .dir()
-        .join("net.d")
-        .join(format!("10-{}.conflist", backend.plugin()));
-    std::fs::write(&file, conflist.to_string())
-        .map_err(|error| format!("{}: {error}", file.display()))?;
-    plugin["name"] = json!(backend.network());
-    plugin["cniVersion"] = json!("1.1.0");
-    Ok(plugin)
 }
 
 /// `cni-win source-vip --format flags`: kube-proxy's flags, and the VIP among them.

@@ -6,6 +6,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
+use node_lane::NODE_NAME;
+
 use crate::node::Node;
 
 /// A running kube-proxy.exe, killed when dropped.
@@ -39,7 +41,7 @@ impl KubeProxy {
         command
             .arg(format!("--kubeconfig={}", node.windows_path(kubeconfig)))
             .arg("--proxy-mode=kernelspace")
-            .arg(format!("--hostname-override={}", crate::NODE_NAME))
+            .arg(format!("--hostname-override={NODE_NAME}"))
             .arg(format!("--bind-address={node_ip}"))
             .arg("--cluster-cidr=10.244.0.0/16")
             .arg("--v=3")

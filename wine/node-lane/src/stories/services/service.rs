@@ -1,45 +1,20 @@
-//! The Services the lane puts into the API, with the Endpoints and EndpointSlice the endpoints
+//! The Services the story puts into the API, with the Endpoints and EndpointSlice the endpoints
 //! controllers would write for them (no controller-manager runs): which addresses back each
 //! port, and on which node each address lives.
 
 use std::net::IpAddr;
 
+use node_lane::NODE_NAME;
 use serde_json::{Value, json};
 
-use crate::NODE_NAME;
-
-/// The node another node's pods live on (kube-proxy reaches them through remote endpoints).
-pub const REMOTE_NODE: &str = "node2";
-
-/// The remote node's address: the provider address of its pod subnet in flanneld's
-/// `RemoteSubnetRoute` (hns-emulator/tests/data).
-const REMOTE_NODE_IP: &str = "192.168.1.11";
-
-/// The two Node objects, as their kubelets register them: kube-proxy reads its own node's
-/// address from the API.
-pub fn nodes(node_ip: &str) -> Value {
-    let node = |name: &str, ip: &str| {
-        json!({
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": { "name": name, "labels": { "kubernetes.io/os": "windows" } },
-            "status": { "addresses": [
-                { "type": "InternalIP", "address": ip },
-                { "type": "Hostname", "address": name },
-            ] },
-        })
-    };
-    json!({
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": [node(NODE_NAME, node_ip), node(REMOTE_NODE, REMOTE_NODE_IP)],
-    })
-}
+use crate::lane::REMOTE_NODE;
 
 /// One Service port and what backs it.
 #[derive(Debug, Clone)]
 pub struct Service {
     pub name: &'static str,
+    /// The story's namespace.
+    pub namespace: &'static str,
     pub cluster_ip: IpAddr,
     /// `TCP` or `UDP`.
     pub protocol: &'static str,
@@ -107,7 +82,7 @@ impl Service {
                 {
                     "apiVersion": "v1",
                     "kind": "Service",
-                    "metadata": { "name": self.name, "namespace": "default" },
+                    "metadata": { "name": self.name, "namespace": self.namespace },
                     "spec": {
                         "type": if self.node_port.is_some() { "NodePort" } else { "ClusterIP" },
                         "clusterIP": self.cluster_ip,
@@ -117,7 +92,7 @@ impl Service {
                 {
                     "apiVersion": "v1",
                     "kind": "Endpoints",
-                    "metadata": { "name": self.name, "namespace": "default" },
+                    "metadata": { "name": self.name, "namespace": self.namespace },
                     "subsets": subsets,
                 },
                 {
@@ -125,7 +100,7 @@ impl Service {
                     "kind": "EndpointSlice",
                     "metadata": {
                         "name": format!("{}-lane", self.name),
-                        "namespace": "default",
+                        "namespace": self.namespace,
                         "labels": {
                             "kubernetes.io/service-name": self.name,
                             "endpointslice.kubernetes.io/managed-by": "node-lane",

@@ -6,10 +6,9 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
+use node_lane::NODE_NAME;
 use serde_json::{Value, json};
 
-/// The agent's node.
-pub const NODE: &str = "node1";
 /// Namespaces `ns-0` to `ns-9`; pods and policies go round them.
 pub const NAMESPACES: usize = 10;
 const APPS: usize = 10;
@@ -55,7 +54,7 @@ impl ClusterPod {
     /// benchmark adds), on `cbr0`.
     pub fn local(k: usize) -> ClusterPod {
         let ip = Ipv4Addr::new(10, 245, (k / 200) as u8, (k % 200 + 10) as u8);
-        ClusterPod::labelled(k, format!("l{k}"), NODE.to_owned(), ip)
+        ClusterPod::labelled(k, format!("l{k}"), NODE_NAME.to_owned(), ip)
     }
 
     /// The `j`th pod of the other nodes, 100 to a node, each node with its own /24.

@@ -1,12 +1,15 @@
-//! `netpol-bench`: the NetworkPolicy agent's benchmark (issue 30, "Measure"). An emulated
-//! node with its local pods, a cluster of pods across nodes and a mix of policies, all put
-//! through the real kube-apiserver; the native Linux `cni-win` agent on the node. Prints the
-//! initial sync's time, then for each kind of change (a remote pod's label moving it into and
-//! out of a selector, a new policy, a new local pod) the time from just before the API request
-//! to the emulated HNS holding the result (the emulator's verdict on a packet, asked after
-//! each policy write), the policy writes each change cost, and the agent's memory; then each goal, met or
-//! missed. Exit status 1 when the benchmark could not run, 2 for a usage error; a missed goal
-//! is a figure, not a failure.
+//! `netpol-bench`: the NetworkPolicy agent's benchmark. An emulated node with its local pods, a
+//! cluster of pods across nodes and a mix of policies, all put through the real kube-apiserver;
+//! the native Linux `cni-win` agent on the node. Prints the initial sync's time, then for each
+//! kind of change (a remote pod's label moving it into and out of a selector, a new policy, a
+//! new local pod) the time from just before the API request to the emulated HNS holding the
+//! result (the emulator's verdict on a packet, asked after each policy write), the policy
+//! writes each change cost, and the agent's memory; then each goal, met or missed. Exit status
+//! 1 when the benchmark could not run, 2 for a usage error; a missed goal is a figure, not a
+//! failure.
+//!
+//! It runs no Wine: it lives beside the node lane (whose control plane it shares, from the
+//! `node-lane` library) rather than under `wine/`.
 //!
 //! `scripts/bench-netpol` builds what it needs and runs this in a network namespace whose
 //! adapter holds the address the API server's certificate names.
@@ -18,33 +21,23 @@ mod measure;
 mod node;
 
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory as _, Parser as _};
 use hns::features::HnsVersion;
 use hns_emulator::acl::{PolicyWrites, Verdict};
+use node_lane::NODE_NAME;
+use node_lane::agent_process::AgentProcess;
+use node_lane::cli::HarnessArgs;
 use node_lane::control_plane::ControlPlane;
 
 use api::Cluster;
 use cluster::{ClusterPod, Shape};
 use measure::{Histogram, Sample, quantile, verdict};
-use node::{Agent, BenchNode, metric};
-
-const USAGE: &str = "\
-usage: netpol-bench --kube-bin DIR --cni-win FILE --scratch DIR --node-ip IP
-                    [--local N] [--cluster N] [--policies N] [--changes N]
-                    [--mode ip-sets|inline|both]
-
-  --kube-bin DIR    kube-apiserver and kubectl
-  --cni-win FILE    the native Linux cni-win binary (the agent)
-  --scratch DIR     emptied, then the control plane's state
-  --node-ip IP      the address of this network namespace's adapter (the API server's)
-  --local N         pods on the agent's node (default 100)
-  --cluster N       pods in the cluster, the local ones included (default 5000)
-  --policies N      NetworkPolicies, at least 11 (default 500)
-  --changes N       changes of each kind timed (default 50)
-  --mode M          ip-sets (HNS 13.2, SetPolicy), inline (HNS 12.0) or both (default)";
+use node::BenchNode;
 
 /// An address no policy admits, for the new local pod's check.
 const STRANGER: Ipv4Addr = Ipv4Addr::new(10, 99, 0, 1);
@@ -74,85 +67,86 @@ impl Mode {
     }
 }
 
-#[derive(Debug)]
-struct Options {
-    kube_bin: PathBuf,
-    cni_win: PathBuf,
-    scratch: PathBuf,
-    node_ip: String,
-    shape: Shape,
+/// The NetworkPolicy agent's benchmark: an emulated node, a cluster through the real
+/// kube-apiserver, the native Linux agent timed from API change to HNS.
+#[derive(Debug, clap::Parser)]
+#[command(name = "netpol-bench")]
+struct Args {
+    #[command(flatten)]
+    harness: HarnessArgs,
+    /// Pods on the agent's node
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    local: usize,
+    /// Pods in the cluster, the local ones included
+    #[arg(long, value_name = "N", default_value_t = 5000)]
+    cluster: usize,
+    /// NetworkPolicies, at least 11
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    policies: usize,
+    /// Changes of each kind timed
+    #[arg(long, value_name = "N", default_value_t = 50)]
     changes: usize,
-    modes: Vec<Mode>,
+    /// The agent's programming modes to time
+    #[arg(long, value_enum, default_value_t = Modes::Both)]
+    mode: Modes,
 }
 
-fn options() -> Result<Options, String> {
-    let mut args = std::env::args().skip(1);
-    let (mut kube_bin, mut cni_win, mut scratch, mut node_ip) = (None, None, None, None);
-    let mut shape = Shape {
-        local: 100,
-        cluster: 5000,
-        policies: 500,
-    };
-    let (mut changes, mut modes) = (50, vec![Mode::IpSets, Mode::Inline]);
-    let count = |flag: &str, value: &str| {
-        value
-            .parse::<usize>()
-            .map_err(|error| format!("{flag}: {error}"))
-    };
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--kube-bin" => kube_bin = Some(PathBuf::from(value)),
-            "--cni-win" => cni_win = Some(PathBuf::from(value)),
-            "--scratch" => scratch = Some(PathBuf::from(value)),
-            "--node-ip" => node_ip = Some(value),
-            "--local" => shape.local = count(&flag, &value)?,
-            "--cluster" => shape.cluster = count(&flag, &value)?,
-            "--policies" => shape.policies = count(&flag, &value)?,
-            "--changes" => changes = count(&flag, &value)?,
-            "--mode" => {
-                modes = match value.as_str() {
-                    "ip-sets" => vec![Mode::IpSets],
-                    "inline" => vec![Mode::Inline],
-                    "both" => vec![Mode::IpSets, Mode::Inline],
-                    _ => return Err(format!("--mode {value}: ip-sets, inline or both")),
-                }
-            }
-            _ => return Err(format!("unknown argument {flag} {value}")),
+/// `--mode`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Modes {
+    /// IP sets (HNS 13.2, SetPolicy)
+    IpSets,
+    /// Inline rules (HNS 12.0)
+    Inline,
+    /// Both, IP sets first
+    Both,
+}
+
+impl Modes {
+    fn each(self) -> &'static [Mode] {
+        match self {
+            Modes::IpSets => &[Mode::IpSets],
+            Modes::Inline => &[Mode::Inline],
+            Modes::Both => &[Mode::IpSets, Mode::Inline],
         }
     }
-    // Namespace ns-0's default deny and `clients` policy are what the changes are judged by;
-    // the addresses are the cluster's layout's.
-    if shape.policies <= cluster::NAMESPACES
-        || shape.local == 0
-        || shape.local + changes > 40_000
-        || shape.cluster < shape.local + 2
-        || shape.remote() > 25_000
-        || changes == 0
-        || changes > 5_000
-    {
-        return Err("need --policies > 10, 0 < --local < --cluster, at most 25,000 remote pods and 40,000 local ones, 0 < --changes <= 5,000".to_owned());
+}
+
+impl Args {
+    fn shape(&self) -> Shape {
+        Shape {
+            local: self.local,
+            cluster: self.cluster,
+            policies: self.policies,
+        }
     }
-    Ok(Options {
-        kube_bin: kube_bin.ok_or("--kube-bin is required")?,
-        cni_win: cni_win.ok_or("--cni-win is required")?,
-        scratch: scratch.ok_or("--scratch is required")?,
-        node_ip: node_ip.ok_or("--node-ip is required")?,
-        shape,
-        changes,
-        modes,
-    })
+
+    /// Whether the sizes fit the cluster's layout: namespace ns-0's default deny and `clients`
+    /// policy are what the changes are judged by, and the addresses are the layout's.
+    fn sizes_fit(&self) -> bool {
+        let shape = self.shape();
+        shape.policies > cluster::NAMESPACES
+            && shape.local > 0
+            && shape.local + self.changes <= 40_000
+            && shape.cluster >= shape.local + 2
+            && shape.remote() <= 25_000
+            && self.changes > 0
+            && self.changes <= 5_000
+    }
 }
 
 fn main() -> ExitCode {
-    let options = match options() {
-        Ok(options) => options,
-        Err(why) => {
-            eprintln!("netpol-bench: {why}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    match run(&options) {
+    let args = Args::parse();
+    if !args.sizes_fit() {
+        Args::command()
+            .error(
+                ErrorKind::ValueValidation,
+                "need --policies > 10, 0 < --local < --cluster, at most 25,000 remote pods and \
+                 40,000 local ones, 0 < --changes <= 5,000",
+            )
+            .exit();
+    }
+    match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => {
             eprintln!("netpol-bench: {why}");
@@ -161,23 +155,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(options: &Options) -> Result<(), String> {
-    if options.scratch.exists() {
-        std::fs::remove_dir_all(&options.scratch)
-            .map_err(|error| format!("cannot empty {}: {error}", options.scratch.display()))?;
-    }
-    let plane = ControlPlane::start(
-        &options.kube_bin,
-        &options.scratch.join("control-plane"),
-        &options.node_ip,
-    )?;
+fn run(args: &Args) -> Result<(), String> {
+    let plane = args.harness.start_control_plane()?;
     plane.authorise_agent()?;
-    let kubeconfig = options.scratch.join("agent.kubeconfig");
-    plane.write_agent_kubeconfig(&kubeconfig, |path| path.display().to_string())?;
     let api = Cluster::connect(plane.admin_kubeconfig())?;
-    let shape = options.shape;
+    let shape = args.shape();
     let took = Instant::now();
-    populate(&api, &shape, &options.node_ip)?;
+    populate(&api, &shape, &args.harness.node_ip.ip().to_string())?;
     println!(
         "netpol-bench: {} local pods, {} pods in the cluster across {} namespaces and {} nodes, {} policies: put through kube-apiserver in {:.1} s",
         shape.local,
@@ -189,23 +173,24 @@ fn run(options: &Options) -> Result<(), String> {
     );
     println!(
         "netpol-bench: the agent is the native Linux cni-win ({}); HNS is the emulator (no latency added), the API server Debian's 1.20",
-        options.cni_win.display()
+        args.harness.cni_win.display()
     );
-    for &mode in &options.modes {
+    for &mode in args.mode.each() {
         let bench = Bench {
+            plane: &plane,
             api: &api,
             shape,
-            changes: options.changes,
+            changes: args.changes,
             node: BenchNode::new(mode.version()),
         };
-        bench.run(mode, &options.cni_win, &kubeconfig)?;
+        bench.run(mode, &args.harness.cni_win)?;
     }
     Ok(())
 }
 
 /// The node's Node object, the namespaces, every pod with its address, the policies.
 fn populate(api: &Cluster, shape: &Shape, node_ip: &str) -> Result<(), String> {
-    api.create_node(cluster::NODE, node_ip)?;
+    api.create_node(NODE_NAME, node_ip)?;
     api.create_namespaces(&cluster::namespaces())?;
     let pods: Vec<_> = cluster::pods(shape)
         .iter()
@@ -218,6 +203,7 @@ fn populate(api: &Cluster, shape: &Shape, node_ip: &str) -> Result<(), String> {
 /// One mode's run: a fresh node with the local pods' endpoints, the agent, its first sync,
 /// the changes.
 struct Bench<'a> {
+    plane: &'a ControlPlane,
     api: &'a Cluster,
     shape: Shape,
     changes: usize,
@@ -233,7 +219,7 @@ struct Kind {
 }
 
 impl Bench<'_> {
-    fn run(&self, mode: Mode, binary: &Path, kubeconfig: &Path) -> Result<(), String> {
+    fn run(&self, mode: Mode, binary: &Path) -> Result<(), String> {
         println!("\n== {}", mode.label());
         for k in 0..self.shape.local {
             self.node.add_endpoint(&ClusterPod::local(k))?;
@@ -241,8 +227,8 @@ impl Bench<'_> {
         let engine = self.node.engine();
         engine.reset_policy_writes().map_err(|f| f.to_string())?;
         let started = Instant::now();
-        let mut agent = Agent::start(binary, &self.node, kubeconfig)?;
-        let synced = self.first_sync(&mut agent, started)?;
+        let agent = self.node.start_agent(self.plane, binary)?;
+        let synced = self.first_sync(&agent, started)?;
         let writes = measure::quiet(&engine)?;
         println!(
             "initial sync: {:.2} s from the agent's start to every local endpoint programmed; {} endpoint writes ({} ACL rules), {} network writes ({} IP sets)",
@@ -269,34 +255,25 @@ impl Bench<'_> {
         self.clean_up()
     }
 
-    /// Waits until the agent has synced and programmed every local endpoint.
-    fn first_sync(&self, agent: &mut Agent, started: Instant) -> Result<Duration, String> {
-        let programmed = format!(
-            "cniwin_netpol_endpoints{{state=\"programmed\"}} {}",
-            self.shape.local
-        );
-        loop {
-            agent.running()?;
-            if let Ok(metrics) = agent.scrape()
-                && metric(&metrics, "cniwin_netpol_synced") == Some(1.0)
-                && metrics.lines().any(|line| line == programmed)
-            {
-                return Ok(started.elapsed());
-            }
-            if started.elapsed() >= SYNC_DEADLINE {
-                return Err(format!(
-                    "the agent has not programmed every local endpoint after {} s: {}",
-                    SYNC_DEADLINE.as_secs(),
-                    agent.log_tail()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    /// Waits until the agent has synced and programmed every local endpoint; the time since
+    /// `started`.
+    fn first_sync(&self, agent: &AgentProcess, started: Instant) -> Result<Duration, String> {
+        let local = self.shape.local as f64;
+        agent.poll(
+            SYNC_DEADLINE,
+            Duration::from_millis(20),
+            "sync with every local endpoint programmed",
+            || {
+                let synced = agent.metric("cniwin_netpol_synced") == Some(1.0)
+                    && agent.metric("cniwin_netpol_endpoints{state=\"programmed\"}") == Some(local);
+                Ok(synced.then(|| started.elapsed()))
+            },
+        )
     }
 
     fn series(
         &self,
-        agent: &Agent,
+        agent: &AgentProcess,
         name: &'static str,
         mut change: impl FnMut(usize) -> Result<Sample, String>,
     ) -> Result<Kind, String> {
@@ -487,4 +464,52 @@ fn print_goals(mode: Mode, kinds: &[Kind], peak_kib: u64) {
 
 fn millis(duration: Duration) -> String {
     format!("{:.1} ms", duration.as_secs_f64() * 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    fn parse(more: &[&str]) -> Args {
+        let required = [
+            "netpol-bench",
+            "--kube-bin",
+            "kube",
+            "--cni-win",
+            "cni-win",
+            "--scratch",
+            "scratch",
+            "--node-ip",
+            "192.168.1.10/24",
+        ];
+        Args::try_parse_from(required.iter().chain(more)).unwrap()
+    }
+
+    #[test]
+    fn the_flags_are_consistent() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn the_default_and_smoke_sizes_fit_and_an_empty_or_small_cluster_does_not() {
+        let default = parse(&[]);
+        assert!(default.sizes_fit());
+        assert_eq!(default.mode.each(), [Mode::IpSets, Mode::Inline]);
+        let smoke = [
+            "--local",
+            "10",
+            "--cluster",
+            "200",
+            "--policies",
+            "20",
+            "--changes",
+            "5",
+        ];
+        assert!(parse(&smoke).sizes_fit());
+        assert!(!parse(&["--local", "0"]).sizes_fit());
+        assert!(!parse(&["--local", "100", "--cluster", "50"]).sizes_fit());
+        assert_eq!(parse(&["--mode", "inline"]).mode.each(), [Mode::Inline]);
+    }
 }

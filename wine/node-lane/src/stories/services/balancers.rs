@@ -1,0 +1,166 @@
+//! What kube-proxy programs, judged: the load balancers a Service must have and whether HNS
+//! holds exactly those, and kube-proxy's objects compared before and after an operation that
+//! must leave them.
+
+use std::collections::BTreeSet;
+use std::net::IpAddr;
+
+use hns::Guid;
+use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeLoadBalancer};
+
+/// kube-proxy's HNS objects, compared before and after an operation that must leave them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeProxyObjects {
+    pub balancers: BTreeSet<Guid>,
+    /// What the load balancers do, whatever their IDs.
+    programming: BTreeSet<Programmed>,
+    pub endpoints: BTreeSet<Guid>,
+}
+
+impl KubeProxyObjects {
+    /// The load balancers and kube-proxy's own endpoints (every nameless endpoint holding
+    /// none of `pods`' addresses).
+    pub fn of(
+        endpoints: &[HostComputeEndpoint],
+        balancers: &[HostComputeLoadBalancer],
+        pods: &BTreeSet<IpAddr>,
+    ) -> KubeProxyObjects {
+        KubeProxyObjects {
+            balancers: balancers.iter().map(|b| b.id).collect(),
+            programming: balancers.iter().map(Programmed::of).collect(),
+            endpoints: endpoints
+                .iter()
+                .filter(|e| {
+                    !e.ip_configurations
+                        .iter()
+                        .any(|c| pods.contains(&c.ip_address))
+                })
+                .filter(|e| e.name.is_empty())
+                .map(|e| e.id)
+                .collect(),
+        }
+    }
+
+    /// Whether `other` programs the same and keeps the same endpoints, whatever its load
+    /// balancers' IDs: what a restarted kube-proxy must leave.
+    pub fn alike(&self, other: &KubeProxyObjects) -> bool {
+        self.programming == other.programming && self.endpoints == other.endpoints
+    }
+}
+
+/// One load balancer's programming: frontend, port mapping, source VIP and backends.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Programmed {
+    frontends: Vec<IpAddr>,
+    ports: Vec<(u32, u16, u16)>,
+    source_vip: Option<IpAddr>,
+    backends: BTreeSet<Guid>,
+}
+
+impl Programmed {
+    fn of(balancer: &HostComputeLoadBalancer) -> Programmed {
+        Programmed {
+            frontends: balancer.frontend_vips.clone(),
+            ports: balancer
+                .port_mappings
+                .iter()
+                .map(|m| (m.protocol, m.internal_port, m.external_port))
+                .collect(),
+            source_vip: balancer.source_vip,
+            backends: balancer.host_compute_endpoints.iter().copied().collect(),
+        }
+    }
+}
+
+/// One load balancer kube-proxy must have programmed.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub check: String,
+    pub frontend: Option<IpAddr>,
+    pub protocol: u32,
+    pub internal_port: u16,
+    pub external_port: u16,
+    /// The backends' addresses: each must be one endpoint of the balancer, local for this
+    /// node's pods, remote for another node's.
+    pub backends: Vec<IpAddr>,
+    pub source_vip: Option<IpAddr>,
+}
+
+/// Whether exactly one load balancer matches `want` and its backends are exactly the
+/// endpoints holding `want`'s addresses; what it saw, or why not.
+pub fn judge(
+    want: &Expected,
+    endpoints: &[HostComputeEndpoint],
+    balancers: &[HostComputeLoadBalancer],
+) -> Result<String, String> {
+    let matching: Vec<&HostComputeLoadBalancer> = balancers
+        .iter()
+        .filter(|b| b.frontend_vips.first().copied() == want.frontend)
+        .filter(|b| {
+            b.port_mappings.first().is_some_and(|m| {
+                m.protocol == want.protocol && m.external_port == want.external_port
+            })
+        })
+        .collect();
+    let balancer = match matching.as_slice() {
+        [one] => *one,
+        [] => return Err("no load balancer for it".to_owned()),
+        many => return Err(format!("{} load balancers for it (duplicates)", many.len())),
+    };
+    let mapping = &balancer.port_mappings[0];
+    if mapping.internal_port != want.internal_port {
+        return Err(format!(
+            "load balancer {} maps to port {}, not {}",
+            balancer.id, mapping.internal_port, want.internal_port
+        ));
+    }
+    let mut wanted = BTreeSet::new();
+    for ip in &want.backends {
+        let endpoint = endpoints
+            .iter()
+            .find(|e| holds(e, *ip))
+            .ok_or_else(|| format!("no endpoint holds backend {ip}"))?;
+        wanted.insert(endpoint.id);
+    }
+    let actual: BTreeSet<Guid> = balancer.host_compute_endpoints.iter().copied().collect();
+    if actual != wanted || actual.len() != balancer.host_compute_endpoints.len() {
+        return Err(format!(
+            "load balancer {} has backends {:?}, the Service's endpoints are {:?}",
+            balancer.id, balancer.host_compute_endpoints, wanted
+        ));
+    }
+    if want.source_vip.is_some() && balancer.source_vip != want.source_vip {
+        return Err(format!(
+            "load balancer {} has source VIP {:?}, not {:?}",
+            balancer.id, balancer.source_vip, want.source_vip
+        ));
+    }
+    let describe = |ip: &IpAddr| {
+        let remote = endpoints
+            .iter()
+            .find(|e| holds(e, *ip))
+            .is_some_and(|e| e.flags.contains(EndpointFlags::REMOTE_ENDPOINT));
+        format!("{ip}{}", if remote { " (remote)" } else { "" })
+    };
+    Ok(format!(
+        "load balancer {}: backends {}{}",
+        balancer.id,
+        want.backends
+            .iter()
+            .map(describe)
+            .collect::<Vec<_>>()
+            .join(", "),
+        balancer
+            .source_vip
+            .map(|vip| format!(", source VIP {vip}"))
+            .unwrap_or_default()
+    ))
+}
+
+/// Whether `endpoint` holds `ip`.
+pub fn holds(endpoint: &HostComputeEndpoint, ip: IpAddr) -> bool {
+    endpoint
+        .ip_configurations
+        .iter()
+        .any(|config| config.ip_address == ip)
+}
