@@ -95,7 +95,7 @@ impl AgentProcess {
             .try_clone()
             .map_err(|error| format!("{}: {error}", log.display()))?;
         command
-            .args(["sweep", "--every", "1h", "--network-policy"])
+            .args(["daemon", "--every", "1h", "--network-policy"])
             .args(["--node-name", NODE_NAME])
             .args(["--metrics-address", &metrics.to_string()])
             .args(["--conf-dir", &spell(&conf_dir)])

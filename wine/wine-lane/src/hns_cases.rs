@@ -881,7 +881,7 @@ fn doctor(bench: &Bench<'_>) -> Result<String, String> {
     let failed = broken["findings"].as_array().is_some_and(|findings| {
         findings.iter().any(|f| {
             f["check"] == "network \"cbr0\": ready"
-                && f["verdict"] == "fail"
+                && f["severity"] == "fail"
                 && f["evidence"]
                     .as_str()
                     .is_some_and(|e| e.contains("does not exist"))

@@ -1,4 +1,4 @@
-//! NetworkPolicy on the emulated node: cni-win's agent (`cni-win.exe sweep --every …
+//! NetworkPolicy on the emulated node: cni-win's agent (`cni-win.exe daemon
 //! --network-policy`) under Wine, watching the real kube-apiserver as deploy/rbac.yaml's
 //! ServiceAccount authorises it; the snapshot it writes; the Event it publishes on a policy it
 //! refuses; and a pod's ADD by win-bridge.exe with the snapshot's rules, judged by the

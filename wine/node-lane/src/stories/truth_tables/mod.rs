@@ -1,7 +1,7 @@
 //! NetworkPolicy's truth tables through the real API server: every case of
 //! `netpol-truth-tables` put into kube-apiserver as a cluster operator would (namespaces,
 //! pods bound to this node with their addresses, the policies of each step), cni-win's agent
-//! (`cni-win sweep --every … --network-policy`, the Linux build: this is about what it
+//! (`cni-win daemon --network-policy`, the Linux build: this is about what it
 //! programs, the Wine story proves the `.exe` against the same server) watching it as
 //! deploy/rbac.yaml's ServiceAccount, and every (from, to, port, protocol) verdict the
 //! emulator computes from the rules it programmed compared with the case's matrix, under
