@@ -5,7 +5,11 @@
 //! policy type; it then accepts, in that direction, the union of what those policies' rules
 //! allow. A rule allows traffic with any of its peers on any of its ports. Named ports are
 //! resolved on the destination pod: on ingress the subject's own containers, on egress each
-//! peer pod's, so peers with different numbers for one name get one rule per number.
+//! peer pod's, so peers with different numbers for one name get one rule per number. An
+//! `ipBlock` peer's pods are the pods whose addresses lie in the block (less its `except`):
+//! for pod traffic, `to` absent and `ipBlock: 0.0.0.0/0` mean the same, so a named port
+//! resolves on those pods as on a pod peer's; an address outside the cluster has no container
+//! and so no named port, and matches none.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -46,10 +50,32 @@ impl Family {
 /// what becomes one IP set, or one inline address list.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct Group {
-    pub(crate) peer: PodPeer,
+    pub(crate) members: Members,
     /// Egress to a named port: only the peer's pods that resolve the name to this number.
     pub(crate) port: Option<NamedPort>,
     pub(crate) family: Family,
+}
+
+/// Which pods a group is made of.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Members {
+    /// The pods a pod peer's selectors select.
+    Selected(PodPeer),
+    /// The pods whose addresses lie in an `ipBlock`'s prefixes: an egress rule's named port
+    /// resolves on them.
+    InBlock(Vec<IpNetwork>),
+}
+
+impl Members {
+    fn include(&self, cluster: &Cluster, pod: &PodInfo) -> bool {
+        match self {
+            Members::Selected(peer) => peer_selects(cluster, peer, pod),
+            Members::InBlock(prefixes) => pod
+                .ips
+                .iter()
+                .any(|ip| prefixes.iter().any(|prefix| prefix.contains(*ip))),
+        }
+    }
 }
 
 impl Group {
@@ -57,7 +83,7 @@ impl Group {
     pub(crate) fn addresses(&self, cluster: &Cluster) -> Vec<IpAddr> {
         let mut addresses: Vec<IpAddr> = cluster
             .pods()
-            .filter(|pod| peer_selects(cluster, &self.peer, pod))
+            .filter(|pod| self.members.include(cluster, pod))
             .filter(|pod| {
                 self.port
                     .as_ref()
@@ -92,11 +118,19 @@ impl GroupAddresses {
 /// One line per group, as IP sets are named: what selects its pods, then the port and family.
 impl fmt::Display for Group {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.peer.namespaces {
-            Namespaces::Named(namespace) => write!(f, "ns/{namespace}")?,
-            Namespaces::Matching(selector) => write!(f, "ns:{selector}")?,
+        match &self.members {
+            Members::Selected(peer) => {
+                match &peer.namespaces {
+                    Namespaces::Named(namespace) => write!(f, "ns/{namespace}")?,
+                    Namespaces::Matching(selector) => write!(f, "ns:{selector}")?,
+                }
+                write!(f, " pod:{}", peer.pods)?;
+            }
+            Members::InBlock(prefixes) => {
+                let prefixes: Vec<String> = prefixes.iter().map(ToString::to_string).collect();
+                write!(f, "block:{}", prefixes.join(","))?;
+            }
         }
-        write!(f, " pod:{}", self.peer.pods)?;
         if let Some(port) = &self.port {
             write!(f, " port:{}/{}={}", port.name, port.protocol, port.port)?;
         }
@@ -206,11 +240,11 @@ fn ingress(subject: Subject<'_>, rule: &Rule, out: &mut BTreeSet<Allow>) {
             })
             .collect(),
     };
-    allow_each(Direction::In, remotes(&rule.peers, None), &services, out);
+    allow_each(Direction::In, remotes(&rule.peers), &services, out);
 }
 
 /// Egress: numbered ports apply to every peer; a named port to each peer pod that has it,
-/// with that pod's number (never to an address block, which has no containers).
+/// with that pod's number (an address block's pods are the pods inside it).
 fn egress(cluster: &Cluster, rule: &Rule, out: &mut BTreeSet<Allow>) {
     let (services, named) = match &rule.ports {
         Ports::Any => (vec![Service::Any], Vec::new()),
@@ -229,29 +263,31 @@ fn egress(cluster: &Cluster, rule: &Rule, out: &mut BTreeSet<Allow>) {
             (services, named)
         }
     };
-    allow_each(Direction::Out, remotes(&rule.peers, None), &services, out);
+    allow_each(Direction::Out, remotes(&rule.peers), &services, out);
     if named.is_empty() {
         return;
     }
-    let every_pod = PodPeer {
+    // The peers whose pods the name resolves on: every pod (`to` absent), a pod peer's pods,
+    // or the pods inside an address block.
+    let every_pod = Members::Selected(PodPeer {
         namespaces: Namespaces::Matching(Selector::everything()),
         pods: Selector::everything(),
-    };
-    let peers: Vec<&PodPeer> = match &rule.peers {
-        Peers::Any => vec![&every_pod],
+    });
+    let peers: Vec<Members> = match &rule.peers {
+        Peers::Any => vec![every_pod],
         Peers::These(peers) => peers
             .iter()
-            .filter_map(|peer| match peer {
-                Peer::Pods(pods) => Some(pods),
-                Peer::Block(_) => None,
+            .map(|peer| match peer {
+                Peer::Pods(pods) => Members::Selected(pods.clone()),
+                Peer::Block(prefixes) => Members::InBlock(prefixes.clone()),
             })
             .collect(),
     };
-    for peer in peers {
+    for members in peers {
         for (name, protocol) in &named {
             let numbers: BTreeSet<u16> = cluster
                 .pods()
-                .filter(|pod| peer_selects(cluster, peer, pod))
+                .filter(|pod| members.include(cluster, pod))
                 .filter_map(|pod| pod.resolve(name, *protocol))
                 .collect();
             for number in numbers {
@@ -261,8 +297,14 @@ fn egress(cluster: &Cluster, rule: &Rule, out: &mut BTreeSet<Allow>) {
                     port: number,
                 };
                 let service = Service::Ports(*protocol, vec![PortRange::single(number)]);
-                let remotes = remotes(&Peers::These(vec![Peer::Pods(peer.clone())]), Some(&port));
-                allow_each(Direction::Out, remotes, &[service], out);
+                let remotes = Family::BOTH.map(|family| {
+                    Remote::Group(Group {
+                        members: members.clone(),
+                        port: Some(port.clone()),
+                        family,
+                    })
+                });
+                allow_each(Direction::Out, remotes.to_vec(), &[service], out);
             }
         }
     }
@@ -288,7 +330,7 @@ fn allow_each(
 
 /// The remotes of a rule's peers: anyone, each address block split by family, each pod peer
 /// as a group per family.
-fn remotes(peers: &Peers, port: Option<&NamedPort>) -> Vec<Remote> {
+fn remotes(peers: &Peers) -> Vec<Remote> {
     let Peers::These(peers) = peers else {
         return vec![Remote::Any];
     };
@@ -310,8 +352,8 @@ fn remotes(peers: &Peers, port: Option<&NamedPort>) -> Vec<Remote> {
             Peer::Pods(pods) => {
                 for family in Family::BOTH {
                     remotes.push(Remote::Group(Group {
-                        peer: pods.clone(),
-                        port: port.cloned(),
+                        members: Members::Selected(pods.clone()),
+                        port: None,
                         family,
                     }));
                 }
