@@ -9,7 +9,8 @@ use std::net::Ipv4Addr;
 use node_lane::NODE_NAME;
 use serde_json::{Value, json};
 
-/// Namespaces `ns-0` to `ns-9`; pods and policies go round them.
+/// Namespaces `ns-0` to `ns-9` unless `--namespaces` says otherwise; pods and policies go
+/// round them.
 pub const NAMESPACES: usize = 10;
 const APPS: usize = 10;
 const TIERS: [&str; 5] = ["web", "api", "db", "cache", "worker"];
@@ -31,6 +32,8 @@ pub struct Shape {
     pub cluster: usize,
     /// NetworkPolicies.
     pub policies: usize,
+    /// Namespaces, `ns-0` on: pods and policies go round them.
+    pub namespaces: usize,
 }
 
 impl Shape {
@@ -52,17 +55,22 @@ pub struct ClusterPod {
 impl ClusterPod {
     /// The `k`th pod of the agent's node (those from `Shape::local` on are the new pods the
     /// benchmark adds), on `cbr0`.
-    pub fn local(k: usize) -> ClusterPod {
+    pub fn local(shape: &Shape, k: usize) -> ClusterPod {
         let ip = Ipv4Addr::new(10, 245, (k / 200) as u8, (k % 200 + 10) as u8);
-        ClusterPod::labelled(k, format!("l{k}"), NODE_NAME.to_owned(), ip)
+        ClusterPod::labelled(shape, k, format!("l{k}"), NODE_NAME.to_owned(), ip)
     }
 
     /// The `j`th pod of the other nodes, 100 to a node, each node with its own /24.
     pub fn remote(shape: &Shape, j: usize) -> ClusterPod {
         let node = 2 + j / PODS_PER_REMOTE_NODE;
         let ip = Ipv4Addr::new(10, 244, node as u8, (j % PODS_PER_REMOTE_NODE + 2) as u8);
-        let mut pod =
-            ClusterPod::labelled(shape.local + j, format!("r{j}"), format!("node{node}"), ip);
+        let mut pod = ClusterPod::labelled(
+            shape,
+            shape.local + j,
+            format!("r{j}"),
+            format!("node{node}"),
+            ip,
+        );
         if j.is_multiple_of(PODS_PER_REMOTE_NODE) {
             pod.labels.insert("role".to_owned(), "client".to_owned());
         }
@@ -70,15 +78,15 @@ impl ClusterPod {
     }
 
     /// The `g`th pod of the cluster's labels: its namespace, app, tier and version go round.
-    fn labelled(g: usize, suffix: String, node: String, ip: Ipv4Addr) -> ClusterPod {
-        let app = (g / NAMESPACES) % APPS;
+    fn labelled(shape: &Shape, g: usize, suffix: String, node: String, ip: Ipv4Addr) -> ClusterPod {
+        let app = (g / shape.namespaces) % APPS;
         let labels = BTreeMap::from([
             ("app".to_owned(), format!("app-{app}")),
             ("tier".to_owned(), TIERS[app % TIERS.len()].to_owned()),
             ("version".to_owned(), format!("v{}", g % 3)),
         ]);
         ClusterPod {
-            namespace: format!("ns-{}", g % NAMESPACES),
+            namespace: format!("ns-{}", g % shape.namespaces),
             name: format!("app-{app}-{suffix}"),
             node,
             ip,
@@ -124,14 +132,14 @@ pub fn moving_client(shape: &Shape, k: usize) -> ClusterPod {
 /// Every pod of the cluster: the local ones first.
 pub fn pods(shape: &Shape) -> Vec<ClusterPod> {
     (0..shape.local)
-        .map(ClusterPod::local)
+        .map(|k| ClusterPod::local(shape, k))
         .chain((0..shape.remote()).map(|j| ClusterPod::remote(shape, j)))
         .collect()
 }
 
 /// The namespaces, each with the name label API servers from 1.21 set (1.20 does not).
-pub fn namespaces() -> Vec<Value> {
-    (0..NAMESPACES)
+pub fn namespaces(shape: &Shape) -> Vec<Value> {
+    (0..shape.namespaces)
         .map(|n| {
             let name = format!("ns-{n}");
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
@@ -143,9 +151,9 @@ pub fn namespaces() -> Vec<Value> {
 
 /// The `p`th policy: its namespace's default deny first, then its `clients` policy, then a
 /// mix of eight kinds.
-pub fn policy(p: usize) -> Value {
-    let namespace = format!("ns-{}", p % NAMESPACES);
-    let q = p / NAMESPACES;
+pub fn policy(shape: &Shape, p: usize) -> Value {
+    let namespace = format!("ns-{}", p % shape.namespaces);
+    let q = p / shape.namespaces;
     let app = |offset: usize| format!("app-{}", (q + offset) % APPS);
     let (name, spec) = match q {
         0 => (

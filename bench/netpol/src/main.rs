@@ -80,9 +80,13 @@ struct Args {
     /// Pods in the cluster, the local ones included
     #[arg(long, value_name = "N", default_value_t = 5000)]
     cluster: usize,
-    /// NetworkPolicies, at least 11
+    /// NetworkPolicies, more than the namespaces (each gets a default deny and a `clients`
+    /// policy first)
     #[arg(long, value_name = "N", default_value_t = 500)]
     policies: usize,
+    /// Namespaces the pods and policies go round
+    #[arg(long, value_name = "N", default_value_t = cluster::NAMESPACES)]
+    namespaces: usize,
     /// Changes of each kind timed
     #[arg(long, value_name = "N", default_value_t = 50)]
     changes: usize,
@@ -118,6 +122,7 @@ impl Args {
             local: self.local,
             cluster: self.cluster,
             policies: self.policies,
+            namespaces: self.namespaces,
         }
     }
 
@@ -125,7 +130,8 @@ impl Args {
     /// policy are what the changes are judged by, and the addresses are the layout's.
     fn sizes_fit(&self) -> bool {
         let shape = self.shape();
-        shape.policies > cluster::NAMESPACES
+        shape.namespaces > 0
+            && shape.policies > shape.namespaces
             && shape.local > 0
             && shape.local + self.changes <= 40_000
             && shape.cluster >= shape.local + 2
@@ -141,7 +147,7 @@ fn main() -> ExitCode {
         Args::command()
             .error(
                 ErrorKind::ValueValidation,
-                "need --policies > 10, 0 < --local < --cluster, at most 25,000 remote pods and \
+                "need 0 < --namespaces < --policies, 0 < --local < --cluster, at most 25,000 remote pods and \
                  40,000 local ones, 0 < --changes <= 5,000",
             )
             .exit();
@@ -166,7 +172,7 @@ fn run(args: &Args) -> Result<(), String> {
         "netpol-bench: {} local pods, {} pods in the cluster across {} namespaces and {} nodes, {} policies: put through kube-apiserver in {:.1} s",
         shape.local,
         shape.cluster,
-        cluster::NAMESPACES,
+        shape.namespaces,
         1 + shape.remote().div_ceil(100),
         shape.policies,
         took.elapsed().as_secs_f64()
@@ -191,13 +197,17 @@ fn run(args: &Args) -> Result<(), String> {
 /// The node's Node object, the namespaces, every pod with its address, the policies.
 fn populate(api: &Cluster, shape: &Shape, node_ip: &str) -> Result<(), String> {
     api.create_node(NODE_NAME, node_ip)?;
-    api.create_namespaces(&cluster::namespaces())?;
+    api.create_namespaces(&cluster::namespaces(shape))?;
     let pods: Vec<_> = cluster::pods(shape)
         .iter()
         .map(|pod| (pod.object(), pod.status()))
         .collect();
     api.create_pods(&pods)?;
-    api.create_policies(&(0..shape.policies).map(cluster::policy).collect::<Vec<_>>())
+    api.create_policies(
+        &(0..shape.policies)
+            .map(|p| cluster::policy(shape, p))
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// One mode's run: a fresh node with the local pods' endpoints, the agent, its first sync,
@@ -222,7 +232,7 @@ impl Bench<'_> {
     fn run(&self, mode: Mode, binary: &Path) -> Result<(), String> {
         println!("\n== {}", mode.label());
         for k in 0..self.shape.local {
-            self.node.add_endpoint(&ClusterPod::local(k))?;
+            self.node.add_endpoint(&ClusterPod::local(&self.shape, k))?;
         }
         let engine = self.node.engine();
         engine.reset_policy_writes().map_err(|f| f.to_string())?;
@@ -295,7 +305,7 @@ impl Bench<'_> {
     /// pod on the clients' port.
     fn relabel(&self, k: usize) -> Result<Sample, String> {
         let pod = cluster::moving_client(&self.shape, k);
-        let target = ClusterPod::local(0);
+        let target = ClusterPod::local(&self.shape, 0);
         let joins = k.is_multiple_of(2);
         let (before, after) = if joins {
             (Verdict::Denied, Verdict::Allowed)
@@ -318,7 +328,8 @@ impl Bench<'_> {
     /// Change `k`: a policy admitting api pods to every pod of a namespace on a new port,
     /// judged by a remote api pod's first packet to a local pod of that namespace.
     fn add_policy(&self, k: usize) -> Result<Sample, String> {
-        let target = ClusterPod::local(k % cluster::NAMESPACES.min(self.shape.local));
+        let target =
+            ClusterPod::local(&self.shape, k % self.shape.namespaces.min(self.shape.local));
         let source = (0..self.shape.remote())
             .map(|j| ClusterPod::remote(&self.shape, j))
             .find(|pod| pod.tier() == "api")
@@ -338,7 +349,7 @@ impl Bench<'_> {
     /// it), timed from kubelet's status write with its address to its endpoint denying what
     /// its namespace's default deny denies.
     fn add_local_pod(&self, k: usize) -> Result<Sample, String> {
-        let pod = ClusterPod::local(self.shape.local + k);
+        let pod = ClusterPod::local(&self.shape, self.shape.local + k);
         self.api.create_pod(&pod.object())?;
         self.node.add_endpoint(&pod)?;
         let engine = self.node.engine();
@@ -360,11 +371,12 @@ impl Bench<'_> {
             let pod = cluster::moving_client(&self.shape, k);
             self.api
                 .label_pod(&pod.namespace, &pod.name, "role", None)?;
-            let target = ClusterPod::local(k % cluster::NAMESPACES.min(self.shape.local));
+            let target =
+                ClusterPod::local(&self.shape, k % self.shape.namespaces.min(self.shape.local));
             let (policy, _) = cluster::new_policy(&target.namespace, k);
             let name = policy["metadata"]["name"].as_str().unwrap_or_default();
             self.api.delete_policy(&target.namespace, name)?;
-            let pod = ClusterPod::local(self.shape.local + k);
+            let pod = ClusterPod::local(&self.shape, self.shape.local + k);
             self.api.delete_pod(&pod.namespace, &pod.name)?;
         }
         Ok(())
