@@ -175,6 +175,19 @@ impl Cluster {
         self.pods.values()
     }
 
+    /// The pods of one namespace, in name order: a range of the map (keys sort by namespace
+    /// first), so a group of one namespace costs its pods, not the cluster's.
+    pub fn pods_in<'a>(&'a self, namespace: &str) -> impl Iterator<Item = &'a PodInfo> + 'a {
+        let first = PodKey {
+            namespace: namespace.to_owned(),
+            name: String::new(),
+        };
+        self.pods
+            .range(first.clone()..)
+            .take_while(move |(key, _)| key.namespace == first.namespace)
+            .map(|(_, pod)| pod)
+    }
+
     /// Every policy, in key order.
     pub fn policies(&self) -> impl Iterator<Item = &Policy> {
         self.policies.values()
@@ -193,11 +206,16 @@ impl Cluster {
             .filter(move |policy| labels.is_some_and(|labels| policy.pod_selector.matches(labels)))
     }
 
-    /// The policies of one namespace, in name order.
+    /// The policies of one namespace, in name order: a range of the map, as [`Cluster::pods_in`].
     pub fn policies_in<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = &'a Policy> {
+        let first = PolicyKey {
+            namespace: namespace.to_owned(),
+            name: String::new(),
+        };
         self.policies
-            .values()
-            .filter(move |policy| policy.key.namespace == namespace)
+            .range(first..)
+            .take_while(move |(key, _)| key.namespace == namespace)
+            .map(|(_, policy)| policy)
     }
 }
 

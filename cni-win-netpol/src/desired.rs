@@ -179,7 +179,7 @@ mod tests {
     use k8s_openapi::api::networking::v1::NetworkPolicy;
 
     use super::*;
-    use crate::cluster::PodInfo;
+    use crate::cluster::{PodInfo, PodKey};
     use crate::policy::Policy;
     use crate::rules::PEER_MATCHES;
 
@@ -257,5 +257,54 @@ mod tests {
             };
             assert!(desired.endpoints.values().all(web_addresses), "{mode:?}");
         }
+    }
+
+    /// A select-all peer in each of many namespaces ("allow from my own namespace", one
+    /// policy per namespace) makes a group per namespace; each group's members are looked for
+    /// in its namespace only, so every namespace's posture together costs the cluster's pods
+    /// once per address family, not the namespaces times the pods.
+    #[test]
+    fn groups_of_one_namespace_cost_that_namespaces_pods() {
+        const NAMESPACES: usize = 50;
+        const PODS_EACH: usize = 4;
+        let mut cluster = Cluster::new();
+        for n in 0..NAMESPACES {
+            let namespace = format!("ns-{n}");
+            cluster.set_namespace(namespace.as_str(), Default::default());
+            for p in 0..PODS_EACH {
+                let pod: Pod = serde_json::from_value(serde_json::json!({
+                    "metadata": {"namespace": namespace, "name": format!("p{p}")},
+                    "spec": {"containers": []},
+                    "status": {"phase": "Running", "podIP": format!("10.{n}.0.{}", p + 2)}
+                }))
+                .unwrap();
+                cluster.set_pod(PodInfo::from_api(&pod).unwrap());
+            }
+            let policy: NetworkPolicy = serde_json::from_value(serde_json::json!({
+                "metadata": {"namespace": namespace, "name": "same-namespace"},
+                "spec": {"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}
+            }))
+            .unwrap();
+            cluster.set_policy(Policy::from_api(&policy).unwrap());
+        }
+        let node = NodeAddresses::default();
+        let mut translation = Translation::new(&cluster, &node);
+        PEER_MATCHES.with(|count| count.set(0));
+        for n in 0..NAMESPACES {
+            let pod = PodKey {
+                namespace: format!("ns-{n}"),
+                name: "p0".to_owned(),
+            };
+            translation.pending_pod_acls(&pod, &[]).unwrap();
+            translation
+                .namespace_posture(&format!("ns-{n}"), &[])
+                .unwrap();
+        }
+        let matches = PEER_MATCHES.with(|count| count.get());
+        assert_eq!(
+            matches,
+            2 * NAMESPACES * PODS_EACH,
+            "one look at each pod per family"
+        );
     }
 }

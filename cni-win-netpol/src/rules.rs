@@ -67,13 +67,37 @@ pub(crate) enum Members {
 }
 
 impl Members {
-    fn include(&self, cluster: &Cluster, pod: &PodInfo) -> bool {
+    /// The member pods. A pod peer's are looked for only in the namespaces it names (its own,
+    /// or those its `namespaceSelector` matches): a select-all peer in each of 2,000
+    /// namespaces then costs the cluster's pods once, not 2,000 times.
+    fn pods<'c>(&self, cluster: &'c Cluster) -> Vec<&'c PodInfo> {
         match self {
-            Members::Selected(peer) => peer_selects(cluster, peer, pod),
-            Members::InBlock(prefixes) => pod
-                .ips
-                .iter()
-                .any(|ip| prefixes.iter().any(|prefix| prefix.contains(*ip))),
+            Members::Selected(peer) => {
+                let namespaces: Vec<&str> = match &peer.namespaces {
+                    Namespaces::Named(namespace) => vec![namespace.as_str()],
+                    Namespaces::Matching(selector) => cluster
+                        .namespaces()
+                        .filter(|namespace| {
+                            cluster
+                                .namespace_labels(namespace)
+                                .is_some_and(|labels| selector.matches(labels))
+                        })
+                        .collect(),
+                };
+                namespaces
+                    .into_iter()
+                    .flat_map(|namespace| cluster.pods_in(namespace))
+                    .filter(|pod| peer_selects(cluster, peer, pod))
+                    .collect()
+            }
+            Members::InBlock(prefixes) => cluster
+                .pods()
+                .filter(|pod| {
+                    pod.ips
+                        .iter()
+                        .any(|ip| prefixes.iter().any(|prefix| prefix.contains(*ip)))
+                })
+                .collect(),
         }
     }
 }
@@ -81,9 +105,10 @@ impl Members {
 impl Group {
     /// The group's members' addresses of its family, sorted.
     pub(crate) fn addresses(&self, cluster: &Cluster) -> Vec<IpAddr> {
-        let mut addresses: Vec<IpAddr> = cluster
-            .pods()
-            .filter(|pod| self.members.include(cluster, pod))
+        let mut addresses: Vec<IpAddr> = self
+            .members
+            .pods(cluster)
+            .into_iter()
             .filter(|pod| {
                 self.port
                     .as_ref()
@@ -285,9 +310,9 @@ fn egress(cluster: &Cluster, rule: &Rule, out: &mut BTreeSet<Allow>) {
     };
     for members in peers {
         for (name, protocol) in &named {
-            let numbers: BTreeSet<u16> = cluster
-                .pods()
-                .filter(|pod| members.include(cluster, pod))
+            let numbers: BTreeSet<u16> = members
+                .pods(cluster)
+                .into_iter()
                 .filter_map(|pod| pod.resolve(name, *protocol))
                 .collect();
             for number in numbers {
