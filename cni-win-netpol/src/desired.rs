@@ -1,6 +1,6 @@
 //! What HNS should hold: every local endpoint's ACLs and the IP sets they name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use hns::Guid;
@@ -9,6 +9,7 @@ use hns::schema::policy::AclPolicy;
 use crate::cluster::{Cluster, PodKey};
 use crate::render::{IpSet, Mode, Priorities, PriorityConflict, Renderer, is_agents};
 use crate::rules::{self, GroupAddresses, Subject};
+use crate::sets::{self, SetCollision, Sets};
 
 /// The addresses of the node the agent runs on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,6 +41,24 @@ pub struct Desired {
     pub sets: BTreeMap<String, IpSet>,
     /// Endpoints left as they are: no priority is free of their other owners' rules.
     pub conflicts: BTreeMap<Guid, PriorityConflict>,
+    /// Sets two groups met at: neither is written, nor any rule naming it.
+    pub collisions: Vec<SetCollision>,
+}
+
+impl Desired {
+    /// Leaves out the sets of `collisions` and every rule naming them: what those rules would
+    /// allow is refused, the endpoints' isolation stays.
+    pub(crate) fn fail_closed(&mut self, collisions: Vec<SetCollision>) {
+        let ids: BTreeSet<&str> = collisions.iter().map(|c| c.id.as_str()).collect();
+        if ids.is_empty() {
+            return;
+        }
+        for acls in self.endpoints.values_mut() {
+            acls.retain(|acl| !sets::names_any(acl, &ids));
+        }
+        self.sets.retain(|id, _| !ids.contains(id.as_str()));
+        self.collisions.extend(collisions);
+    }
 }
 
 /// One state of the cluster translated for this node, for as many questions as a pass asks.
@@ -69,8 +88,11 @@ impl<'c> Translation<'c> {
     ///
     /// An endpoint whose pod the agent has not seen gets its namespace's posture
     /// ([`Translation::namespace_posture`]).
+    ///
+    /// Two groups whose sets meet one `Id` fail closed: see [`Desired::collisions`].
     pub fn desired(&mut self, endpoints: &[LocalEndpoint], mode: Mode) -> Desired {
         let mut desired = Desired::default();
+        let mut sets = Sets::default();
         for endpoint in endpoints {
             let pod = self.cluster.pod(&endpoint.pod);
             let subject = Subject {
@@ -78,13 +100,7 @@ impl<'c> Translation<'c> {
                 labels: pod.map(|pod| &pod.labels),
                 named_ports: pod.map_or(&[], |pod| &pod.named_ports),
             };
-            match self.endpoint_acls(
-                subject,
-                &endpoint.ips,
-                &endpoint.others,
-                mode,
-                &mut desired.sets,
-            ) {
+            match self.endpoint_acls(subject, &endpoint.ips, &endpoint.others, mode, &mut sets) {
                 Ok(acls) => {
                     desired.endpoints.insert(endpoint.id, acls);
                 }
@@ -93,6 +109,9 @@ impl<'c> Translation<'c> {
                 }
             }
         }
+        let (named, collisions) = sets.finish();
+        desired.sets = named;
+        desired.fail_closed(collisions);
         desired
     }
 
@@ -145,7 +164,7 @@ impl<'c> Translation<'c> {
         subject: Subject<'_>,
         others: &[AclPolicy],
     ) -> Result<Vec<AclPolicy>, PriorityConflict> {
-        self.endpoint_acls(subject, &[], others, Mode::Inline, &mut BTreeMap::new())
+        self.endpoint_acls(subject, &[], others, Mode::Inline, &mut Sets::default())
     }
 
     fn endpoint_acls(
@@ -154,7 +173,7 @@ impl<'c> Translation<'c> {
         own: &[IpAddr],
         others: &[AclPolicy],
         mode: Mode,
-        sets: &mut BTreeMap<String, IpSet>,
+        sets: &mut Sets,
     ) -> Result<Vec<AclPolicy>, PriorityConflict> {
         let others: Vec<AclPolicy> = others
             .iter()

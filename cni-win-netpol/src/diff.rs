@@ -9,6 +9,13 @@
 //! traffic that both the old and the new rules allow refused. Only the agent's rules and
 //! sets are touched (their `Id`s carry its prefix); an endpoint that `desired` does not list
 //! keeps its rules, and a set some remaining rule still names is kept.
+//!
+//! A set is known by its `Id` *and* its `Name` (its group): a set HNS holds under a desired
+//! set's `Id` but for another group is never updated to the desired members, which would
+//! hand the old group's remaining rules the new group's members ([`renamed_sets`]). Such a
+//! set is a collision: the desired set and its rules are not written this pass (fail
+//! closed), the old rules are removed, then the old set once no rule names it; a later pass
+//! writes the new set into the free `Id`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -21,6 +28,7 @@ use hns::schema::{
 
 use crate::desired::Desired;
 use crate::render::{IpSet, SET_ID_PREFIX, is_agents};
+use crate::sets::SetCollision;
 
 /// What HNS holds on one network, as read: every endpoint's ACLs and the network's policies.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -58,15 +66,39 @@ pub enum Write {
     },
 }
 
-/// The writes, in order, that make `current` hold `desired`; none when it already does.
-pub fn diff(current: &Held, desired: &Desired) -> Vec<Write> {
-    let current_sets: BTreeMap<String, (IpSet, &NetworkPolicy)> = current
+/// The agent's sets HNS holds, by `Id`, each with the policy as read.
+fn held_sets(current: &Held) -> BTreeMap<String, (IpSet, &NetworkPolicy)> {
+    current
         .network
         .iter()
         .filter_map(|policy| Some((IpSet::from_network_policy(policy)?, policy)))
         .filter(|(set, _)| set.id.starts_with(SET_ID_PREFIX))
         .map(|(set, policy)| (set.id.clone(), (set, policy)))
-        .collect();
+        .collect()
+}
+
+/// The desired sets whose `Id` HNS holds for another group (another `Name`): [`diff`]
+/// writes neither them nor the rules naming them this pass.
+pub fn renamed_sets(current: &Held, desired: &Desired) -> Vec<SetCollision> {
+    let held = held_sets(current);
+    desired
+        .sets
+        .iter()
+        .filter_map(|(id, set)| {
+            let (programmed, _) = held.get(id)?;
+            (programmed.name != set.name).then(|| SetCollision {
+                id: id.clone(),
+                names: BTreeSet::from([programmed.name.clone(), set.name.clone()]),
+            })
+        })
+        .collect()
+}
+
+/// The writes, in order, that make `current` hold `desired`; none when it already does.
+pub fn diff(current: &Held, desired: &Desired) -> Vec<Write> {
+    let renamed = renamed_sets(current, desired);
+    let desired = &without_renamed(desired, renamed);
+    let current_sets = held_sets(current);
 
     let mut added_sets = Vec::new();
     let mut updated_sets = Vec::new();
@@ -119,6 +151,16 @@ pub fn diff(current: &Held, desired: &Desired) -> Vec<Write> {
     writes.extend(removes);
     writes.extend(network_write(RequestType::Remove, removed_sets));
     writes
+}
+
+/// `desired` less the sets of `renamed` and the rules naming them (see [`renamed_sets`]).
+fn without_renamed(desired: &Desired, renamed: Vec<SetCollision>) -> std::borrow::Cow<'_, Desired> {
+    if renamed.is_empty() {
+        return std::borrow::Cow::Borrowed(desired);
+    }
+    let mut narrowed = desired.clone();
+    narrowed.fail_closed(renamed);
+    std::borrow::Cow::Owned(narrowed)
 }
 
 /// The agent's rules to add to and remove from one endpoint: desired rules it lacks, and its

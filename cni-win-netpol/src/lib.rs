@@ -38,10 +38,11 @@ mod ports;
 pub mod render;
 mod rules;
 mod selector;
+mod sets;
 
 pub use cluster::{Cluster, NamedPort, PodInfo, PodKey};
 pub use desired::{Desired, LocalEndpoint, NodeAddresses, Translation};
-pub use diff::{Held, Write, diff};
+pub use diff::{Held, Write, diff, renamed_sets};
 pub use invalid::Invalid;
 pub use policy::{Policy, PolicyKey, Refused};
 pub use ports::{PortRange, Protocol};
@@ -49,3 +50,4 @@ pub use render::{
     IpSet, Mode, Priorities, PriorityConflict, RULE_ID_PREFIX, SET_ID_PREFIX, is_agents,
 };
 pub use selector::{Labels, Selector};
+pub use sets::SetCollision;

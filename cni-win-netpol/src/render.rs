@@ -23,7 +23,11 @@
 //! Every rule the agent writes has an `Id` starting [`RULE_ID_PREFIX`], followed by a
 //! fingerprint of the rule itself, so the agent recognises its rules among others', an
 //! unchanged rule keeps its `Id` across restarts, and a changed one is a new rule (added
-//! before the old one is removed: rules are never updated in place).
+//! before the old one is removed: rules are never updated in place). A set's `Id` is the
+//! fingerprint of its group's name ([`IpSet::for_group`]). Fingerprints are 128 bits of
+//! SHA-256: a tenant who writes selectors cannot make two groups meet one `Id` (a 64-bit
+//! non-cryptographic hash let a second preimage be searched for), and if two ever did, the
+//! pass leaves both out (`crate::sets`).
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -32,9 +36,12 @@ use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
 use hns::{Feature, SupportedFeatures};
 use ipnetwork::IpNetwork;
 
+use sha2::{Digest, Sha256};
+
 use crate::cluster::Cluster;
 use crate::ports::{self, PortRange, Protocol};
 use crate::rules::{Allow, Direction, Family, GroupAddresses, PodPolicy, Remote, Service};
+use crate::sets::Sets;
 
 /// How pod peers' addresses reach HNS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,6 +98,17 @@ pub struct IpSet {
     pub name: String,
     /// Its members' addresses, sorted; never empty (a peer with no member needs no rule).
     pub addresses: Vec<IpAddr>,
+}
+
+impl IpSet {
+    /// The set of the group named `name` (what selects its members), with `addresses`.
+    pub fn for_group(name: String, addresses: Vec<IpAddr>) -> IpSet {
+        IpSet {
+            id: format!("{SET_ID_PREFIX}{}", fingerprint(&name)),
+            name,
+            addresses,
+        }
+    }
 }
 
 /// The priorities of the agent's rules (see the module documentation).
@@ -181,8 +199,8 @@ pub(crate) struct Renderer<'a> {
     pub(crate) cluster: &'a Cluster,
     pub(crate) mode: Mode,
     pub(crate) priorities: Priorities,
-    /// The sets rules refer to, by `Id`, gathered across endpoints.
-    pub(crate) sets: &'a mut BTreeMap<String, IpSet>,
+    /// The sets rules refer to, gathered across endpoints.
+    pub(crate) sets: &'a mut Sets,
     /// The groups' addresses, worked out across endpoints.
     pub(crate) groups: &'a mut GroupAddresses,
 }
@@ -300,16 +318,9 @@ impl Renderer<'_> {
                 }
                 Some(Some(match self.mode {
                     Mode::Inline => spell_addresses(addresses),
-                    Mode::IpSets => {
-                        let name = group.to_string();
-                        let id = format!("{SET_ID_PREFIX}{}", fingerprint(&name));
-                        self.sets.entry(id.clone()).or_insert_with(|| IpSet {
-                            id: id.clone(),
-                            name,
-                            addresses: addresses.to_vec(),
-                        });
-                        id
-                    }
+                    Mode::IpSets => self
+                        .sets
+                        .name(IpSet::for_group(group.to_string(), addresses.to_vec())),
                 }))
             }
         }
@@ -371,13 +382,14 @@ fn spell_addresses(addresses: &[IpAddr]) -> String {
         .join(",")
 }
 
-/// 64-bit FNV-1a of `text`, in hex: stable across builds and platforms, which a rule's
-/// identity must be (it is compared with what an earlier run wrote).
-pub(crate) fn fingerprint(text: &str) -> String {
-    let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    format!("{hash:016x}")
+/// The first 128 bits of `text`'s SHA-256, in hex: stable across builds and platforms,
+/// which an identity must be (it is compared with what an earlier run wrote), and
+/// collision-resistant, which it must be too (tenants choose what is hashed).
+fn fingerprint(text: &str) -> String {
+    Sha256::digest(text.as_bytes())[..16]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -463,6 +475,24 @@ mod tests {
         assert_eq!(Priorities::clear_of(&[pass]).unwrap().allow, 4301);
         let block_out = AclPolicy::all_traffic(AclAction::Block, AclDirection::Out, 4200);
         assert_eq!(Priorities::clear_of(&[block_out]).unwrap().node, 4201);
+    }
+
+    /// Identities are 128 bits of SHA-256, spelt in hex: what an earlier run wrote is
+    /// recognised, and what a tenant controls cannot be searched for a second preimage.
+    #[test]
+    fn identities_are_128_bits_of_sha_256() {
+        // FIPS 180-2's first example, "abc".
+        assert_eq!(fingerprint("abc"), "ba7816bf8f01cfea414140de5dae2223");
+        let set = IpSet::for_group("ns/x pod:pod=b v4".to_owned(), Vec::new());
+        assert_eq!(set.id.len(), SET_ID_PREFIX.len() + 32, "{}", set.id);
+        let rule = acl(Direction::In, AclAction::Block, 65000, None, None, None);
+        let id = rule.id.unwrap();
+        assert_eq!(id.len(), RULE_ID_PREFIX.len() + 32, "{id}");
+        assert!(
+            id[RULE_ID_PREFIX.len()..]
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit())
+        );
     }
 
     #[test]

@@ -263,6 +263,73 @@ fn other_owners_rules_are_kept_and_never_tied_with_an_opposite_action() {
     );
 }
 
+/// A set HNS holds under the `Id` of a desired set but for another group (another `Name`:
+/// two groups met at one `Id`, or another writer) is never updated to the desired members,
+/// which would hand that group's rules this group's members: its rules and then the set go,
+/// this group's rules are not written (fail closed), and the next pass writes them into the
+/// free `Id`. No prefix of either pass lets the other group's member in.
+#[test]
+fn a_set_held_for_another_group_is_never_repointed() {
+    use cni_win_netpol::IpSet;
+
+    let changes = Changes::default();
+    let policies = [from_every_b()];
+    let mut hns = programmed(&changes, &policies, Mode::IpSets);
+    let intruder = crate::support::pod_ip("y/c", false);
+    for policy in &mut hns.network {
+        let set = IpSet::from_network_policy(policy).unwrap();
+        *policy = IpSet {
+            name: "y/evil pod:pod=c v4".to_owned(),
+            addresses: vec![intruder],
+            ..set
+        }
+        .to_network_policy();
+    }
+    let (cluster, _) = crate::support::cluster(&changes, &policies);
+    let (wanted, writes) = crate::support::round(&cluster, &changes, &hns, Mode::IpSets);
+    let collisions = cni_win_netpol::renamed_sets(&hns, &wanted);
+    assert_eq!(collisions.len(), 1, "{collisions:?}");
+    assert!(
+        collisions[0].names.contains("y/evil pod:pod=c v4"),
+        "{}",
+        collisions[0]
+    );
+    assert_eq!(
+        describe(&writes),
+        ["x/a Remove 1", "network Remove 1"],
+        "the other group's rule, then its set; never an Update"
+    );
+    let packet = |from: &str| {
+        Packet::tcp(
+            crate::support::pod_ip(from, false),
+            crate::support::pod_ip("x/a", false),
+            80,
+        )
+    };
+    for prefix in 0..=writes.len() {
+        let mut held = hns.clone();
+        crate::support::apply(&mut held, &writes[..prefix]);
+        for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
+            assert_eq!(
+                crate::support::verdict(&held, "x/b", "x/a", &packet("x/b"), build),
+                Verdict::Denied,
+                "{build} after {prefix} write(s): fail closed"
+            );
+        }
+    }
+    crate::support::apply(&mut hns, &writes);
+    let (_, writes) = crate::support::round(&cluster, &changes, &hns, Mode::IpSets);
+    assert_eq!(describe(&writes), ["network Add 1", "x/a Add 1"]);
+    crate::support::apply(&mut hns, &writes);
+    for (from, verdict) in [("x/b", Verdict::Allowed), ("y/c", Verdict::Denied)] {
+        assert_eq!(
+            crate::support::verdict(&hns, from, "x/a", &packet(from), WindowsBuild::SERVER_2025),
+            verdict,
+            "{from}"
+        );
+    }
+}
+
 #[test]
 fn the_node_reaches_an_isolated_pod_and_the_pod_reaches_the_node() {
     let changes = Changes::default();
