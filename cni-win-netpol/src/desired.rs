@@ -14,7 +14,8 @@ use crate::sets::{self, SetCollision, Sets};
 /// The addresses of the node the agent runs on.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeAddresses {
-    /// Its addresses: traffic with them is always allowed (kubelet probes come from them).
+    /// Its addresses: what they send a pod is always allowed in (kubelet's probes come from
+    /// them); what a pod sends them is what its egress rules allow.
     pub addresses: Vec<IpAddr>,
 }
 

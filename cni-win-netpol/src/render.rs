@@ -8,7 +8,7 @@
 //! | priority | rule | why there |
 //! | --- | --- | --- |
 //! | below 4200 | other owners' rules: the conflist's ACL policies, `allowAclPortMapping`'s per-port allows (no priority), Azure CNI's wireserver block (200) | an operator's rules (documented for 100-4096) keep precedence over policy, never overridden silently |
-//! | 4200 | allow from and to the node and the pod itself | the API: traffic with the node (kubelet probes) is always allowed, and a pod cannot block itself |
+//! | 4200 | allow from the node; from and to the pod itself | the API: a pod isolated for ingress still accepts its node's connections (kubelet's probes), and a pod cannot block itself; what a pod sends to its node is what its egress rules allow, as for any address (Calico and Azure NPM allow host addresses inbound only too) |
 //! | 4300 | every policy allow | allows only, so their order among themselves does not matter |
 //! | 65000 | block all, In or Out, for a direction the pod is isolated in | after every allow; before `allowAclPortMapping`'s allow-all at 65500, which it must beat |
 //! | 65100 | allow all, In or Out, for a direction the pod is not isolated in | Windows Server 2025 denies what no ACL allows once an endpoint has any ACL, so openness is written out; after the block, so a pod becoming isolated gets its block added before its allow-all is removed, and the reverse, without a window or a tie |
@@ -206,16 +206,18 @@ pub(crate) struct Renderer<'a> {
 }
 
 impl Renderer<'_> {
-    /// Every ACL of one endpoint, in priority order then `Id` order: node and own addresses,
-    /// the policy allows, each direction's default.
+    /// Every ACL of one endpoint, in priority order then `Id` order: the node's addresses
+    /// inbound, its own both ways, the policy allows, each direction's default.
     pub(crate) fn endpoint(
         &mut self,
         policy: &PodPolicy,
         node: &[IpAddr],
         own: &[IpAddr],
     ) -> Vec<AclPolicy> {
+        const IN: &[Direction] = &[Direction::In];
+        const BOTH: &[Direction] = &[Direction::In, Direction::Out];
         let mut acls = Vec::new();
-        for addresses in [node, own] {
+        for (addresses, directions) in [(node, IN), (own, BOTH)] {
             for family in [Family::V4, Family::V6] {
                 let of_family: Vec<IpNetwork> = addresses
                     .iter()
@@ -226,9 +228,9 @@ impl Renderer<'_> {
                     continue;
                 }
                 let remote = Some(spell_prefixes(&of_family));
-                for direction in [Direction::In, Direction::Out] {
+                for direction in directions {
                     acls.push(acl(
-                        direction,
+                        *direction,
                         AclAction::Allow,
                         self.priorities.node,
                         remote.clone(),

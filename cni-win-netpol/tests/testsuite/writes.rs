@@ -330,50 +330,66 @@ fn a_set_held_for_another_group_is_never_repointed() {
     }
 }
 
+/// A pod isolated for ingress still accepts its node's connections (kubelet's probes), as
+/// the API requires; what it sends its node is what its egress rules allow, as for any
+/// address: under a deny-all egress nothing, through an `ipBlock` naming the node, that.
 #[test]
-fn the_node_reaches_an_isolated_pod_and_the_pod_reaches_the_node() {
+fn the_node_reaches_an_isolated_pod_and_the_pod_reaches_the_node_as_egress_allows() {
     let changes = Changes::default();
     let deny_all = policy(
         "x",
         "deny",
         serde_json::json!({"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}),
     );
-    let hns = programmed(&changes, &[deny_all], Mode::Inline);
+    let to_node = policy(
+        "x",
+        "to-node",
+        serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"],
+                           "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.10/32"}}]}]}),
+    );
     let node = crate::support::node(false).addresses[0];
     let pod = crate::support::pod_ip("x/a", false);
-    let acls: Vec<hns::schema::EndpointPolicy> = hns.endpoints[&crate::support::endpoint_id("x/a")]
-        .iter()
-        .cloned()
-        .map(hns::schema::EndpointPolicy::Acl)
-        .collect();
-    let sets = hns_emulator::acl::IpSets::default();
-    let acls = hns_emulator::acl::EndpointAcls::new(&acls, &sets).unwrap();
-    for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
-        let probe = hns_emulator::acl::evaluate(
-            &acls,
-            AclDirection::In,
-            &Packet::tcp(node, pod, 8080),
-            build,
-        );
-        assert_eq!(probe.verdict, Verdict::Allowed, "kubelet probe");
-        let to_node = hns_emulator::acl::evaluate(
-            &acls,
-            AclDirection::Out,
-            &Packet::tcp(pod, node, 10250),
-            build,
-        );
-        assert_eq!(to_node.verdict, Verdict::Allowed);
-        let other = hns_emulator::acl::evaluate(
-            &acls,
-            AclDirection::In,
-            &Packet::tcp("10.0.0.11".parse().unwrap(), pod, 80),
-            build,
-        );
-        assert_eq!(
-            other.verdict,
-            Verdict::Denied,
-            "another node's address is not this node"
-        );
+    for (policies, egress) in [
+        (vec![deny_all.clone()], Verdict::Denied),
+        (vec![deny_all, to_node], Verdict::Allowed),
+    ] {
+        let hns = programmed(&changes, &policies, Mode::Inline);
+        let acls: Vec<hns::schema::EndpointPolicy> = hns.endpoints
+            [&crate::support::endpoint_id("x/a")]
+            .iter()
+            .cloned()
+            .map(hns::schema::EndpointPolicy::Acl)
+            .collect();
+        let sets = hns_emulator::acl::IpSets::default();
+        let acls = hns_emulator::acl::EndpointAcls::new(&acls, &sets).unwrap();
+        for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
+            let probe = hns_emulator::acl::evaluate(
+                &acls,
+                AclDirection::In,
+                &Packet::tcp(node, pod, 8080),
+                build,
+            );
+            assert_eq!(probe.verdict, Verdict::Allowed, "kubelet probe");
+            let to_node = hns_emulator::acl::evaluate(
+                &acls,
+                AclDirection::Out,
+                &Packet::tcp(pod, node, 10250),
+                build,
+            );
+            let names: Vec<_> = policies.iter().map(|p| &p.metadata.name).collect();
+            assert_eq!(to_node.verdict, egress, "{build}: {names:?}");
+            let other = hns_emulator::acl::evaluate(
+                &acls,
+                AclDirection::In,
+                &Packet::tcp("10.0.0.11".parse().unwrap(), pod, 80),
+                build,
+            );
+            assert_eq!(
+                other.verdict,
+                Verdict::Denied,
+                "another node's address is not this node"
+            );
+        }
     }
 }
 
