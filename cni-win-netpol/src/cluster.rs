@@ -31,7 +31,10 @@ pub struct PodInfo {
     /// Its addresses (`status.podIPs`, one per family on a dual-stack cluster); empty until
     /// the pod has been given them.
     pub ips: Vec<IpAddr>,
-    /// Its containers' named ports, which policies may name instead of numbers.
+    /// Its serving containers' named ports, which policies may name instead of numbers:
+    /// its containers' and its restartable init containers' (native sidecars,
+    /// `restartPolicy: Always`, which serve beside the containers); not a run-once init
+    /// container's, which has finished before the pod serves.
     pub named_ports: Vec<NamedPort>,
 }
 
@@ -77,9 +80,15 @@ impl PodInfo {
         {
             ips.push(ip);
         }
+        let sidecars = spec
+            .and_then(|spec| spec.init_containers.as_ref())
+            .into_iter()
+            .flatten()
+            .filter(|init| init.restart_policy.as_deref() == Some("Always"));
         let mut named_ports: Vec<NamedPort> = spec
             .into_iter()
             .flat_map(|spec| &spec.containers)
+            .chain(sidecars)
             .flat_map(|container| container.ports.iter().flatten())
             .filter_map(|port| {
                 let name = port.name.clone().filter(|name| !name.is_empty())?;
@@ -269,6 +278,31 @@ mod tests {
             info.named_ports.len(),
             2,
             "SCTP and unnamed ports are nothing policies can name here"
+        );
+    }
+
+    /// A native sidecar (an init container with `restartPolicy: Always`) serves beside the
+    /// containers, so a policy may name its ports; a run-once init container has finished.
+    #[test]
+    fn named_ports_of_restartable_init_containers_count() {
+        let info = pod(serde_json::json!({
+            "metadata": {"namespace": "x", "name": "a"},
+            "spec": {
+                "initContainers": [
+                    {"name": "proxy", "restartPolicy": "Always",
+                     "ports": [{"name": "metrics", "containerPort": 9100}]},
+                    {"name": "migrate", "ports": [{"name": "setup", "containerPort": 7000}]}
+                ],
+                "containers": [{"name": "web", "ports": [{"name": "http", "containerPort": 8080}]}]
+            }
+        }))
+        .unwrap();
+        assert_eq!(info.resolve("metrics", Protocol::Tcp), Some(9100));
+        assert_eq!(info.resolve("http", Protocol::Tcp), Some(8080));
+        assert_eq!(
+            info.resolve("setup", Protocol::Tcp),
+            None,
+            "it has finished"
         );
     }
 
