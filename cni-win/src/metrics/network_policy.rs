@@ -41,6 +41,17 @@ struct ModeLabels {
     mode: &'static str,
 }
 
+/// What the API server has told the agent, as the gauges say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiState {
+    /// Every watch last heard from the API server.
+    pub up: bool,
+    /// Every watch has listed its resource once.
+    pub synced: bool,
+    /// This node's Node object is known (a wrong node name lists none).
+    pub node_found: bool,
+}
+
 /// What one programming pass left of the policies and endpoints, as the gauges say it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PolicyCounts {
@@ -59,6 +70,7 @@ pub struct PolicyCounts {
 pub struct NetworkPolicyMetrics {
     api_up: Gauge,
     synced: Gauge,
+    node_found: Gauge,
     mode: Family<ModeLabels, Gauge>,
     policies: Family<StateLabels, Gauge>,
     endpoints: Family<StateLabels, Gauge>,
@@ -73,6 +85,7 @@ impl Default for NetworkPolicyMetrics {
         NetworkPolicyMetrics {
             api_up: Gauge::default(),
             synced: Gauge::default(),
+            node_found: Gauge::default(),
             mode: Family::default(),
             policies: Family::default(),
             endpoints: Family::default(),
@@ -99,6 +112,13 @@ impl NetworkPolicyMetrics {
             "Whether the NetworkPolicy agent has listed every watched resource once since it \
              started (until then it writes nothing)",
             self.synced.clone(),
+        );
+        registry.register(
+            "netpol_node_found",
+            "Whether the API server has this node's Node object under the agent's node name (0: \
+             a wrong --node-name or NODE_NAME: the node's pods get no rules and its addresses \
+             are not allowed in)",
+            self.node_found.clone(),
         );
         registry.register(
             "netpol_mode",
@@ -145,10 +165,11 @@ impl NetworkPolicyMetrics {
         );
     }
 
-    /// Records whether the API server answers and whether the agent has synced.
-    pub fn record_api(&self, up: bool, synced: bool) {
-        self.api_up.set(i64::from(up));
-        self.synced.set(i64::from(synced));
+    /// Records what the API server has told the agent.
+    pub fn record_api(&self, api: ApiState) {
+        self.api_up.set(i64::from(api.up));
+        self.synced.set(i64::from(api.synced));
+        self.node_found.set(i64::from(api.node_found));
     }
 
     /// Records the programming mode in use (its name, `Mode::as_str`): 1 for it, 0 for the

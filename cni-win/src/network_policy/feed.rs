@@ -21,6 +21,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 pub use kube::runtime::watcher::Event;
 
 use super::Shared;
+use crate::metrics::network_policy::ApiState;
 
 /// What the agent watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -66,13 +67,6 @@ pub struct Refusal {
     pub reason: String,
 }
 
-/// Whether the API server answers the agent's watches, and whether they have all listed once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Api {
-    pub up: bool,
-    pub synced: bool,
-}
-
 /// Everything the agent knows of the cluster.
 #[derive(Debug)]
 pub(crate) struct ClusterState {
@@ -82,8 +76,9 @@ pub(crate) struct ClusterState {
     pub node_name: String,
     /// The pods on this node (`spec.nodeName`): the ones that get rules.
     pub local: BTreeSet<PodKey>,
-    /// This node's addresses, from its Node object.
-    pub node_addresses: Vec<IpAddr>,
+    /// This node's InternalIP addresses, from its Node object; `None` while no Node object
+    /// of that name is known (a wrong `--node-name`: an error, logged and in the metrics).
+    pub node_addresses: Option<Vec<IpAddr>>,
     /// The refused policies and why.
     pub refused: BTreeMap<PolicyKey, String>,
     /// Refusals not yet told as Events.
@@ -107,7 +102,7 @@ impl ClusterState {
             cluster: Cluster::new(),
             node_name,
             local: BTreeSet::new(),
-            node_addresses: Vec::new(),
+            node_addresses: None,
             refused: BTreeMap::new(),
             events_due: Vec::new(),
             generation: 0,
@@ -129,11 +124,13 @@ impl ClusterState {
         self.api_errors.is_empty()
     }
 
-    /// Whether the API answers and the agent has synced, as the metrics say it.
-    pub(crate) fn api(&self) -> Api {
-        Api {
+    /// Whether the API answers, the agent has synced and knows its Node, as the metrics say
+    /// it.
+    pub(crate) fn api(&self) -> ApiState {
+        ApiState {
             up: self.api_up(),
             synced: self.synced(),
+            node_found: self.node_addresses.is_some(),
         }
     }
 
@@ -191,6 +188,15 @@ impl ClusterState {
                 let mut changed = false;
                 for gone in known(self).into_iter().filter(|k| !listed.contains(k)) {
                     changed |= forget(self, &gone);
+                }
+                if resource == Resource::Node && self.node_addresses.is_none() {
+                    log::error!(
+                        "network policy: the API server has no Node named {:?}: this node's \
+                         pods get no rules and its addresses are not allowed in; --node-name \
+                         (or NODE_NAME) must be the Node object's name exactly, as \
+                         `kubectl get nodes` spells it",
+                        self.node_name
+                    );
                 }
                 // The first sync of the last resource is a change: it allows the first write.
                 let first = self.synced.insert(resource);
@@ -377,6 +383,10 @@ impl ClusterState {
         self.local.remove(key) || known
     }
 
+    /// Takes this node's InternalIP addresses: the node's own address on the cluster's
+    /// network, where kubelet's probes come from. Not ExternalIP: probes do not come from
+    /// it, and on some platforms it is a shared NAT or public address, which would let
+    /// whoever holds it past every policy.
     fn set_node(&mut self, node: &Node) -> bool {
         if node.metadata.name.as_deref() != Some(self.node_name.as_str()) {
             return false;
@@ -385,20 +395,20 @@ impl ClusterState {
             .status
             .iter()
             .flat_map(|status| status.addresses.iter().flatten())
-            .filter(|address| matches!(address.type_.as_str(), "InternalIP" | "ExternalIP"))
+            .filter(|address| address.type_ == "InternalIP")
             .filter_map(|address| address.address.parse().ok())
             .collect();
         addresses.sort();
         addresses.dedup();
-        if addresses == self.node_addresses {
+        if self.node_addresses.as_ref() == Some(&addresses) {
             return false;
         }
-        self.node_addresses = addresses;
+        self.node_addresses = Some(addresses);
         true
     }
 
     fn forget_node(&mut self) -> bool {
-        !std::mem::take(&mut self.node_addresses).is_empty()
+        self.node_addresses.take().is_some()
     }
 }
 
@@ -601,5 +611,42 @@ mod tests {
         assert!(state.set_policy(&policy("10.0.0.0/8")), "fixed");
         assert!(state.refused.is_empty());
         assert_eq!(state.events_due.len(), 1);
+    }
+
+    fn node(name: &str, addresses: serde_json::Value) -> Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "status": {"addresses": addresses}
+        }))
+        .unwrap()
+    }
+
+    /// The node's InternalIP is its address, not its ExternalIP; no Node object under the
+    /// agent's name after a list is known as such (a wrong node name), not an empty node.
+    #[test]
+    fn the_node_is_its_internal_ip_and_a_missing_node_is_known() {
+        let mut state = ClusterState::new("node-1".to_owned());
+        state.node_event(Event::Init);
+        state.node_event(Event::InitDone);
+        assert!(!state.api().node_found, "no Node named node-1");
+        assert_eq!(state.node_addresses, None);
+
+        let addresses = serde_json::json!([
+            {"type": "InternalIP", "address": "10.0.0.10"},
+            {"type": "ExternalIP", "address": "203.0.113.7"},
+            {"type": "Hostname", "address": "node-1"}
+        ]);
+        state.node_event(Event::Init);
+        state.node_event(Event::InitApply(node("node-1", addresses)));
+        state.node_event(Event::InitDone);
+        assert!(state.api().node_found);
+        assert_eq!(
+            state.node_addresses,
+            Some(vec!["10.0.0.10".parse().unwrap()]),
+            "never the ExternalIP"
+        );
+
+        state.node_event(Event::Delete(node("node-1", serde_json::json!([]))));
+        assert!(!state.api().node_found);
     }
 }

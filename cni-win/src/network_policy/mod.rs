@@ -60,11 +60,11 @@ pub use programmer::{NotProgrammed, Pass};
 pub use task::NetworkPolicyTask;
 pub use watches::ApiSettings;
 
-use self::feed::{Api, ClusterState};
+use self::feed::ClusterState;
 use self::programmer::Mailbox;
 use crate::error::Error;
 use crate::metrics::Metrics;
-use crate::metrics::network_policy::NetworkPolicyMetrics;
+use crate::metrics::network_policy::{ApiState, NetworkPolicyMetrics};
 use crate::shutdown::Shutdown;
 
 /// How long the programmer waits after a change for the changes that come with it (a
@@ -118,9 +118,9 @@ impl Shared {
 
     /// Publishes, between rounds, whether the API answers. Never called holding the state's
     /// lock: a round's publication takes the metrics' lock, then the state's.
-    fn publish_api(&self, api: Api) {
+    fn publish_api(&self, api: ApiState) {
         if let Some(metrics) = self.daemon_metrics.get() {
-            metrics.publish(|| self.metrics.record_api(api.up, api.synced));
+            metrics.publish(|| self.metrics.record_api(api));
         }
     }
 }

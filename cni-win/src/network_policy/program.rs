@@ -231,16 +231,21 @@ fn local_pods_by_address(state: &ClusterState) -> BTreeMap<IpAddr, &PodKey> {
         .collect()
 }
 
-/// The addresses the node's own traffic comes from, always allowed: the Node object's
-/// (kubelet's probes), and on each of cni-win's networks the host's provider address
-/// (overlay) and the address of Flannel host-gw's bridge endpoint `<network>_ep`, through
-/// which the host reaches its pods on an L2Bridge network.
+/// The addresses the node's own connections to its pods come from, always allowed in: the
+/// Node object's InternalIP (kubelet's probes), and on each of cni-win's networks the host's
+/// provider address (overlay) and the address of Flannel host-gw's bridge endpoint
+/// `<network>_ep`, through which the host reaches its pods on an L2Bridge network.
+///
+/// Which of these a probe leaves the host from on each network type is not documented
+/// (docs/network-policy.md, "Which addresses are the node's"): these are the host's own
+/// addresses the agent can know without asking Windows for every interface's, as Calico
+/// does. Not ExternalIP: probes do not come from it, and it may be a shared address.
 fn node_addresses(
     networks: &[PolicySettings],
     hns: &NodeSnapshot,
     state: &ClusterState,
 ) -> NodeAddresses {
-    let mut addresses = state.node_addresses.clone();
+    let mut addresses = state.node_addresses.clone().unwrap_or_default();
     for network in cni_win_networks(networks, hns) {
         addresses.extend(network.policies.iter().filter_map(|policy| match policy {
             NetworkPolicy::ProviderAddress(provider) => Some(provider.provider_address),

@@ -19,12 +19,11 @@ use cni_win_core::snapshot::NodeSnapshot;
 use cni_win_netpol::Mode;
 use hns::{Client, HnsError, SupportedFeatures};
 
-use super::feed::Api;
 use super::hns_view::{HnsView, Written};
 use super::program::{self, Refused};
 use super::snapshot;
 use super::{DEBOUNCE, Shared};
-use crate::metrics::network_policy::{NetworkPolicyMetrics, PolicyCounts};
+use crate::metrics::network_policy::{ApiState, NetworkPolicyMetrics, PolicyCounts};
 
 /// The longest a burst of changes delays a pass: a steady stream of events still programs.
 const DEBOUNCE_AT_MOST: Duration = Duration::from_millis(200);
@@ -354,10 +353,10 @@ fn publish(shared: &Shared, outcome: &Result<Pass, NotProgrammed>) {
 /// daemon's [`crate::metrics::Metrics::publish`].
 pub(super) fn record(
     metrics: &NetworkPolicyMetrics,
-    api: Api,
+    api: ApiState,
     outcome: &Result<Pass, NotProgrammed>,
 ) {
-    metrics.record_api(api.up, api.synced);
+    metrics.record_api(api);
     match outcome {
         Ok(pass) => {
             metrics.record_mode(pass.mode.as_str());

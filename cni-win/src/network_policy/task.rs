@@ -72,7 +72,7 @@ impl Task for NetworkPolicyTask {
         let api = self.shared.lock_state().feed.api();
         match self.last.take() {
             Some(outcome) => programmer::record(&self.shared.metrics, api, &outcome),
-            None => self.shared.metrics.record_api(api.up, api.synced),
+            None => self.shared.metrics.record_api(api),
         }
     }
 }

@@ -473,6 +473,7 @@ fn the_agents_metric_families() {
     for series in [
         "cniwin_netpol_api_up 1\n",
         "cniwin_netpol_synced 1\n",
+        "cniwin_netpol_node_found 1\n",
         "cniwin_netpol_mode{mode=\"ip-sets\"} 1\n",
         "cniwin_netpol_mode{mode=\"inline\"} 0\n",
         "cniwin_netpol_policies{state=\"applied\"} 1\n",
