@@ -9,7 +9,9 @@
 //! `InitDone`; nothing is written to HNS or to the
 //! snapshot until every resource is ([`ClusterState::synced`]), so a restarted agent never
 //! programs from a half-read cluster. A watch that fails leaves what it fed as it was: the
-//! agent keeps the last programmed rules (fail static) and says so.
+//! agent keeps the last programmed rules (fail static) and says so; what a relist that
+//! failed part-way shows gone is forgotten all the same ([`Relist`]), so a list that keeps
+//! failing on its later pages does not keep deleted pods' addresses in allow rules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -67,6 +69,38 @@ pub struct Refusal {
     pub reason: String,
 }
 
+/// A relist in progress: the keys it has listed, and whether they came in key order.
+///
+/// The API server lists from etcd (or its watch cache) in key order, a page at a time, each
+/// continuing after the last key of the one before; a key is `namespace/name` (or the name
+/// of a cluster object), as here. So when a relist fails part-way, a known object whose key
+/// sorts before the last key listed, and that was not listed, is gone. Should the keys ever
+/// come out of order, nothing is inferred: the next complete list says what is gone.
+#[derive(Debug, Default)]
+struct Relist {
+    listed: BTreeSet<String>,
+    last: Option<String>,
+    out_of_order: bool,
+}
+
+impl Relist {
+    fn listed(&mut self, key: String) {
+        if self.last.as_ref().is_some_and(|last| key <= *last) {
+            self.out_of_order = true;
+        }
+        self.last = Some(key.clone());
+        self.listed.insert(key);
+    }
+
+    /// Whether this relist shows `key` gone: wholly when it `ended`, else up to its last key.
+    fn shows_gone(&self, key: &str, ended: bool) -> bool {
+        if self.listed.contains(key) {
+            return false;
+        }
+        ended || (!self.out_of_order && self.last.as_deref().is_some_and(|last| key < last))
+    }
+}
+
 /// Everything the agent knows of the cluster.
 #[derive(Debug)]
 pub(crate) struct ClusterState {
@@ -92,8 +126,8 @@ pub(crate) struct ClusterState {
     /// Whether the last word of every watch was an event, not an error.
     pub api_errors: BTreeMap<Resource, String>,
     synced: BTreeSet<Resource>,
-    /// The keys a relist in progress has listed, per resource.
-    relisting: BTreeMap<Resource, BTreeSet<String>>,
+    /// The relist in progress, per resource.
+    relisting: BTreeMap<Resource, Relist>,
 }
 
 impl ClusterState {
@@ -171,24 +205,31 @@ impl ClusterState {
                 resource.as_str()
             );
         }
+        let mut forget_gone = |state: &mut ClusterState, relist: &Relist, ended: bool| {
+            let gone: Vec<String> = known(state)
+                .into_iter()
+                .filter(|key| relist.shows_gone(key, ended))
+                .collect();
+            gone.iter()
+                .fold(false, |changed, key| forget(state, key) | changed)
+        };
         let changed = match event {
             Event::Init => {
-                self.relisting.insert(resource, BTreeSet::new());
-                false
+                // A relist that never ended (its watch failed part-way) still shows what is
+                // gone before its last key.
+                let partial = self.relisting.insert(resource, Relist::default());
+                partial.is_some_and(|partial| forget_gone(self, &partial, false))
             }
             Event::InitApply(object) => {
-                if let (Some(listed), Some(key)) = (self.relisting.get_mut(&resource), key(&object))
+                if let (Some(relist), Some(key)) = (self.relisting.get_mut(&resource), key(&object))
                 {
-                    listed.insert(key);
+                    relist.listed(key);
                 }
                 apply(self, &object)
             }
             Event::InitDone => {
-                let listed = self.relisting.remove(&resource).unwrap_or_default();
-                let mut changed = false;
-                for gone in known(self).into_iter().filter(|k| !listed.contains(k)) {
-                    changed |= forget(self, &gone);
-                }
+                let relist = self.relisting.remove(&resource).unwrap_or_default();
+                let changed = forget_gone(self, &relist, true);
                 if resource == Resource::Node && self.node_addresses.is_none() {
                     log::error!(
                         "network policy: the API server has no Node named {:?}: this node's \
@@ -611,6 +652,55 @@ mod tests {
         assert!(state.set_policy(&policy("10.0.0.0/8")), "fixed");
         assert!(state.refused.is_empty());
         assert_eq!(state.events_due.len(), 1);
+    }
+
+    /// A relist that fails part-way still forgets what it shows gone: the API server lists in
+    /// key order, so a known object before the last key it listed, and not listed, is gone;
+    /// what comes after is not known yet, and stays.
+    #[test]
+    fn a_relist_failing_part_way_forgets_what_it_shows_gone() {
+        let mut state = ClusterState::new("node-1".to_owned());
+        pods(&mut state, Event::Init);
+        for name in ["a", "b", "c", "d"] {
+            pods(
+                &mut state,
+                Event::InitApply(pod(name, "node-1", "10.244.1.2", "Running")),
+            );
+        }
+        pods(&mut state, Event::InitDone);
+        let generation = state.generation;
+
+        // a and b deleted; the relist's second page fails after c, and so does the next.
+        for _ in 0..2 {
+            pods(&mut state, Event::Init);
+            pods(
+                &mut state,
+                Event::InitApply(pod("c", "node-1", "10.244.1.2", "Running")),
+            );
+            state.watch_failed(Resource::Pods, "continue token expired".to_owned());
+        }
+        pods(&mut state, Event::Init);
+        assert!(state.cluster.pod(&key("a")).is_none(), "before c: gone");
+        assert!(state.cluster.pod(&key("b")).is_none(), "before c: gone");
+        assert!(state.cluster.pod(&key("c")).is_some());
+        assert!(
+            state.cluster.pod(&key("d")).is_some(),
+            "after c: not listed yet"
+        );
+        assert!(state.generation > generation);
+
+        // Keys out of order say nothing about what is gone.
+        pods(
+            &mut state,
+            Event::InitApply(pod("d", "node-1", "10.244.1.2", "Running")),
+        );
+        pods(
+            &mut state,
+            Event::InitApply(pod("c", "node-1", "10.244.1.2", "Running")),
+        );
+        pods(&mut state, Event::Init);
+        assert!(state.cluster.pod(&key("c")).is_some());
+        assert!(state.cluster.pod(&key("d")).is_some());
     }
 
     fn node(name: &str, addresses: serde_json::Value) -> Node {
