@@ -8,6 +8,14 @@
 //! object is kept here: each event is turned into the translation's values by the feed, so
 //! memory grows with what policy needs.
 //!
+//! No step waits without a bound: kube's client has no read timeout of its own, so a list
+//! (or a watch's first answer) on a connection that died silently would wait for ever and
+//! freeze its resource. Every request here gives up after [`READ_TIMEOUT`] without a byte
+//! ([`client`]), and the API server ends each watch after [`WATCH_TIMEOUT`], well inside
+//! it, so a quiet watch is renewed (from its resource version: no relist) before it could
+//! be taken for a dead one. Lists are served from the API server's watch cache (as
+//! client-go's reflector asks for them), not as quorum reads from etcd.
+//!
 //! This is the one part of the agent `cargo test` does not run: the tests feed the same
 //! [`Feed`] with the same events, and the node lane runs this against a real API server.
 
@@ -33,6 +41,26 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The controller name Events carry.
 const REPORTER: &str = "cni-win-network-policy";
+
+/// How long the API server keeps one watch open before the agent asks for the next, from
+/// where it left off. Short enough that a quiet watch ends well inside [`READ_TIMEOUT`].
+const WATCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The longest any request waits without receiving a byte: a list page, the start of a
+/// watch, an Event. A connection that died silently is given up after this, and the watch
+/// starts over.
+const READ_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The longest a connection to the API server may take to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest a request may take to send.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+
+const _: () = assert!(
+    WATCH_TIMEOUT.as_secs() + 10 < READ_TIMEOUT.as_secs(),
+    "the API server must end a quiet watch before the read timeout takes it for a dead one"
+);
 
 /// Which API server, and as whom.
 #[derive(Debug, Clone, Default)]
@@ -82,29 +110,47 @@ async fn client(api: &ApiSettings) -> Result<Client, Error> {
             ))
         })?,
     };
-    Client::try_from(config).map_err(|e| Error::new(format!("network policy: {e}")))
+    Client::try_from(bounded(config)).map_err(|e| Error::new(format!("network policy: {e}")))
+}
+
+/// `config` with every request bounded: see [`READ_TIMEOUT`]. The read timeout counts from
+/// each request's last write, not from when its pooled connection went idle.
+fn bounded(mut config: kube::Config) -> kube::Config {
+    config.connect_timeout = Some(CONNECT_TIMEOUT);
+    config.read_timeout = Some(READ_TIMEOUT);
+    config.write_timeout = Some(WRITE_TIMEOUT);
+    config.reset_reader_on_write = true;
+    config
+}
+
+/// The watcher settings of every watch: renewed every [`WATCH_TIMEOUT`], lists from the API
+/// server's watch cache.
+fn watch_config() -> Config {
+    Config::default()
+        .timeout(u32::try_from(WATCH_TIMEOUT.as_secs()).unwrap_or(u32::MAX))
+        .any_semantic()
 }
 
 /// Runs every watch and the Event publisher until the agent stops.
 async fn watch(client: Client, node_name: String, feed: Feed) {
-    let node = Config::default().fields(&format!("metadata.name={node_name}"));
+    let node = watch_config().fields(&format!("metadata.name={node_name}"));
     let policies = feed_from(
         Api::<NetworkPolicy>::all(client.clone()),
-        Config::default(),
+        watch_config(),
         Resource::NetworkPolicies,
         feed.clone(),
         Feed::policies,
     );
     let namespaces = feed_from(
         Api::<Namespace>::all(client.clone()),
-        Config::default(),
+        watch_config(),
         Resource::Namespaces,
         feed.clone(),
         Feed::namespaces,
     );
     let pods = feed_from(
         Api::<Pod>::all(client.clone()),
-        Config::default(),
+        watch_config(),
         Resource::Pods,
         feed.clone(),
         Feed::pods,
@@ -223,4 +269,23 @@ fn truncated(text: &str, max: usize) -> String {
         end -= 1;
     }
     text[..end].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// kube's client waits for ever for an answer unless told otherwise: every request the
+    /// agent makes is bounded, and every watch is renewed well inside that bound.
+    #[test]
+    fn every_request_is_bounded_and_every_watch_renewed_inside_the_bound() {
+        let config = bounded(kube::Config::new("https://10.0.0.1:6443".parse().unwrap()));
+        assert_eq!(config.connect_timeout, Some(CONNECT_TIMEOUT));
+        assert_eq!(config.read_timeout, Some(READ_TIMEOUT));
+        assert_eq!(config.write_timeout, Some(WRITE_TIMEOUT));
+        assert!(config.reset_reader_on_write, "counted from each request");
+        let watch = watch_config();
+        assert_eq!(watch.timeout.map(u64::from), Some(WATCH_TIMEOUT.as_secs()));
+        assert_eq!(watch.list_semantic, watcher::ListSemantic::Any);
+    }
 }
