@@ -69,6 +69,27 @@ pub struct Refusal {
     pub reason: String,
 }
 
+impl Refusal {
+    /// The name of the Event that tells this refusal: the policy's name and a fingerprint of
+    /// the policy (its uid) and the reason, the same on every node. Every node's agent
+    /// refuses the same policy for the same reason; the first to create the Event tells it,
+    /// and the others find it there (`AlreadyExists`), so one refusal is one Event in the
+    /// cluster, not one per node.
+    pub fn event_name(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let PolicyKey { namespace, name } = &self.policy;
+        let uid = self.uid.as_deref().unwrap_or_default();
+        let digest = Sha256::digest(format!("{namespace}/{name}/{uid}\n{}", self.reason));
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        // An Event's name is a DNS subdomain of at most 253 characters, as a policy's is.
+        let mut end = name.len().min(253 - 1 - hex.len());
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}.{hex}", &name[..end])
+    }
+}
+
 /// A relist in progress: the keys it has listed, and whether they came in key order.
 ///
 /// The API server lists from etcd (or its watch cache) in key order, a page at a time, each
@@ -115,8 +136,8 @@ pub(crate) struct ClusterState {
     pub node_addresses: Option<Vec<IpAddr>>,
     /// The refused policies and why.
     pub refused: BTreeMap<PolicyKey, String>,
-    /// Refusals not yet told as Events.
-    pub events_due: Vec<Refusal>,
+    /// Refusals not yet told as Events, one per policy (its latest reason), kept until told.
+    events_due: BTreeMap<PolicyKey, Refusal>,
     /// Counts every change, so the programmer knows what it has programmed.
     pub generation: u64,
     /// When the first change not yet in HNS arrived: the programming latency counts from it.
@@ -138,7 +159,7 @@ impl ClusterState {
             local: BTreeSet::new(),
             node_addresses: None,
             refused: BTreeMap::new(),
-            events_due: Vec::new(),
+            events_due: BTreeMap::new(),
             generation: 0,
             changed_since: None,
             programmed: None,
@@ -327,14 +348,18 @@ impl ClusterState {
                      closed) until it is fixed"
                 );
                 self.refused.insert(key.clone(), reason.clone());
-                self.events_due.push(Refusal {
-                    policy: key.clone(),
-                    uid: api.metadata.uid.clone(),
-                    reason: reason.clone(),
-                });
+                self.events_due.insert(
+                    key.clone(),
+                    Refusal {
+                        policy: key.clone(),
+                        uid: api.metadata.uid.clone(),
+                        reason: reason.clone(),
+                    },
+                );
             }
             Some(_) => {}
             None => {
+                self.events_due.remove(&key);
                 if self.refused.remove(&key).is_some() {
                     log::info!(
                         "network policy {}/{}: accepted now",
@@ -365,6 +390,7 @@ impl ClusterState {
         let known = self.cluster.policies_in(namespace).any(|p| p.key == key);
         self.cluster.remove_policy(&key);
         self.refused.remove(&key);
+        self.events_due.remove(&key);
         known
     }
 
@@ -520,9 +546,25 @@ impl Feed {
         self.with_state(|state| state.watch_failed(resource, error));
     }
 
-    /// Takes the refusals due to be told as Events.
-    pub fn take_refusals(&self) -> Vec<Refusal> {
-        std::mem::take(&mut self.shared.lock_state().feed.events_due)
+    /// The refusals due to be told as Events: each stays due until [`Feed::told`] (a
+    /// publication that failed is tried again), and goes once its policy is fixed or gone.
+    pub fn refusals_due(&self) -> Vec<Refusal> {
+        self.shared
+            .lock_state()
+            .feed
+            .events_due
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// `refusal` has been told (its Event is in the API server).
+    pub fn told(&self, refusal: &Refusal) {
+        let mut state = self.shared.lock_state();
+        let due = &mut state.feed.events_due;
+        if due.get(&refusal.policy) == Some(refusal) {
+            due.remove(&refusal.policy);
+        }
     }
 }
 
@@ -642,8 +684,9 @@ mod tests {
         };
         assert!(state.set_policy(&policy("10.0.0.0/33")));
         assert!(!state.set_policy(&policy("10.0.0.0/33")), "nothing new");
-        assert_eq!(state.events_due.len(), 1);
-        assert_eq!(state.events_due[0].uid.as_deref(), Some("u1"));
+        let due: Vec<&Refusal> = state.events_due.values().collect();
+        assert_eq!(due.len(), 1);
+        assert_eq!(due[0].uid.as_deref(), Some("u1"));
         assert_eq!(
             state.cluster.policies().count(),
             1,
@@ -651,7 +694,40 @@ mod tests {
         );
         assert!(state.set_policy(&policy("10.0.0.0/8")), "fixed");
         assert!(state.refused.is_empty());
-        assert_eq!(state.events_due.len(), 1);
+        assert!(state.events_due.is_empty(), "nothing left to tell");
+    }
+
+    /// One refusal is one Event in the cluster: its name is the same on every node, and
+    /// another reason (or another policy of that name: another uid) is another Event.
+    #[test]
+    fn a_refusals_event_name_is_the_same_on_every_node() {
+        let refusal = |uid: &str, reason: &str| Refusal {
+            policy: PolicyKey {
+                namespace: "x".to_owned(),
+                name: "p".to_owned(),
+            },
+            uid: Some(uid.to_owned()),
+            reason: reason.to_owned(),
+        };
+        let name = refusal("u1", "except[0] is outside cidr").event_name();
+        assert!(name.starts_with("p."), "{name}");
+        assert_eq!(
+            refusal("u1", "except[0] is outside cidr").event_name(),
+            name
+        );
+        assert_ne!(refusal("u1", "port 0").event_name(), name);
+        assert_ne!(
+            refusal("u2", "except[0] is outside cidr").event_name(),
+            name
+        );
+        let long = Refusal {
+            policy: PolicyKey {
+                namespace: "x".to_owned(),
+                name: "n".repeat(253),
+            },
+            ..refusal("u1", "r")
+        };
+        assert!(long.event_name().len() <= 253, "a DNS subdomain");
     }
 
     /// A relist that fails part-way still forgets what it shows gone: the API server lists in

@@ -25,18 +25,22 @@ use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, ObjectReference, Pod};
+use k8s_openapi::api::events::v1::Event as ApiEvent;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::PostParams;
 use kube::runtime::watcher::{self, Config, DefaultBackoff};
 use kube::{Api, Client};
 
-use super::feed::{Event, Feed, Resource};
+use super::feed::{Event, Feed, Refusal, Resource};
 use crate::error::Error;
 
-/// How often refusals due are published as Events.
+/// How often refusals due are published as Events while the API server takes them.
 const EVENTS_EVERY: Duration = Duration::from_secs(1);
 
-/// The longest pause between two tries of a failed watch.
+/// The longest pause between two tries of publishing Events the API server refused, or of a
+/// failed watch.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The controller name Events carry.
@@ -162,14 +166,7 @@ async fn watch(client: Client, node_name: String, feed: Feed) {
         feed.clone(),
         Feed::node,
     );
-    let recorder = Recorder::new(
-        client,
-        Reporter {
-            controller: REPORTER.to_owned(),
-            instance: Some(node_name),
-        },
-    );
-    let events = publish_refusals(recorder, feed.clone());
+    let events = publish_refusals(client, node_name, feed.clone());
     let stopped = until_stopped(feed);
     // Each runs until the agent stops (a watch starts over by itself): the first to end ends
     // all.
@@ -220,36 +217,68 @@ async fn feed_from<K>(
     }
 }
 
-/// Publishes each refusal as a Warning Event on its policy (deduplicated by the recorder,
-/// which patches a series rather than creating Events again).
-async fn publish_refusals(recorder: Recorder, feed: Feed) {
-    let mut every = tokio::time::interval(EVENTS_EVERY);
+/// Publishes each refusal due as a Warning Event on its policy, once in the cluster: the
+/// Event's name is the same on every node ([`Refusal::event_name`]), so the first agent to
+/// create it tells it and every other finds it there. A refusal stays due until its Event is
+/// in the API server (or its policy is fixed or gone): one the API server did not take (it
+/// is unreachable, or still refusing the agent while its authoriser loads) is tried again,
+/// after a pause doubling from [`EVENTS_EVERY`] to [`MAX_BACKOFF`].
+async fn publish_refusals(client: Client, node_name: String, feed: Feed) {
+    let mut pause = EVENTS_EVERY;
     loop {
-        every.tick().await;
-        for refusal in feed.take_refusals() {
-            let reference = ObjectReference {
-                api_version: Some("networking.k8s.io/v1".to_owned()),
-                kind: Some("NetworkPolicy".to_owned()),
-                namespace: Some(refusal.policy.namespace.clone()),
-                name: Some(refusal.policy.name.clone()),
-                uid: refusal.uid.clone(),
-                ..ObjectReference::default()
-            };
-            let event = KubeEvent {
-                type_: EventType::Warning,
-                reason: "PolicyRefused".to_owned(),
-                note: Some(truncated(&refusal.reason, 1000)),
-                action: "Enforce".to_owned(),
-                secondary: None,
-            };
-            if let Err(e) = recorder.publish(&event, &reference).await {
-                log::warn!(
-                    "network policy: cannot publish the Event on {}/{}: {e}",
-                    refusal.policy.namespace,
-                    refusal.policy.name
-                );
+        tokio::time::sleep(pause).await;
+        let mut failed = false;
+        for refusal in feed.refusals_due() {
+            let events = Api::<ApiEvent>::namespaced(client.clone(), &refusal.policy.namespace);
+            match events
+                .create(&PostParams::default(), &event(&refusal, &node_name))
+                .await
+            {
+                Ok(_) => feed.told(&refusal),
+                // Another node's agent told it, or this one before a restart.
+                Err(kube::Error::Api(status)) if status.is_already_exists() => feed.told(&refusal),
+                Err(e) => {
+                    failed = true;
+                    log::warn!(
+                        "network policy: cannot publish the Event on {}/{} yet (tried again): {e}",
+                        refusal.policy.namespace,
+                        refusal.policy.name
+                    );
+                }
             }
         }
+        pause = if failed {
+            (pause * 2).min(MAX_BACKOFF)
+        } else {
+            EVENTS_EVERY
+        };
+    }
+}
+
+/// The `events.k8s.io/v1` Event telling `refusal`, as reported from `node_name`.
+fn event(refusal: &Refusal, node_name: &str) -> ApiEvent {
+    ApiEvent {
+        metadata: ObjectMeta {
+            name: Some(refusal.event_name()),
+            namespace: Some(refusal.policy.namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        event_time: Some(MicroTime(Timestamp::now())),
+        type_: Some("Warning".to_owned()),
+        reason: Some("PolicyRefused".to_owned()),
+        action: Some("Enforce".to_owned()),
+        note: Some(truncated(&refusal.reason, 1000)),
+        regarding: Some(ObjectReference {
+            api_version: Some("networking.k8s.io/v1".to_owned()),
+            kind: Some("NetworkPolicy".to_owned()),
+            namespace: Some(refusal.policy.namespace.clone()),
+            name: Some(refusal.policy.name.clone()),
+            uid: refusal.uid.clone(),
+            ..ObjectReference::default()
+        }),
+        reporting_controller: Some(REPORTER.to_owned()),
+        reporting_instance: Some(truncated(node_name, 128)),
+        ..ApiEvent::default()
     }
 }
 

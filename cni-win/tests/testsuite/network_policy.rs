@@ -445,7 +445,7 @@ fn a_refused_policy_fails_closed_and_is_told() {
             "{build}: the node still reaches it"
         );
     }
-    let refusals = feed.take_refusals();
+    let refusals = feed.refusals_due();
     assert_eq!(refusals.len(), 1, "{refusals:?}");
     assert_eq!(refusals[0].uid.as_deref(), Some("uid-bad-except"));
     assert!(
@@ -453,6 +453,13 @@ fn a_refused_policy_fails_closed_and_is_told() {
         "{}",
         refusals[0].reason
     );
+    assert_eq!(
+        feed.refusals_due(),
+        refusals,
+        "due until told: a publication that failed is tried again"
+    );
+    feed.told(&refusals[0]);
+    assert!(feed.refusals_due().is_empty(), "told once");
     assert!(snapshot(&node).refused.contains_key("y/bad-except"));
     let text = daemon.metrics().render();
     for series in [
