@@ -126,6 +126,13 @@ pub(crate) fn plan(
             })
             .collect();
         let wanted: Desired = translation.desired(&local, mode);
+        for collision in wanted
+            .collisions
+            .iter()
+            .chain(&cni_win_netpol::renamed_sets(&held, &wanted))
+        {
+            log::error!("network policy: network {}: {collision}", network.name);
+        }
         for endpoint in &local {
             if let Some(conflict) = wanted.conflicts.get(&endpoint.id) {
                 log::warn!(
