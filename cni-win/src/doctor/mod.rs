@@ -46,7 +46,8 @@ pub enum Severity {
     Pass,
     /// Works now, but something will fail or is wrong.
     Warn,
-    /// Pods cannot get (or keep) their network.
+    /// Pods cannot get (or keep) their network, or do not get the isolation their
+    /// NetworkPolicies ask for.
     Fail,
 }
 

@@ -5,15 +5,19 @@
 //! For each snapshot: whether ADD can use it; the programming mode the host's HNS version
 //! allows; each refused policy; per local pod, the policies that select it and whether its
 //! endpoint holds the rules the agent expects; and, when policies select pods here, whether
-//! kube-proxy's load balancers use DSR (without it, Service traffic reaches pods from the
-//! node's address or kube-proxy's source VIP, not the client's).
+//! kube-proxy runs with DSR (without it, Service traffic reaches pods from the node's address
+//! or kube-proxy's source VIP, not the client's: a failure) and which Services still reach
+//! selected pods SNATed (an `externalTrafficPolicy: Cluster` address: a warning).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use cni_win_core::network_policy::{self as format, PolicySnapshot};
 use cni_win_netpol::Mode;
-use hns::schema::{EndpointPolicy, LoadBalancerFlags};
+use hns::Guid;
+use hns::schema::{
+    EndpointPolicy, HostComputeLoadBalancer, LoadBalancerFlags, LoadBalancerPortMappingFlags,
+};
 
 use super::{Reached, Report, Severity};
 use crate::node::Network;
@@ -156,54 +160,146 @@ fn check_snapshot(node: Option<&Reached<'_>>, snapshot: &PolicySnapshot, report:
             );
         }
     }
+    let selected: BTreeSet<Guid> = snapshot
+        .pods
+        .values()
+        .filter(|pod| !pod.policies.is_empty())
+        .filter_map(|pod| pod.endpoint)
+        .collect();
     if let Some(node) = node
         && snapshot.pods.values().any(|pod| !pod.policies.is_empty())
     {
         check_dsr(node, report);
+        check_snat(node, &selected, report);
     }
 }
 
+/// Whether `lb` is a NodePort's: kube-proxy marks the node's own frontend LocalRoutedVIP.
+fn is_node_port(lb: &HostComputeLoadBalancer) -> bool {
+    lb.port_mappings.iter().any(|mapping| {
+        mapping
+            .flags
+            .contains(LoadBalancerPortMappingFlags::LOCAL_ROUTED_VIP)
+    })
+}
+
+/// Whether `lb` lacks DSR though a load balancer of the same ports (its Service's ClusterIP)
+/// has it: an external IP or load balancer ingress of a Service with
+/// `externalTrafficPolicy: Cluster` under a kube-proxy with `--enable-dsr`.
+fn external_beside_dsr(lb: &HostComputeLoadBalancer, all: &[HostComputeLoadBalancer]) -> bool {
+    !lb.flags.contains(LoadBalancerFlags::DSR)
+        && all.iter().any(|twin| {
+            twin.flags.contains(LoadBalancerFlags::DSR) && twin.port_mappings == lb.port_mappings
+        })
+}
+
+/// The load balancer's first frontend, or its ID, for a finding.
+fn named(lb: &HostComputeLoadBalancer) -> String {
+    lb.frontend_vips
+        .first()
+        .map_or_else(|| lb.id.to_string(), ToString::to_string)
+}
+
 /// Policies select pods here: Service traffic must keep its client's address, which
-/// kube-proxy's winkernel proxier keeps only with DSR.
+/// kube-proxy's winkernel proxier keeps only with `--enable-dsr`.
+///
+/// What the flag decides is seen on the load balancers of Service addresses (not
+/// NodePorts'): kube-proxy gives every ClusterIP's the DSR flag with `--enable-dsr`, and an
+/// external IP's or a load balancer ingress's only with `externalTrafficPolicy: Local`
+/// (`localTrafficDSR`). So a Service address without DSR whose Service has none with it
+/// either (no load balancer of the same ports with DSR) shows kube-proxy without the flag;
+/// the `kubernetes` Service's ClusterIP, in every cluster, always shows it.
 fn check_dsr(node: &Reached<'_>, report: &mut Report) {
     let check = "NetworkPolicy: kube-proxy DSR";
-    let balancers = &node.hns.load_balancers;
-    let without: Vec<String> = balancers
+    let all = &node.hns.load_balancers;
+    let vips: Vec<&HostComputeLoadBalancer> = all.iter().filter(|lb| !is_node_port(lb)).collect();
+    let without: Vec<String> = vips
         .iter()
-        .filter(|lb| !lb.flags.contains(LoadBalancerFlags::DSR))
-        .map(|lb| {
-            lb.frontend_vips
-                .first()
-                .map_or_else(|| lb.id.to_string(), ToString::to_string)
-        })
+        .filter(|lb| !lb.flags.contains(LoadBalancerFlags::DSR) && !external_beside_dsr(lb, all))
+        .map(|lb| named(lb))
         .collect();
-    if balancers.is_empty() {
+    if vips.is_empty() {
         report.pass(
             check,
-            "no load balancer yet (kube-proxy has not synced)".to_owned(),
+            "no Service load balancer yet (kube-proxy has not synced)".to_owned(),
         );
     } else if without.is_empty() {
         report.pass(
             check,
-            format!("all {} load balancers use DSR", balancers.len()),
+            format!(
+                "kube-proxy runs with DSR: every Service's ClusterIP load balancer has the flag \
+                 ({} Service load balancer(s))",
+                vips.len()
+            ),
+        );
+    } else {
+        report.add(
+            check,
+            Severity::Fail,
+            format!(
+                "{} of {} Service load balancers lack the DSR flag (e.g. {}): kube-proxy runs \
+                 without --enable-dsr, so a ClusterIP connection reaches its pod SNATed to the \
+                 node's address (host-gw), which NetworkPolicy always lets in, or to \
+                 kube-proxy's source VIP (vxlan), which no pod selector matches: ingress rules \
+                 that select client pods cannot see the client, and Service traffic is let \
+                 through, or refused, regardless of them",
+                without.len(),
+                vips.len(),
+                without[0]
+            ),
+            "run kube-proxy with --enable-dsr (deploy/kube-proxy-*.yaml do; below Kubernetes \
+             1.33 also --feature-gates=WinDSR=true, which `cni-win source-vip --format flags \
+             --kube-proxy-version` adds)",
+        );
+    }
+}
+
+/// Even with DSR, a NodePort, external IP or load balancer ingress of a Service with
+/// `externalTrafficPolicy: Cluster` reaches its backends SNATed to the node (kube-proxy
+/// gives those load balancers DSR only with `Local`), which ingress policy always lets in:
+/// for a backend here that policies select, that path bypasses them.
+fn check_snat(node: &Reached<'_>, selected: &BTreeSet<Guid>, report: &mut Report) {
+    let check = "NetworkPolicy: Services with externalTrafficPolicy Cluster";
+    let all = &node.hns.load_balancers;
+    let bypassing: Vec<String> = all
+        .iter()
+        .filter(|lb| {
+            (is_node_port(lb) && !lb.flags.contains(LoadBalancerFlags::DSR))
+                || external_beside_dsr(lb, all)
+        })
+        .filter(|lb| {
+            lb.host_compute_endpoints
+                .iter()
+                .any(|e| selected.contains(e))
+        })
+        .map(|lb| {
+            let ports: Vec<String> = lb
+                .port_mappings
+                .iter()
+                .map(|m| m.external_port.to_string())
+                .collect();
+            format!("{} port {}", named(lb), ports.join(","))
+        })
+        .collect();
+    if bypassing.is_empty() {
+        report.pass(
+            check,
+            "no NodePort or external address reaches a pod that policies select here SNATed to \
+             the node"
+                .to_owned(),
         );
     } else {
         report.add(
             check,
             Severity::Warn,
             format!(
-                "{} of {} load balancers lack the DSR flag (e.g. {}): kube-proxy runs without \
-                 DSR, so a ClusterIP connection reaches its pod SNATed to the node's address \
-                 (host-gw), which NetworkPolicy always allows, or to kube-proxy's source VIP \
-                 (vxlan), which no pod selector matches: ingress rules that select client pods \
-                 cannot see the client, and Service traffic is let through or refused regardless \
-                 of them",
-                without.len(),
-                balancers.len(),
-                without[0]
+                "{} load balancer(s) without DSR reach pods that policies select here SNATed to \
+                 the node, which ingress policy always lets in: {}",
+                bypassing.len(),
+                bypassing.join("; ")
             ),
-            "run kube-proxy with --enable-dsr (WinDSR, GA from Kubernetes 1.34; the feature \
-             gate before)",
+            "set externalTrafficPolicy: Local on those Services (kube-proxy then keeps the \
+             client's address with DSR, and sends only to local backends)",
         );
     }
 }

@@ -631,7 +631,10 @@ fn finding<'f>(
 #[test]
 fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
     use cni_win::doctor::Severity as Doctor;
-    use hns::schema::{HostComputeLoadBalancer, LoadBalancerFlags, LoadBalancerPortMapping};
+    use hns::schema::{
+        HostComputeLoadBalancer, LoadBalancerFlags, LoadBalancerPortMapping,
+        LoadBalancerPortMappingFlags,
+    };
 
     let node = PolicyNode::new();
     let (agent, mut daemon) = node.agent();
@@ -677,39 +680,64 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
     assert!(evidence.contains("lacks 1 of its"), "{evidence}");
 
     // kube-proxy's load balancers: without DSR, Service traffic hides its client.
-    let balancer = |flags| HostComputeLoadBalancer {
+    let balancer = |vip: Option<&str>, external_port, flags| HostComputeLoadBalancer {
         host_compute_endpoints: vec![endpoint],
-        frontend_vips: vec!["10.96.0.50".parse().unwrap()],
+        frontend_vips: vip.into_iter().map(|vip| vip.parse().unwrap()).collect(),
         port_mappings: vec![LoadBalancerPortMapping {
             protocol: 6,
             internal_port: 80,
-            external_port: 80,
+            external_port,
+            flags: if vip.is_some() {
+                LoadBalancerPortMappingFlags::NONE
+            } else {
+                LoadBalancerPortMappingFlags::LOCAL_ROUTED_VIP
+            },
             ..LoadBalancerPortMapping::default()
         }],
         flags,
         ..HostComputeLoadBalancer::default()
     };
-    let snat = node
-        .node
-        .client
-        .create_load_balancer(hns::Guid::ZERO, &balancer(LoadBalancerFlags::NONE))
-        .unwrap();
+    let create = |lb: HostComputeLoadBalancer| {
+        node.node
+            .client
+            .create_load_balancer(hns::Guid::ZERO, &lb)
+            .unwrap()
+            .id
+    };
+    let snat = create(balancer(Some("10.96.0.50"), 80, LoadBalancerFlags::NONE));
     let findings = doctor(&node);
     let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
-    assert_eq!(*verdict, Doctor::Warn);
+    assert_eq!(*verdict, Doctor::Fail, "{evidence}");
     assert!(
-        evidence.contains("1 of 1 load balancers lack the DSR flag (e.g. 10.96.0.50)")
+        evidence.contains("1 of 1 Service load balancers lack the DSR flag (e.g. 10.96.0.50)")
             && evidence.contains("cannot see the client"),
         "{evidence}"
     );
-    node.node.client.delete_load_balancer(snat.id).unwrap();
-    node.node
-        .client
-        .create_load_balancer(hns::Guid::ZERO, &balancer(LoadBalancerFlags::DSR))
-        .unwrap();
+    node.node.client.delete_load_balancer(snat).unwrap();
+
+    // kube-proxy with --enable-dsr: the ClusterIP has DSR; the same Service's external IP
+    // and NodePort with externalTrafficPolicy Cluster do not, and reach x/a SNATed.
+    create(balancer(Some("10.96.0.50"), 80, LoadBalancerFlags::DSR));
     let findings = doctor(&node);
-    let (_, verdict, _) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
-    assert_eq!(*verdict, Doctor::Pass);
+    let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
+    assert_eq!(*verdict, Doctor::Pass, "{evidence}");
+    let bypass = "NetworkPolicy: Services with externalTrafficPolicy Cluster";
+    assert_eq!(finding(&findings, bypass).1, Doctor::Pass);
+    create(balancer(Some("203.0.113.7"), 80, LoadBalancerFlags::NONE));
+    create(balancer(None, 30080, LoadBalancerFlags::NONE));
+    let findings = doctor(&node);
+    let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
+    assert_eq!(
+        *verdict,
+        Doctor::Pass,
+        "an eTP=Cluster address is not kube-proxy's flag: {evidence}"
+    );
+    let (_, verdict, evidence) = finding(&findings, bypass);
+    assert_eq!(*verdict, Doctor::Warn);
+    assert!(
+        evidence.contains("2 load balancer(s)") && evidence.contains("203.0.113.7 port 80"),
+        "{evidence}"
+    );
 }
 
 /// The snapshot as ADD would find it: missing is a warning (new pods start without rules),
