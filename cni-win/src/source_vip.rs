@@ -23,7 +23,7 @@ use std::net::IpAddr;
 
 use cni_win_core::snapshot::{NetworkView, NodeSnapshot};
 use hns::schema::{EndpointFlags, HostComputeEndpoint, IpConfig, MacAddress};
-use hns::{Client, Guid};
+use hns::{Client, Feature, Guid};
 use ipam_host_local::HostLocal;
 use ipam_host_local::layout::{Content, Owner};
 use serde::Serialize;
@@ -64,6 +64,9 @@ pub struct SourceVip {
     pub endpoint: Option<Guid>,
     /// Whether this run created that endpoint.
     pub endpoint_created: bool,
+    /// Whether HNS supports direct server return for load balancers, which kube-proxy then
+    /// runs with ([`kube_proxy_flags`]).
+    pub dsr_supported: bool,
 }
 
 /// What [`release`] gave back.
@@ -137,6 +140,7 @@ pub fn reserve(
         reserved_now,
         endpoint: None,
         endpoint_created: false,
+        dsr_supported: snapshot.features.supports(Feature::Dsr),
     };
     if let Some(holder) = holder(&view, ip) {
         if is_pod(&view, holder) {
@@ -210,17 +214,28 @@ pub fn release(client: &Client, settings: &Settings) -> Result<Released, Error> 
     })
 }
 
-/// kube-proxy's flags for `vip`: `--source-vip`, `--network-name`, and the `WinOverlay`
-/// feature gate for a kube-proxy older than 1.33, where it was off by default (KEP-5100:
-/// beta and on in 1.33, stable in 1.34). `kube_proxy_minor` is kube-proxy's 1.x minor version;
-/// `None` means 1.33 or later.
+/// kube-proxy's flags for `vip`: `--source-vip`, `--network-name`, `--enable-dsr` where HNS
+/// supports DSR, and for a kube-proxy older than 1.33 the feature gates that were off by
+/// default before (KEP-5100: `WinOverlay` and `WinDSR` beta and on in 1.33, stable in 1.34).
+/// `kube_proxy_minor` is kube-proxy's 1.x minor version; `None` means 1.33 or later.
+///
+/// DSR keeps a Service client's address on the way to the backend pod: without it kube-proxy
+/// SNATs ClusterIP traffic to this VIP, which no pod selector matches, so NetworkPolicy
+/// ingress rules admitting client pods refuse their Service traffic. kube-proxy refuses to
+/// start with `--enable-dsr` on an HNS without DSR, so it is left out there (and doctor
+/// fails the node when policies select its pods).
 pub fn kube_proxy_flags(vip: &SourceVip, kube_proxy_minor: Option<u32>) -> Vec<String> {
     let mut flags = vec![
         format!("--source-vip={}", vip.ip),
         format!("--network-name={}", vip.network),
     ];
+    let mut gates = vec!["WinOverlay=true"];
+    if vip.dsr_supported {
+        flags.push("--enable-dsr".to_owned());
+        gates.push("WinDSR=true");
+    }
     if kube_proxy_minor.is_some_and(|minor| minor < 33) {
-        flags.push("--feature-gates=WinOverlay=true".to_owned());
+        flags.push(format!("--feature-gates={}", gates.join(",")));
     }
     flags
 }

@@ -116,16 +116,39 @@ fn release_leaves_everything_when_another_endpoint_holds_the_vip() {
     assert_eq!(node.reservations(), [vip.ip.to_string()]);
 }
 
+/// kube-proxy runs with DSR where HNS has it (so NetworkPolicy sees Service clients), with
+/// the feature gates only before they were on by default.
 #[test]
-fn flags_add_the_feature_gate_only_before_it_was_on_by_default() {
+fn flags_turn_dsr_on_and_add_the_feature_gates_only_before_they_were_on_by_default() {
     let node = Overlay::new();
     let vip = source_vip::reserve(&node.client, &node.settings(), None).unwrap();
-    let base = ["--source-vip=10.244.1.2", "--network-name=flannel.4096"];
+    assert!(vip.dsr_supported, "the emulated host's HNS has DSR");
+    let base = [
+        "--source-vip=10.244.1.2",
+        "--network-name=flannel.4096",
+        "--enable-dsr",
+    ];
     assert_eq!(source_vip::kube_proxy_flags(&vip, None), base);
     assert_eq!(source_vip::kube_proxy_flags(&vip, Some(33)), base);
     assert_eq!(
         source_vip::kube_proxy_flags(&vip, Some(32)).last().unwrap(),
-        "--feature-gates=WinOverlay=true"
+        "--feature-gates=WinOverlay=true,WinDSR=true"
+    );
+
+    // HNS 10.1 has no DSR: kube-proxy would refuse --enable-dsr and not start.
+    node.node
+        .engine()
+        .set_version(hns::HnsVersion::new(10, 1))
+        .unwrap();
+    let vip = source_vip::reserve(&node.client, &node.settings(), None).unwrap();
+    assert!(!vip.dsr_supported);
+    assert_eq!(
+        source_vip::kube_proxy_flags(&vip, Some(32)),
+        [
+            "--source-vip=10.244.1.2",
+            "--network-name=flannel.4096",
+            "--feature-gates=WinOverlay=true"
+        ]
     );
 }
 

@@ -18,11 +18,13 @@ pub struct Args {
     /// The network's config `name` (the HNS network's); default: the one win-overlay network.
     #[arg(long, value_name = "NAME")]
     network: Option<String>,
-    /// What to print: the VIP, kube-proxy's flags (one a line) or JSON.
+    /// What to print: the VIP, kube-proxy's flags (one a line: with --enable-dsr where HNS
+    /// supports DSR) or JSON.
     #[arg(long, value_enum, default_value_t = Format::Ip)]
     format: Format,
     /// kube-proxy's version (e.g. 1.32 or v1.32.4): below 1.33 the flags add
-    /// --feature-gates=WinOverlay=true. Default: 1.33 or later.
+    /// --feature-gates=WinOverlay=true (and WinDSR=true with --enable-dsr). Default: 1.33 or
+    /// later.
     #[arg(long, value_name = "VERSION", value_parser = parse_minor)]
     kube_proxy_version: Option<u32>,
     /// Write the output to FILE (atomically, never through a link) instead of stdout.
