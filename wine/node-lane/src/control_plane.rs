@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use conformance::exec::{Invocation, execute_with_args};
+use conformance::exec::{Exec, Invocation, execute_with_args};
 use conformance::launcher::Native;
 use serde_json::Value;
 
@@ -21,8 +21,9 @@ use serde_json::Value;
 const START_DEADLINE: Duration = Duration::from_secs(120);
 const KUBECTL_DEADLINE: Duration = Duration::from_secs(60);
 pub const API_PORT: u16 = 6443;
-/// The user the NetworkPolicy agent authenticates as: deploy/rbac.yaml's ServiceAccount.
-pub const AGENT_USER: &str = "system:serviceaccount:kube-flannel:cni-win";
+/// The user the NetworkPolicy agent authenticates as: deploy/rbac.yaml's ServiceAccount of
+/// the node daemon (not flanneld's).
+pub const AGENT_USER: &str = "system:serviceaccount:kube-flannel:cni-win-daemon";
 const ETCD_CLIENT: &str = "http://127.0.0.1:2379";
 
 /// etcd and kube-apiserver, stopped when dropped.
@@ -61,7 +62,7 @@ impl ControlPlane {
             &tokens,
             &format!(
                 "{admin_token},admin,admin,system:masters\n{proxy_token},system:kube-proxy,kube-proxy\n\
-                 {agent_token},{AGENT_USER},cni-win,\"system:serviceaccounts,system:serviceaccounts:kube-flannel\"\n"
+                 {agent_token},{AGENT_USER},cni-win-daemon,\"system:serviceaccounts,system:serviceaccounts:kube-flannel\"\n"
             ),
         )?;
         let key = dir.join("service-account.key");
@@ -171,7 +172,7 @@ impl ControlPlane {
         file: &Path,
         spell: impl Fn(&Path) -> String,
     ) -> Result<(), String> {
-        self.write_kubeconfig(file, spell(&self.ca), &self.agent_token, "cni-win")
+        self.write_kubeconfig(file, spell(&self.ca), &self.agent_token, "cni-win-daemon")
     }
 
     fn write_kubeconfig(
@@ -262,15 +263,19 @@ pub struct Kubectl {
 }
 
 impl Kubectl {
-    fn run(&self, args: &[&str], stdin: Option<&Value>) -> Result<String, String> {
+    fn exec(&self, args: &[&str], stdin: Option<&Value>) -> Result<Exec, String> {
         let mut all = vec!["--kubeconfig", self.kubeconfig.to_str().unwrap_or_default()];
         all.extend_from_slice(args);
         let mut invocation = Invocation::new();
         if let Some(document) = stdin {
             invocation = invocation.config(document);
         }
-        let exec = execute_with_args(&Native, &self.program, &all, &invocation, KUBECTL_DEADLINE)
-            .map_err(|error| format!("cannot start kubectl: {error}"))?;
+        execute_with_args(&Native, &self.program, &all, &invocation, KUBECTL_DEADLINE)
+            .map_err(|error| format!("cannot start kubectl: {error}"))
+    }
+
+    fn run(&self, args: &[&str], stdin: Option<&Value>) -> Result<String, String> {
+        let exec = self.exec(args, stdin)?;
         if exec.exit.success() {
             Ok(String::from_utf8_lossy(&exec.stdout).into_owned())
         } else {
@@ -340,6 +345,31 @@ impl Kubectl {
     /// `GET` on an API path, for probes.
     pub fn raw(&self, api_path: &str) -> Result<String, String> {
         self.run(&["get", "--raw", api_path], None)
+    }
+
+    /// Whether RBAC lets `user` `verb` `resource` across the cluster (`kubectl auth can-i`,
+    /// which answers `no` with exit status 1).
+    pub fn can(&self, user: &str, verb: &str, resource: &str) -> Result<bool, String> {
+        let args = [
+            "auth",
+            "can-i",
+            verb,
+            resource,
+            "--all-namespaces",
+            "--as",
+            user,
+        ];
+        let exec = self.exec(&args, None)?;
+        match String::from_utf8_lossy(&exec.stdout).trim() {
+            "yes" => Ok(true),
+            "no" => Ok(false),
+            _ => Err(format!(
+                "`kubectl {}` ended with {}: {}",
+                args.join(" "),
+                exec.exit,
+                String::from_utf8_lossy(&exec.stderr).trim()
+            )),
+        }
     }
 }
 

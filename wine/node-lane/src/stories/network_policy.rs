@@ -63,6 +63,10 @@ pub fn run(lane: &Lane, report: &mut Report) {
             return;
         }
     }
+    report.record(
+        "the agent's ServiceAccount reads, writes no Node, creates Events",
+        least_privilege(lane),
+    );
     let agent = match start_agent(lane, &node) {
         Ok(agent) => agent,
         Err(why) => return report.record("the agent starts", Err(why)),
@@ -94,6 +98,40 @@ pub fn run(lane: &Lane, report: &mut Report) {
     }
     if let Err(why) = tear_down(lane) {
         report.record("tear-down", Err(why));
+    }
+}
+
+/// What deploy/rbac.yaml lets the agent's ServiceAccount do, as the API server's RBAC
+/// answers: watch what it translates, create Events, and nothing more (flanneld's patch on
+/// node status is flanneld's ServiceAccount's: a token taken from the agent cannot add an
+/// address to a Node, which that node's agent would let past every policy).
+fn least_privilege(lane: &Lane) -> Result<String, String> {
+    use node_lane::control_plane::AGENT_USER;
+    let kubectl = &lane.control_plane.kubectl;
+    let mut wrong = Vec::new();
+    for (verb, resource, allowed) in [
+        ("watch", "networkpolicies.networking.k8s.io", true),
+        ("watch", "namespaces", true),
+        ("watch", "pods", true),
+        ("watch", "nodes", true),
+        ("create", "events.events.k8s.io", true),
+        ("patch", "nodes/status", false),
+        ("patch", "nodes", false),
+        ("patch", "events.events.k8s.io", false),
+        ("update", "pods", false),
+        ("get", "secrets", false),
+    ] {
+        if kubectl.can(AGENT_USER, verb, resource)? != allowed {
+            wrong.push(format!(
+                "{verb} {resource}: {}",
+                if allowed { "no" } else { "yes" }
+            ));
+        }
+    }
+    if wrong.is_empty() {
+        Ok(format!("{AGENT_USER}: as deploy/rbac.yaml says"))
+    } else {
+        Err(wrong.join("; "))
     }
 }
 

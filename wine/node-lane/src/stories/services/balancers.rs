@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use hns::Guid;
-use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeLoadBalancer};
+use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeLoadBalancer, LoadBalancerFlags};
 
 /// kube-proxy's HNS objects, compared before and after an operation that must leave them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +84,10 @@ pub struct Expected {
     /// node's pods, remote for another node's.
     pub backends: Vec<IpAddr>,
     pub source_vip: Option<IpAddr>,
+    /// Whether it has the DSR flag: a ClusterIP's under kube-proxy's `--enable-dsr`, which
+    /// NetworkPolicy needs (the client's address kept); not a NodePort's of a Service with
+    /// `externalTrafficPolicy: Cluster`, which kube-proxy SNATs whatever its flags.
+    pub dsr: bool,
 }
 
 /// Whether exactly one load balancer matches `want` and its backends are exactly the
@@ -129,6 +133,14 @@ pub fn judge(
             balancer.id, balancer.host_compute_endpoints, wanted
         ));
     }
+    let dsr = balancer.flags.contains(LoadBalancerFlags::DSR);
+    if dsr != want.dsr {
+        return Err(format!(
+            "load balancer {} {} the DSR flag",
+            balancer.id,
+            if dsr { "has" } else { "lacks" }
+        ));
+    }
     if want.source_vip.is_some() && balancer.source_vip != want.source_vip {
         return Err(format!(
             "load balancer {} has source VIP {:?}, not {:?}",
@@ -143,8 +155,9 @@ pub fn judge(
         format!("{ip}{}", if remote { " (remote)" } else { "" })
     };
     Ok(format!(
-        "load balancer {}: backends {}{}",
+        "load balancer {}{}: backends {}{}",
         balancer.id,
+        if dsr { " (DSR)" } else { "" },
         want.backends
             .iter()
             .map(describe)

@@ -105,7 +105,15 @@ impl<'a> ServicesNode<'a> {
                     .and_then(|vip| vip.parse().ok());
                 (flags, vip)
             }
-            Backend::HostGw => (vec![format!("--network-name={}", backend.network())], None),
+            // As deploy/kube-proxy-host-gw.yaml runs it: DSR, whose gate 1.20 has off.
+            Backend::HostGw => (
+                vec![
+                    format!("--network-name={}", backend.network()),
+                    "--enable-dsr".to_owned(),
+                    "--feature-gates=WinDSR=true".to_owned(),
+                ],
+                None,
+            ),
         };
         let proxy_log = node.dir().join("logs").join("kube-proxy.log");
         Ok(ServicesNode {
@@ -382,8 +390,9 @@ impl<'a> ServicesNode<'a> {
     }
 
     /// What kube-proxy must program for the Services as they are now: a load balancer per
-    /// Service port on its ClusterIP, one more per NodePort, and the API server's own
-    /// `kubernetes` Service.
+    /// Service port on its ClusterIP, with DSR (kube-proxy runs with it, as the manifests
+    /// run it), one more per NodePort, without (its Services keep the default
+    /// `externalTrafficPolicy: Cluster`), and the API server's own `kubernetes` Service.
     fn expected_balancers_now(&self) -> Result<Vec<Expected>, String> {
         let pod_source = match self.backend {
             Backend::Vxlan => self.source_vip,
@@ -407,6 +416,7 @@ impl<'a> ServicesNode<'a> {
                 Backend::Vxlan => Some(node_ip),
                 Backend::HostGw => None,
             },
+            dsr: true,
         }];
         for service in &self.services {
             let backends: Vec<IpAddr> = service.backends().collect();
@@ -425,6 +435,7 @@ impl<'a> ServicesNode<'a> {
                 external_port: service.port,
                 backends: backends.clone(),
                 source_vip: pod_source,
+                dsr: true,
             });
             if let Some(node_port) = service.node_port {
                 expected.push(Expected {
@@ -435,6 +446,8 @@ impl<'a> ServicesNode<'a> {
                     external_port: node_port,
                     backends,
                     source_vip: pod_source,
+                    // externalTrafficPolicy Cluster: SNATed to the node even with DSR.
+                    dsr: false,
                 });
             }
         }
