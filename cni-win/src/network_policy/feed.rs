@@ -34,7 +34,7 @@ pub enum Resource {
     Namespaces,
     /// Pods, of every namespace (peers anywhere; the local ones get rules).
     Pods,
-    /// This node (its addresses: traffic with them is always allowed).
+    /// This node (its InternalIP: what it sends this node's pods is always let in).
     Node,
 }
 

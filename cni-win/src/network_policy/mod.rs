@@ -29,7 +29,9 @@
 //! - **Fails static**: while the API server cannot be reached, what was fed stays, HNS keeps
 //!   the last programmed rules, and `cniwin_netpol_api_up` is 0 (and a log line says so).
 //! - **Refuses loudly**: a policy HNS cannot enforce as written is enforced by its
-//!   fail-closed stand-in, logged, counted, and told as an Event on the policy.
+//!   fail-closed stand-in, logged, counted, and told as an Event on the policy (one in the
+//!   cluster, whichever node's agent creates it first; retried until the API server takes
+//!   it).
 //! - **Meets ADD** through the snapshot ([`cni_win_core::network_policy`]), written after
 //!   each pass that changed it.
 //! - **Metrics** as the daemon's other tasks set theirs: a round's pass is published with the
