@@ -14,7 +14,7 @@ use super::failure::HcnFailure;
 use super::host::HostState;
 use super::outage::{Dropped, Outage};
 use super::store::{self, Locked, Store};
-use hns::features::{HnsVersion, WindowsBuild};
+use hns::features::{HnsVersion, WindowsBuild, WindowsRelease};
 use hns::hresult::HResult;
 use hns::raw::Function;
 
@@ -130,9 +130,19 @@ impl Engine {
         self.with_host(|host| host.version = version)
     }
 
-    /// Changes the Windows build this host reports, e.g. to a Windows Server 2025 host's.
+    /// Changes the Windows build this host reports and nothing else (a test that judges the
+    /// same programmed rules under another build's semantics); a host of another release is
+    /// [`Engine::set_release`].
     pub fn set_windows_build(&self, build: WindowsBuild) -> Result<(), HcnFailure> {
         self.with_host(|host| host.windows_build = build)
+    }
+
+    /// Makes this host one of `release`: its Windows build and the HNS version it reports.
+    pub fn set_release(&self, release: WindowsRelease) -> Result<(), HcnFailure> {
+        self.with_host(|host| {
+            host.windows_build = release.build;
+            host.version = release.hns;
+        })
     }
 
     /// The host adapter networks that reach the outside are bound to.

@@ -23,11 +23,10 @@ impl HnsVersion {
         HnsVersion { major, minor }
     }
 
-    /// What an emulated host reports unless told otherwise: a Windows Server 2022
-    /// host. The exact minor is our assumption (no source pins it); 13.2 has every
-    /// feature up to L4WfpProxy and none from TierAcl (14.0) on.
+    /// What an emulated host reports unless told otherwise: a Windows Server 2022 host's
+    /// ([`WindowsRelease::SERVER_2022`]).
     pub const fn default_emulated() -> HnsVersion {
-        HnsVersion::new(13, 2)
+        WindowsRelease::SERVER_2022.hns
     }
 }
 
@@ -64,7 +63,7 @@ pub struct WindowsBuild(pub u32);
 
 impl WindowsBuild {
     /// Windows Server 2022 (10.0.20348), what an emulated host reports unless told otherwise
-    /// (as its HNS version is a 2022 host's).
+    /// (as its HNS version is a 2022 host's: [`WindowsRelease::SERVER_2022`]).
     pub const SERVER_2022: WindowsBuild = WindowsBuild(20348);
 
     /// Windows Server 2025 (10.0.26100, Microsoft's Windows Server release information; the
@@ -84,6 +83,36 @@ impl fmt::Display for WindowsBuild {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)
     }
+}
+
+/// A Windows Server release as an emulated host runs it: its build and the HNS version it
+/// reports, as far as public sources tell them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WindowsRelease {
+    /// The Windows build (`10.0.<build>`).
+    pub build: WindowsBuild,
+    /// The HNS version `GET /globals/version` reports.
+    pub hns: HnsVersion,
+}
+
+impl WindowsRelease {
+    /// Windows Server 2022. No public source gives its HNS version; 15.0 is the lowest that
+    /// fits what runs on it: Azure NPM supports Windows Server 2022 only (ACN PR #1805) and
+    /// writes `NESTEDIPSET` sets there without a version check
+    /// (azure-container-networking `npm/pkg/dataplane/ipsets/ipsetmanager_windows.go`), which
+    /// hcsshim gates at 15.0 (`hcn/hcnglobals.go`, `NestedIpSetVersion`). Not 15.4: that is
+    /// Windows Server 2025's, where `HcnModifyLoadBalancer` arrived (kubernetes#131466).
+    pub const SERVER_2022: WindowsRelease = WindowsRelease {
+        build: WindowsBuild::SERVER_2022,
+        hns: HnsVersion::new(15, 0),
+    };
+
+    /// Windows Server 2025: build 26100 with HNS 15.4 (kubernetes#131466, Microsoft: "I'm
+    /// using HNS version 15.4 … OS version Windows Server 2025").
+    pub const SERVER_2025: WindowsRelease = WindowsRelease {
+        build: WindowsBuild::SERVER_2025,
+        hns: HnsVersion::new(15, 4),
+    };
 }
 
 /// An HNS feature with a version threshold.
@@ -299,10 +328,23 @@ mod tests {
             Feature::Ipv6DualStack,
             Feature::VxlanPort,
             Feature::L4WfpProxy,
+            Feature::SetPolicy,
+            // Azure NPM writes nested sets on Windows Server 2022 without a version check.
+            Feature::NestedIpSet,
         ] {
             assert!(features.supports(feature), "{feature:?}");
         }
-        assert!(!features.supports(Feature::TierAcl));
+        assert!(!features.supports(Feature::ModifyLoadBalancer));
+    }
+
+    #[test]
+    fn windows_server_2025_is_build_26100_with_hns_15_4() {
+        let release = WindowsRelease::SERVER_2025;
+        assert_eq!(
+            (release.build, release.hns),
+            (WindowsBuild(26100), HnsVersion::new(15, 4))
+        );
+        assert!(SupportedFeatures::of(release.hns).supports(Feature::ModifyLoadBalancer));
     }
 
     #[test]

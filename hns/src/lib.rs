@@ -38,7 +38,9 @@ pub mod schema;
 pub use client::{Client, CreateEndpointError, OpenEndpoint, OpenNamespace, OpenNetwork};
 pub use deadline::Deadlined;
 pub use error::{ErrorKind, ErrorRecord, HnsError, Holder, RawError};
-pub use features::{Feature, HnsVersion, HnsVersionParseError, SupportedFeatures, WindowsBuild};
+pub use features::{
+    Feature, HnsVersion, HnsVersionParseError, SupportedFeatures, WindowsBuild, WindowsRelease,
+};
 pub use guid::{Guid, GuidParseError};
 pub use hresult::{HResult, HResultParseError};
 pub use raw::{Function, RawHcn};

@@ -53,7 +53,7 @@ fn remote_c_becomes_b(node: &mut PolicyNode, agent: &Agent) -> PolicyWrites {
 /// The policy of the truth tables' kind, programmed from a whole relist: pods `b` reach x/a
 /// on TCP 80 from wherever they run, nothing else reaches x/a but the node, and every other
 /// pod is open, on both builds. Then a remote pod's label change is one IP set update: no
-/// endpoint's rules are rewritten (HNS 13.2: IP sets).
+/// endpoint's rules are rewritten (HNS 15.0, Windows Server 2022's: IP sets).
 #[test]
 fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write() {
     let mut node = PolicyNode::new();
@@ -90,7 +90,7 @@ fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write(
         .policies;
     assert!(
         sets.iter().any(|p| p.type_name() == "SetPolicy"),
-        "peers are IP sets on HNS 13.2: {sets:?}"
+        "peers are IP sets on HNS 15.0: {sets:?}"
     );
 
     let made = remote_c_becomes_b(&mut node, &agent);
@@ -649,7 +649,7 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
     let findings = doctor(&node);
     let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: programming mode");
     assert_eq!(*verdict, Doctor::Pass);
-    assert!(evidence.contains("HNS 13.2: ip-sets"), "{evidence}");
+    assert!(evidence.contains("HNS 15.0: ip-sets"), "{evidence}");
     let (_, verdict, evidence) = finding(&findings, "pod \"x/a\": NetworkPolicy");
     assert_eq!(*verdict, Doctor::Pass, "{evidence}");
     assert!(

@@ -488,8 +488,9 @@ impl<R: RawHcn + ?Sized> Client<R> {
         self.version().map(SupportedFeatures::of)
     }
 
-    /// The Windows build of the host HNS runs on, for behaviour no HNS version gates (see
-    /// [`WindowsBuild::acls_default_deny`]). Raw calls: `RtlGetVersion` = 1.
+    /// The Windows build of the host HNS runs on, for behaviour no HNS version gates (Windows
+    /// Server 2025 made an endpoint with ACLs default-deny, microsoft/Windows-Containers#616).
+    /// Raw calls: `RtlGetVersion` = 1.
     pub fn windows_build(&self) -> Result<WindowsBuild, HnsError> {
         self.raw
             .windows_build()

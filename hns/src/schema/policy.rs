@@ -737,6 +737,22 @@ impl AclPolicy {
         }
     }
 
+    /// The Host-layer (`RuleType: Host`, WFP) allow-all of `direction` that production
+    /// writers put beside every endpoint's switch rules: Calico adds the pair "to allow
+    /// traffic through the host windows firewall. Required by l2bridge network"
+    /// (projectcalico/calico `felix/dataplane/windows/policysets`, `NewHostRule`), and Azure NPM
+    /// adds it to Calico's endpoints as part of its "base ACLs that are required for
+    /// connectivity" (azure-container-networking PR #1752). Without a `Priority`, as both
+    /// write it where HNS takes that (`AclNoHostRulePriority`, HNS 7.2: hcsshim
+    /// `hcn/hcnglobals.go`), which every host with HCN's V2 API (9.2) does.
+    pub fn host_allow_all(direction: AclDirection) -> AclPolicy {
+        AclPolicy {
+            rule_type: Some(AclRuleType::Host),
+            priority: None,
+            ..AclPolicy::all_traffic(AclAction::Allow, direction, 0)
+        }
+    }
+
     /// Whether HNS meets `self` and `other` at one step with opposite verdicts: the same
     /// direction, layer (no `RuleType` is `Switch`) and priority, one blocking and the other
     /// not. Which of them wins is not documented, so no one who writes ACLs (ADD beside a
@@ -858,5 +874,20 @@ mod tests {
             ..rule(AclAction::Allow, 4300)
         };
         assert!(block.ties_with(&unset), "no RuleType is Switch");
+    }
+
+    /// Calico's and Azure NPM's Host rule: all traffic, no priority, which every host the V2
+    /// API runs on takes (`AclNoHostRulePriority` is HNS 7.2's, the V2 API 9.2's).
+    #[test]
+    fn the_host_allow_all_is_written_as_calico_and_npm_write_it() {
+        let rule = AclPolicy::host_allow_all(AclDirection::Out);
+        assert_eq!(
+            serde_json::to_value(&rule).unwrap(),
+            serde_json::json!({"Protocols": "256", "Action": "Allow", "Direction": "Out",
+                               "RuleType": "Host"})
+        );
+        let first_v2 = crate::HnsVersion::new(9, 2);
+        assert!(crate::Feature::ApiV2.supported_by(first_v2));
+        assert!(crate::Feature::Acl.supported_by(first_v2));
     }
 }

@@ -180,7 +180,8 @@ fn hnsctl_creates_lists_modifies_and_deletes_load_balancers() {
         assert!(table.contains(&needle), "{needle} missing in {table}");
     }
 
-    // Modify is HNS 15.4's: refused on the emulated 13.2, taken once the host has it.
+    // Modify is HNS 15.4's: refused on the emulated Windows Server 2022 (15.0), taken once
+    // the host has it.
     let modify = ["lb", "modify", &id.to_string(), "--file", "-"];
     let refused = run(dir.path(), &modify, &document(&pods));
     let stderr = String::from_utf8_lossy(&refused.stderr);

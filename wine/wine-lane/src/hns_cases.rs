@@ -502,7 +502,7 @@ fn load_balancers(bench: &Bench<'_>) -> Result<String, String> {
 
 /// `HcnCreateLoadBalancer`, `HcnModifyLoadBalancer` and `HcnDeleteLoadBalancer` through the
 /// side's backend (under Wine: `hns::native` calling the DLL): created as sent, modify refused
-/// with `E_NOTIMPL` on the emulated HNS 13.2 and taken on 15.4, delete once, then 0x490.
+/// with `E_NOTIMPL` on the emulated HNS 15.0 and taken on 15.4, delete once, then 0x490.
 fn load_balancer_lifecycle(bench: &Bench<'_>) -> Result<String, String> {
     let run = |modified_backends: usize| -> Result<Value, String> {
         let observed = parse(
@@ -551,7 +551,7 @@ fn load_balancer_lifecycle(bench: &Bench<'_>) -> Result<String, String> {
     let modified = &refused["modified"];
     ensure(
         modified["hresult"] == 0x8000_4001_u32 && modified["kind"] == "Unsupported",
-        || format!("HcnModifyLoadBalancer on HNS 13.2 answered {modified}"),
+        || format!("HcnModifyLoadBalancer on HNS 15.0 answered {modified}"),
     )?;
     bench
         .linux_hnsctl(&["host", "version", "--set", "15.4"])?
@@ -581,7 +581,7 @@ fn load_balancer_lifecycle(bench: &Bench<'_>) -> Result<String, String> {
     )?;
     empty_for_linux(bench, "loadbalancer")?;
     Ok(
-        "create, modify (E_NOTIMPL on 13.2, taken on 15.4), delete, delete again (0x490)"
+        "create, modify (E_NOTIMPL on 15.0, taken on 15.4), delete, delete again (0x490)"
             .to_owned(),
     )
 }

@@ -6,7 +6,7 @@
 //! deploy/rbac.yaml's ServiceAccount, and every (from, to, port, protocol) verdict the
 //! emulator computes from the rules it programmed compared with the case's matrix, under
 //! Windows Server 2022's and 2025's semantics (no match passes; no match is dropped), with
-//! network IP sets (HNS 13.2).
+//! network IP sets (HNS 15.0, a Windows Server 2022 host's).
 //!
 //! Then two cases of our own that need a real API server (`restart_and_outage`): the agent
 //! killed and started again (no verdict ever changes, nothing is written), and the API server
@@ -23,7 +23,7 @@ mod tables;
 
 use std::time::Duration;
 
-use hns::{HnsVersion, WindowsBuild};
+use hns::{HnsVersion, WindowsBuild, WindowsRelease};
 use netpol_truth_tables::Case;
 
 use crate::lane::Lane;
@@ -49,7 +49,7 @@ const BUILDS: [(&str, WindowsBuild); 2] = [
 /// Windows Server 2022 and later hosts get. Rules listing their peers inline (HNS before
 /// 13.0) pass the same tables below the API server (`cni-win-netpol`'s tests); through it they
 /// would double this story's five minutes.
-const MODES: [(&str, HnsVersion); 1] = [("IP sets (HNS 13.2)", HnsVersion::new(13, 2))];
+const MODES: [(&str, HnsVersion); 1] = [("IP sets (HNS 15.0)", WindowsRelease::SERVER_2022.hns)];
 
 /// Runs the truth tables and the cases of our own, recording one row per mode and case, then
 /// takes what it put into the API out again.
