@@ -411,6 +411,7 @@ fn blueprint<K: NetworkKind>(
     if let Some(snapshot) = &conf.network_policy_snapshot {
         let rules = network_policy::rules_at_add(snapshot, &attachment.request.args, &policies)?;
         policies.extend(rules);
+        policy::add_host_layer(&mut policies);
     }
     Ok(Blueprint {
         name: attachment.endpoint.name.clone(),

@@ -20,6 +20,7 @@ use hns::schema::{EndpointPolicy, HostComputeNetwork};
 use hns::{ErrorKind, HnsError, SupportedFeatures};
 use ipam_host_local::{Exhausted, HostLocal};
 
+use crate::acl_fallback;
 use crate::config::ConfigReview;
 use crate::ipam::Ipam;
 use crate::kind::NetworkKind;
@@ -52,7 +53,8 @@ pub struct PolicySettings {
     /// NetworkPolicy is not enforced on the network.
     pub snapshot: Option<PathBuf>,
     /// The ACLs the config itself writes on every endpoint (its `policies`, as HNS applies
-    /// them): the agent's rules keep clear of them.
+    /// them, and the Host-layer allow-alls ADD adds beside them): the agent's rules keep clear
+    /// of them.
     pub acls: Vec<AclPolicy>,
 }
 
@@ -64,6 +66,16 @@ impl PolicySettings {
                 ..PolicySettings::default()
             };
         };
+        let mut acls: Vec<AclPolicy> = prepared
+            .conf
+            .policies
+            .iter()
+            .filter_map(|user| match user.policy.effect() {
+                EndpointPolicy::Acl(acl) => Some(acl),
+                _ => None,
+            })
+            .collect();
+        acls.extend(acl_fallback::host_rules(&acls));
         PolicySettings {
             network: network.to_owned(),
             snapshot: prepared
@@ -71,15 +83,7 @@ impl PolicySettings {
                 .network_policy_snapshot
                 .clone()
                 .map(PathBuf::from),
-            acls: prepared
-                .conf
-                .policies
-                .iter()
-                .filter_map(|user| match user.policy.effect() {
-                    EndpointPolicy::Acl(acl) => Some(acl),
-                    _ => None,
-                })
-                .collect(),
+            acls,
         }
     }
 }

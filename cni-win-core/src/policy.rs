@@ -1,15 +1,19 @@
 //! The endpoint's policies, composed from the config in a fixed order: the user's policies,
 //! ONE merged OutBoundNAT, a PortMapping (and with `allowAclPortMapping` an ACL) per runtime
-//! port mapping, with any such ACL the allow-all fallback pair, loopback DSR, then the
-//! plugin's own (the overlay's ProviderAddress) unless the user already wrote the same policy.
+//! port mapping, with any such ACL the allow-all fallback pair, with any switch ACL the
+//! Host-layer allow-alls, loopback DSR, then the plugin's own (the overlay's ProviderAddress)
+//! unless the user already wrote the same policy.
 //!
-//! On Windows Server 2025 an endpoint with any ACL denies all traffic no ACL allows (see
-//! [`hns::WindowsBuild::acls_default_deny`]), so a lone Allow for a mapped port would cut the
-//! pod off. Every ACL cni-win writes therefore comes with allow-all rules, In and Out, at the
-//! lowest precedence ([`acl_fallback::rules`]): the endpoint behaves the same on every build. The
+//! An endpoint with any ACL denies all traffic no ACL allows on Windows Server 2025
+//! (microsoft/Windows-Containers#616) and, likely, on Windows Server 2022's L2Bridge and Overlay
+//! networks once an ACL blocks, so a lone Allow for a mapped port could cut the pod off. Every
+//! ACL cni-win writes therefore comes with allow-all rules, In and Out, at the lowest
+//! precedence ([`acl_fallback::rules`]): the endpoint behaves the same on every build. The
 //! user's own ACLs are sent as written, without it: they are the user's security policy, a
 //! default-deny may be what they mean, and an added allow-all could tie with their own
-//! catch-all rule (`cni-win doctor` warns where they lack it on a default-deny build).
+//! catch-all rule (`cni-win doctor` warns where they lack it). Switch ACLs, the user's
+//! included, come with Host-layer allow-alls, as Calico and Azure NPM write them
+//! ([`acl_fallback::host_rules`]): they widen no switch rule.
 //!
 //! The reference appends a second OutBoundNAT for `ipMasqNetwork` next to the user's; here
 //! every OutBoundNAT that only lists exceptions is merged into one, with the plugin's
@@ -63,6 +67,7 @@ pub(crate) fn compose<K: NetworkKind>(
             }
         }
     }
+    add_host_layer(&mut policies);
     if conf.loopback_dsr {
         policies.push(EndpointPolicy::OutboundNat(OutboundNatPolicy {
             destinations: ips.iter().map(IpNetwork::ip).collect(),
@@ -77,6 +82,24 @@ pub(crate) fn compose<K: NetworkKind>(
         }
     }
     Ok(policies)
+}
+
+/// Adds the Host-layer allow-alls that `policies`' switch ACLs go with
+/// ([`acl_fallback::host_rules`]); ADD runs it again once the NetworkPolicy snapshot's rules
+/// are in, so they get theirs even from a snapshot written without them.
+pub(crate) fn add_host_layer(policies: &mut Vec<EndpointPolicy>) {
+    let acls: Vec<AclPolicy> = policies
+        .iter()
+        .filter_map(|policy| match policy.effect() {
+            EndpointPolicy::Acl(acl) => Some(acl),
+            _ => None,
+        })
+        .collect();
+    policies.extend(
+        acl_fallback::host_rules(&acls)
+            .into_iter()
+            .map(EndpointPolicy::Acl),
+    );
 }
 
 /// The OutBoundNAT being merged, and which entry set its non-exception settings.

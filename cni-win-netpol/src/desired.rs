@@ -7,7 +7,9 @@ use hns::Guid;
 use hns::schema::policy::AclPolicy;
 
 use crate::cluster::{Cluster, PodKey};
-use crate::render::{IpSet, Mode, Priorities, PriorityConflict, Renderer, is_agents};
+use crate::render::{
+    IpSet, Mode, Priorities, PriorityConflict, Renderer, host_directions, is_agents,
+};
 use crate::rules::{self, GroupAddresses, Subject};
 use crate::sets::{self, SetCollision, Sets};
 
@@ -187,6 +189,7 @@ impl<'c> Translation<'c> {
             priorities: Priorities::clear_of(&others)?,
             sets,
             groups: &mut self.groups,
+            host: host_directions(&others),
         };
         let policy = rules::pod_policy(self.cluster, subject);
         Ok(renderer.endpoint(&policy, &self.node.addresses, own))

@@ -18,6 +18,15 @@
 //! another action, the agent's rule moves to the next free number before the next slot
 //! ([`Priorities::clear_of`]); on a tie the other owner's rule is the one that stays first.
 //!
+//! # The Host layer
+//!
+//! Beside its switch rules, every endpoint gets the agent's Host-layer allow-all, In and Out
+//! ([`AclPolicy::host_allow_all`]), as Calico and Azure NPM write them ("Required by l2bridge
+//! network"): whether HNS needs them is not documented, so the agent writes what the
+//! NetworkPolicy implementations that run on real hosts write. Not in a direction where another
+//! owner (a conflist, the plugin beside its own ACLs) has a Host rule: that owner's rules govern
+//! the layer, and one without a priority beside theirs could tie.
+//!
 //! # Identity
 //!
 //! Every rule the agent writes has an `Id` starting [`RULE_ID_PREFIX`], followed by a
@@ -203,6 +212,8 @@ pub(crate) struct Renderer<'a> {
     pub(crate) sets: &'a mut Sets,
     /// The groups' addresses, worked out across endpoints.
     pub(crate) groups: &'a mut GroupAddresses,
+    /// The directions the agent writes its Host-layer allow-all for ([`host_directions`]).
+    pub(crate) host: Vec<AclDirection>,
 }
 
 impl Renderer<'_> {
@@ -252,6 +263,11 @@ impl Renderer<'_> {
             };
             acls.push(acl(direction, action, priority, None, None, None));
         }
+        acls.extend(
+            self.host
+                .iter()
+                .map(|direction| identified(AclPolicy::host_allow_all(*direction))),
+        );
         acls.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
         acls.dedup();
         acls
@@ -329,6 +345,19 @@ impl Renderer<'_> {
     }
 }
 
+/// The directions in which the agent writes its Host-layer allow-all on an endpoint that
+/// holds `others`, another owner's ACLs: those in which no other owner has a Host rule.
+pub(crate) fn host_directions(others: &[AclPolicy]) -> Vec<AclDirection> {
+    [AclDirection::In, AclDirection::Out]
+        .into_iter()
+        .filter(|direction| {
+            !others
+                .iter()
+                .any(|acl| acl.direction == *direction && acl.rule_type == Some(AclRuleType::Host))
+        })
+        .collect()
+}
+
 /// One ACL of the agent, its `Id` the fingerprint of everything else in it. Protocol `None`
 /// is every protocol (`256`, as cni-win's own allow-all rules write it); `ports` are the
 /// destination's: the pod's (`LocalPorts`) on ingress, the remote's on egress.
@@ -344,7 +373,7 @@ fn acl(
         Direction::In => (ports, None, AclDirection::In),
         Direction::Out => (None, ports, AclDirection::Out),
     };
-    let mut acl = AclPolicy {
+    identified(AclPolicy {
         id: None,
         protocols: Some(protocol.map_or_else(|| "256".to_owned(), |p| p.number().to_string())),
         action,
@@ -355,7 +384,11 @@ fn acl(
         remote_ports,
         rule_type: Some(AclRuleType::Switch),
         priority: Some(priority),
-    };
+    })
+}
+
+/// `acl` with its `Id`: [`RULE_ID_PREFIX`] and the fingerprint of everything else in it.
+fn identified(mut acl: AclPolicy) -> AclPolicy {
     let content = serde_json::to_string(&acl).unwrap_or_default();
     acl.id = Some(format!("{RULE_ID_PREFIX}{}", fingerprint(&content)));
     acl

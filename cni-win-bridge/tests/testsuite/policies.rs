@@ -3,8 +3,9 @@
 //! envelope (`Name`/`Value`, `Type`/`Settings`) and settings keys come in any case, with a V1
 //! `ExceptionList` inside V2 settings (sent to HNS as written, as the reference sends it, and
 //! not merged) and an ACL in windows-container-networking's example shape (sent as written,
-//! without a fallback: the user's own ACLs are theirs); the ACLs `allowAclPortMapping` writes,
-//! with their allow-all fallback.
+//! without a fallback: the user's own ACLs are theirs, with the Host-layer allow-alls Calico and
+//! Azure NPM write beside switch rules); the ACLs `allowAclPortMapping` writes, with their
+//! allow-all fallback and the Host-layer pair.
 
 use std::path::Path;
 
@@ -27,7 +28,9 @@ fn additional_args_in_any_case_with_a_v1_key_inside_v2_settings() {
             {"Type": "OutBoundNAT", "Settings": {"ExceptionList": ["10.96.0.0/12"]}},
             route("10.96.0.0/12"),
             {"Type": "ACL", "Settings": {"Protocols": "6", "Action": "Allow", "Direction": "In", "RemoteAddresses": "10.0.0.0/8", "LocalPorts": "80", "Priority": 200}},
-            nat(&["10.127.130.0/24", "10.244.0.0/16"])
+            nat(&["10.127.130.0/24", "10.244.0.0/16"]),
+            host_allow_all("In"),
+            host_allow_all("Out")
         ])
     );
     assert!(
@@ -36,10 +39,16 @@ fn additional_args_in_any_case_with_a_v1_key_inside_v2_settings() {
     );
 }
 
-/// Windows Server 2025 makes an endpoint with any ACL default-deny, so the ACL
-/// `allowAclPortMapping` writes for a mapped port comes with allow-all rules In and Out at
-/// the lowest precedence: the pod keeps its other traffic on every build. CHECK holds the
-/// endpoint to them.
+/// The Host-layer allow-all of `direction`, as Calico and Azure NPM write it.
+fn host_allow_all(direction: &str) -> serde_json::Value {
+    json!({"Type": "ACL", "Settings": {"Protocols": "256", "Action": "Allow", "Direction": direction, "RuleType": "Host"}})
+}
+
+/// Windows Server 2025 makes an endpoint with any ACL default-deny (and Windows Server 2022's
+/// L2Bridge, likely, once an ACL blocks), so the ACL `allowAclPortMapping` writes for a mapped
+/// port comes with allow-all rules In and Out at the lowest precedence: the pod keeps its other
+/// traffic on every build; and, as every switch ACL, with the Host-layer allow-alls. CHECK
+/// holds the endpoint to them.
 #[test]
 fn acls_for_mapped_ports_come_with_an_allow_all_fallback_that_check_requires() {
     let node = crate::node("acl-fallback");
@@ -57,7 +66,9 @@ fn acls_for_mapped_ports_come_with_an_allow_all_fallback_that_check_requires() {
             {"Type": "PortMapping", "Settings": {"Protocol": 6, "InternalPort": 80, "ExternalPort": 8080, "Flags": 1}},
             {"Type": "ACL", "Settings": {"Protocols": "6", "Action": "Allow", "Direction": "In", "LocalPorts": "80", "RuleType": "Switch"}},
             allow_all("In"),
-            allow_all("Out")
+            allow_all("Out"),
+            host_allow_all("In"),
+            host_allow_all("Out")
         ])
     );
 
@@ -75,7 +86,8 @@ fn acls_for_mapped_ports_come_with_an_allow_all_fallback_that_check_requires() {
     let msg = node.check("pod", &netns, &config).error(113);
     assert!(
         msg.contains(r#""Direction":"In","Priority":65500"#)
-            && msg.contains(r#""Direction":"Out","Priority":65500"#),
+            && msg.contains(r#""Direction":"Out","Priority":65500"#)
+            && msg.contains(r#""Direction":"Out","Protocols":"256","RuleType":"Host""#),
         "{msg}"
     );
     node.del("pod", Some(&netns), &config).silent();

@@ -247,6 +247,7 @@ macro_rules! plugin_suite {
                 $crate::plugin_suite!(@cases $plugin; plugin::network_policy:
                     a_pod_the_agent_has_seen_is_protected_from_its_first_packet_at_no_call_more,
                     a_pod_the_agent_has_not_seen_gets_its_namespaces_posture_or_the_default,
+                    a_snapshot_without_host_rules_gets_them_at_add,
                     without_the_key_or_before_the_agents_first_snapshot_a_pod_has_no_policy_rules,
                     #[cfg(unix)] an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing,
                     a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add,

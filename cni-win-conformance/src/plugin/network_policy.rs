@@ -52,8 +52,16 @@ fn snapshot() -> PolicySnapshot {
     let isolated = rule("block-in", AclDirection::In, AclAction::Block, 65000);
     let open_in = rule("open-in", AclDirection::In, AclAction::Allow, 65100);
     let open_out = rule("open-out", AclDirection::Out, AclAction::Allow, 65100);
+    let [host_in, host_out] = [AclDirection::In, AclDirection::Out].map(|direction| AclPolicy {
+        id: Some(format!("snapshot-host-{direction:?}")),
+        ..AclPolicy::host_allow_all(direction)
+    });
     let ids = |rules: &[&AclPolicy]| -> Vec<String> {
-        rules.iter().map(|acl| acl.id.clone().unwrap()).collect()
+        rules
+            .iter()
+            .chain([&&host_in, &&host_out])
+            .map(|acl| acl.id.clone().unwrap())
+            .collect()
     };
     let posture = ids(&[&from_node, &to_node, &isolated, &open_out]);
     PolicySnapshot {
@@ -61,7 +69,7 @@ fn snapshot() -> PolicySnapshot {
         node: "node-1".to_owned(),
         mode: "IpSets".to_owned(),
         rules: [
-            &from_node, &to_node, &admitted, &isolated, &open_in, &open_out,
+            &from_node, &to_node, &admitted, &isolated, &open_in, &open_out, &host_in, &host_out,
         ]
         .into_iter()
         .map(|acl| (acl.id.clone().unwrap(), acl.clone()))
@@ -78,6 +86,23 @@ fn snapshot() -> PolicySnapshot {
         default: ids(&[&from_node, &to_node, &open_in, &open_out]),
         refused: BTreeMap::new(),
     }
+}
+
+/// [`snapshot`] as an agent wrote it before it wrote Host-layer rules.
+fn snapshot_without_host_rules() -> PolicySnapshot {
+    let mut snapshot = snapshot();
+    let host = |id: &String| id.starts_with("snapshot-host-");
+    snapshot.rules.retain(|id, _| !host(id));
+    for ids in snapshot
+        .pods
+        .values_mut()
+        .map(|pod| &mut pod.add)
+        .chain(snapshot.namespaces.values_mut())
+        .chain([&mut snapshot.default])
+    {
+        ids.retain(|id| !host(id));
+    }
+    snapshot
 }
 
 fn write(path: &Path, snapshot: &PolicySnapshot) {
@@ -203,6 +228,22 @@ pub fn a_pod_the_agent_has_seen_is_protected_from_its_first_packet_at_no_call_mo
     let mut check = config.clone();
     check["prevResult"] = result;
     node.check("np-pod", &netns, &check).silent();
+}
+
+/// A snapshot whose rules come without Host-layer allow-alls (an agent's from before it wrote
+/// them): ADD adds them beside the switch rules, as it does beside a config's own, so a new
+/// pod is never started with switch rules alone.
+pub fn a_snapshot_without_host_rules_gets_them_at_add(plugin: &Plugin) {
+    use Verdict::{Allowed, Denied};
+    let (node, config, path) = node(plugin, "netpol-no-host");
+    write(&path, &snapshot_without_host_rules());
+    start(&node, "np-pod", "x/a", &config).result();
+    let mut expected = snapshot_without_host_rules().rules_for_new_pod("x", "a");
+    expected.extend([AclDirection::In, AclDirection::Out].map(AclPolicy::host_allow_all));
+    assert_eq!(acls(plugin, &node, "np-pod"), expected);
+    for (build, verdicts) in verdicts(&node, &address(plugin, &node, "np-pod")) {
+        assert_eq!(verdicts, [Allowed, Denied, Denied, Allowed], "{build}");
+    }
 }
 
 /// A pod the agent has not seen: its namespace's posture, or open in a namespace the agent

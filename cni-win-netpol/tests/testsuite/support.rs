@@ -54,12 +54,18 @@ pub fn cluster(changes: &Changes, policies: &[NetworkPolicy]) -> (Cluster, Vec<S
 }
 
 /// The ACLs cni-win writes with `allowAclPortMapping` that are not per-port: allow-all In and
-/// Out at 65500. The tables give them to namespace y's endpoints, which policies must still
-/// isolate.
+/// Out at 65500, and beside them the Host-layer allow-alls. The tables give them to namespace
+/// y's endpoints, which policies must still isolate.
 pub fn port_mapping_fallback() -> Vec<AclPolicy> {
     [AclDirection::In, AclDirection::Out]
-        .map(|direction| AclPolicy::all_traffic(AclAction::Allow, direction, 65500))
-        .to_vec()
+        .into_iter()
+        .flat_map(|direction| {
+            [
+                AclPolicy::all_traffic(AclAction::Allow, direction, 65500),
+                AclPolicy::host_allow_all(direction),
+            ]
+        })
+        .collect()
 }
 
 /// The local endpoints: every pod is on this node.

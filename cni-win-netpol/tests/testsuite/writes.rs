@@ -526,3 +526,36 @@ fn every_endpoint_gets_both_directions_explicitly() {
     }
     assert!(hns.network.is_empty(), "no policy, no set");
 }
+
+/// Calico and Azure NPM put Host-layer allow-alls, In and Out, beside every endpoint's switch
+/// rules ("Required by l2bridge network"): the agent writes its own, with its `Id`s, where no
+/// other owner rules the Host layer; namespace y's endpoints carry the plugin's already.
+#[test]
+fn every_endpoint_has_the_host_layer_allowed_once() {
+    let changes = Changes::default();
+    let hns = programmed(&changes, &[from_every_b()], Mode::IpSets);
+    for pod in crate::support::pods() {
+        let acls = &hns.endpoints[&crate::support::endpoint_id(&pod)];
+        for direction in [AclDirection::In, AclDirection::Out] {
+            let host: Vec<&AclPolicy> = acls
+                .iter()
+                .filter(|acl| {
+                    acl.direction == direction && acl.rule_type == Some(AclRuleType::Host)
+                })
+                .collect();
+            let [rule] = host[..] else {
+                panic!("{pod} {direction:?}: one Host rule, not {host:?}");
+            };
+            let id = AclPolicy {
+                id: None,
+                ..rule.clone()
+            };
+            assert_eq!(id, AclPolicy::host_allow_all(direction), "{pod}");
+            assert_eq!(
+                cni_win_netpol::is_agents(rule),
+                !pod.starts_with("y/"),
+                "{pod}: the agent's where no other owner has one"
+            );
+        }
+    }
+}
