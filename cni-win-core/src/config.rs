@@ -61,10 +61,11 @@ pub struct ConfigReview {
     /// Each policy key that does nothing, naming its entry: `policies[0]: `exceptionList` is
     /// not a V2 OutBoundNAT key; HNS ignores it; did you mean `Exceptions`?`.
     pub ignored_policy_keys: Vec<String>,
-    /// The directions in which the config's own ACL policies have no allow-all rule: on a
-    /// build where ACLs make an endpoint default-deny
-    /// ([`hns::WindowsBuild::acls_default_deny`]), the pods lose all traffic of that direction
-    /// no rule allows. Empty when the config writes no ACL of its own.
+    /// The directions in which the config's own ACL policies have no allow-all rule: where
+    /// ACLs make an endpoint default-deny (Windows Server 2025, microsoft/Windows-Containers#616;
+    /// likely Windows Server 2022's L2Bridge and Overlay networks once an ACL blocks), the pods
+    /// lose all traffic of that direction no rule allows. Empty when the config writes no ACL
+    /// of its own.
     pub acl_directions_without_fallback: Vec<AclDirection>,
 }
 

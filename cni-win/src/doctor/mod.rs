@@ -195,7 +195,6 @@ impl Doctor {
 
 /// HNS, reached, and the node as it read.
 struct Reached<'n> {
-    client: &'n Client,
     /// HNS as the node's one read found it.
     hns: &'n NodeSnapshot,
 }
@@ -208,7 +207,7 @@ fn check_hns<'n>(
 ) -> Option<Reached<'n>> {
     let fix = "start the Host Network Service (Start-Service hns) and check its event log";
     match (client, &node.hns) {
-        (Some(client), Ok(hns)) => {
+        (Some(_), Ok(hns)) => {
             let features = hns.features;
             let supported: Vec<&str> = hns::Feature::ALL
                 .into_iter()
@@ -223,7 +222,7 @@ fn check_hns<'n>(
                     supported.join(", ")
                 ),
             );
-            Some(Reached { client, hns })
+            Some(Reached { hns })
         }
         (_, Err(unread)) => {
             report.add("HNS reachable", Severity::Fail, unread.to_string(), fix);

@@ -6,7 +6,6 @@ use std::net::IpAddr;
 use cni_win_core::ConfigReview;
 use cni_win_core::ownership::Verdict;
 use cni_win_core::snapshot::{Exhausted, NetworkView};
-use hns::Client;
 use hns::schema::{EndpointFlags, HostComputeEndpoint};
 
 use super::{Reached, Report, Severity, kube_proxy};
@@ -44,10 +43,10 @@ pub(super) fn check(node: Option<&Reached<'_>>, network: &Network, report: &mut 
              written (as the reference plugins send it) and does less than it says",
         );
     }
+    check_acl_fallback(network, review, report);
     let Some(node) = node else {
         return;
     };
-    check_acl_fallback(node.client, network, review, report);
     let view = match node.hns.view(&network.config) {
         Ok(view) => view,
         Err(e) => {
@@ -106,22 +105,14 @@ fn check_free_addresses(exhausted: &[Exhausted], check: &str, report: &mut Repor
     );
 }
 
-/// The config's own ACLs keep the pods' other traffic where HNS makes an endpoint with ACLs
-/// default-deny (Windows Server 2025 on: [`hns::WindowsBuild::acls_default_deny`]): each
-/// direction they cover needs an allow-all rule, as cni-win adds beside the ACLs it writes.
-fn check_acl_fallback(
-    client: &Client,
-    network: &Network,
-    review: &ConfigReview,
-    report: &mut Report,
-) {
+/// The config's own ACLs keep the pods' other traffic only with an allow-all rule per
+/// direction they cover: HNS makes an endpoint with ACLs default-deny on Windows Server 2025
+/// (microsoft/Windows-Containers#616) and, as far as production writers found, on Windows
+/// Server 2022's L2Bridge and Overlay networks once an ACL blocks (azure-container-networking
+/// PR #2617), so the warning holds on every build, as cni-win adds such rules beside the ACLs
+/// it writes.
+fn check_acl_fallback(network: &Network, review: &ConfigReview, report: &mut Report) {
     if review.acl_directions_without_fallback.is_empty() {
-        return;
-    }
-    let Ok(build) = client.windows_build() else {
-        return;
-    };
-    if !build.acls_default_deny() {
         return;
     }
     let directions = review
@@ -134,9 +125,10 @@ fn check_acl_fallback(
         format!("network {:?}: ACL fallback", network.name()),
         Severity::Warn,
         format!(
-            "the config's ACL policies have no allow-all rule {directions}: on Windows build \
-             {build} HNS denies every packet no ACL allows, so the pods lose all other traffic \
-             {directions}"
+            "the config's ACL policies have no allow-all rule {directions}: HNS denies every \
+             packet no ACL allows on an endpoint with ACLs (Windows Server 2025; Windows Server \
+             2022's L2Bridge and Overlay networks once an ACL blocks), so the pods lose all \
+             other traffic {directions}"
         ),
         "add an allow-all ACL per direction at the lowest precedence, e.g. {\"name\": \
          \"EndpointPolicy\", \"value\": {\"Type\": \"ACL\", \"Settings\": {\"Action\": \
