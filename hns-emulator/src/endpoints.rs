@@ -176,16 +176,16 @@ impl State<'_> {
     }
 
     /// `HcnModifyEndpoint` `Policy` requests: `Add` appends, `Remove` removes identical
-    /// policies, `Update` makes the request's list the endpoint's whole policy list (Azure
-    /// NPM's evidence, in [`crate::acl`]). Added ACLs are validated as at create, an added
-    /// `PortMapping` must find its host port free, and the write is counted
-    /// ([`crate::acl::PolicyWrites`]). `Port` requests are not modelled.
+    /// policies, `Update` replaces the policies of the types it carries and keeps the others
+    /// (`update_by_type`). Added ACLs are validated as at create, an added `PortMapping` must
+    /// find its host port free, and the write is counted ([`crate::acl::PolicyWrites`]).
+    /// `Port` requests are not modelled.
     pub fn modify_endpoint(&mut self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
         let mut endpoint = self.require_endpoint(id)?;
         let request = read_policy_request::<EndpointPolicy>("endpoint", settings)?;
         let before = endpoint.policies.clone();
         match request.request_type {
-            RequestType::Update => endpoint.policies = request.policies.clone(),
+            RequestType::Update => update_by_type(&mut endpoint.policies, &request.policies)?,
             request_type => {
                 for policy in request.policies.iter().cloned() {
                     add_or_remove(&mut endpoint.policies, request_type, policy)?;
@@ -398,4 +398,34 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
         (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+/// An endpoint `Update`: the request's policies replace the endpoint's of the same types, and
+/// the others stay. What HNS does is not documented beyond "RequestTypeUpdate replaces
+/// settings with the ones provided" (hcsshim `hcn/hcn.go:360`); hcsshim's ncproxy sends an
+/// `Update` holding only an `Iov` policy to endpoints created with others
+/// (`cmd/ncproxy/ncproxy.go:123-147`), which replacing the whole list would strip, so per type
+/// is the likely reading (docs/why-an-emulator.md). An `Update` carrying no policy is where
+/// the readings part (nothing replaced, or everything), so it is refused.
+fn update_by_type(
+    held: &mut Vec<EndpointPolicy>,
+    request: &[EndpointPolicy],
+) -> Result<(), HcnFailure> {
+    if request.is_empty() {
+        return Err(HcnFailure::new(
+            HResult::HCN_E_REQUEST_UNSUPPORTED,
+            "(an endpoint Update carrying no policy: whether it replaces no policy or every \
+             one is not documented; remove policies with Remove, or Update with the policies \
+             of each type to keep)"
+                .to_owned(),
+        ));
+    }
+    let replaced = |policy: &EndpointPolicy| {
+        request
+            .iter()
+            .any(|new| new.type_name().eq_ignore_ascii_case(policy.type_name()))
+    };
+    held.retain(|policy| !replaced(policy));
+    held.extend(request.iter().cloned());
+    Ok(())
 }

@@ -26,17 +26,18 @@
 //!   in both directions, even one without rules (W-C#616, Microsoft 2026-05-11: "by
 //!   design"; `WindowsBuild::acls_default_deny`).
 //! - **Writes** (`HcnModifyEndpoint` `Policy`): `Add` appends, `Remove` removes identical
-//!   policies, and `Update` makes the request's list the endpoint's whole policy list.
-//!   Evidence for `Update`: Azure NPM removes ACLs by reading the endpoint and sending
-//!   `Update` with every policy it keeps, other types first ("if the remove bug is not
-//!   solved then get all existing policies and remove relevant policies from list then
-//!   apply remaining policies"), including with no ACL left, which a per-type replace
-//!   would ignore; NPM's own HNS fake models `Update` as replacing the endpoint's ACLs.
-//!   What HNS's remove bug is, is not documented: `Remove` works here.
+//!   policies (Azure NPM avoids `Remove` for a "remove bug" it does not describe; nothing
+//!   says what it is, so here it works). `Update` replaces the endpoint's policies of the
+//!   types the request carries and keeps the others (likely: hcsshim's ncproxy sends an
+//!   `Update` holding only an `Iov` policy to endpoints with other policies,
+//!   `cmd/ncproxy/ncproxy.go:123-147`, which a whole-list replace would strip; Azure NPM's
+//!   read-modify-`Update` of all an endpoint keeps fits both). An `Update` carrying no policy
+//!   is refused: what it replaces is where the two readings differ.
 //! - **IP sets** ([`IpSets`]): `SetPolicy` network policies (HNS 13.0; `NESTEDIPSET` 15.0),
 //!   changed with `HcnModifyNetwork` `Add`/`Update`/`Remove` of the sets alone, named by
 //!   `Id` in an ACL's address fields (Azure NPM). A set named by an ACL or a nested set
-//!   cannot be removed (`HCN_E_ENTITY_HAS_REFERENCES`).
+//!   cannot be removed (`HCN_E_ENTITY_HAS_REFERENCES`); an empty nested set matches every
+//!   address (ACN PR #1431).
 //! - **Paths** ([`Engine::check_packet`](crate::Engine::check_packet)): egress on the
 //!   source if it is a local endpoint, ingress on the destination if it is one; remote
 //!   endpoints are filtered by their own host; traffic from the host is ingress only.

@@ -7,6 +7,12 @@
 //! `azure-npm-3216600258`, in a comma list like any address), so a membership change is one
 //! network write instead of a rewrite of every endpoint's ACLs.
 //!
+//! An empty `IPSET` holds nothing; an empty `NESTEDIPSET` matches every address: "In HNS, an
+//! ACL conditioned on a list (nested ipset) will apply to any IP if the list has no members"
+//! (azure-container-networking PR #1431, which is why Azure NPM puts an empty `IPSET` in every
+//! list it makes, `npm/pkg/dataplane/ipsets/ipsetmanager.go:67-70`). Likely: NPM's finding on
+//! real hosts, stated by no Microsoft document.
+//!
 //! The key is `PolicyType`: hcsshim writes it so since renaming the field from `Type`, which
 //! HNS does not read. Settings keys are matched regardless of case, as Go matches them.
 
@@ -195,11 +201,13 @@ impl IpSets {
         self.0.values()
     }
 
-    /// Whether the set `id` holds `ip` (through its members for a nested set). An unknown
+    /// Whether the set `id` holds `ip` (through its members for a nested set; a nested set
+    /// without members holds every address, as the module documentation says). An unknown
     /// `Id` holds nothing.
     pub fn contains(&self, id: &str, ip: IpAddr) -> bool {
         match self.0.get(id).map(|set| &set.members) {
             Some(Members::Addresses(networks)) => networks.iter().any(|net| net.contains(ip)),
+            Some(Members::Sets(members)) if members.is_empty() => true,
             Some(Members::Sets(members)) => members.iter().any(|member| {
                 matches!(self.0.get(member).map(|set| &set.members),
                     Some(Members::Addresses(networks)) if networks.iter().any(|net| net.contains(ip)))
@@ -356,6 +364,16 @@ mod tests {
             r#"{"Id":"m","PolicyType":"NESTEDIPSET","Values":"n"}"#,
         ]);
         assert_refused(deep, HResult::HCN_E_INVALID_POLICY, "itself a NESTEDIPSET");
+        // ACN PR #1431: an empty nested set applies to any address; an empty plain set to none.
+        let empty = sets(&[
+            r#"{"Id":"a","PolicyType":"IPSET","Values":""}"#,
+            r#"{"Id":"none","PolicyType":"NESTEDIPSET","Values":""}"#,
+            r#"{"Id":"n","PolicyType":"NESTEDIPSET","Values":"a"}"#,
+        ])
+        .unwrap();
+        assert!(empty.contains("none", ip("192.0.2.1")) && empty.contains("none", ip("fd00::1")));
+        assert!(!empty.contains("a", ip("192.0.2.1")) && !empty.contains("n", ip("192.0.2.1")));
+
         let twice = sets(&[
             r#"{"Id":"a","PolicyType":"IPSET","Values":""}"#,
             r#"{"Id":"a","PolicyType":"IPSET","Values":"10.0.0.1"}"#,

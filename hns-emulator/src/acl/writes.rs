@@ -21,8 +21,8 @@ pub struct PolicyWrites {
     /// `HcnModifyEndpoint` `Policy` requests.
     #[serde(default)]
     pub endpoint_requests: u64,
-    /// ACL rules those requests wrote: every ACL of an `Add` or `Update` (an `Update`
-    /// reprograms the endpoint's whole list, so each of its ACLs counts).
+    /// ACL rules those requests wrote: every ACL of an `Add` or `Update` (an `Update` carrying
+    /// ACLs reprograms every ACL of the endpoint, so each of its ACLs counts).
     #[serde(default)]
     pub acl_rules_written: u64,
     /// ACL rules endpoints lost: removed, or left out of an `Update`.

@@ -244,8 +244,12 @@ fn acl_values_hns_refuses_are_invalid_policies() {
     );
 }
 
+/// `Update` replaces the endpoint's policies of the types it carries and keeps the others:
+/// hcsshim's ncproxy updates endpoints with an `Iov` policy alone, which a whole-list replace
+/// would strip of everything else; Azure NPM's removal (every policy it keeps, other types
+/// first) fits both. An `Update` carrying nothing, where the readings part, is refused.
 #[test]
-fn update_makes_the_request_the_endpoints_whole_policy_list() {
+fn update_replaces_the_policies_of_the_types_it_carries() {
     let node = Node::new("acl-update");
     let nat = r#"{"Type":"OutBoundNAT","Settings":{"Exceptions":["10.244.0.0/16"]}}"#.to_owned();
     let web = acl(
@@ -264,17 +268,31 @@ fn update_makes_the_request_the_endpoints_whole_policy_list() {
     );
     assert_eq!(node.policies(id).len(), 3);
     // Azure NPM's removal: every policy it keeps, other types first, as one Update.
-    node.modify_endpoint(id, "Update", &[nat.clone(), deny])
+    node.modify_endpoint(id, "Update", &[nat.clone(), deny.clone()])
         .unwrap();
     let kept = node.policies(id);
     assert_eq!(kept.len(), 2);
     assert_eq!(kept[1]["Settings"]["Action"], "Block");
-    // With no ACL left, the ACLs go: a per-type replace would have kept them.
-    node.modify_endpoint(id, "Update", &[nat]).unwrap();
-    assert_eq!(node.policies(id).len(), 1);
-    assert_eq!(node.tcp(B, A, 22), Verdict::Allowed);
+    // ACLs alone: the ACLs are replaced, the OutBoundNAT stays.
+    node.modify_endpoint(id, "Update", std::slice::from_ref(&web))
+        .unwrap();
+    let types: Vec<_> = node
+        .policies(id)
+        .iter()
+        .map(|policy| policy["Type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(types, ["OutBoundNAT", "ACL"]);
+    // The OutBoundNAT alone: the ACLs stay.
+    node.modify_endpoint(id, "Update", std::slice::from_ref(&nat))
+        .unwrap();
+    assert_eq!(node.policies(id).len(), 2);
     assert_refused(
-        node.modify_endpoint(id, "Remove", &[web]),
+        node.modify_endpoint(id, "Update", &[] as &[String]),
+        HResult::HCN_E_REQUEST_UNSUPPORTED,
+        "Update carrying no policy",
+    );
+    assert_refused(
+        node.modify_endpoint(id, "Remove", &[deny]),
         HResult::HCN_E_POLICY_NOT_FOUND,
         "",
     );
@@ -324,9 +342,9 @@ fn ip_sets_follow_azure_npm_and_hns_versions() {
     );
     // Named by an ACL (as Azure NPM names them, by Id in an address list) or a nested set,
     // a set stays.
-    let id = node
-        .endpoint("b", B, &[r#"{"Action":"Allow","Direction":"In","RemoteAddresses":"azure-npm-3","Priority":222}"#])
-        .unwrap();
+    let rule =
+        r#"{"Action":"Allow","Direction":"In","RemoteAddresses":"azure-npm-3","Priority":222}"#;
+    let id = node.endpoint("b", B, &[rule]).unwrap();
     assert_refused(
         node.modify_sets("Remove", &[nested]),
         HResult::HCN_E_ENTITY_HAS_REFERENCES,
@@ -338,7 +356,7 @@ fn ip_sets_follow_azure_npm_and_hns_versions() {
         "azure-npm-3",
     );
     // NPM's order: the ACLs, then nested sets, then their members.
-    node.modify_endpoint(id, "Update", &[]).unwrap();
+    node.modify_endpoint(id, "Remove", &[acl(rule)]).unwrap();
     node.modify_sets("Remove", &[nested]).unwrap();
     node.modify_sets("Remove", &[pods, ns]).unwrap();
     assert_refused(
@@ -475,18 +493,24 @@ fn nested_sets_hold_their_members_addresses() {
     .unwrap();
     node.modify_sets(
         "Add",
-        &[r#"{"Id":"xz","PolicyType":"NESTEDIPSET","Values":"x,z"}"#],
+        &[
+            r#"{"Id":"xz","PolicyType":"NESTEDIPSET","Values":"x,z"}"#,
+            r#"{"Id":"none","PolicyType":"NESTEDIPSET","Values":""}"#,
+        ],
     )
     .unwrap();
-    node.endpoint(
-        "b",
-        B,
-        &[r#"{"Action":"Allow","Direction":"In","RemoteAddresses":"xz"}"#],
-    )
-    .unwrap();
+    let web = r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","RemoteAddresses":"xz"}"#;
+    // ACN PR #1431: a nested set without members applies to any address.
+    let dns = r#"{"Action":"Allow","Direction":"In","Protocols":"17","LocalPorts":"53","RemoteAddresses":"none"}"#;
+    node.endpoint("b", B, &[web, dns]).unwrap();
     assert_eq!(node.tcp(A, B, 80), Verdict::Allowed);
     assert_eq!(node.tcp("10.244.2.77", B, 80), Verdict::Allowed);
     assert_eq!(node.tcp(C, B, 80), Verdict::Denied);
+    let udp = |from: &str| node.verdict(Packet::udp(from.parse().unwrap(), B.parse().unwrap(), 53));
+    assert_eq!(
+        (udp(C), udp("192.0.2.1")),
+        (Verdict::Allowed, Verdict::Allowed)
+    );
 }
 
 #[test]
