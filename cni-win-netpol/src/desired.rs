@@ -267,9 +267,13 @@ mod tests {
             // One group per address family.
             assert_eq!(matches, 2 * PODS, "{mode:?}");
             assert_eq!(desired.endpoints.len(), PODS);
+            // The ingress rule's peer: addresses in RemoteAddresses, a set in LocalAddresses.
             let web_addresses = |acls: &Vec<AclPolicy>| {
                 acls.iter()
-                    .filter_map(|acl| acl.remote_addresses.as_deref())
+                    .filter_map(|acl| match mode {
+                        Mode::Inline => acl.remote_addresses.as_deref(),
+                        Mode::IpSets => acl.local_addresses.as_deref(),
+                    })
                     .any(|remote| match mode {
                         Mode::Inline => remote.split(',').count() == PODS,
                         Mode::IpSets => desired

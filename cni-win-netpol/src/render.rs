@@ -18,6 +18,15 @@
 //! another action, the agent's rule moves to the next free number before the next slot
 //! ([`Priorities::clear_of`]); on a tie the other owner's rule is the one that stays first.
 //!
+//! # Address fields
+//!
+//! Plain addresses (the node, `ipBlock`s, inline peers) are the peer's in `RemoteAddresses`,
+//! in both directions, as Calico writes them. A peer IP set goes where Azure NPM, the one
+//! production writer of sets, puts it: the packet's source in `LocalAddresses` on ingress, its
+//! destination in `RemoteAddresses` on egress (NPM: "LocalAddresses = Source Sets,
+//! RemoteAddresses = Destination Sets", `npm/pkg/dataplane/policies/policy_windows.go`), a
+//! layout that passes the NetworkPolicy conformance suite on Windows Server 2022.
+//!
 //! # The Host layer
 //!
 //! Beside its switch rules, every endpoint gets the agent's Host-layer allow-all, In and Out
@@ -59,8 +68,8 @@ pub enum Mode {
     /// endpoint that refers to the peer. For hosts without IP sets (HNS before 13.0).
     Inline,
     /// Each pod peer is a network-level IP set (`SetPolicy`, HNS 13.0 and later) that rules
-    /// name in `RemoteAddresses` by its `Id`, as Azure NPM does: a membership change is one
-    /// set update, and no endpoint's rules change.
+    /// name by its `Id` where Azure NPM does (see the module documentation): a membership
+    /// change is one set update, and no endpoint's rules change.
     IpSets,
 }
 
@@ -238,13 +247,13 @@ impl Renderer<'_> {
                 if of_family.is_empty() {
                     continue;
                 }
-                let remote = Some(spell_prefixes(&of_family));
+                let peer = Peer::Addresses(spell_prefixes(&of_family));
                 for direction in directions {
                     acls.push(acl(
                         *direction,
                         AclAction::Allow,
                         self.priorities.node,
-                        remote.clone(),
+                        peer.clone(),
                         None,
                         None,
                     ));
@@ -261,7 +270,7 @@ impl Renderer<'_> {
             } else {
                 (AclAction::Allow, self.priorities.open)
             };
-            acls.push(acl(direction, action, priority, None, None, None));
+            acls.push(acl(direction, action, priority, Peer::Anyone, None, None));
         }
         acls.extend(
             self.host
@@ -276,7 +285,7 @@ impl Renderer<'_> {
     /// The policy allows, those of one direction, remote and protocol merged into one rule
     /// listing all their ports.
     fn allows(&mut self, policy: &PodPolicy) -> Vec<AclPolicy> {
-        type Key = (Direction, Option<String>, Option<Protocol>);
+        type Key = (Direction, Peer, Option<Protocol>);
         let mut merged: BTreeMap<Key, Option<Vec<PortRange>>> = BTreeMap::new();
         for Allow {
             direction,
@@ -284,7 +293,7 @@ impl Renderer<'_> {
             service,
         } in &policy.allows
         {
-            let Some(remote) = self.remote(remote) else {
+            let Some(peer) = self.peer(remote) else {
                 continue;
             };
             let (protocol, ranges) = match service {
@@ -292,7 +301,7 @@ impl Renderer<'_> {
                 Service::Ports(protocol, ranges) => (Some(*protocol), ranges.clone()),
             };
             let ports = merged
-                .entry((*direction, remote, protocol))
+                .entry((*direction, peer, protocol))
                 .or_insert_with(|| Some(Vec::new()));
             match ports {
                 // All ports of the protocol already.
@@ -303,7 +312,7 @@ impl Renderer<'_> {
         }
         merged
             .into_iter()
-            .map(|((direction, remote, protocol), ranges)| {
+            .map(|((direction, peer, protocol), ranges)| {
                 let ports = ranges.map(|ranges| {
                     ports::merge(ranges)
                         .iter()
@@ -315,7 +324,7 @@ impl Renderer<'_> {
                     direction,
                     AclAction::Allow,
                     self.priorities.allow,
-                    remote,
+                    peer,
                     protocol,
                     ports,
                 )
@@ -323,26 +332,39 @@ impl Renderer<'_> {
             .collect()
     }
 
-    /// `RemoteAddresses` for a remote: absent for anyone; `None` for a group without a member
-    /// (an empty list would mean anyone to HNS, so such a rule is not written at all).
-    fn remote(&mut self, remote: &Remote) -> Option<Option<String>> {
+    /// How a rule names a remote; `None` for a group without a member (an empty list would
+    /// mean anyone to HNS, so such a rule is not written at all).
+    fn peer(&mut self, remote: &Remote) -> Option<Peer> {
         match remote {
-            Remote::Any => Some(None),
-            Remote::Prefixes(prefixes) => Some(Some(spell_prefixes(prefixes))),
+            Remote::Any => Some(Peer::Anyone),
+            Remote::Prefixes(prefixes) => Some(Peer::Addresses(spell_prefixes(prefixes))),
             Remote::Group(group) => {
                 let addresses = self.groups.of(self.cluster, group);
                 if addresses.is_empty() {
                     return None;
                 }
-                Some(Some(match self.mode {
-                    Mode::Inline => spell_addresses(addresses),
-                    Mode::IpSets => self
-                        .sets
-                        .name(IpSet::for_group(group.to_string(), addresses.to_vec())),
-                }))
+                Some(match self.mode {
+                    Mode::Inline => Peer::Addresses(spell_addresses(addresses)),
+                    Mode::IpSets => Peer::Set(
+                        self.sets
+                            .name(IpSet::for_group(group.to_string(), addresses.to_vec())),
+                    ),
+                })
             }
         }
     }
+}
+
+/// How a rule names its peer.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Peer {
+    /// Any address: no address field.
+    Anyone,
+    /// Addresses and prefixes, spelt: the peer's side, `RemoteAddresses`, in both directions.
+    Addresses(String),
+    /// An IP set's `Id`: the packet's source on ingress (`LocalAddresses`), its destination
+    /// on egress (`RemoteAddresses`), as Azure NPM writes sets.
+    Set(String),
 }
 
 /// The directions in which the agent writes its Host-layer allow-all on an endpoint that
@@ -358,14 +380,14 @@ pub(crate) fn host_directions(others: &[AclPolicy]) -> Vec<AclDirection> {
         .collect()
 }
 
-/// One ACL of the agent, its `Id` the fingerprint of everything else in it. Protocol `None`
-/// is every protocol (`256`, as cni-win's own allow-all rules write it); `ports` are the
+/// One switch ACL of the agent, its `Id` the fingerprint of everything else in it. Protocol
+/// `None` is every protocol (`256`, as cni-win's own allow-all rules write it); `ports` are the
 /// destination's: the pod's (`LocalPorts`) on ingress, the remote's on egress.
 fn acl(
     direction: Direction,
     action: AclAction,
     priority: u16,
-    remote_addresses: Option<String>,
+    peer: Peer,
     protocol: Option<Protocol>,
     ports: Option<String>,
 ) -> AclPolicy {
@@ -373,12 +395,18 @@ fn acl(
         Direction::In => (ports, None, AclDirection::In),
         Direction::Out => (None, ports, AclDirection::Out),
     };
+    let (local_addresses, remote_addresses) = match (peer, direction) {
+        (Peer::Anyone, _) => (None, None),
+        (Peer::Addresses(addresses), _) => (None, Some(addresses)),
+        (Peer::Set(id), AclDirection::In) => (Some(id), None),
+        (Peer::Set(id), AclDirection::Out) => (None, Some(id)),
+    };
     identified(AclPolicy {
         id: None,
         protocols: Some(protocol.map_or_else(|| "256".to_owned(), |p| p.number().to_string())),
         action,
         direction,
-        local_addresses: None,
+        local_addresses,
         remote_addresses,
         local_ports,
         remote_ports,
@@ -520,7 +548,14 @@ mod tests {
         assert_eq!(fingerprint("abc"), "ba7816bf8f01cfea414140de5dae2223");
         let set = IpSet::for_group("ns/x pod:pod=b v4".to_owned(), Vec::new());
         assert_eq!(set.id.len(), SET_ID_PREFIX.len() + 32, "{}", set.id);
-        let rule = acl(Direction::In, AclAction::Block, 65000, None, None, None);
+        let rule = acl(
+            Direction::In,
+            AclAction::Block,
+            65000,
+            Peer::Anyone,
+            None,
+            None,
+        );
         let id = rule.id.unwrap();
         assert_eq!(id.len(), RULE_ID_PREFIX.len() + 32, "{id}");
         assert!(

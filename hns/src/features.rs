@@ -69,14 +69,6 @@ impl WindowsBuild {
     /// Windows Server 2025 (10.0.26100, Microsoft's Windows Server release information; the
     /// 24H2 client shares the build and its HNS).
     pub const SERVER_2025: WindowsBuild = WindowsBuild(26100);
-
-    /// Whether an endpoint with any ACL policy denies all traffic no ACL allows: HNS on
-    /// Windows Server 2025 switches such an endpoint to default-deny, which Microsoft
-    /// confirmed is by design (microsoft/Windows-Containers#616, May 2026); earlier builds
-    /// let traffic no rule matches through. So from [`WindowsBuild::SERVER_2025`] on.
-    pub fn acls_default_deny(self) -> bool {
-        self >= WindowsBuild::SERVER_2025
-    }
 }
 
 impl fmt::Display for WindowsBuild {
@@ -345,14 +337,6 @@ mod tests {
             (WindowsBuild(26100), HnsVersion::new(15, 4))
         );
         assert!(SupportedFeatures::of(release.hns).supports(Feature::ModifyLoadBalancer));
-    }
-
-    #[test]
-    fn acls_are_default_deny_from_server_2025_on() {
-        assert!(!WindowsBuild::SERVER_2022.acls_default_deny());
-        assert!(!WindowsBuild(26099).acls_default_deny());
-        assert!(WindowsBuild::SERVER_2025.acls_default_deny());
-        assert!(WindowsBuild(26200).acls_default_deny());
     }
 
     #[test]

@@ -24,9 +24,10 @@ pub enum AclCommand {
     /// Prints the verdict and, per side, the deciding rule (endpoint, direction, priority,
     /// id) or the build's default.
     ///
-    /// Exit status: 0 allowed, 1 denied, 2 usage error, 3 the verdict rests on two rules of
-    /// one priority with opposite actions (HNS's tie-break is not documented; the emulator
-    /// denies), 4 the check could not be made.
+    /// Exit status: 0 allowed, 1 denied, 2 usage error, 3 the verdict rests on what HNS does
+    /// not document (two rules of one priority with opposite actions, how an IP set in an
+    /// unusual field is read, a Pass, what a layer does with a packet no rule matches: the
+    /// emulator's verdict is printed, but it is no evidence), 4 the check could not be made.
     Check(Check),
     /// Prints local endpoints' ACL rules in evaluation order.
     List {
@@ -56,8 +57,8 @@ pub struct Check {
     pub from_port: Option<u16>,
 }
 
-/// What `acl check` exits with when the verdict rests on an undocumented tie.
-const EXIT_TIE: u8 = 3;
+/// What `acl check` exits with when the verdict rests on what HNS does not document.
+const EXIT_UNDOCUMENTED: u8 = 3;
 /// What `acl check` exits with when it could not check.
 const EXIT_UNCHECKED: u8 = 4;
 /// Protocols whose packets carry ports: TCP, UDP, SCTP.
@@ -82,7 +83,7 @@ pub fn run(connect: impl Fn() -> Result<Context, String>, command: AclCommand) -
                 Ok(path) => match path.verdict() {
                     Ok(Verdict::Allowed) => ExitCode::SUCCESS,
                     Ok(Verdict::Denied) => ExitCode::FAILURE,
-                    Err(_) => ExitCode::from(EXIT_TIE),
+                    Err(_) => ExitCode::from(EXIT_UNDOCUMENTED),
                 },
                 Err(message) => fail(&message, ExitCode::from(EXIT_UNCHECKED)),
             };
@@ -132,11 +133,11 @@ fn packet(check: &Check) -> Result<Packet, String> {
 }
 
 fn report(context: &Context, path: &PathVerdict) -> Result<(), String> {
-    let tie = path.verdict().err();
+    let undocumented = path.verdict().err();
     if context.json {
         return print_json(&serde_json::json!({
             "Verdict": path.emulated_verdict(),
-            "UndocumentedTie": tie.is_some(),
+            "Undocumented": undocumented.is_some(),
             "Packet": path.packet,
             "Source": path.source,
             "Destination": path.destination,
@@ -166,8 +167,8 @@ fn report(context: &Context, path: &PathVerdict) -> Result<(), String> {
         };
         println!("  {end} {ip}: {what}");
     }
-    if let Some(tie) = tie {
-        println!("  undocumented: {tie}");
+    if let Some(undocumented) = undocumented {
+        println!("  undocumented: {undocumented}");
     }
     Ok(())
 }

@@ -33,7 +33,7 @@ pub fn verdict(
         .check_packet(&Packet::tcp(from.into(), to.into(), port))
         .map_err(|failure| failure.to_string())?
         .verdict()
-        .map_err(|tie| tie.to_string())
+        .map_err(|undocumented| undocumented.to_string())
 }
 
 /// Waits until the agent has made no policy write for [`QUIET`]; what it wrote since the

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use cni_win_core::network_policy::{self, PodPolicy, PolicySnapshot};
-use hns::WindowsBuild;
 use hns::schema::EndpointPolicy;
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
+use hns::{WindowsBuild, WindowsRelease};
 use hns_emulator::acl::{Packet, Verdict};
 use serde_json::{Value, json};
 
@@ -170,13 +170,14 @@ fn tcp(node: &Node, from: &str, to: &str, port: u16) -> Verdict {
         .unwrap()
 }
 
-/// Each build's verdicts on one pod's first packets: from the admitted pod to 80 and 81,
+/// Each release's verdicts on one pod's first packets: from the admitted pod to 80 and 81,
 /// from another pod to 80, and from the node.
 fn verdicts(node: &Node, pod: &str) -> Vec<(WindowsBuild, [Verdict; 4])> {
-    [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025]
+    [WindowsRelease::SERVER_2022, WindowsRelease::SERVER_2025]
         .into_iter()
-        .map(|build| {
-            node.engine().set_windows_build(build).unwrap();
+        .map(|release| {
+            node.engine().set_release(release).unwrap();
+            let build = release.build;
             let verdicts = [
                 tcp(node, ADMITTED, pod, 80),
                 tcp(node, ADMITTED, pod, 81),

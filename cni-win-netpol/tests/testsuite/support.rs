@@ -9,7 +9,7 @@ use cni_win_netpol::{
 use hns::Guid;
 use hns::WindowsBuild;
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
-use hns::schema::{EndpointPolicy, RequestType};
+use hns::schema::{EndpointPolicy, NetworkType, RequestType};
 use hns_emulator::acl::{EndpointAcls, IpSets, Packet, Verdict, evaluate};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 
@@ -52,6 +52,10 @@ pub fn cluster(changes: &Changes, policies: &[NetworkPolicy]) -> (Cluster, Vec<S
     }
     (cluster, refused)
 }
+
+/// The network types Flannel makes, whose endpoints the verdicts are judged on: host-gw's
+/// L2Bridge and vxlan's Overlay (what HNS does with what no rule matches differs).
+pub const NETWORK_TYPES: [NetworkType; 2] = [NetworkType::L2Bridge, NetworkType::Overlay];
 
 /// The ACLs cni-win writes with `allowAclPortMapping` that are not per-port: allow-all In and
 /// Out at 65500, and beside them the Host-layer allow-alls. The tables give them to namespace
@@ -163,10 +167,11 @@ pub fn apply(programmed: &mut Held, writes: &[Write]) {
                         (RequestType::Update, Some(at)) => programmed.network[at] = policy.clone(),
                         (RequestType::Remove, Some(at)) => {
                             let named = programmed.endpoints.values().flatten().any(|acl| {
-                                acl.remote_addresses
-                                    .as_deref()
-                                    .unwrap_or_default()
-                                    .split(',')
+                                [&acl.local_addresses, &acl.remote_addresses]
+                                    .into_iter()
+                                    .flat_map(|field| {
+                                        field.as_deref().unwrap_or_default().split(',')
+                                    })
                                     .any(|a| a == set.id)
                             });
                             assert!(!named, "Remove of set {} while a rule names it", set.id);
@@ -201,15 +206,17 @@ pub fn assert_no_opposite_ties(programmed: &Held) {
     }
 }
 
-/// The emulator's verdict on a connection's first packet from `from` to `to`: the sender's
-/// egress, then the receiver's ingress. A verdict resting on a tie of opposite actions at one
-/// priority (undocumented in HNS) fails the test.
+/// The emulator's verdict on a connection's first packet from `from` to `to`, on endpoints of
+/// a `network_type` network of a `build` host: the sender's egress, then the receiver's
+/// ingress. A verdict resting on what HNS does not document (a tie of opposite actions at one
+/// priority, a set's reading, an unknown default) fails the test.
 pub fn verdict(
     programmed: &Held,
     from: &str,
     to: &str,
     packet: &Packet,
     build: WindowsBuild,
+    network_type: &NetworkType,
 ) -> Verdict {
     let sets = IpSets::of(&programmed.network).expect("the emulator takes the agent's sets");
     for (pod, direction) in [(from, AclDirection::Out), (to, AclDirection::In)] {
@@ -218,12 +225,13 @@ pub fn verdict(
             .cloned()
             .map(EndpointPolicy::Acl)
             .collect();
-        let acls =
-            EndpointAcls::new(&policies, &sets).expect("the emulator takes the agent's rules");
+        let acls = EndpointAcls::new(&policies, &sets, network_type.clone())
+            .expect("the emulator takes the agent's rules");
         let decision = evaluate(&acls, direction, packet, build);
         assert!(
-            decision.tie.is_empty(),
-            "{pod} {direction:?}: verdict rests on a tie: {decision:?}"
+            decision.undocumented.is_empty(),
+            "{pod} {direction:?} on {network_type}: the verdict rests on what HNS does not \
+             document: {decision:?}"
         );
         if decision.verdict == Verdict::Denied {
             return Verdict::Denied;

@@ -95,10 +95,77 @@ fn a_remote_pods_label_change_is_one_set_update_with_ip_sets() {
         crate::support::pod_ip("x/a", false),
         80,
     );
-    assert_eq!(
-        crate::support::verdict(&hns, "y/c", "x/a", &packet, WindowsBuild::SERVER_2025),
-        Verdict::Allowed
+    for network_type in &crate::support::NETWORK_TYPES {
+        let build = WindowsBuild::SERVER_2025;
+        assert_eq!(
+            crate::support::verdict(&hns, "y/c", "x/a", &packet, build, network_type),
+            Verdict::Allowed
+        );
+    }
+}
+
+/// H1: a peer set is named where Azure NPM names it, the packet's source on ingress
+/// (`LocalAddresses`), its destination on egress (`RemoteAddresses`). A "same app" policy
+/// (`from: - podSelector: {}`, a set holding the pod itself) written as before, the set in an
+/// ingress rule's `RemoteAddresses`, admits every source under NPM's reading (a set there is
+/// the destination, the pod); the emulator refuses that verdict, and this test failed.
+#[test]
+fn peer_sets_are_named_where_azure_npm_names_them() {
+    let same_app = policy(
+        "x",
+        "same-app",
+        serde_json::json!({
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"podSelector": {}}]}],
+            "egress": [{"to": [{"podSelector": {}}]}]
+        }),
     );
+    let changes = Changes::default();
+    let hns = programmed(&changes, std::slice::from_ref(&same_app), Mode::IpSets);
+    let x_a = &hns.endpoints[&crate::support::endpoint_id("x/a")];
+    let is_set = |field: &Option<String>| {
+        field
+            .as_deref()
+            .is_some_and(|id| id.starts_with(cni_win_netpol::SET_ID_PREFIX))
+    };
+    let mut set_rules: Vec<(AclDirection, bool, bool)> = x_a
+        .iter()
+        .filter(|acl| is_set(&acl.local_addresses) || is_set(&acl.remote_addresses))
+        .map(|acl| {
+            (
+                acl.direction,
+                is_set(&acl.local_addresses),
+                is_set(&acl.remote_addresses),
+            )
+        })
+        .collect();
+    set_rules.sort_by_key(|(direction, ..)| *direction == AclDirection::Out);
+    assert_eq!(
+        set_rules,
+        [
+            (AclDirection::In, true, false),
+            (AclDirection::Out, false, true)
+        ],
+        "{x_a:#?}"
+    );
+    let tcp = |from: &str, to: &str| {
+        Packet::tcp(
+            crate::support::pod_ip(from, false),
+            crate::support::pod_ip(to, false),
+            80,
+        )
+    };
+    for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
+        for network_type in &crate::support::NETWORK_TYPES {
+            let verdict = |from: &str, to: &str| {
+                crate::support::verdict(&hns, from, to, &tcp(from, to), build, network_type)
+            };
+            assert_eq!(verdict("x/b", "x/a"), Verdict::Allowed, "same namespace");
+            assert_eq!(verdict("y/b", "x/a"), Verdict::Denied, "another namespace");
+            assert_eq!(verdict("x/a", "y/b"), Verdict::Denied, "egress elsewhere");
+        }
+    }
 }
 
 #[test]
@@ -310,11 +377,20 @@ fn a_set_held_for_another_group_is_never_repointed() {
         let mut held = hns.clone();
         crate::support::apply(&mut held, &writes[..prefix]);
         for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
-            assert_eq!(
-                crate::support::verdict(&held, "x/b", "x/a", &packet("x/b"), build),
-                Verdict::Denied,
-                "{build} after {prefix} write(s): fail closed"
-            );
+            for network_type in &crate::support::NETWORK_TYPES {
+                assert_eq!(
+                    crate::support::verdict(
+                        &held,
+                        "x/b",
+                        "x/a",
+                        &packet("x/b"),
+                        build,
+                        network_type
+                    ),
+                    Verdict::Denied,
+                    "{build} {network_type} after {prefix} write(s): fail closed"
+                );
+            }
         }
     }
     crate::support::apply(&mut hns, &writes);
@@ -322,11 +398,14 @@ fn a_set_held_for_another_group_is_never_repointed() {
     assert_eq!(describe(&writes), ["network Add 1", "x/a Add 1"]);
     crate::support::apply(&mut hns, &writes);
     for (from, verdict) in [("x/b", Verdict::Allowed), ("y/c", Verdict::Denied)] {
-        assert_eq!(
-            crate::support::verdict(&hns, from, "x/a", &packet(from), WindowsBuild::SERVER_2025),
-            verdict,
-            "{from}"
-        );
+        for network_type in &crate::support::NETWORK_TYPES {
+            let build = WindowsBuild::SERVER_2025;
+            assert_eq!(
+                crate::support::verdict(&hns, from, "x/a", &packet(from), build, network_type),
+                verdict,
+                "{from} {network_type}"
+            );
+        }
     }
 }
 
@@ -361,8 +440,12 @@ fn the_node_reaches_an_isolated_pod_and_the_pod_reaches_the_node_as_egress_allow
             .map(hns::schema::EndpointPolicy::Acl)
             .collect();
         let sets = hns_emulator::acl::IpSets::default();
-        let acls = hns_emulator::acl::EndpointAcls::new(&acls, &sets).unwrap();
-        for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
+        for (build, network_type) in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025]
+            .into_iter()
+            .flat_map(|build| crate::support::NETWORK_TYPES.map(|network| (build, network)))
+        {
+            let acls =
+                hns_emulator::acl::EndpointAcls::new(&acls, &sets, network_type.clone()).unwrap();
             let probe = hns_emulator::acl::evaluate(
                 &acls,
                 AclDirection::In,
@@ -377,7 +460,8 @@ fn the_node_reaches_an_isolated_pod_and_the_pod_reaches_the_node_as_egress_allow
                 build,
             );
             let names: Vec<_> = policies.iter().map(|p| &p.metadata.name).collect();
-            assert_eq!(to_node.verdict, egress, "{build}: {names:?}");
+            assert!(to_node.undocumented.is_empty(), "{to_node:?}");
+            assert_eq!(to_node.verdict, egress, "{build} {network_type}: {names:?}");
             let other = hns_emulator::acl::evaluate(
                 &acls,
                 AclDirection::In,

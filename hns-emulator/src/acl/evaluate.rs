@@ -5,12 +5,15 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::rule::{Rule, Seen};
+use super::fields::Seen;
+use super::rule::{Match, Rule};
 use super::sets::IpSets;
+use super::undocumented::Undocumented;
+use super::unmatched::{self, Fallback};
 use crate::failure::HcnFailure;
 use hns::features::WindowsBuild;
-use hns::schema::EndpointPolicy;
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
+use hns::schema::{EndpointPolicy, NetworkType};
 
 /// The layers an ACL is enforced in, in the order a decision is reported.
 const LAYERS: [AclRuleType; 2] = [AclRuleType::Switch, AclRuleType::Host];
@@ -84,6 +87,7 @@ impl Packet {
             AclDirection::In => (self.destination, self.source),
         };
         Seen {
+            direction,
             protocol: self.protocol,
             local,
             remote,
@@ -128,12 +132,42 @@ pub enum Verdict {
     Denied,
 }
 
+impl Verdict {
+    fn of(action: AclAction) -> Verdict {
+        match action {
+            AclAction::Block => Verdict::Denied,
+            // What the emulator does with a Pass (undocumented: `Undocumented::Pass`).
+            AclAction::Allow | AclAction::Pass => Verdict::Allowed,
+        }
+    }
+}
+
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Verdict::Allowed => "allowed",
             Verdict::Denied => "denied",
         })
+    }
+}
+
+/// The verdicts a layer may reach under every reading HNS may have.
+#[derive(Debug, Clone, Copy, Default)]
+struct Possible {
+    allowed: bool,
+    denied: bool,
+}
+
+impl Possible {
+    fn add(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Allowed => self.allowed = true,
+            Verdict::Denied => self.denied = true,
+        }
+    }
+
+    fn both(self) -> bool {
+        self.allowed && self.denied
     }
 }
 
@@ -189,16 +223,8 @@ pub enum Reason {
     NoAcl,
     /// A rule matched.
     Rule(RuleRef),
-    /// No rule matched: the build's default. `RuleType` is the layer whose rules did not
-    /// match, absent when no layer has a rule for the direction.
-    #[serde(rename_all = "PascalCase")]
-    Default {
-        /// The layer whose rules did not match.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        rule_type: Option<AclRuleType>,
-        /// The build whose default applied.
-        windows_build: WindowsBuild,
-    },
+    /// No rule of the layer matched: what the layer does then ([`Fallback`]).
+    Default(Fallback),
 }
 
 impl fmt::Display for Reason {
@@ -206,26 +232,7 @@ impl fmt::Display for Reason {
         match self {
             Reason::NoAcl => f.write_str("the endpoint has no ACL"),
             Reason::Rule(rule) => write!(f, "{rule}"),
-            Reason::Default {
-                rule_type,
-                windows_build,
-            } => {
-                let posture = if windows_build.acls_default_deny() {
-                    "denies what no rule allows"
-                } else {
-                    "lets through what no rule matches"
-                };
-                match rule_type {
-                    Some(layer) => write!(
-                        f,
-                        "no {layer:?} rule matches; build {windows_build} {posture}"
-                    ),
-                    None => write!(
-                        f,
-                        "no rule for this direction; build {windows_build} {posture}"
-                    ),
-                }
-            }
+            Reason::Default(fallback) => write!(f, "{fallback}"),
         }
     }
 }
@@ -236,37 +243,42 @@ impl fmt::Display for Reason {
 pub struct Decision {
     /// The direction, seen from the endpoint.
     pub direction: AclDirection,
-    /// The outcome.
+    /// The emulator's verdict.
     pub verdict: Verdict,
     /// Why.
     pub reason: Reason,
-    /// Rules that match at the deciding rule's priority with an action that lets the packet
-    /// through while the deciding rule blocks it. HNS's tie-break between rules of one
-    /// priority is not documented (Calico spreads such rules over priorities because HNS's
-    /// "is different"): the emulator lets `Block` win, and a verdict that rests on this is
-    /// not one to assert.
+    /// What HNS does not document that the verdict rests on: when not empty, another reading
+    /// of these gives the other verdict, and the verdict is no evidence.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tie: Vec<RuleRef>,
+    pub undocumented: Vec<Undocumented>,
 }
 
-/// An endpoint's ACL rules, compiled, with the IP sets of its network they may name.
+/// An endpoint's ACL rules, compiled, with what they are judged against: the IP sets of its
+/// network they may name and its network's type (what HNS does with what no rule matches
+/// depends on it).
 #[derive(Debug, Clone)]
 pub struct EndpointAcls {
     rules: Vec<Rule>,
     sets: IpSets,
+    network_type: NetworkType,
 }
 
 impl EndpointAcls {
-    /// The `ACL` policies among an endpoint's `policies` (read as HNS applies them, keys it
-    /// ignores left out), against its network's `sets`. A rule HNS would not have taken is
-    /// the `HCN_E_INVALID_POLICY` HNS would have answered.
-    pub fn new(policies: &[EndpointPolicy], sets: &IpSets) -> Result<EndpointAcls, HcnFailure> {
+    /// The `ACL` policies among the `policies` of an endpoint of a `network_type` network
+    /// (read as HNS applies them, keys it ignores left out), against its network's `sets`. A
+    /// rule HNS would not have taken is the `HCN_E_INVALID_POLICY` HNS would have answered.
+    pub fn new(
+        policies: &[EndpointPolicy],
+        sets: &IpSets,
+        network_type: NetworkType,
+    ) -> Result<EndpointAcls, HcnFailure> {
         let rules = acls(policies)
             .map(|(index, acl)| Rule::compile(index, &acl, sets))
             .collect::<Result<_, _>>()?;
         Ok(EndpointAcls {
             rules,
             sets: sets.clone(),
+            network_type,
         })
     }
 
@@ -292,72 +304,115 @@ impl EndpointAcls {
         rules
     }
 
-    /// One layer's outcome; `None` when it has no rule for the direction.
+    /// One layer's decision: its rules walked in evaluation order, the first that matches
+    /// deciding; none, its [`Fallback`]. Walked again under every reading HNS may have (a rule
+    /// that may or may not match, a tie, a Pass, an unknown fallback), the decision is
+    /// undocumented when those readings reach both verdicts.
     fn layer(
         &self,
         layer: AclRuleType,
         direction: AclDirection,
         seen: &Seen,
         build: WindowsBuild,
-    ) -> Option<Decision> {
+    ) -> Decision {
         let rules: Vec<&Rule> = self
-            .rules
-            .iter()
+            .in_evaluation_order()
+            .into_iter()
             .filter(|rule| rule.layer() == layer && rule.direction() == direction)
             .collect();
-        if rules.is_empty() {
-            return None;
-        }
-        let matching: Vec<&Rule> = rules
-            .into_iter()
-            .filter(|rule| rule.matches(seen, &self.sets))
-            .collect();
-        let Some(top) = matching.iter().map(|rule| rule.priority()).min() else {
-            return Some(Decision {
-                direction,
-                verdict: default_verdict(build),
-                reason: Reason::Default {
-                    rule_type: Some(layer),
-                    windows_build: build,
-                },
-                tie: Vec::new(),
-            });
-        };
-        let first: Vec<&Rule> = matching
-            .into_iter()
-            .filter(|rule| rule.priority() == top)
-            .collect();
-        let blocks = |rule: &Rule| rule.action() == AclAction::Block;
-        let deciding = first.iter().find(|rule| blocks(rule)).unwrap_or(&first[0]);
-        let (verdict, tie) = if blocks(deciding) {
-            let others = first
+        let mut emulated: Option<&Rule> = None;
+        let mut possible = Possible::default();
+        let mut undocumented = Vec::new();
+        // A rule surely matched at a priority walked: every reading has decided.
+        let mut settled = false;
+        for group in rules.chunk_by(|a, b| a.priority() == b.priority()) {
+            let matching: Vec<(&Rule, Match)> = group
                 .iter()
-                .filter(|rule| !blocks(rule))
-                .map(|rule| RuleRef::of(rule));
-            (Verdict::Denied, others.collect())
-        } else {
-            // Allow and Pass both let the packet through this layer.
-            (Verdict::Allowed, Vec::new())
+                .map(|rule| (*rule, rule.matches(seen, &self.sets)))
+                .filter(|(_, found)| *found != Match::No)
+                .collect();
+            if emulated.is_none() {
+                // Block first at one priority: the emulator's tie-break.
+                emulated = matching
+                    .iter()
+                    .find(|(_, found)| found.emulated())
+                    .map(|(rule, _)| *rule);
+            }
+            if !settled && !matching.is_empty() {
+                for (rule, found) in &matching {
+                    possible.add(Verdict::of(rule.action()));
+                    if rule.action() == AclAction::Pass {
+                        possible.add(Verdict::Denied);
+                        undocumented.push(Undocumented::Pass {
+                            rule: RuleRef::of(rule),
+                        });
+                    }
+                    if let Match::Depends { fields, .. } = found {
+                        undocumented.push(Undocumented::SetReading {
+                            rule: RuleRef::of(rule),
+                            fields: fields.clone(),
+                        });
+                    }
+                }
+                let blocks = |rule: &Rule| rule.action() == AclAction::Block;
+                if matching.iter().any(|(rule, _)| blocks(rule))
+                    && matching.iter().any(|(rule, _)| !blocks(rule))
+                {
+                    undocumented.push(Undocumented::Tie {
+                        rules: matching.iter().map(|(rule, _)| RuleRef::of(rule)).collect(),
+                    });
+                }
+                settled = matching.iter().any(|(_, found)| *found == Match::Yes);
+            }
+            if settled && emulated.is_some() {
+                break;
+            }
+        }
+        let endpoint = unmatched::Endpoint {
+            build,
+            network_type: &self.network_type,
+            has_rules: !rules.is_empty(),
+            has_block: self.rules.iter().any(|r| r.action() == AclAction::Block),
         };
-        Some(Decision {
+        let fallback = || Fallback::of(layer, direction, &endpoint);
+        if !settled {
+            let fallback = fallback();
+            possible.add(fallback.verdict);
+            if !fallback.documented {
+                possible.add(Verdict::Allowed);
+                possible.add(Verdict::Denied);
+                undocumented.push(Undocumented::Default(fallback));
+            }
+        }
+        let (verdict, reason) = match emulated {
+            Some(rule) => (Verdict::of(rule.action()), Reason::Rule(RuleRef::of(rule))),
+            None => {
+                let fallback = fallback();
+                (fallback.verdict, Reason::Default(fallback))
+            }
+        };
+        Decision {
             direction,
             verdict,
-            reason: Reason::Rule(RuleRef::of(deciding)),
-            tie,
-        })
+            reason,
+            undocumented: if possible.both() {
+                undocumented
+            } else {
+                Vec::new()
+            },
+        }
     }
 }
 
 /// Whether `acls` let `packet` through in `direction`, on a host of `build`:
 ///
 /// - an endpoint without ACLs filters nothing;
-/// - each layer (`Switch`, `Host`) with rules for the direction decides on its own: its
-///   rules in priority order, the first that matches decides (`Allow` and `Pass` let the
-///   packet through the layer, `Block` drops it); when none matches, the build's default:
-///   through before build 26100, dropped from 26100 (Windows Server 2025) on;
-/// - the packet passes when every layer with rules lets it through; with no rule for the
-///   direction at all, the build's default decides (Windows Server 2025 denies it, since
-///   the endpoint has ACLs).
+/// - each layer (`Switch`, `Host`) decides on its own: its rules in priority order, the
+///   first that matches decides (`Allow` lets the packet through the layer, `Block` drops
+///   it); when none matches, the layer's [`Fallback`] on this build and network type;
+/// - the packet passes when every layer lets it through. A layer that surely drops it
+///   decides; otherwise a layer whose decision rests on something undocumented makes the
+///   verdict undocumented ([`Decision::undocumented`]).
 pub fn evaluate(
     acls: &EndpointAcls,
     direction: AclDirection,
@@ -369,46 +424,38 @@ pub fn evaluate(
             direction,
             verdict: Verdict::Allowed,
             reason: Reason::NoAcl,
-            tie: Vec::new(),
+            undocumented: Vec::new(),
         };
     }
     let seen = packet.seen(direction);
-    let layers: Vec<Decision> = LAYERS
-        .into_iter()
-        .filter_map(|layer| acls.layer(layer, direction, &seen, build))
-        .collect();
-    let denied = |decision: &&Decision| decision.verdict == Verdict::Denied;
-    // A layer that denies without a tie decides before one whose denial rests on a tie.
-    let deciding = layers
+    let layers = LAYERS.map(|layer| acls.layer(layer, direction, &seen, build));
+    let certain = |decision: &&Decision| decision.undocumented.is_empty();
+    if let Some(denied) = layers
         .iter()
-        .filter(denied)
-        .find(|decision| decision.tie.is_empty())
-        .or_else(|| layers.iter().find(denied))
-        .or_else(|| {
-            layers
-                .iter()
-                .find(|decision| matches!(decision.reason, Reason::Rule(_)))
-        })
-        .or_else(|| layers.first());
-    match deciding {
-        Some(decision) => decision.clone(),
-        None => Decision {
-            direction,
-            verdict: default_verdict(build),
-            reason: Reason::Default {
-                rule_type: None,
-                windows_build: build,
-            },
-            tie: Vec::new(),
-        },
+        .filter(certain)
+        .find(|decision| decision.verdict == Verdict::Denied)
+    {
+        return denied.clone();
     }
-}
-
-fn default_verdict(build: WindowsBuild) -> Verdict {
-    if build.acls_default_deny() {
-        Verdict::Denied
+    let uncertain: Vec<&Decision> = layers.iter().filter(|d| !certain(d)).collect();
+    if let Some(first) = uncertain.first() {
+        let deciding = uncertain
+            .iter()
+            .find(|decision| decision.verdict == Verdict::Denied)
+            .unwrap_or(first);
+        return Decision {
+            undocumented: uncertain
+                .iter()
+                .flat_map(|decision| decision.undocumented.clone())
+                .collect(),
+            ..(*deciding).clone()
+        };
+    }
+    let [switch, host] = layers;
+    if matches!(host.reason, Reason::Rule(_)) && !matches!(switch.reason, Reason::Rule(_)) {
+        host
     } else {
-        Verdict::Allowed
+        switch
     }
 }
 
@@ -435,14 +482,29 @@ mod tests {
     const POD: &str = "10.244.1.5";
     const PEER: &str = "10.244.1.6";
 
-    fn acls(rules: &[&str]) -> EndpointAcls {
-        let policies: Vec<EndpointPolicy> = rules
+    /// Calico's and Azure NPM's Host allow-alls, In and Out.
+    const HOST_ALLOW_ALL: [&str; 2] = [
+        r#"{"Action":"Allow","Direction":"In","RuleType":"Host","Protocols":"256"}"#,
+        r#"{"Action":"Allow","Direction":"Out","RuleType":"Host","Protocols":"256"}"#,
+    ];
+
+    fn policies(rules: &[&str]) -> Vec<EndpointPolicy> {
+        rules
             .iter()
             .map(|settings| {
                 serde_json::from_str(&format!(r#"{{"Type":"ACL","Settings":{settings}}}"#)).unwrap()
             })
-            .collect();
-        EndpointAcls::new(&policies, &IpSets::default()).unwrap()
+            .collect()
+    }
+
+    /// An L2Bridge endpoint's ACLs, with the Host allow-alls production writes beside them.
+    fn acls(rules: &[&str]) -> EndpointAcls {
+        let with_host: Vec<&str> = rules.iter().copied().chain(HOST_ALLOW_ALL).collect();
+        on(NetworkType::L2Bridge, &with_host)
+    }
+
+    fn on(network_type: NetworkType, rules: &[&str]) -> EndpointAcls {
+        EndpointAcls::new(&policies(rules), &IpSets::default(), network_type).unwrap()
     }
 
     fn inbound(port: u16) -> Packet {
@@ -451,6 +513,13 @@ mod tests {
 
     fn decide(acls: &EndpointAcls, packet: &Packet, build: WindowsBuild) -> Decision {
         evaluate(acls, AclDirection::In, packet, build)
+    }
+
+    fn fallback_of(decision: &Decision) -> &Fallback {
+        match &decision.reason {
+            Reason::Default(fallback) => fallback,
+            other => panic!("not a fallback: {other:?}"),
+        }
     }
 
     #[test]
@@ -482,95 +551,135 @@ mod tests {
             .iter()
             .map(|rule| rule.index())
             .collect();
-        assert_eq!(order, [2, 1, 0]);
+        assert_eq!(order, [2, 1, 0, 3, 4]);
     }
 
     #[test]
-    fn no_match_is_the_builds_default_and_no_acl_allows() {
-        let rules =
-            acls(&[r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"443"}"#]);
-        let on = |build| decide(&rules, &inbound(80), build);
-        assert_eq!(on(WindowsBuild::SERVER_2022).verdict, Verdict::Allowed);
-        assert_eq!(on(WindowsBuild::SERVER_2025).verdict, Verdict::Denied);
+    fn what_no_rule_matches_falls_back_by_build_and_network() {
+        let allow_443 = r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"443"}"#;
+        let block_22 =
+            r#"{"Action":"Block","Direction":"In","Protocols":"6","LocalPorts":"22","Priority":9}"#;
+        // Windows Server 2025: dropped (W-C#616).
+        let rules = acls(&[allow_443, block_22]);
+        let on_2025 = decide(&rules, &inbound(80), WindowsBuild::SERVER_2025);
+        assert_eq!(on_2025.verdict, Verdict::Denied);
+        assert!(on_2025.undocumented.is_empty());
+        assert_eq!(fallback_of(&on_2025).rule_type, AclRuleType::Switch);
+        // Before: an L2Bridge endpoint with a Block drops it too (ACN PR #2617).
+        let on_2022 = decide(&rules, &inbound(80), WindowsBuild::SERVER_2022);
         assert_eq!(
-            on(WindowsBuild::SERVER_2025).reason,
-            Reason::Default {
-                rule_type: Some(AclRuleType::Switch),
-                windows_build: WindowsBuild::SERVER_2025
-            }
+            (on_2022.verdict, on_2022.undocumented.len()),
+            (Verdict::Denied, 0)
         );
-        // Rules for the other direction only: Windows Server 2025 denies this one too.
-        let out_only = acls(&[r#"{"Action":"Allow","Direction":"Out"}"#]);
-        let denied = decide(&out_only, &inbound(80), WindowsBuild::SERVER_2025);
+        // Without a Block, what it does is not documented.
+        let allows_only = decide(&acls(&[allow_443]), &inbound(80), WindowsBuild::SERVER_2022);
+        assert_eq!(allows_only.verdict, Verdict::Denied, "the emulator's pick");
+        assert!(
+            matches!(&allows_only.undocumented[..], [Undocumented::Default(f)] if !f.documented),
+            "{allows_only:?}"
+        );
+        // A NAT endpoint lets it through before 2025 (W-C#616's WS2019 report).
+        let nat = on(NetworkType::Nat, &[allow_443, block_22]);
+        let through = decide(&nat, &inbound(80), WindowsBuild::SERVER_2022);
         assert_eq!(
-            (denied.verdict, &denied.reason),
-            (
-                Verdict::Denied,
-                &Reason::Default {
-                    rule_type: None,
-                    windows_build: WindowsBuild::SERVER_2025
-                }
-            )
+            (through.verdict, through.undocumented.len()),
+            (Verdict::Allowed, 0)
         );
-        assert_eq!(
-            decide(&out_only, &inbound(80), WindowsBuild::SERVER_2022).verdict,
-            Verdict::Allowed
+        // No ACL at all: HNS filters nothing.
+        let open = decide(
+            &on(NetworkType::L2Bridge, &[]),
+            &inbound(80),
+            WindowsBuild::SERVER_2025,
         );
-        let none = acls(&[]);
-        let open = decide(&none, &inbound(80), WindowsBuild::SERVER_2025);
         assert_eq!(
             (open.verdict, open.reason),
             (Verdict::Allowed, Reason::NoAcl)
         );
     }
 
+    /// W-C#616 speaks of outbound traffic: on Windows Server 2025 a direction with no rule is
+    /// denied outbound and undocumented inbound.
     #[test]
-    fn every_layer_with_rules_must_let_the_packet_through() {
-        let rules = acls(&[
-            r#"{"Action":"Allow","Direction":"In","RuleType":"Switch","Priority":100}"#,
-            r#"{"Action":"Block","Direction":"In","RuleType":"Host","Protocols":"6","LocalPorts":"22","Priority":100}"#,
-            r#"{"Action":"Allow","Direction":"In","RuleType":"Host","Priority":200}"#,
-        ]);
-        let ssh = decide(&rules, &inbound(22), WindowsBuild::SERVER_2022);
-        assert_eq!(ssh.verdict, Verdict::Denied);
-        assert!(matches!(&ssh.reason, Reason::Rule(rule) if rule.rule_type == AclRuleType::Host));
-        let web = decide(&rules, &inbound(80), WindowsBuild::SERVER_2022);
+    fn windows_server_2025_leaves_an_inbound_direction_without_rules_undocumented() {
+        let out_only =
+            acls(&[r#"{"Action":"Allow","Direction":"Out","Protocols":"6","RemotePorts":"53"}"#]);
+        let inbound = decide(&out_only, &inbound(80), WindowsBuild::SERVER_2025);
         assert!(
-            matches!(&web.reason, Reason::Rule(rule) if rule.index == 0),
-            "{web:?}"
+            matches!(&inbound.undocumented[..], [Undocumented::Default(f)] if f.rule_type == AclRuleType::Switch),
+            "{inbound:?}"
         );
-        // A Host layer whose rules do not match denies on Windows Server 2025.
-        let host_only = acls(&[
-            r#"{"Action":"Allow","Direction":"In","RuleType":"Switch"}"#,
-            r#"{"Action":"Allow","Direction":"In","RuleType":"Host","Protocols":"17"}"#,
-        ]);
-        let tcp = decide(&host_only, &inbound(80), WindowsBuild::SERVER_2025);
-        assert_eq!(tcp.verdict, Verdict::Denied);
+        let in_only =
+            acls(&[r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80"}"#]);
+        let outbound = Packet::tcp(POD.parse().unwrap(), PEER.parse().unwrap(), 443);
+        let decision = evaluate(
+            &in_only,
+            AclDirection::Out,
+            &outbound,
+            WindowsBuild::SERVER_2025,
+        );
         assert_eq!(
-            tcp.reason,
-            Reason::Default {
-                rule_type: Some(AclRuleType::Host),
-                windows_build: WindowsBuild::SERVER_2025
-            }
+            (decision.verdict, decision.undocumented.len()),
+            (Verdict::Denied, 0)
         );
     }
 
+    /// Calico and Azure NPM write Host allow-alls beside switch rules, "Required by l2bridge
+    /// network", where Azure CNI writes none on its L2Bridge: without them, what the Host layer
+    /// does is undocumented but on NAT, whose Host layer lets traffic through (W-C#616).
     #[test]
-    fn opposite_actions_at_one_priority_deny_and_say_so() {
+    fn an_endpoint_with_acls_needs_its_host_layer_to_allow_too() {
+        let switch_only = [
+            r#"{"Action":"Allow","Direction":"In","Protocols":"256","Priority":100}"#,
+            r#"{"Action":"Allow","Direction":"Out","Protocols":"256","Priority":100}"#,
+        ];
+        for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
+            for network_type in [NetworkType::L2Bridge, NetworkType::Overlay] {
+                let unknown = decide(&on(network_type, &switch_only), &inbound(80), build);
+                assert!(
+                    matches!(&unknown.undocumented[..], [Undocumented::Default(f)] if f.rule_type == AclRuleType::Host),
+                    "{unknown:?}"
+                );
+            }
+            let nat = decide(&on(NetworkType::Nat, &switch_only), &inbound(80), build);
+            assert_eq!((nat.verdict, nat.undocumented.len()), (Verdict::Allowed, 0));
+            let allowed = decide(&acls(&switch_only), &inbound(80), build);
+            assert_eq!(
+                (allowed.verdict, allowed.undocumented.len()),
+                (Verdict::Allowed, 0)
+            );
+            assert!(
+                matches!(&allowed.reason, Reason::Rule(rule) if rule.rule_type == AclRuleType::Switch),
+                "the switch rule is reported: {allowed:?}"
+            );
+        }
+        // A Host rule that blocks decides like any other.
+        let rules = on(
+            NetworkType::L2Bridge,
+            &[
+                r#"{"Action":"Allow","Direction":"In","RuleType":"Switch","Priority":100}"#,
+                r#"{"Action":"Block","Direction":"In","RuleType":"Host","Protocols":"6","LocalPorts":"22","Priority":100}"#,
+                r#"{"Action":"Allow","Direction":"In","RuleType":"Host","Priority":200}"#,
+            ],
+        );
+        let ssh = decide(&rules, &inbound(22), WindowsBuild::SERVER_2022);
+        assert_eq!(ssh.verdict, Verdict::Denied);
+        assert!(matches!(&ssh.reason, Reason::Rule(rule) if rule.rule_type == AclRuleType::Host));
+    }
+
+    #[test]
+    fn opposite_actions_at_one_priority_are_undocumented() {
         let rules = acls(&[
             r#"{"Id":"allow","Action":"Allow","Direction":"In","Priority":100}"#,
             r#"{"Id":"block","Action":"Block","Direction":"In","Priority":100}"#,
-            r#"{"Id":"pass","Action":"Pass","Direction":"In","Priority":100}"#,
         ]);
         let tied = decide(&rules, &inbound(80), WindowsBuild::SERVER_2022);
         assert_eq!(tied.verdict, Verdict::Denied);
         assert!(matches!(&tied.reason, Reason::Rule(rule) if rule.id.as_deref() == Some("block")));
-        let ids: Vec<_> = tied
-            .tie
-            .iter()
-            .map(|rule| rule.id.clone().unwrap())
-            .collect();
-        assert_eq!(ids, ["allow", "pass"]);
+        let [Undocumented::Tie { rules }] = &tied.undocumented[..] else {
+            panic!("{tied:?}");
+        };
+        let ids: Vec<_> = rules.iter().map(|rule| rule.id.clone().unwrap()).collect();
+        assert_eq!(ids, ["block", "allow"]);
         // The same action twice at one priority is no tie.
         let twice = acls(&[
             r#"{"Action":"Block","Direction":"In","Priority":100}"#,
@@ -578,31 +687,39 @@ mod tests {
         ]);
         assert!(
             decide(&twice, &inbound(80), WindowsBuild::SERVER_2022)
-                .tie
+                .undocumented
                 .is_empty()
         );
-        // A layer that denies cleanly decides before a tied one.
-        let clean = acls(&[
-            r#"{"Action":"Allow","Direction":"In","Priority":100}"#,
-            r#"{"Action":"Block","Direction":"In","Priority":100}"#,
-            r#"{"Action":"Block","Direction":"In","RuleType":"Host","Priority":5}"#,
-        ]);
+        // A layer that surely denies decides before a tied one.
+        let clean = on(
+            NetworkType::L2Bridge,
+            &[
+                r#"{"Action":"Allow","Direction":"In","Priority":100}"#,
+                r#"{"Action":"Block","Direction":"In","Priority":100}"#,
+                r#"{"Action":"Block","Direction":"In","RuleType":"Host","Priority":5}"#,
+            ],
+        );
         let decision = decide(&clean, &inbound(80), WindowsBuild::SERVER_2022);
         assert!(
-            decision.tie.is_empty() && decision.verdict == Verdict::Denied,
+            decision.undocumented.is_empty() && decision.verdict == Verdict::Denied,
             "{decision:?}"
         );
     }
 
+    /// Pass has no documented meaning outside TierAcl (calico#13208): the emulator lets the
+    /// packet through its layer, and says the verdict is no evidence.
     #[test]
-    fn pass_lets_the_packet_through_its_layer() {
+    fn a_pass_is_undocumented() {
         let rules = acls(&[
             r#"{"Action":"Pass","Direction":"In","Priority":100}"#,
             r#"{"Action":"Block","Direction":"In","Priority":200}"#,
         ]);
         let passed = decide(&rules, &inbound(80), WindowsBuild::SERVER_2025);
         assert_eq!(passed.verdict, Verdict::Allowed);
-        assert!(matches!(&passed.reason, Reason::Rule(rule) if rule.action == AclAction::Pass));
+        assert!(matches!(
+            &passed.undocumented[..],
+            [Undocumented::Pass { .. }]
+        ));
     }
 
     #[test]

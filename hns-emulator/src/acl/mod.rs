@@ -4,27 +4,37 @@
 //!
 //! # The model and its evidence
 //!
-//! Public sources only; what none of them settles is decided here and listed in docs/why-an-emulator.md
-//! ("Why an emulator") as not confirmed on a real host.
+//! Public sources only (what production software that passes NetworkPolicy conformance on
+//! real hosts writes: Azure NPM for IP sets, Calico and NPM for plain addresses, Host rules
+//! and priorities); each reading is listed with its source and confidence in
+//! docs/why-an-emulator.md, and a verdict that rests on what no source settles is refused
+//! ([`Undocumented`], [`PathVerdict::verdict`]), never guessed.
 //!
 //! - **Rules** ([`Rule`]): the `ACL` settings of hcsshim's `AclPolicySetting`; `Protocols`
 //!   a string of IANA numbers, 256 any; addresses IPs and prefixes, never a keyword
-//!   (hcsshim#1059: `"Any"` is `HCN_E_INVALID_POLICY` 0x803B000D); ports and ranges; local
-//!   the endpoint's side (Calico's Windows dataplane, hcsshim#1059's answer). Several rules
-//!   may share an `Id` (Azure NPM gives every rule of one NetworkPolicy its policy's).
-//! - **Order**: per endpoint and direction, lowest `Priority` first, the first rule that
-//!   matches decides (every peer puts exceptions at lower numbers than defaults; Microsoft's
-//!   Windows Server 2025 workaround is an allow-all at a higher number, W-C#616). Two
-//!   matching rules of one priority with opposite actions: undocumented (Calico spreads
-//!   them over priorities because HNS's tie-break "is different"); the emulator lets
-//!   `Block` win and marks the decision ([`Decision::tie`]), and [`PathVerdict::verdict`]
-//!   refuses to answer from it.
-//! - **Layers**: `Switch` (VFP) and `Host` (WFP) rules are separate lists; a packet must
-//!   pass every layer that has rules for its direction.
-//! - **Default**: an endpoint without ACLs filters nothing. With ACLs, a packet no rule
-//!   matches passes before build 26100 and is dropped from 26100 (Windows Server 2025) on,
-//!   in both directions, even one without rules (W-C#616, Microsoft 2026-05-11: "by
-//!   design"; `WindowsBuild::acls_default_deny`).
+//!   (hcsshim#1059: `"Any"` is `HCN_E_INVALID_POLICY` 0x803B000D); ports and ranges. Several
+//!   rules may share an `Id` (Azure NPM gives every rule of one NetworkPolicy its policy's).
+//! - **Address fields** (`fields`): plain addresses are the endpoint's side (`Local`) and
+//!   the peer's (`Remote`) in both directions (Calico, Azure NPM's probe rule, hcsshim#1059);
+//!   a set `Id` is the packet's source (`Local`) or destination (`Remote`), as Azure NPM writes
+//!   and says ("LocalAddresses = Source Sets, RemoteAddresses = Destination Sets"). A layout
+//!   no writer uses (a set in an inbound rule's `RemoteAddresses`, sets and addresses in one
+//!   field) is matched under each reading; where they disagree the verdict is undocumented.
+//! - **Order**: per endpoint, direction and layer, lowest `Priority` first, the first rule
+//!   that matches decides (Microsoft, W-C#616 and hcsshim#1059; Azure NPM PR #4823). Two
+//!   matching rules of one priority with opposite actions: undocumented (Calico spreads them
+//!   over priorities because HNS's tie-break "is different"); the emulator lets `Block` win.
+//!   A `Pass` outside `TierAcl`: undocumented (calico#13208).
+//! - **Layers**: `Switch` (VFP) and `Host` (WFP) rules are separate lists, and a packet must
+//!   pass both on an endpoint with ACLs. Calico and Azure NPM write Host allow-alls, In and
+//!   Out, beside every endpoint's switch rules ("Required by l2bridge network"); Azure CNI
+//!   writes none on its L2Bridge network: what a Host layer without a matching rule does is
+//!   undocumented, but on NAT without Host rules (W-C#616).
+//! - **What no rule matches** ([`Fallback`], `unmatched`): an endpoint without ACLs filters
+//!   nothing. With ACLs, Windows Server 2025 (build 26100) drops outbound traffic no rule
+//!   allows (W-C#616, confirmed) and inbound where it has inbound rules; before 26100, an
+//!   L2Bridge or Overlay endpoint with a `Block` drops it (ACN PR #2617, likely), a NAT one
+//!   lets it through (W-C#616's WS2019 report). Everything else is undocumented.
 //! - **Writes** (`HcnModifyEndpoint` `Policy`): `Add` appends, `Remove` removes identical
 //!   policies (Azure NPM avoids `Remove` for a "remove bug" it does not describe; nothing
 //!   says what it is, so here it works). `Update` replaces the endpoint's policies of the
@@ -45,16 +55,21 @@
 //!   and sets it touched.
 
 mod evaluate;
+mod fields;
 mod path;
 mod rule;
 mod sets;
+mod undocumented;
+mod unmatched;
 mod validate;
 mod writes;
 
 pub use evaluate::{Decision, EndpointAcls, Packet, Ports, Reason, RuleRef, Verdict, evaluate};
-pub use path::{EndpointRules, PathVerdict, Side, UndocumentedTie};
+pub use path::{EndpointRules, PathVerdict, Side, UndocumentedVerdict};
 pub use rule::Rule;
 pub use sets::{IpSet, IpSets};
+pub use undocumented::Undocumented;
+pub use unmatched::Fallback;
 pub use writes::PolicyWrites;
 
 /// Asserts that `result` is HNS's refusal with `code`, its record naming `needle`.

@@ -70,46 +70,53 @@ pub struct PathVerdict {
     pub destination: Side,
 }
 
-/// A verdict that rests on two rules of one priority with opposite actions: what HNS does
-/// then is not documented, so the emulator's choice (`Block` wins) is not evidence.
+/// A verdict that rests on what HNS does not document ([`Undocumented`](super::Undocumented)): the emulator's
+/// choice is not evidence.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UndocumentedTie {
+pub struct UndocumentedVerdict {
     /// The emulator's verdict.
     pub emulated: Verdict,
-    /// The decision that rests on the tie.
+    /// The decision that rests on it.
     pub decision: Decision,
 }
 
-impl fmt::Display for UndocumentedTie {
+impl fmt::Display for UndocumentedVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let others: Vec<String> = self.decision.tie.iter().map(ToString::to_string).collect();
+        let why: Vec<String> = self
+            .decision
+            .undocumented
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         write!(
             f,
-            "the {:?} verdict rests on {} and {} matching at one priority; HNS's tie-break is \
-             not documented (the emulator lets Block win): give them different priorities",
+            "the {:?} verdict rests on what HNS does not document: {}",
             self.decision.direction,
-            self.decision.reason,
-            others.join(", ")
+            why.join("; ")
         )
     }
 }
 
-impl std::error::Error for UndocumentedTie {}
+impl std::error::Error for UndocumentedVerdict {}
 
 impl PathVerdict {
-    /// The verdict: denied when either side denies. A verdict that rests on an undocumented
-    /// tie-break is an error, so a test cannot assert what only the emulator decided.
-    pub fn verdict(&self) -> Result<Verdict, UndocumentedTie> {
-        match self.undocumented_tie() {
-            Some(decision) => Err(UndocumentedTie {
+    /// The verdict: denied when either side surely denies. A verdict that rests on what HNS
+    /// does not document is an error, so a test cannot assert what only the emulator decided.
+    pub fn verdict(&self) -> Result<Verdict, UndocumentedVerdict> {
+        let surely_denied = self.decisions().any(|decision| {
+            decision.verdict == Verdict::Denied && decision.undocumented.is_empty()
+        });
+        match self.undocumented() {
+            Some(decision) if !surely_denied => Err(UndocumentedVerdict {
                 emulated: self.emulated_verdict(),
                 decision: decision.clone(),
             }),
-            None => Ok(self.emulated_verdict()),
+            _ => Ok(self.emulated_verdict()),
         }
     }
 
-    /// The emulator's verdict, ties broken as the emulator breaks them.
+    /// The emulator's verdict, what HNS does not document decided as the emulator decides
+    /// it.
     pub fn emulated_verdict(&self) -> Verdict {
         if self
             .decisions()
@@ -128,19 +135,10 @@ impl PathVerdict {
             .filter_map(Side::decision)
     }
 
-    /// The decision the verdict rests on when that is a tie: a side denies through one and
-    /// no side denies without one.
-    pub fn undocumented_tie(&self) -> Option<&Decision> {
-        let denials: Vec<&Decision> = self
-            .decisions()
-            .filter(|decision| decision.verdict == Verdict::Denied)
-            .collect();
-        if denials.iter().any(|decision| decision.tie.is_empty()) {
-            return None;
-        }
-        denials
-            .into_iter()
-            .find(|decision| !decision.tie.is_empty())
+    /// The first decision that rests on what HNS does not document.
+    pub fn undocumented(&self) -> Option<&Decision> {
+        self.decisions()
+            .find(|decision| !decision.undocumented.is_empty())
     }
 }
 
@@ -254,11 +252,11 @@ impl State<'_> {
         })
     }
 
-    /// An endpoint's ACLs against its network's IP sets.
+    /// An endpoint's ACLs against its network's IP sets and type.
     fn acls_of(&self, endpoint: &HostComputeEndpoint) -> Result<EndpointAcls, HcnFailure> {
         let network = self.require_network(endpoint.host_compute_network)?;
         let sets = IpSets::of(&network.policies)?;
-        EndpointAcls::new(&endpoint.policies, &sets).map_err(|failure| {
+        EndpointAcls::new(&endpoint.policies, &sets, network.network_type).map_err(|failure| {
             HcnFailure::new(
                 failure.code,
                 format!("(endpoint {}: {})", endpoint.id, failure.detail),

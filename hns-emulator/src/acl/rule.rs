@@ -6,27 +6,26 @@
 //! - `LocalAddresses`, `RemoteAddresses`: IPs and prefixes, comma-separated, or the `Id` of an
 //!   IP set of the endpoint's network. No keyword: `"Any"` is refused with
 //!   `HCN_E_INVALID_POLICY` (hcsshim#1059: "HNS only accepts IP addresses and lists of IP
-//!   addresses"); an empty field matches every address.
+//!   addresses"); an empty field matches every address. Which address of the packet each
+//!   entry is compared with (the endpoint's or the peer's for addresses, the source or the
+//!   destination for sets) is [`super::fields`]'s.
 //! - `LocalPorts`, `RemotePorts`: ports and `first-last` ranges, comma-separated (Calico
-//!   writes ranges; Azure NPM expands them).
-//! - Local is the endpoint's side of the packet, remote the peer's, in both directions:
-//!   Calico puts an inbound rule's source in `RemoteAddresses` and its destination ports in
-//!   `LocalPorts`, an outbound rule's destination in `RemoteAddresses`; Microsoft's answer in
-//!   hcsshim#1059 writes an outbound block with the endpoint's IP local and the blocked
-//!   destination remote.
+//!   writes ranges; Azure NPM expands them); local the endpoint's, remote the peer's: every
+//!   writer puts the destination's ports in `LocalPorts` inbound and `RemotePorts` outbound
+//!   (Calico; Azure NPM `npm/pkg/dataplane/policies/policy_windows.go`).
 //! - `Priority`: lower numbers first. A rule without one is priority 0: hcsshim leaves a
 //!   zero `Priority` out (`omitempty`), so HNS cannot tell the two apart.
 //! - `RuleType`: `Switch` (VFP) when absent.
 //!
-//! Address lists, port ranges and rule `Id`s need HNS's ACL feature (7.2), protocol 252 its
+//! Address lists, port ranges, rule `Id`s and a `Host` rule without a priority need HNS's ACL
+//! feature (7.2; hcsshim's `AclNoHostRulePriority` is the same version), protocol 252 its
 //! own (11.0); a rule using one on an older host is `HCN_E_INVALID_POLICY`.
 
-use std::net::IpAddr;
 use std::ops::RangeInclusive;
 
-use ipnetwork::IpNetwork;
 use serde::Serialize;
 
+use super::fields::{Address, AddressField, Field, FieldMatch, Seen};
 use super::sets::{IpSets, tokens};
 use crate::failure::HcnFailure;
 use hns::features::{Feature, HnsVersion};
@@ -40,23 +39,29 @@ const ANY_PROTOCOL: u16 = 256;
 /// The protocol that needs HNS's `AclSupportForProtocol252` feature.
 const PROTOCOL_252: u8 = 252;
 
-/// A packet as one endpoint sees it: its own side local, the peer's remote.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Seen {
-    pub(crate) protocol: u8,
-    pub(crate) local: IpAddr,
-    pub(crate) remote: IpAddr,
-    /// `(local, remote)` ports, for protocols that carry them.
-    pub(crate) ports: Option<(u16, u16)>,
+/// Whether a rule matches a packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Match {
+    Yes,
+    No,
+    /// It matches under some reading of its address fields HNS may have and not under
+    /// another ([`super::fields`]); `emulated` is the emulator's reading.
+    Depends {
+        emulated: bool,
+        /// The uncertain fields' keys.
+        fields: Vec<&'static str>,
+    },
 }
 
-/// One entry of an address list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Address {
-    /// An address (its /32 or /128) or a prefix.
-    Network(IpNetwork),
-    /// The `Id` of an IP set of the endpoint's network.
-    Set(String),
+impl Match {
+    /// Whether the rule matches as the emulator reads it.
+    pub(crate) fn emulated(&self) -> bool {
+        match self {
+            Match::Yes => true,
+            Match::No => false,
+            Match::Depends { emulated, .. } => *emulated,
+        }
+    }
 }
 
 /// A compiled `ACL` policy.
@@ -66,8 +71,8 @@ pub struct Rule {
     policy: AclPolicy,
     /// `None`: every protocol.
     protocols: Option<Vec<u8>>,
-    local_addresses: Vec<Address>,
-    remote_addresses: Vec<Address>,
+    local_addresses: AddressField,
+    remote_addresses: AddressField,
     local_ports: Vec<RangeInclusive<u16>>,
     remote_ports: Vec<RangeInclusive<u16>>,
 }
@@ -89,8 +94,10 @@ impl Rule {
                 ),
             )
         };
-        let addresses = |name: &str, value: &Option<String>| {
-            parse_addresses(value.as_deref(), sets).map_err(|why| field(name, value, why))
+        let addresses = |which: Field, value: &Option<String>| {
+            parse_addresses(value.as_deref(), sets)
+                .map(|entries| AddressField::new(which, entries))
+                .map_err(|why| field(which.key(), value, why))
         };
         let ports = |name: &str, value: &Option<String>| {
             parse_ports(value.as_deref()).map_err(|why| field(name, value, why))
@@ -99,8 +106,8 @@ impl Rule {
             index,
             protocols: parse_protocols(policy.protocols.as_deref())
                 .map_err(|why| field("Protocols", &policy.protocols, why))?,
-            local_addresses: addresses("LocalAddresses", &policy.local_addresses)?,
-            remote_addresses: addresses("RemoteAddresses", &policy.remote_addresses)?,
+            local_addresses: addresses(Field::Local, &policy.local_addresses)?,
+            remote_addresses: addresses(Field::Remote, &policy.remote_addresses)?,
             local_ports: ports("LocalPorts", &policy.local_ports)?,
             remote_ports: ports("RemotePorts", &policy.remote_ports)?,
             policy: policy.clone(),
@@ -120,6 +127,10 @@ impl Rule {
         }
         if self.policy.id.is_some() {
             needs.push((Feature::Acl, "a rule Id"));
+        }
+        if self.layer() == AclRuleType::Host && self.policy.priority.is_none() {
+            // Calico writes its Host rule with priority 100 below this (`NewHostRule`).
+            needs.push((Feature::Acl, "a Host rule without a Priority"));
         }
         if self
             .protocols
@@ -191,27 +202,38 @@ impl Rule {
     }
 
     /// Whether the packet, seen from the rule's endpoint, matches every condition.
-    pub(crate) fn matches(&self, seen: &Seen, sets: &IpSets) -> bool {
+    pub(crate) fn matches(&self, seen: &Seen, sets: &IpSets) -> Match {
         let protocol = self
             .protocols
             .as_ref()
             .is_none_or(|list| list.contains(&seen.protocol));
-        let address = |list: &[Address], ip: IpAddr| {
-            list.is_empty()
-                || list.iter().any(|entry| match entry {
-                    Address::Network(network) => network.contains(ip),
-                    Address::Set(id) => sets.contains(id, ip),
-                })
-        };
         // A port condition needs a port: a protocol without ports never matches it.
         let port = |list: &[RangeInclusive<u16>], port: Option<u16>| {
             list.is_empty() || port.is_some_and(|port| list.iter().any(|r| r.contains(&port)))
         };
-        protocol
-            && address(&self.local_addresses, seen.local)
-            && address(&self.remote_addresses, seen.remote)
-            && port(&self.local_ports, seen.ports.map(|(local, _)| local))
-            && port(&self.remote_ports, seen.ports.map(|(_, remote)| remote))
+        let ports = port(&self.local_ports, seen.ports.map(|(local, _)| local))
+            && port(&self.remote_ports, seen.ports.map(|(_, remote)| remote));
+        if !(protocol && ports) {
+            return Match::No;
+        }
+        let fields = [&self.local_addresses, &self.remote_addresses]
+            .map(|field| (field.key(), field.matches(seen, sets)));
+        // A field may take a value when it is certain of it or not certain at all.
+        let may = |outcome: &FieldMatch, value: bool| outcome.emulated == value || !outcome.certain;
+        let may_match = fields.iter().all(|(_, outcome)| may(outcome, true));
+        let may_miss = fields.iter().any(|(_, outcome)| may(outcome, false));
+        match (may_match, may_miss) {
+            (true, false) => Match::Yes,
+            (false, _) => Match::No,
+            (true, true) => Match::Depends {
+                emulated: fields.iter().all(|(_, outcome)| outcome.emulated),
+                fields: fields
+                    .iter()
+                    .filter(|(_, outcome)| !outcome.certain)
+                    .map(|(key, _)| *key)
+                    .collect(),
+            },
+        }
     }
 }
 
@@ -328,6 +350,7 @@ mod tests {
 
     fn seen(protocol: u8, local: &str, remote: &str, ports: Option<(u16, u16)>) -> Seen {
         Seen {
+            direction: AclDirection::In,
             protocol,
             local: local.parse().unwrap(),
             remote: remote.parse().unwrap(),
@@ -346,7 +369,7 @@ mod tests {
             (AclRuleType::Switch, 0, None)
         );
         let sets = IpSets::default();
-        let matches = |s: Seen| rule.matches(&s, &sets);
+        let matches = |s: Seen| rule.matches(&s, &sets) == Match::Yes;
         assert!(matches(seen(
             6,
             "10.244.1.5",
@@ -378,8 +401,9 @@ mod tests {
         assert!(!matches(seen(58, "10.244.1.5", "10.1.2.3", None)));
         for any in [r#""Protocols":"256","#, r#""Protocols":"","#, ""] {
             let rule = compile(&format!(r#"{{{any}"Action":"Allow","Direction":"Out"}}"#)).unwrap();
-            assert!(
+            assert_eq!(
                 rule.matches(&seen(47, "fd00::5", "fd00::6", None), &sets),
+                Match::Yes,
                 "{any}"
             );
         }
@@ -418,6 +442,7 @@ mod tests {
             r#""RemoteAddresses":"10.0.0.1,10.0.0.2""#,
             r#""LocalPorts":"80-81""#,
             r#""Id":"rule-1""#,
+            r#""RuleType":"Host""#,
         ] {
             let rule = compile(&format!(
                 r#"{{"Action":"Block","Direction":"In",{settings}}}"#

@@ -5,7 +5,10 @@
 //! the `Id`s of other sets. An endpoint's ACL names a set by its `Id` in `LocalAddresses` or
 //! `RemoteAddresses`, as Azure NPM does (`Id` = the set's hashed name, e.g.
 //! `azure-npm-3216600258`, in a comma list like any address), so a membership change is one
-//! network write instead of a rewrite of every endpoint's ACLs.
+//! network write instead of a rewrite of every endpoint's ACLs. A set in `LocalAddresses` is
+//! compared with the packet's source, in `RemoteAddresses` with its destination, where plain
+//! addresses are the endpoint's side and the peer's: both readings and their sources are in
+//! [`super::fields`].
 //!
 //! An empty `IPSET` holds nothing; an empty `NESTEDIPSET` matches every address: "In HNS, an
 //! ACL conditioned on a list (nested ipset) will apply to any IP if the list has no members"
@@ -373,7 +376,6 @@ mod tests {
         .unwrap();
         assert!(empty.contains("none", ip("192.0.2.1")) && empty.contains("none", ip("fd00::1")));
         assert!(!empty.contains("a", ip("192.0.2.1")) && !empty.contains("n", ip("192.0.2.1")));
-
         let twice = sets(&[
             r#"{"Id":"a","PolicyType":"IPSET","Values":""}"#,
             r#"{"Id":"a","PolicyType":"IPSET","Values":"10.0.0.1"}"#,

@@ -5,7 +5,8 @@
 use crate::common::TempDir;
 use hns::error::RawError;
 use hns::raw::NetworkHandle;
-use hns::{Guid, HResult, HnsVersion, RawHcn, WindowsBuild};
+use hns::schema::policy::AclRuleType;
+use hns::{Guid, HResult, HnsVersion, RawHcn, WindowsRelease};
 use hns_emulator::Emulator;
 use hns_emulator::acl::{Packet, PathVerdict, PolicyWrites, Reason, Side, Verdict};
 
@@ -45,8 +46,8 @@ impl Node {
         }
     }
 
-    fn set_build(&self, build: WindowsBuild) {
-        self.emulator.engine().set_windows_build(build).unwrap();
+    fn set_release(&self, release: WindowsRelease) {
+        self.emulator.engine().set_release(release).unwrap();
     }
 
     fn set_version(&self, major: u32, minor: u32) {
@@ -163,6 +164,21 @@ fn policy_request(request: &str, policies: &[impl AsRef<str>]) -> String {
 const ALLOW_ALL_IN: &str =
     r#"{"Protocols":"256","Action":"Allow","Direction":"In","RuleType":"Switch","Priority":65500}"#;
 const ALLOW_ALL_OUT: &str = r#"{"Protocols":"256","Action":"Allow","Direction":"Out","RuleType":"Switch","Priority":65500}"#;
+/// The Host-layer allow-alls Calico and Azure NPM write beside every endpoint's switch rules
+/// ("Required by l2bridge network").
+const HOST_ALLOW_IN: &str =
+    r#"{"Protocols":"256","Action":"Allow","Direction":"In","RuleType":"Host"}"#;
+const HOST_ALLOW_OUT: &str =
+    r#"{"Protocols":"256","Action":"Allow","Direction":"Out","RuleType":"Host"}"#;
+
+/// `rules` with the Host allow-alls, as production writes switch rules.
+fn with_host<'a>(rules: &[&'a str]) -> Vec<&'a str> {
+    rules
+        .iter()
+        .copied()
+        .chain([HOST_ALLOW_IN, HOST_ALLOW_OUT])
+        .collect()
+}
 
 fn assert_refused(result: Result<impl std::fmt::Debug, RawError>, code: HResult, needle: &str) {
     let error = result.expect_err("HNS refuses this");
@@ -192,7 +208,7 @@ fn acl_values_hns_refuses_are_invalid_policies() {
             "first port is above its last",
         ),
         (
-            r#"{"Action":"Allow","Direction":"In","RemoteAddresses":"azure-npm-1"}"#,
+            r#"{"Action":"Allow","Direction":"In","LocalAddresses":"azure-npm-1"}"#,
             "Id of an IP set",
         ),
         (r#"{"Action":"Deny","Direction":"In"}"#, "Action"),
@@ -340,10 +356,10 @@ fn ip_sets_follow_azure_npm_and_hns_versions() {
         HResult::HCN_E_INVALID_POLICY,
         "azure-npm-8",
     );
-    // Named by an ACL (as Azure NPM names them, by Id in an address list) or a nested set,
-    // a set stays.
+    // Named by an ACL (as Azure NPM names them, by Id in an address list: an ingress peer
+    // set in LocalAddresses) or a nested set, a set stays.
     let rule =
-        r#"{"Action":"Allow","Direction":"In","RemoteAddresses":"azure-npm-3","Priority":222}"#;
+        r#"{"Action":"Allow","Direction":"In","LocalAddresses":"azure-npm-3","Priority":222}"#;
     let id = node.endpoint("b", B, &[rule]).unwrap();
     assert_refused(
         node.modify_sets("Remove", &[nested]),
@@ -380,11 +396,11 @@ fn ip_sets_follow_azure_npm_and_hns_versions() {
 }
 
 #[test]
-fn no_acl_allows_and_windows_server_2025_denies_what_no_rule_allows() {
+fn what_no_rule_matches_follows_the_build_and_the_network() {
     let node = Node::new("acl-default");
     node.endpoint("a", A, &[]).unwrap();
     node.endpoint("b", B, &[]).unwrap();
-    node.set_build(WindowsBuild::SERVER_2025);
+    node.set_release(WindowsRelease::SERVER_2025);
     let open = node.check(Packet::tcp(A.parse().unwrap(), B.parse().unwrap(), 80));
     assert_eq!(open.verdict(), Ok(Verdict::Allowed));
     assert_eq!(open.destination.decision().unwrap().reason, Reason::NoAcl);
@@ -392,35 +408,76 @@ fn no_acl_allows_and_windows_server_2025_denies_what_no_rule_allows() {
     node.endpoint(
         "c",
         C,
-        &[r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80"}"#],
+        &with_host(&[r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80"}"#]),
     )
     .unwrap();
     assert_eq!(node.tcp(A, C, 80), Verdict::Allowed);
     assert_eq!(node.tcp(A, C, 81), Verdict::Denied);
-    // C has ACLs in one direction only: Windows Server 2025 denies its egress too.
+    // C has switch rules inbound only: Windows Server 2025 drops its outbound traffic (W-C#616).
     assert_eq!(node.tcp(C, A, 80), Verdict::Denied);
-    node.set_build(WindowsBuild::SERVER_2022);
-    assert_eq!(node.tcp(A, C, 81), Verdict::Allowed);
-    assert_eq!(node.tcp(C, A, 80), Verdict::Allowed);
+    // Before 2025, an L2Bridge endpoint whose ACLs block nothing: nothing says.
+    node.set_release(WindowsRelease::SERVER_2022);
+    for (from, to) in [(A, C), (C, A)] {
+        let unknown = node.check(Packet::tcp(from.parse().unwrap(), to.parse().unwrap(), 81));
+        let error = unknown.verdict().unwrap_err();
+        assert!(error.to_string().contains("block nothing"), "{error}");
+    }
+    // With a Block, it drops what its ACLs do not allow, both ways (ACN PR #2617).
+    node.endpoint(
+        "d",
+        "10.244.1.8",
+        &with_host(&[
+            r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80"}"#,
+            r#"{"Action":"Block","Direction":"Out","Protocols":"6","RemotePorts":"25"}"#,
+        ]),
+    )
+    .unwrap();
+    assert_eq!(node.tcp(A, "10.244.1.8", 80), Verdict::Allowed);
+    assert_eq!(node.tcp(A, "10.244.1.8", 81), Verdict::Denied);
+    assert_eq!(node.tcp("10.244.1.8", A, 443), Verdict::Denied);
+}
+
+/// Calico and Azure NPM write Host allow-alls beside an endpoint's switch rules ("Required by
+/// l2bridge network"), Azure CNI writes none on its L2Bridge: what an L2Bridge endpoint with
+/// switch rules only does at the Host layer is not documented, and the verdict is refused.
+#[test]
+fn switch_acls_without_host_rules_are_undocumented_on_l2bridge() {
+    let node = Node::new("acl-host-layer");
+    node.endpoint("a", A, &[]).unwrap();
+    node.endpoint("b", B, &[ALLOW_ALL_IN, ALLOW_ALL_OUT])
+        .unwrap();
+    for release in [WindowsRelease::SERVER_2022, WindowsRelease::SERVER_2025] {
+        node.set_release(release);
+        let unknown = node.check(Packet::tcp(A.parse().unwrap(), B.parse().unwrap(), 80));
+        let error = unknown.verdict().unwrap_err();
+        assert!(error.to_string().contains("Host layer"), "{error}");
+        let Reason::Default(fallback) = &unknown.destination.decision().unwrap().reason else {
+            panic!("{unknown:?}");
+        };
+        assert_eq!(fallback.rule_type, AclRuleType::Host);
+    }
+    node.endpoint("c", C, &with_host(&[ALLOW_ALL_IN, ALLOW_ALL_OUT]))
+        .unwrap();
+    assert_eq!(node.tcp(A, C, 80), Verdict::Allowed);
 }
 
 #[test]
 fn egress_on_the_source_and_ingress_on_the_destination_both_decide() {
     let node = Node::new("acl-path");
-    node.set_build(WindowsBuild::SERVER_2025);
+    node.set_release(WindowsRelease::SERVER_2025);
     let a = node
-        .endpoint("a", A, &[
+        .endpoint("a", A, &with_host(&[
             ALLOW_ALL_IN,
             ALLOW_ALL_OUT,
             r#"{"Id":"no-ssh-out","Action":"Block","Direction":"Out","Protocols":"6","RemotePorts":"22","Priority":100}"#,
-        ])
+        ]))
         .unwrap();
     let b = node
-        .endpoint("b", B, &[
+        .endpoint("b", B, &with_host(&[
             ALLOW_ALL_OUT,
             r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"20-25","RemoteAddresses":"10.244.1.0/29","Priority":200}"#,
             r#"{"Action":"Block","Direction":"In","Priority":65000}"#,
-        ])
+        ]))
         .unwrap();
     let ssh = node.check(Packet::tcp(A.parse().unwrap(), B.parse().unwrap(), 22));
     assert_eq!(ssh.verdict(), Ok(Verdict::Denied));
@@ -449,18 +506,19 @@ fn egress_on_the_source_and_ingress_on_the_destination_both_decide() {
 #[test]
 fn a_membership_change_is_one_set_write() {
     let node = Node::new("acl-membership");
-    node.set_build(WindowsBuild::SERVER_2025);
+    node.set_release(WindowsRelease::SERVER_2025);
     node.modify_sets(
         "Add",
         &[r#"{"Id":"azure-npm-1","Name":"app:web","PolicyType":"IPSET","Values":"10.244.1.5"}"#],
     )
     .unwrap();
-    node.endpoint("a", A, &[ALLOW_ALL_OUT]).unwrap();
-    node.endpoint("c", C, &[ALLOW_ALL_OUT]).unwrap();
-    node.endpoint("b", B, &[
+    node.endpoint("a", A, &with_host(&[ALLOW_ALL_OUT])).unwrap();
+    node.endpoint("c", C, &with_host(&[ALLOW_ALL_OUT])).unwrap();
+    // Azure NPM's ingress rule: the peer set in LocalAddresses, the packet's source.
+    node.endpoint("b", B, &with_host(&[
         ALLOW_ALL_OUT,
-        r#"{"Id":"azure-acl-y-from-web","Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","RemoteAddresses":"azure-npm-1","Priority":222}"#,
-    ])
+        r#"{"Id":"azure-acl-y-from-web","Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","LocalAddresses":"azure-npm-1","Priority":222}"#,
+    ]))
     .unwrap();
     assert_eq!(node.tcp(A, B, 80), Verdict::Allowed);
     assert_eq!(node.tcp(C, B, 80), Verdict::Denied);
@@ -478,11 +536,51 @@ fn a_membership_change_is_one_set_write() {
     );
 }
 
+/// The layout cni-win wrote before (an ingress peer set in RemoteAddresses) for a "same app"
+/// policy (`from: - podSelector: {}`, a set holding the pod itself): under Azure NPM's reading
+/// (a set in RemoteAddresses is the destination, the pod) it admits everyone, by position
+/// only the set; no production writer lays sets out so, and the verdict is refused. NPM's
+/// layout (LocalAddresses) admits the set's members only.
+#[test]
+fn an_ingress_peer_set_is_read_as_the_source() {
+    let node = Node::new("acl-set-reading");
+    node.set_release(WindowsRelease::SERVER_2025);
+    node.modify_sets(
+        "Add",
+        &[r#"{"Id":"same-app","PolicyType":"IPSET","Values":"10.244.1.5,10.244.1.6"}"#],
+    )
+    .unwrap();
+    node.endpoint("a", A, &with_host(&[ALLOW_ALL_OUT])).unwrap();
+    node.endpoint("c", C, &with_host(&[ALLOW_ALL_OUT])).unwrap();
+    let rule = |field: &str| {
+        format!(
+            r#"{{"Action":"Allow","Direction":"In","Protocols":"256","{field}":"same-app","Priority":4300}}"#
+        )
+    };
+    let isolate = r#"{"Action":"Block","Direction":"In","Protocols":"256","Priority":65000}"#;
+    let old = rule("RemoteAddresses");
+    let id = node
+        .endpoint("b", B, &with_host(&[ALLOW_ALL_OUT, &old, isolate]))
+        .unwrap();
+    let outsider = node.check(Packet::tcp(C.parse().unwrap(), B.parse().unwrap(), 80));
+    let error = outsider.verdict().unwrap_err();
+    assert_eq!(
+        error.emulated,
+        Verdict::Allowed,
+        "NPM's reading admits everyone"
+    );
+    assert!(error.to_string().contains("RemoteAddresses"), "{error}");
+    node.modify_endpoint(id, "Remove", &[acl(&old)]).unwrap();
+    node.modify_endpoint(id, "Add", &[acl(&rule("LocalAddresses"))])
+        .unwrap();
+    assert_eq!(node.tcp(A, B, 80), Verdict::Allowed);
+    assert_eq!(node.tcp(C, B, 80), Verdict::Denied);
+}
+
 #[test]
 fn nested_sets_hold_their_members_addresses() {
     let node = Node::new("acl-nested");
-    node.set_version(15, 0);
-    node.set_build(WindowsBuild::SERVER_2025);
+    node.set_release(WindowsRelease::SERVER_2025);
     node.modify_sets(
         "Add",
         &[
@@ -499,10 +597,11 @@ fn nested_sets_hold_their_members_addresses() {
         ],
     )
     .unwrap();
-    let web = r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","RemoteAddresses":"xz"}"#;
+    let web = r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","LocalAddresses":"xz"}"#;
     // ACN PR #1431: a nested set without members applies to any address.
-    let dns = r#"{"Action":"Allow","Direction":"In","Protocols":"17","LocalPorts":"53","RemoteAddresses":"none"}"#;
-    node.endpoint("b", B, &[web, dns]).unwrap();
+    let dns = r#"{"Action":"Allow","Direction":"In","Protocols":"17","LocalPorts":"53","LocalAddresses":"none"}"#;
+    node.endpoint("b", B, &with_host(&[ALLOW_ALL_OUT, web, dns]))
+        .unwrap();
     assert_eq!(node.tcp(A, B, 80), Verdict::Allowed);
     assert_eq!(node.tcp("10.244.2.77", B, 80), Verdict::Allowed);
     assert_eq!(node.tcp(C, B, 80), Verdict::Denied);
@@ -519,7 +618,7 @@ fn remote_endpoints_are_not_enforced_and_host_traffic_is_ingress_only() {
         "acl-remote",
         r#"{"Type":"ProviderAddress","Settings":{"ProviderAddress":"192.168.1.10"}}"#,
     );
-    node.set_build(WindowsBuild::SERVER_2025);
+    node.set_release(WindowsRelease::SERVER_2025);
     // kube-proxy's stand-in for a pod of another node: an ACL on it is not enforced here.
     let remote = node
         .endpoint_with(
@@ -532,7 +631,7 @@ fn remote_endpoints_are_not_enforced_and_host_traffic_is_ingress_only() {
     node.endpoint(
         "b",
         B,
-        &[r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80"}"#],
+        &with_host(&[r#"{"Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80"}"#]),
     )
     .unwrap();
     let from_remote = node.check(Packet::tcp(
@@ -568,10 +667,10 @@ fn remote_endpoints_are_not_enforced_and_host_traffic_is_ingress_only() {
 #[test]
 fn a_verdict_that_rests_on_a_tie_is_no_evidence() {
     let node = Node::new("acl-tie");
-    node.endpoint("b", B, &[
+    node.endpoint("b", B, &with_host(&[
         r#"{"Id":"allow-web","Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","Priority":300}"#,
         r#"{"Id":"deny-all","Action":"Block","Direction":"In","Priority":300}"#,
-    ])
+    ]))
     .unwrap();
     let tied = node.check(Packet::tcp(A.parse().unwrap(), B.parse().unwrap(), 80));
     let error = tied.verdict().unwrap_err();
@@ -601,7 +700,7 @@ fn policy_writes_are_counted_per_request_rule_and_set() {
         .unwrap();
     node.modify_endpoint(id, "Remove", std::slice::from_ref(&dns))
         .unwrap();
-    // Calico's way: the whole list again, which reprograms every rule.
+    // An Update carrying ACLs reprograms every ACL of the endpoint.
     node.modify_endpoint(id, "Update", &[acl(ALLOW_ALL_IN), dns])
         .unwrap();
     // A refused request writes nothing.

@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-use hns::{Guid, RawHcn, WindowsBuild};
+use hns::{Guid, RawHcn, WindowsRelease};
 use hns_emulator::Emulator;
 
 const HNSCTL: &str = env!("CARGO_BIN_EXE_hnsctl");
@@ -25,12 +25,13 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// A Windows Server 2025 host: pod A without ACLs, pod B that takes TCP 80 from A's /32 only,
-/// with a rule tied with a block at priority 300 for port 8080.
+/// with a rule tied with a block at priority 300 for port 8080, and the Host-layer allow-alls
+/// production writes beside switch rules.
 fn host(state: &std::path::Path) -> Emulator {
     let emulator = Emulator::open(state).unwrap();
     emulator
         .engine()
-        .set_windows_build(WindowsBuild::SERVER_2025)
+        .set_release(WindowsRelease::SERVER_2025)
         .unwrap();
     let network = emulator
         .create_network(
@@ -54,7 +55,9 @@ fn host(state: &std::path::Path) -> Emulator {
         r#"{"Type":"ACL","Settings":{"Id":"from-a","Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"80","RemoteAddresses":"10.244.1.5/32","Priority":200}},
            {"Type":"ACL","Settings":{"Id":"web-alt","Action":"Allow","Direction":"In","Protocols":"6","LocalPorts":"8080","Priority":300}},
            {"Type":"ACL","Settings":{"Id":"deny","Action":"Block","Direction":"In","Priority":300}},
-           {"Type":"ACL","Settings":{"Action":"Allow","Direction":"Out","Protocols":"256","Priority":65500}}"#,
+           {"Type":"ACL","Settings":{"Action":"Allow","Direction":"Out","Protocols":"256","Priority":65500}},
+           {"Type":"ACL","Settings":{"Id":"host-in","Action":"Allow","Direction":"In","Protocols":"256","RuleType":"Host"}},
+           {"Type":"ACL","Settings":{"Id":"host-out","Action":"Allow","Direction":"Out","Protocols":"256","RuleType":"Host"}}"#,
     );
     emulator.close_network(network).unwrap();
     emulator
@@ -101,7 +104,7 @@ fn acl_check_answers_with_its_exit_status_and_the_deciding_rules() {
     assert_eq!(icmp.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&icmp.stdout).unwrap();
     assert_eq!(json["Verdict"], "Denied");
-    assert_eq!(json["UndocumentedTie"], false);
+    assert_eq!(json["Undocumented"], false);
     assert_eq!(json["Destination"]["Decision"]["Reason"]["Kind"], "Rule");
     assert_eq!(json["Destination"]["Decision"]["Reason"]["Id"], "deny");
     assert_eq!(json["Source"]["Kind"], "Endpoint");
@@ -141,12 +144,23 @@ fn acl_list_prints_rules_in_evaluation_order_and_stats_the_writes() {
         .iter()
         .map(|row| row.split_whitespace().last().unwrap())
         .collect();
-    assert_eq!(order, ["from-a", "deny", "web-alt", "-"], "{stdout}");
+    assert_eq!(
+        order,
+        ["from-a", "deny", "web-alt", "host-in", "-", "host-out"],
+        "{stdout}"
+    );
     let json = hnsctl(dir.path(), &["--json", "acl", "list"]);
     let endpoints: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(endpoints.as_array().unwrap().len(), 1, "pod A has no ACL");
-    assert_eq!(endpoints[0]["Rules"][3]["Priority"], 65500);
+    assert_eq!(endpoints[0]["Rules"][4]["Priority"], 65500);
     assert_eq!(endpoints[0]["Rules"][0]["RuleType"], "Switch");
+    assert_eq!(
+        (
+            &endpoints[0]["Rules"][3]["RuleType"],
+            &endpoints[0]["Rules"][3]["Priority"]
+        ),
+        (&serde_json::json!("Host"), &serde_json::json!(0))
+    );
 
     let endpoint = host.open_endpoint(&B_ID.parse().unwrap()).unwrap();
     host.modify_endpoint(

@@ -11,7 +11,7 @@ use cni_win::network_policy::{self, Agent, Event, Feed};
 use cni_win::paths::NodePaths;
 use cni_win::shutdown::Shutdown;
 use hns::WindowsBuild;
-use hns_emulator::acl::{Packet, Verdict};
+use hns_emulator::acl::{Packet, PathVerdict, Verdict};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde_json::{Value, json};
@@ -202,9 +202,10 @@ impl PolicyNode {
         relist(feed, Feed::node, vec![node_object()]);
     }
 
-    /// The emulator's verdict on a TCP connection's first packet from `from` to `to`:`port`
-    /// (pods by name, or addresses), on `build`.
-    pub fn tcp(&self, from: &str, to: &str, port: u16, build: WindowsBuild) -> Verdict {
+    /// What the emulator finds of a TCP connection's first packet from `from` to `to`:`port`
+    /// (pods by name, or addresses), judged under `build`'s semantics (the host's HNS version,
+    /// which the agent programs by, stays as it is).
+    pub fn path(&self, from: &str, to: &str, port: u16, build: WindowsBuild) -> PathVerdict {
         let engine = &self.node.engine;
         engine.set_windows_build(build).unwrap();
         let packet = Packet::tcp(
@@ -212,7 +213,13 @@ impl PolicyNode {
             self.ip(to).parse().unwrap(),
             port,
         );
-        engine.check_packet(&packet).unwrap().verdict().unwrap()
+        engine.check_packet(&packet).unwrap()
+    }
+
+    /// The emulator's verdict on that packet; one that rests on what HNS does not document
+    /// fails the test.
+    pub fn tcp(&self, from: &str, to: &str, port: u16, build: WindowsBuild) -> Verdict {
+        self.path(from, to, port, build).verdict().unwrap()
     }
 
     /// Every verdict the tests look at, on both builds: each pod and the node to each local

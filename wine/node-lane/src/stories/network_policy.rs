@@ -251,7 +251,7 @@ fn first_packets(node: &Node, node_ip: &str, pod: &str) -> Result<String, String
             .check_packet(&packet)
             .map_err(|failure| failure.to_string())?
             .verdict()
-            .map_err(|tie| tie.to_string())?;
+            .map_err(|undocumented| undocumented.to_string())?;
         if verdict != want {
             return Err(format!("{from} -> {pod}:{port}: {verdict:?}, not {want:?}"));
         }

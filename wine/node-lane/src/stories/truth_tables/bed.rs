@@ -338,7 +338,7 @@ impl<'l> Bed<'l> {
                 .check_packet(&packet)
                 .map_err(|failure| failure.to_string())?
                 .verdict()
-                .map_err(|tie| tie.to_string())?;
+                .map_err(|undocumented| undocumented.to_string())?;
             actual.insert((from.clone(), to.clone()), verdict);
         }
         Ok(actual)

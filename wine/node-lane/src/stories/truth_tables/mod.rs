@@ -5,8 +5,8 @@
 //! programs, the Wine story proves the `.exe` against the same server) watching it as
 //! deploy/rbac.yaml's ServiceAccount, and every (from, to, port, protocol) verdict the
 //! emulator computes from the rules it programmed compared with the case's matrix, under
-//! Windows Server 2022's and 2025's semantics (no match passes; no match is dropped), with
-//! network IP sets (HNS 15.0, a Windows Server 2022 host's).
+//! Windows Server 2022's and 2025's semantics (a verdict resting on what HNS does not document
+//! fails), with network IP sets (HNS 15.0, a Windows Server 2022 host's).
 //!
 //! Then two cases of our own that need a real API server (`restart_and_outage`): the agent
 //! killed and started again (no verdict ever changes, nothing is written), and the API server

@@ -1,0 +1,74 @@
+//! What an endpoint's verdict may rest on that HNS does not document. Where the emulator has
+//! to choose (a tie, a set's reading, a `Pass`, an unknown default), it still gives a verdict,
+//! so `hnsctl acl check` can print one; but a verdict another reading would turn over is no
+//! evidence, and [`super::PathVerdict::verdict`] refuses it.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::evaluate::RuleRef;
+use super::unmatched::Fallback;
+
+/// One undocumented thing a decision rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "Kind")]
+pub enum Undocumented {
+    /// Rules of one priority that match with opposite actions: HNS's tie-break is not
+    /// documented (Calico spreads such rules over priorities because HNS's "is different",
+    /// `policysets.go`); the emulator lets `Block` win.
+    #[serde(rename_all = "PascalCase")]
+    Tie {
+        /// The rules, `Block` first.
+        rules: Vec<RuleRef>,
+    },
+    /// A rule whose match depends on how HNS reads an IP set in an address field no
+    /// production writer lays out so (`super::fields`); the emulator reads sets as Azure
+    /// NPM's comment says, source and destination.
+    #[serde(rename_all = "PascalCase")]
+    SetReading {
+        /// The rule.
+        rule: RuleRef,
+        /// The fields whose reading decides (`LocalAddresses`, `RemoteAddresses`).
+        fields: Vec<&'static str>,
+    },
+    /// A `Pass` rule matches: outside `TierAcl` its meaning is not documented (Calico resolves
+    /// Pass before writing, projectcalico/calico#13208); the emulator lets the packet through
+    /// its layer.
+    #[serde(rename_all = "PascalCase")]
+    Pass {
+        /// The rule.
+        rule: RuleRef,
+    },
+    /// What a layer does with a packet none of its rules matches is not known here.
+    Default(Fallback),
+}
+
+impl fmt::Display for Undocumented {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Undocumented::Tie { rules } => {
+                let rules: Vec<String> = rules.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "{} match at one priority with opposite actions; HNS's tie-break is not \
+                     documented (the emulator lets Block win): give them different priorities",
+                    rules.join(" and ")
+                )
+            }
+            Undocumented::SetReading { rule, fields } => write!(
+                f,
+                "{rule} matches only under one reading of the IP sets in its {}; no production \
+                 writer lays sets out so (Azure NPM: an ingress peer set in LocalAddresses, an \
+                 egress one in RemoteAddresses, never sets and addresses in one field)",
+                fields.join(" and ")
+            ),
+            Undocumented::Pass { rule } => write!(
+                f,
+                "{rule} is a Pass, whose meaning outside TierAcl is not documented: use Allow or \
+                 Block"
+            ),
+            Undocumented::Default(fallback) => write!(f, "{fallback}"),
+        }
+    }
+}
