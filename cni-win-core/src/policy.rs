@@ -102,6 +102,19 @@ pub(crate) fn add_host_layer(policies: &mut Vec<EndpointPolicy>) {
     );
 }
 
+/// Takes out the Host-layer allow-alls [`add_host_layer`] put in (the last of each), for
+/// CHECK: they are the plugins' precaution beside switch ACLs, as production writes them, not
+/// something the config says, and an endpoint the reference plugin or an older cni-win made
+/// has none and works; CHECK does not hold an endpoint to them.
+pub(crate) fn drop_host_layer(policies: &mut Vec<EndpointPolicy>) {
+    for direction in [AclDirection::In, AclDirection::Out] {
+        let ours = EndpointPolicy::Acl(AclPolicy::host_allow_all(direction));
+        if let Some(at) = policies.iter().rposition(|policy| policy.effect() == ours) {
+            policies.remove(at);
+        }
+    }
+}
+
 /// The OutBoundNAT being merged, and which entry set its non-exception settings.
 #[derive(Default)]
 struct NatMerge {

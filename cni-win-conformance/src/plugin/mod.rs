@@ -241,6 +241,7 @@ macro_rules! plugin_suite {
             mod upgrade {
                 $crate::plugin_suite!(@cases $plugin; plugin::upgrade:
                     a_reference_pod_is_checked_adopted_and_deleted,
+                    a_reference_pod_with_acls_passes_check,
                 );
             }
             mod network_policy {

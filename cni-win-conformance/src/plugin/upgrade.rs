@@ -94,3 +94,51 @@ pub fn a_reference_pod_is_checked_adopted_and_deleted(plugin: &Plugin) {
     assert!(node.endpoints(plugin.network).is_empty());
     assert!(node.reservations(plugin.network).is_empty());
 }
+
+/// A reference pod whose config carries an ACL (with its allow-all fallback, as doctor asks):
+/// the reference's endpoint holds the config's switch rules but none of the Host-layer
+/// allow-alls cni-win writes beside them, and CHECK accepts it; the pod works.
+pub fn a_reference_pod_with_acls_passes_check(plugin: &Plugin) {
+    let node = plugin.node("upgrade-acl");
+    let mut config = (plugin.reference_config)(&node);
+    let acls = [
+        json!({"Type": "ACL", "Settings": {"Protocols": "6", "Action": "Block", "Direction": "In",
+            "RemotePorts": "23", "RuleType": "Switch", "Priority": 200}}),
+        json!({"Type": "ACL", "Settings": {"Protocols": "256", "Action": "Allow", "Direction": "In",
+            "RuleType": "Switch", "Priority": 65500}}),
+        json!({"Type": "ACL", "Settings": {"Protocols": "256", "Action": "Allow", "Direction": "Out",
+            "RuleType": "Switch", "Priority": 65500}}),
+    ];
+    let policies = config["policies"]
+        .as_array_mut()
+        .expect("the config lists policies");
+    policies.extend(
+        acls.iter()
+            .map(|acl| json!({"name": "EndpointPolicy", "value": acl})),
+    );
+    let netns = node.namespace();
+    let mut printed = plugin.reference_add(&node, "old", POD_IP, &netns, &config);
+    // The reference sends the config's policies as written, beside its own.
+    let written: Vec<hns::schema::EndpointPolicy> = acls
+        .iter()
+        .map(|acl| serde_json::from_value(acl.clone()).expect("an ACL policy"))
+        .collect();
+    let id = node.endpoint(&plugin.endpoint_name("old")).id;
+    node.client()
+        .modify_endpoint_policies(
+            id,
+            &hns::schema::ModifyRequest::policies(hns::schema::RequestType::Add, written),
+        )
+        .unwrap();
+    let endpoint = node.endpoint(&plugin.endpoint_name("old"));
+    assert!(
+        !endpoint.policies.iter().any(|policy| matches!(policy,
+            hns::schema::EndpointPolicy::Acl(acl)
+                if acl.rule_type == Some(hns::schema::policy::AclRuleType::Host))),
+        "the reference writes no Host rule: {:?}",
+        endpoint.policies
+    );
+    let mut with_prev_result = config.clone();
+    with_prev_result["prevResult"] = printed.take();
+    node.check("old", &netns, &with_prev_result).silent();
+}
