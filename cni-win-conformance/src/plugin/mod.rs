@@ -251,6 +251,7 @@ macro_rules! plugin_suite {
                     a_snapshot_without_host_rules_gets_them_at_add,
                     without_the_key_or_before_the_agents_first_snapshot_a_pod_has_no_policy_rules,
                     #[cfg(unix)] an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing,
+                    a_config_acl_spelt_as_the_agents_is_refused_with_code_7,
                     a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add,
                     the_snapshot_path_must_be_absolute,
                 );

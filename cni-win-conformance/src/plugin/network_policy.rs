@@ -369,6 +369,28 @@ pub fn a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add(plugin: &Plu
     assert_nothing_left(plugin, &node);
 }
 
+/// A config ACL whose `Id` carries the agent's prefix would be taken for one of the agent's
+/// rules (and removed by it): refused with code 7 naming the entry, whatever the snapshot.
+pub fn a_config_acl_spelt_as_the_agents_is_refused_with_code_7(plugin: &Plugin) {
+    let (node, mut config, path) = node(plugin, "netpol-prefix");
+    write(&path, &snapshot());
+    let policies = config["policies"].as_array_mut().unwrap();
+    let index = policies.len();
+    policies.push(
+        json!({"name": "EndpointPolicy", "value": {"Type": "ACL", "Settings": {
+        "Id": "cni-win-netpol-mine", "Protocols": "6", "Action": "Block", "Direction": "In",
+        "LocalPorts": "22", "Priority": 100}}}),
+    );
+    let message = start(&node, "np-pod", "x/a", &config).error(7);
+    assert!(
+        message.starts_with(&format!(
+            "policies[{index}].value: ACL Id \"cni-win-netpol-mine\""
+        )) && message.contains("cni-win-netpol-"),
+        "{message}"
+    );
+    assert_nothing_left(plugin, &node);
+}
+
 /// A relative `networkPolicySnapshot` is code 7 naming the key, and so, off Windows, is a
 /// Windows path, which is relative there (it was once taken as absolute and opened relative
 /// to the plugin's working directory).
