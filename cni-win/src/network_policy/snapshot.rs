@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use cni_win_core::configured::PolicySettings;
 use cni_win_core::network_policy::{self as format, PodPolicy, PolicySnapshot};
-use cni_win_netpol::{Mode, PodKey, Translation};
+use cni_win_netpol::{Mode, NewPodPeers, PodKey, Translation};
 use hns::Guid;
 use hns::schema::policy::AclPolicy;
 use rootsafe::file::{self, Kind, Mode as FileMode, Step};
@@ -84,15 +84,16 @@ fn snapshot(
             })
             .collect()
     };
-    let default = ids(translation.namespace_posture(UNKNOWN_NAMESPACE, others)?);
+    let default =
+        ids(translation.namespace_posture(UNKNOWN_NAMESPACE, others, &mut NewPodPeers::Inline)?);
     let mut namespaces = BTreeMap::new();
     for namespace in cluster.namespaces() {
-        let posture = translation.namespace_posture(namespace, others)?;
+        let posture = translation.namespace_posture(namespace, others, &mut NewPodPeers::Inline)?;
         namespaces.insert(namespace.to_owned(), ids(posture));
     }
     let mut pods = BTreeMap::new();
     for key in &state.local {
-        let add = ids(translation.pending_pod_acls(key, others)?);
+        let add = ids(translation.pending_pod_acls(key, others, &mut NewPodPeers::Inline)?);
         let (endpoint, expected) = match mapped.get(key) {
             Some((endpoint, expected)) => (Some(*endpoint), expected.clone()),
             None => (None, Vec::new()),
