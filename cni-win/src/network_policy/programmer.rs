@@ -11,19 +11,24 @@
 //! Felix, Calico's dataplane for Windows, has the same shape: one loop owns HNS and is kicked
 //! by the calculation graph's updates and by its own reschedule timer after a failure.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use cni_win_core::configured::PolicySettings;
+use cni_win_core::network_policy::Form;
 use cni_win_core::snapshot::NodeSnapshot;
 use cni_win_netpol::Mode;
 use hns::{Client, HnsError, SupportedFeatures};
 
 use super::hns_view::{HnsView, Written};
 use super::program::{self, Refused};
-use super::snapshot;
+use super::snapshot::{self, Rendered, Rendering};
 use super::{DEBOUNCE, Shared};
-use crate::metrics::network_policy::{ApiState, NetworkPolicyMetrics, PolicyCounts};
+use crate::metrics::network_policy::{
+    ApiState, NetworkPolicyMetrics, PolicyCounts, SnapshotCounts,
+};
 
 /// The longest a burst of changes delays a pass: a steady stream of events still programs.
 const DEBOUNCE_AT_MOST: Duration = Duration::from_millis(200);
@@ -126,6 +131,19 @@ struct Programmer {
     networks: Vec<PolicySettings>,
     written: Written,
     retry: Retry,
+    snapshots: Snapshots,
+}
+
+/// What the programmer knows of the snapshot files.
+#[derive(Debug, Default)]
+struct Snapshots {
+    /// The IP sets each file on disk names, by path (read from the file the first time).
+    named: BTreeMap<PathBuf, BTreeSet<String>>,
+    /// What the last pass rendered and wrote, by path: the heartbeat stamps these files
+    /// (rewriting one that no longer holds it).
+    current: BTreeMap<PathBuf, Vec<u8>>,
+    /// When they were last stamped.
+    stamped: Option<Instant>,
 }
 
 /// The backoff after failed passes.
@@ -166,6 +184,8 @@ enum Work {
     Round(u64, RoundRead),
     /// A pass after a change, or a retry.
     Change,
+    /// Stamp the current snapshots: the agent still vouches for them.
+    Stamp,
 }
 
 impl Shared {
@@ -214,6 +234,7 @@ pub(super) fn run(shared: &Shared) {
                 publish(shared, &outcome);
                 log_outcome(&outcome);
             }
+            Work::Stamp => programmer.stamp(shared),
         }
         shared.passed.notify_all();
     }
@@ -236,6 +257,9 @@ fn next(shared: &Shared, programmer: &Programmer) -> Option<Work> {
             && state.feed.programmed != Some(state.feed.generation);
         if programmer.retry.due() || (programmer.retry.at.is_none() && pending) {
             break;
+        }
+        if programmer.snapshots.stamp_due(shared.snapshot_max_age) && state.feed.api().up {
+            return Some(Work::Stamp);
         }
         state = shared
             .wake
@@ -291,27 +315,28 @@ impl Programmer {
             None => HnsView::read(&hns.client, hns.features),
         }
         .map_err(NotProgrammed::Read)?;
-        let (plan, since, repair) = {
+        let on_disk = self.snapshots.on_disk(&self.networks);
+        let rendering = Rendering {
+            mode,
+            max_age: shared.snapshot_max_age,
+        };
+        let (plan, since, repair, as_of) = {
             let mut state = shared.lock_state();
-            if !state.feed.synced() {
+            let Some(as_of) = state.feed.current_as_of() else {
+                let node = state.feed.node_name.clone();
+                drop(state);
+                announce(&node, rendering.max_age, &self.networks, view.hns());
                 hns.view = Some(view);
                 return Err(NotProgrammed::NotSynced);
-            }
-            let plan = program::plan(mode, &self.networks, view.hns(), &state.feed);
+            };
+            let plan = program::plan(rendering, &self.networks, view.hns(), &state.feed, &on_disk);
             let repair = fresh && state.feed.programmed == Some(state.feed.generation);
-            (plan, state.feed.changed_since.take(), repair)
+            (plan, state.feed.changed_since.take(), repair, as_of)
         };
-        for (path, bytes) in &plan.snapshots.files {
-            if let Err(e) = snapshot::write(path, bytes) {
-                log::error!(
-                    "network policy: cannot write the snapshot {}: {e}; new pods start from the \
-                     one there",
-                    path.display()
-                );
-            }
-        }
         let (applied, outcome) = program::apply(&hns.client, &plan);
         self.written.note(&applied.written);
+        // After the writes: the IP sets the new files name are on the networks now.
+        let snapshots = self.snapshots.write(&plan.snapshots, as_of);
         let mut state = shared.lock_state();
         match outcome {
             Ok(()) => {
@@ -323,7 +348,10 @@ impl Programmer {
                     mode,
                     endpoint_writes: applied.endpoint_writes,
                     network_writes: applied.network_writes,
-                    counts: plan.counts,
+                    counts: PolicyCounts {
+                        snapshots,
+                        ..plan.counts
+                    },
                     latency: since.map(|since| since.elapsed()),
                     repaired: repair && applied.endpoint_writes + applied.network_writes > 0,
                 })
@@ -337,6 +365,108 @@ impl Programmer {
                 }
                 Err(refused.into())
             }
+        }
+    }
+}
+
+impl Programmer {
+    /// Stamps the current snapshots: the agent is synced and every watch answers, so what
+    /// they hold is current now.
+    fn stamp(&mut self, shared: &Shared) {
+        let Some(as_of) = shared.lock_state().feed.current_as_of() else {
+            return;
+        };
+        for (path, bytes) in &self.snapshots.current {
+            if let Err(e) = snapshot::write(path, bytes, as_of) {
+                log::warn!(
+                    "network policy: cannot stamp the snapshot {}: {e}; ADD refuses it once it \
+                     is older than {} s",
+                    path.display(),
+                    shared.snapshot_max_age.as_secs()
+                );
+            }
+        }
+        self.snapshots.stamped = Some(Instant::now());
+    }
+}
+
+impl Snapshots {
+    /// The IP sets the files of `networks`' paths name as they are on disk now.
+    fn on_disk(&mut self, networks: &[PolicySettings]) -> BTreeSet<String> {
+        let paths = snapshot::paths(networks);
+        self.named.retain(|path, _| paths.contains(path));
+        paths
+            .into_iter()
+            .flat_map(|path| {
+                self.named
+                    .entry(path)
+                    .or_insert_with_key(|path| snapshot::named_sets(path))
+                    .clone()
+            })
+            .collect()
+    }
+
+    /// Writes what a pass rendered, stamped `as_of`, and says how the files came out.
+    fn write(&mut self, rendered: &Rendered, as_of: SystemTime) -> SnapshotCounts {
+        let mut counts = SnapshotCounts {
+            failed: rendered.failed.len(),
+            ..SnapshotCounts::default()
+        };
+        self.current.clear();
+        for (path, file) in &rendered.files {
+            match snapshot::write(path, &file.bytes, as_of) {
+                Ok(()) => {
+                    self.named
+                        .insert(path.clone(), file.sets.keys().cloned().collect());
+                    self.current.insert(path.clone(), file.bytes.clone());
+                    match file.form {
+                        Form::Full => counts.full += 1,
+                        Form::Narrowed => counts.narrowed += 1,
+                    }
+                }
+                Err(e) => {
+                    if e.is_refusal() {
+                        counts.refused += 1;
+                    } else {
+                        counts.failed += 1;
+                    }
+                    log::error!(
+                        "network policy: cannot write the snapshot {}: {e}; ADD refuses the one \
+                         there once it is older than its bound",
+                        path.display()
+                    );
+                }
+            }
+        }
+        self.stamped = Some(Instant::now());
+        counts
+    }
+
+    /// Whether the current files are due for a stamp: every tenth of their bound.
+    fn stamp_due(&self, max_age: Duration) -> bool {
+        !self.current.is_empty()
+            && self
+                .stamped
+                .is_none_or(|stamped| stamped.elapsed() >= max_age / 10)
+    }
+}
+
+/// Before the first sync: where a path of `networks` holds nothing, a snapshot saying the
+/// agent runs (stamped now), so ADD bounds how long new pods start without rules.
+fn announce(node: &str, max_age: Duration, networks: &[PolicySettings], hns: &NodeSnapshot) {
+    for (path, bytes) in snapshot::not_synced(node, max_age, networks, hns) {
+        match snapshot::write_if_missing(&path, &bytes, SystemTime::now()) {
+            Ok(true) => log::info!(
+                "network policy: snapshot {}: not synced yet; new pods start without rules for \
+                 at most {} s, then wait for the first sync",
+                path.display(),
+                max_age.as_secs()
+            ),
+            Ok(false) => {}
+            Err(e) => log::error!(
+                "network policy: cannot write the snapshot {}: {e}",
+                path.display()
+            ),
         }
     }
 }
