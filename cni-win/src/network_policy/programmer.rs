@@ -142,8 +142,8 @@ struct Snapshots {
     /// What the last pass rendered and wrote, by path: the heartbeat stamps these files
     /// (rewriting one that no longer holds it).
     current: BTreeMap<PathBuf, Vec<u8>>,
-    /// When they were last stamped.
-    stamped: Option<Instant>,
+    /// When they were last stamped, or the programmer last looked for a network it lacks.
+    ticked: Option<Instant>,
 }
 
 /// The backoff after failed passes.
@@ -184,8 +184,11 @@ enum Work {
     Round(u64, RoundRead),
     /// A pass after a change, or a retry.
     Change,
-    /// Stamp the current snapshots: the agent still vouches for them.
-    Stamp,
+    /// Every tenth of the snapshots' bound: stamp them while the agent vouches for them,
+    /// and look for a network whose config names a snapshot that HNS lacked (flanneld
+    /// creates it after the round's read, at the node's start): a snapshot names the HNS
+    /// network it is for, so ADD on that network waits until the agent has seen it.
+    Tick,
 }
 
 impl Shared {
@@ -234,7 +237,13 @@ pub(super) fn run(shared: &Shared) {
                 publish(shared, &outcome);
                 log_outcome(&outcome);
             }
-            Work::Stamp => programmer.stamp(shared),
+            Work::Tick => {
+                if let Some(outcome) = programmer.tick(shared) {
+                    programmer.retry.after(&outcome);
+                    publish(shared, &outcome);
+                    log_outcome(&outcome);
+                }
+            }
         }
         shared.passed.notify_all();
     }
@@ -258,8 +267,8 @@ fn next(shared: &Shared, programmer: &Programmer) -> Option<Work> {
         if programmer.retry.due() || (programmer.retry.at.is_none() && pending) {
             break;
         }
-        if programmer.snapshots.stamp_due(shared.snapshot_max_age) && state.feed.api().up {
-            return Some(Work::Stamp);
+        if programmer.hns.is_some() && programmer.snapshots.tick_due(shared.snapshot_max_age) {
+            return Some(Work::Tick);
         }
         state = shared
             .wake
@@ -325,7 +334,7 @@ impl Programmer {
             let Some(as_of) = state.feed.current_as_of() else {
                 let node = state.feed.node_name.clone();
                 drop(state);
-                announce(&node, rendering.max_age, &self.networks, view.hns());
+                snapshot::announce(&node, rendering.max_age, &self.networks, view.hns());
                 hns.view = Some(view);
                 return Err(NotProgrammed::NotSynced);
             };
@@ -370,11 +379,20 @@ impl Programmer {
 }
 
 impl Programmer {
-    /// Stamps the current snapshots: the agent is synced and every watch answers, so what
-    /// they hold is current now.
-    fn stamp(&mut self, shared: &Shared) {
-        let Some(as_of) = shared.lock_state().feed.current_as_of() else {
-            return;
+    /// The heartbeat ([`Work::Tick`]): a pass over a full read of HNS when a network the
+    /// programmer lacked has appeared, else the current snapshots stamped while the agent
+    /// vouches for them (synced, every watch answering).
+    fn tick(&mut self, shared: &Shared) -> Option<Result<Pass, NotProgrammed>> {
+        self.snapshots.ticked = Some(Instant::now());
+        if let Some(hns) = &mut self.hns
+            && appeared(&self.networks, hns)
+        {
+            hns.view = None;
+            return Some(self.pass(shared, None));
+        }
+        let as_of = {
+            let state = shared.lock_state();
+            state.feed.api().up.then(|| state.feed.current_as_of())??
         };
         for (path, bytes) in &self.snapshots.current {
             if let Err(e) = snapshot::write(path, bytes, as_of) {
@@ -386,8 +404,22 @@ impl Programmer {
                 );
             }
         }
-        self.snapshots.stamped = Some(Instant::now());
+        None
     }
+}
+
+/// Whether a network whose config names a snapshot, missing from what the programmer knows
+/// of HNS, is there now (3 raw calls for each missing one; none when none is).
+fn appeared(networks: &[PolicySettings], hns: &Hns) -> bool {
+    let Some(view) = &hns.view else {
+        return false;
+    };
+    let known = &view.hns().networks;
+    networks
+        .iter()
+        .filter(|network| network.snapshot.is_some())
+        .filter(|network| !known.iter().any(|held| held.name == network.network))
+        .any(|network| hns.client.find_network_by_name(&network.network).is_ok())
 }
 
 impl Snapshots {
@@ -438,36 +470,14 @@ impl Snapshots {
                 }
             }
         }
-        self.stamped = Some(Instant::now());
+        self.ticked = Some(Instant::now());
         counts
     }
 
-    /// Whether the current files are due for a stamp: every tenth of their bound.
-    fn stamp_due(&self, max_age: Duration) -> bool {
-        !self.current.is_empty()
-            && self
-                .stamped
-                .is_none_or(|stamped| stamped.elapsed() >= max_age / 10)
-    }
-}
-
-/// Before the first sync: where a path of `networks` holds nothing, a snapshot saying the
-/// agent runs (stamped now), so ADD bounds how long new pods start without rules.
-fn announce(node: &str, max_age: Duration, networks: &[PolicySettings], hns: &NodeSnapshot) {
-    for (path, bytes) in snapshot::not_synced(node, max_age, networks, hns) {
-        match snapshot::write_if_missing(&path, &bytes, SystemTime::now()) {
-            Ok(true) => log::info!(
-                "network policy: snapshot {}: not synced yet; new pods start without rules for \
-                 at most {} s, then wait for the first sync",
-                path.display(),
-                max_age.as_secs()
-            ),
-            Ok(false) => {}
-            Err(e) => log::error!(
-                "network policy: cannot write the snapshot {}: {e}",
-                path.display()
-            ),
-        }
+    /// Whether the heartbeat is due: every tenth of the snapshots' bound.
+    fn tick_due(&self, max_age: Duration) -> bool {
+        self.ticked
+            .is_none_or(|ticked| ticked.elapsed() >= max_age / 10)
     }
 }
 

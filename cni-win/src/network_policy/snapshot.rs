@@ -299,22 +299,43 @@ fn node_policy(
     })
 }
 
-/// What an agent that has not synced writes where nothing is yet, so ADD knows it runs and
-/// since when (the file's stamp): new pods start without rules for at most `max_age`, then
-/// ADD refuses them until the agent syncs.
-pub(crate) fn not_synced(
+/// Before the first sync, at each path of `networks`: where nothing is, a snapshot without
+/// policy stamped now, so ADD knows the agent runs and since when (new pods start without
+/// rules for at most `max_age`, then ADD refuses them until the agent syncs); where such a
+/// snapshot names other HNS networks than `hns` has now (a network created since), the same
+/// with the networks of now, keeping its stamp. A snapshot with policy (a previous
+/// process's), or anything else, is left as it is.
+pub(crate) fn announce(
     node: &str,
     max_age: Duration,
     networks: &[PolicySettings],
     hns: &NodeSnapshot,
-) -> BTreeMap<PathBuf, Vec<u8>> {
-    by_path(networks)
-        .into_iter()
-        .map(|(path, of_path)| {
-            let snapshot = without_policy(node, max_age, &of_path, hns);
-            (path.to_owned(), encode(&snapshot))
-        })
-        .collect()
+) {
+    for (path, of_path) in by_path(networks) {
+        let snapshot = without_policy(node, max_age, &of_path, hns);
+        let stamp = match format::read(path) {
+            Ok(None) => SystemTime::now(),
+            Ok(Some(found))
+                if found.snapshot.policy.is_none()
+                    && found.snapshot.networks != snapshot.networks =>
+            {
+                found.stamped
+            }
+            _ => continue,
+        };
+        match write(path, &encode(&snapshot), stamp) {
+            Ok(()) => log::info!(
+                "network policy: snapshot {}: not synced yet; new pods start without rules for \
+                 at most {} s after the agent started, then wait for its first sync",
+                path.display(),
+                max_age.as_secs()
+            ),
+            Err(e) => log::error!(
+                "network policy: cannot write the snapshot {}: {e}",
+                path.display()
+            ),
+        }
+    }
 }
 
 /// A snapshot of `node` for the HNS networks of `hns` that `of_path` name, as yet without
@@ -455,18 +476,6 @@ pub(crate) fn write(path: &Path, bytes: &[u8], as_of: SystemTime) -> Result<(), 
     })
 }
 
-/// Writes `bytes` to `path` unless something is there already (see [`write`]).
-pub(crate) fn write_if_missing(
-    path: &Path,
-    bytes: &[u8],
-    as_of: SystemTime,
-) -> Result<bool, WriteError> {
-    if Kind::at(path).map_err(failed("inspect", path))?.is_some() {
-        return Ok(false);
-    }
-    write(path, bytes, as_of).map(|()| true)
-}
-
 /// Sets the modification time of the regular file at `path` (never through a link) to
 /// `as_of`: the agent confirms its content is current up to then.
 fn stamp(path: &Path, as_of: SystemTime) -> Result<(), WriteError> {
@@ -543,8 +552,6 @@ mod tests {
         write(&path, b"two", hour_ago).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         assert_eq!(modified(&path), hour_ago);
-        assert!(!write_if_missing(&path, b"three", now).unwrap());
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
     }
 
     /// Anything but a regular file (or nothing) where the file, its scratch copy or its

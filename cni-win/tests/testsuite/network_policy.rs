@@ -890,6 +890,56 @@ fn the_snapshot_is_stamped_only_while_the_agent_vouches_for_it() {
     assert!(eventually(Duration::from_secs(5), recent), "stamped again");
 }
 
+/// A snapshot names the HNS network it is for, so a network whose config names it but that
+/// HNS created after the round's read (flanneld at the node's start) must not wait for the
+/// next round: within a tick the agent sees it. Before its first sync the agent's snapshot
+/// without policy then names it too, still stamped when the agent started.
+#[test]
+fn a_network_created_after_the_rounds_read_is_in_the_snapshot_within_a_tick() {
+    let mut node = PolicyNode::new();
+    node.snapshot_max_age = Duration::from_secs(1);
+    for (index, name) in [(20, "cbr1"), (30, "cbr2")] {
+        let config = json!({"cniVersion": "1.1.0", "name": name, "type": "win-bridge",
+            "ipam": {"type": "host-local", "subnet": format!("10.244.{index}.0/24"),
+                     "dataDir": node.node.dir().join("ipam")},
+            "networkPolicySnapshot": node.snapshot});
+        let conf = node.node.conf_dir().join(format!("{index}-{name}.conf"));
+        std::fs::write(conf, config.to_string()).unwrap();
+    }
+    let create = |index: u8, name: &str| {
+        let subnet = format!("10.244.{index}.0/24");
+        let gateway = format!("10.244.{index}.1");
+        let settings = cni_win_conformance::flannel::host_gw(name, &[(&subnet, &gateway)]);
+        node.node
+            .client
+            .create_network(hns::Guid::ZERO, &settings)
+            .unwrap();
+    };
+    let networks = || snapshot(&node).networks;
+    let (agent, mut daemon) = node.agent();
+    daemon.round(&node.stop);
+    assert_eq!(snapshot(&node).policy, None, "not synced");
+    assert!(networks().contains_key("cbr0") && !networks().contains_key("cbr1"));
+    let started = stamped(&node);
+    create(20, "cbr1");
+    assert!(
+        eventually(Duration::from_secs(5), || networks().contains_key("cbr1")),
+        "{:?}",
+        networks()
+    );
+    assert_eq!(stamped(&node), started, "still when the agent started");
+
+    node.sync(&agent.feed(), &[b_to_a()]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert!(snapshot(&node).policy.is_some());
+    create(30, "cbr2");
+    assert!(
+        eventually(Duration::from_secs(5), || networks().contains_key("cbr2")),
+        "{:?}",
+        networks()
+    );
+}
+
 /// Where HNS has IP sets, a new pod's rules name the network's sets: a set only the
 /// snapshot names (no endpoint's rules name it yet) is put on the network before the file
 /// names it, so ADD's endpoint is created with it and judged by it; once no policy needs it,
