@@ -11,24 +11,19 @@
 //! Felix, Calico's dataplane for Windows, has the same shape: one loop owns HNS and is kicked
 //! by the calculation graph's updates and by its own reschedule timer after a failure.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use cni_win_core::configured::PolicySettings;
-use cni_win_core::network_policy::Form;
 use cni_win_core::snapshot::NodeSnapshot;
 use cni_win_netpol::Mode;
 use hns::{Client, HnsError, SupportedFeatures};
 
 use super::hns_view::{HnsView, Written};
 use super::program::{self, Refused};
-use super::snapshot::{self, Rendered, Rendering};
+use super::snapshot::{self, Rendering};
 use super::{DEBOUNCE, Shared};
-use crate::metrics::network_policy::{
-    ApiState, NetworkPolicyMetrics, PolicyCounts, SnapshotCounts,
-};
+use crate::metrics::network_policy::{ApiState, NetworkPolicyMetrics, PolicyCounts};
 
 /// The longest a burst of changes delays a pass: a steady stream of events still programs.
 const DEBOUNCE_AT_MOST: Duration = Duration::from_millis(200);
@@ -131,19 +126,7 @@ struct Programmer {
     networks: Vec<PolicySettings>,
     written: Written,
     retry: Retry,
-    snapshots: Snapshots,
-}
-
-/// What the programmer knows of the snapshot files.
-#[derive(Debug, Default)]
-struct Snapshots {
-    /// The IP sets each file on disk names, by path (read from the file the first time).
-    named: BTreeMap<PathBuf, BTreeSet<String>>,
-    /// What the last pass rendered and wrote, by path: the heartbeat stamps these files
-    /// (rewriting one that no longer holds it).
-    current: BTreeMap<PathBuf, Vec<u8>>,
-    /// When they were last stamped, or the programmer last looked for a network it lacks.
-    ticked: Option<Instant>,
+    snapshots: snapshot::Files,
 }
 
 /// The backoff after failed passes.
@@ -345,7 +328,9 @@ impl Programmer {
         let (applied, outcome) = program::apply(&hns.client, &plan);
         self.written.note(&applied.written);
         // After the writes: the IP sets the new files name are on the networks now.
-        let snapshots = self.snapshots.write(&plan.snapshots, as_of);
+        let snapshots = self
+            .snapshots
+            .write(&plan.snapshots, plan.generation, as_of);
         let mut state = shared.lock_state();
         match outcome {
             Ok(()) => {
@@ -380,10 +365,11 @@ impl Programmer {
 
 impl Programmer {
     /// The heartbeat ([`Work::Tick`]): a pass over a full read of HNS when a network the
-    /// programmer lacked has appeared, else the current snapshots stamped while the agent
-    /// vouches for them (synced, every watch answering).
+    /// programmer lacked has appeared; else the snapshots stamped, when the agent vouches
+    /// for them: synced, every watch answering, and nothing fed since they were rendered (a
+    /// pass that cannot render, HNS unreadable, lets them go stale).
     fn tick(&mut self, shared: &Shared) -> Option<Result<Pass, NotProgrammed>> {
-        self.snapshots.ticked = Some(Instant::now());
+        self.snapshots.ticked();
         if let Some(hns) = &mut self.hns
             && appeared(&self.networks, hns)
         {
@@ -392,18 +378,11 @@ impl Programmer {
         }
         let as_of = {
             let state = shared.lock_state();
-            state.feed.api().up.then(|| state.feed.current_as_of())??
+            let vouched = state.feed.api().up
+                && self.snapshots.rendered_from() == Some(state.feed.generation);
+            vouched.then(|| state.feed.current_as_of())??
         };
-        for (path, bytes) in &self.snapshots.current {
-            if let Err(e) = snapshot::write(path, bytes, as_of) {
-                log::warn!(
-                    "network policy: cannot stamp the snapshot {}: {e}; ADD refuses it once it \
-                     is older than {} s",
-                    path.display(),
-                    shared.snapshot_max_age.as_secs()
-                );
-            }
-        }
+        self.snapshots.stamp(as_of, shared.snapshot_max_age);
         None
     }
 }
@@ -420,65 +399,6 @@ fn appeared(networks: &[PolicySettings], hns: &Hns) -> bool {
         .filter(|network| network.snapshot.is_some())
         .filter(|network| !known.iter().any(|held| held.name == network.network))
         .any(|network| hns.client.find_network_by_name(&network.network).is_ok())
-}
-
-impl Snapshots {
-    /// The IP sets the files of `networks`' paths name as they are on disk now.
-    fn on_disk(&mut self, networks: &[PolicySettings]) -> BTreeSet<String> {
-        let paths = snapshot::paths(networks);
-        self.named.retain(|path, _| paths.contains(path));
-        paths
-            .into_iter()
-            .flat_map(|path| {
-                self.named
-                    .entry(path)
-                    .or_insert_with_key(|path| snapshot::named_sets(path))
-                    .clone()
-            })
-            .collect()
-    }
-
-    /// Writes what a pass rendered, stamped `as_of`, and says how the files came out.
-    fn write(&mut self, rendered: &Rendered, as_of: SystemTime) -> SnapshotCounts {
-        let mut counts = SnapshotCounts {
-            failed: rendered.failed.len(),
-            ..SnapshotCounts::default()
-        };
-        self.current.clear();
-        for (path, file) in &rendered.files {
-            match snapshot::write(path, &file.bytes, as_of) {
-                Ok(()) => {
-                    self.named
-                        .insert(path.clone(), file.sets.keys().cloned().collect());
-                    self.current.insert(path.clone(), file.bytes.clone());
-                    match file.form {
-                        Form::Full => counts.full += 1,
-                        Form::Narrowed => counts.narrowed += 1,
-                    }
-                }
-                Err(e) => {
-                    if e.is_refusal() {
-                        counts.refused += 1;
-                    } else {
-                        counts.failed += 1;
-                    }
-                    log::error!(
-                        "network policy: cannot write the snapshot {}: {e}; ADD refuses the one \
-                         there once it is older than its bound",
-                        path.display()
-                    );
-                }
-            }
-        }
-        self.ticked = Some(Instant::now());
-        counts
-    }
-
-    /// Whether the heartbeat is due: every tenth of the snapshots' bound.
-    fn tick_due(&self, max_age: Duration) -> bool {
-        self.ticked
-            .is_none_or(|ticked| ticked.elapsed() >= max_age / 10)
-    }
 }
 
 /// Publishes a pass made between rounds, under the lock a scrape takes.

@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use cni_win_core::configured::PolicySettings;
 use cni_win_core::network_policy::{
@@ -35,6 +35,7 @@ use hns::schema::policy::AclPolicy;
 use rootsafe::file::{self, Kind, Mode as FileMode, Step};
 
 use super::feed::ClusterState;
+use crate::metrics::network_policy::SnapshotCounts;
 
 /// The snapshots one state renders, by path.
 #[derive(Debug, Default)]
@@ -216,7 +217,7 @@ fn by_path(networks: &[PolicySettings]) -> BTreeMap<&Path, Vec<&PolicySettings>>
 }
 
 /// The paths `networks` name.
-pub(crate) fn paths(networks: &[PolicySettings]) -> BTreeSet<PathBuf> {
+fn paths(networks: &[PolicySettings]) -> BTreeSet<PathBuf> {
     by_path(networks).into_keys().map(Path::to_owned).collect()
 }
 
@@ -363,7 +364,7 @@ fn without_policy(
 
 /// The IP sets the snapshot at `path` names, as the file is now (none when it cannot be
 /// read): the agent keeps them on the network while it does.
-pub(crate) fn named_sets(path: &Path) -> BTreeSet<String> {
+fn named_sets(path: &Path) -> BTreeSet<String> {
     let Ok(Some(found)) = format::read(path) else {
         return BTreeSet::new();
     };
@@ -386,6 +387,112 @@ fn addresses(acl: &AclPolicy) -> impl Iterator<Item = &str> {
         .flat_map(|field| field.as_deref().unwrap_or_default().split(','))
         .map(str::trim)
         .filter(|entry| !entry.is_empty())
+}
+
+/// What the programmer knows of the snapshot files between passes.
+#[derive(Debug, Default)]
+pub(crate) struct Files {
+    /// The IP sets each file on disk names, by path (read from the file the first time).
+    named: BTreeMap<PathBuf, BTreeSet<String>>,
+    /// What the last pass rendered and wrote, by path: what the heartbeat stamps (and
+    /// writes again over a file that no longer holds it).
+    current: BTreeMap<PathBuf, Vec<u8>>,
+    /// The generation of the cluster state `current` was rendered from.
+    generation: Option<u64>,
+    /// When the files were last written or stamped, or the heartbeat last ran.
+    ticked: Option<Instant>,
+}
+
+impl Files {
+    /// The IP sets the files of `networks`' paths name as they are on disk now: the passes
+    /// keep them on the networks.
+    pub(crate) fn on_disk(&mut self, networks: &[PolicySettings]) -> BTreeSet<String> {
+        let paths = paths(networks);
+        self.named.retain(|path, _| paths.contains(path));
+        paths
+            .into_iter()
+            .flat_map(|path| {
+                self.named
+                    .entry(path)
+                    .or_insert_with_key(|path| named_sets(path))
+                    .clone()
+            })
+            .collect()
+    }
+
+    /// Writes what a pass rendered from the state of `generation`, stamped `as_of`, and
+    /// says how the files came out (each failure logged).
+    pub(crate) fn write(
+        &mut self,
+        rendered: &Rendered,
+        generation: u64,
+        as_of: SystemTime,
+    ) -> SnapshotCounts {
+        let mut counts = SnapshotCounts {
+            failed: rendered.failed.len(),
+            ..SnapshotCounts::default()
+        };
+        self.current.clear();
+        self.generation = Some(generation);
+        for (path, file) in &rendered.files {
+            match write(path, &file.bytes, as_of) {
+                Ok(()) => {
+                    self.named
+                        .insert(path.clone(), file.sets.keys().cloned().collect());
+                    self.current.insert(path.clone(), file.bytes.clone());
+                    match file.form {
+                        Form::Full => counts.full += 1,
+                        Form::Narrowed => counts.narrowed += 1,
+                    }
+                }
+                Err(e) => {
+                    if e.is_refusal() {
+                        counts.refused += 1;
+                    } else {
+                        counts.failed += 1;
+                    }
+                    log::error!(
+                        "network policy: cannot write the snapshot {}: {e}; ADD refuses the one \
+                         there once it is older than its bound",
+                        path.display()
+                    );
+                }
+            }
+        }
+        self.ticked();
+        counts
+    }
+
+    /// The generation of the state the files were last rendered from.
+    pub(crate) fn rendered_from(&self) -> Option<u64> {
+        self.generation
+    }
+
+    /// Stamps the files the last pass wrote `as_of` (writing one again that no longer holds
+    /// what it wrote); a failure is logged: ADD refuses the file once it is `max_age` old.
+    pub(crate) fn stamp(&self, as_of: SystemTime, max_age: Duration) {
+        for (path, bytes) in &self.current {
+            if let Err(e) = write(path, bytes, as_of) {
+                log::warn!(
+                    "network policy: cannot stamp the snapshot {}: {e}; ADD refuses it once it \
+                     is older than {} s",
+                    path.display(),
+                    max_age.as_secs()
+                );
+            }
+        }
+    }
+
+    /// Notes that the heartbeat ran.
+    pub(crate) fn ticked(&mut self) {
+        self.ticked = Some(Instant::now());
+    }
+
+    /// Whether the heartbeat is due: every tenth of the files' bound.
+    pub(crate) fn tick_due(&self, max_age: Duration) -> bool {
+        self.ticked
+            .is_none_or(|ticked| ticked.elapsed() >= max_age / 10)
+    }
 }
 
 /// Why a snapshot could not be written.
@@ -521,8 +628,6 @@ fn read_bytes(path: &Path) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
-
     use cni_win_netpol::{NodeAddresses, PodInfo, Policy};
     use hns::SupportedFeatures;
     use hns::schema::HostComputeNetwork;

@@ -888,6 +888,28 @@ fn the_snapshot_is_stamped_only_while_the_agent_vouches_for_it() {
 
     relist(&agent.feed(), Feed::pods, node.api_pods());
     assert!(eventually(Duration::from_secs(5), recent), "stamped again");
+
+    // A change the agent cannot render (HNS unreadable: the pass fails before it, and is
+    // tried again after a second) leaves the file as it is, unstamped.
+    node.node
+        .engine
+        .inject_fault(hns::Function::EnumerateEndpoints, 1, hns::HResult::E_FAIL)
+        .unwrap();
+    agent.feed().policies(Event::Apply(policy(
+        "y",
+        "deny",
+        json!({"podSelector": {}, "policyTypes": ["Ingress"]}),
+    )));
+    std::thread::sleep(Duration::from_millis(100));
+    stamp(&node, hour_ago);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        stamped(&node),
+        hour_ago,
+        "no stamp over a change not rendered"
+    );
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert!(eventually(Duration::from_secs(5), recent), "stamped again");
 }
 
 /// A snapshot names the HNS network it is for, so a network whose config names it but that
