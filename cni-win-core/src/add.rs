@@ -273,6 +273,7 @@ impl<K: NetworkKind> Placement<'_, '_, '_, '_, K> {
             Err(CreateEndpointError::Unread(e)) => Err(Failure::after_create(create_error(
                 &e,
                 attachment,
+                blueprint,
                 &prepared.conf.policies,
             ))),
             Err(CreateEndpointError::NotCreated(e)) => match adopt_reference(&e) {
@@ -299,7 +300,7 @@ impl<K: NetworkKind> Placement<'_, '_, '_, '_, K> {
             lease,
             blueprint,
         } = *self;
-        let failed = || create_error(error, attachment, &prepared.conf.policies);
+        let failed = || create_error(error, attachment, blueprint, &prepared.conf.policies);
         let unexplained = || Failure {
             stale_network: network.found == Found::ByCachedId,
             ..Failure::before_create(failed())
@@ -408,14 +409,24 @@ fn blueprint<K: NetworkKind>(
     let needed = requirements::requirements(conf.loopback_dsr, &ips, conf.kind.ipv6_caveat());
     requirements::require_features(client, &needed)?;
     let mut policies = policy::compose(conf, network.open.properties(), &ips)?;
+    let mut policy_snapshot = None;
     if let Some(snapshot) = &conf.network_policy_snapshot {
-        let rules = network_policy::rules_at_add(snapshot, &attachment.request.args, &policies)?;
+        let on = network_policy::OnNetwork {
+            name: &conf.network,
+            id: network.open.id(),
+        };
+        let rules =
+            network_policy::rules_at_add(snapshot, &attachment.request.args, on, &policies)?;
+        if !rules.is_empty() {
+            policy_snapshot = Some(snapshot.to_path_buf());
+        }
         policies.extend(rules);
         policy::add_host_layer(&mut policies);
     }
     Ok(Blueprint {
         name: attachment.endpoint.name.clone(),
         policies,
+        policy_snapshot,
         mac: conf.kind.mac_address(&ips)?,
         addresses,
         routes: result.routes.clone(),
@@ -504,26 +515,46 @@ fn adopt(
 
 /// The error for a failed create; HNS refusing the document is usually a user policy, so the
 /// message names the config entries whose type HNS mentions.
-fn create_error(error: &HnsError, attachment: &Attachment<'_>, policies: &[UserPolicy]) -> Error {
-    let mut cni = to_cni(
-        error,
-        &format!("create endpoint {}", attachment.endpoint.name),
-    );
-    if error.kind() == ErrorKind::InvalidInput {
-        let text = format!("{error}");
-        let suspects: Vec<&str> = policies
-            .iter()
-            .filter(|p| text.contains(p.policy.type_name()))
-            .map(|p| p.source.as_str())
-            .collect();
-        if !suspects.is_empty() {
-            cni = cni.context(format!(
-                "HNS rejected the endpoint because of {}",
-                suspects.join(", ")
-            ));
-        }
+///
+/// When the endpoint carries NetworkPolicy rules from the node's snapshot and HNS names an
+/// ACL (or no config entry), the snapshot is named, with code 11: its rules change under ADD
+/// (an IP set one names may have been removed by the agent since ADD read the file), and
+/// the agent renders them again, so trying again is the fix, not the config.
+fn create_error(
+    error: &HnsError,
+    attachment: &Attachment<'_>,
+    blueprint: &Blueprint,
+    policies: &[UserPolicy],
+) -> Error {
+    let doing = format!("create endpoint {}", attachment.endpoint.name);
+    if error.kind() != ErrorKind::InvalidInput {
+        return to_cni(error, &doing);
     }
-    cni
+    let text = format!("{error}");
+    let suspects: Vec<&str> = policies
+        .iter()
+        .filter(|p| text.contains(p.policy.type_name()))
+        .map(|p| p.source.as_str())
+        .collect();
+    match &blueprint.policy_snapshot {
+        Some(snapshot) if suspects.is_empty() || text.contains("ACL") => {
+            let or_config = if suspects.is_empty() {
+                String::new()
+            } else {
+                format!(" (or the config's {})", suspects.join(", "))
+            };
+            Error::try_again_later(format!(
+                "{doing}: {error}: HNS rejected the NetworkPolicy rules of networkPolicySnapshot                  {}{or_config}; the node's policy agent renders them again within a round",
+                snapshot.display()
+            ))
+            .with_details(details(error))
+        }
+        _ if suspects.is_empty() => to_cni(error, &doing),
+        _ => to_cni(error, &doing).context(format!(
+            "HNS rejected the endpoint because of {}",
+            suspects.join(", ")
+        )),
+    }
 }
 
 /// Undoes what this ADD created. Failures are logged: the ADD's own error is what the runtime

@@ -6,7 +6,7 @@
 //! | --- | --- |
 //! | `name` | the HNS network's name |
 //! | `apiVersion` / `ApiVersion` | accepted whatever its value: HCN V2 is always used (the reference's V1 path cannot work with containerd, plugins#1229) |
-//! | `policies`, `AdditionalArgs` | entries named `EndpointPolicy` (any case), V1 or V2 shape, read as Go reads hcsshim's `EndpointPolicy` (`Type`/`Settings` and known settings keys in any case); V1 translated to V2; settings keys HNS ignores logged as a warning and sent as written; other names are ignored as the reference does |
+//! | `policies`, `AdditionalArgs` | entries named `EndpointPolicy` (any case), V1 or V2 shape, read as Go reads hcsshim's `EndpointPolicy` (`Type`/`Settings` and known settings keys in any case); V1 translated to V2; settings keys HNS ignores logged as a warning and sent as written; an ACL whose `Id` begins with the NetworkPolicy agent's prefix (`cni-win-netpol-`) refused; other names are ignored as the reference does |
 //! | `loopbackDSR`, `optionalFlags.loopbackDSR` | OutBoundNAT `Destinations` = the pod's IPs (needs HNS DSR support) |
 //! | `optionalFlags.localRoutedPortMapping` | PortMapping `Flags` LocalRoutedVip (NodeIP:HostPort from the node) |
 //! | `optionalFlags.allowAclPortMapping` | an inbound Allow ACL for each mapped container port, and with them allow-all ACLs In and Out at priority 65500 (Windows Server 2025 makes an endpoint with ACLs default-deny) |
@@ -231,6 +231,15 @@ fn collect_policies(
                 entry.value
             )));
         }
+        if let Some(id) = agents_id(&policy) {
+            return Err(Error::invalid_config(format!(
+                "{source}.value: ACL Id {id:?} begins with {:?}, which marks the rules of the \
+                 node's NetworkPolicy agent: the agent would take this rule for its own and \
+                 remove it, and place its rules beside it as if it were not there; give the rule \
+                 another Id, or none",
+                netpol_ids::RULE_ID_PREFIX
+            )));
+        }
         let kept_as_written = policy.ignored_keys();
         if !kept_as_written.is_empty() {
             log::warn!(
@@ -250,6 +259,14 @@ fn collect_policies(
         });
     }
     Ok(())
+}
+
+/// The `Id` of an ACL spelt as one of the NetworkPolicy agent's ([`netpol_ids::is_agents`]).
+fn agents_id(policy: &EndpointPolicy) -> Option<String> {
+    match policy.effect() {
+        EndpointPolicy::Acl(acl) => acl.id.filter(|id| netpol_ids::is_agents(id)),
+        _ => None,
+    }
 }
 
 fn port_mappings(conf: &NetConf) -> Result<Vec<PortMapping>, Error> {

@@ -5,6 +5,7 @@
 //! (created now, found existing) produced it.
 
 use std::net::IpAddr;
+use std::path::PathBuf;
 
 use cni::{Dns, Error, Interface, IpConfig, Route, Success};
 use hns::schema::{self, EndpointPolicy, HostComputeEndpoint, IpPrefix, MacAddress};
@@ -26,6 +27,9 @@ pub struct Blueprint {
     pub routes: Vec<Route>,
     pub dns: schema::Dns,
     pub policies: Vec<EndpointPolicy>,
+    /// The NetworkPolicy snapshot some of `policies` come from (`None`: none do): HNS
+    /// refusing the endpoint may be the snapshot's doing rather than the config's.
+    pub policy_snapshot: Option<PathBuf>,
     pub mac: Option<MacAddress>,
 }
 
@@ -175,6 +179,7 @@ mod tests {
                 ..schema::Dns::default()
             },
             policies: Vec::new(),
+            policy_snapshot: None,
             mac: None,
         }
     }

@@ -10,7 +10,7 @@ use crate::cluster::{Cluster, PodKey};
 use crate::render::{
     IpSet, Mode, Priorities, PriorityConflict, Renderer, host_directions, is_agents,
 };
-use crate::rules::{self, GroupAddresses, Subject};
+use crate::rules::{self, GroupAddresses, PodPolicy, Remote, Subject};
 use crate::sets::{self, SetCollision, Sets};
 
 /// The addresses of the node the agent runs on.
@@ -46,6 +46,10 @@ pub struct Desired {
     pub conflicts: BTreeMap<Guid, PriorityConflict>,
     /// Sets two groups met at: neither is written, nor any rule naming it.
     pub collisions: Vec<SetCollision>,
+    /// Sets HNS keeps though no rule of `endpoints` names them: those the NetworkPolicy
+    /// snapshot on disk names, which ADD may still write on a new endpoint until the agent
+    /// has replaced the file ([`crate::diff`] removes none of them).
+    pub kept_sets: BTreeSet<String>,
 }
 
 impl Desired {
@@ -61,6 +65,58 @@ impl Desired {
         }
         self.sets.retain(|id, _| !ids.contains(id.as_str()));
         self.collisions.extend(collisions);
+    }
+}
+
+/// How the rules ADD writes on a new pod's endpoint name the pod's peers.
+#[derive(Debug)]
+pub enum NewPodPeers<'s> {
+    /// Listed inline: the endpoint needs no set (hosts without IP sets).
+    Inline,
+    /// As the network's IP sets ([`Mode::IpSets`]), gathered here: each must be on the pod's
+    /// network before ADD reads a rule that names it, and stay while a rule ADD may read
+    /// names it. A rule then costs its policies, not its peers' number.
+    Sets(&'s mut NewPodSets),
+    /// Left out: every policy allow whose peers are pods is dropped, so a new pod is allowed
+    /// its node and address blocks only where its policies isolate it (narrower, never
+    /// wider), for a snapshot that would not fit otherwise.
+    Omitted,
+}
+
+/// The IP sets the rules ADD writes for new pods name ([`NewPodPeers::Sets`]), gathered over
+/// every new pod and posture of one snapshot.
+#[derive(Debug, Default)]
+pub struct NewPodSets(Sets);
+
+impl NewPodSets {
+    /// The sets to put on the networks the rules are for, and the `Id`s two groups met at:
+    /// in these rules, or one of them and a set of `networks` (each network's
+    /// [`Desired::sets`]), whose group keeps it. No rule naming a collision may be written
+    /// ([`SetCollision::is_named_by`]): what it allows is refused (fail closed).
+    pub fn finish(
+        self,
+        networks: &[&BTreeMap<String, IpSet>],
+    ) -> (BTreeMap<String, IpSet>, Vec<SetCollision>) {
+        let (mut named, mut collisions) = self.0.finish();
+        named.retain(|id, set| {
+            let others: BTreeSet<String> = networks
+                .iter()
+                .filter_map(|sets| sets.get(id))
+                .filter(|held| held.name != set.name)
+                .map(|held| held.name.clone())
+                .collect();
+            if others.is_empty() {
+                return true;
+            }
+            let mut names = others;
+            names.insert(set.name.clone());
+            collisions.push(SetCollision {
+                id: id.clone(),
+                names,
+            });
+            false
+        });
+        (named, collisions)
     }
 }
 
@@ -103,7 +159,8 @@ impl<'c> Translation<'c> {
                 labels: pod.map(|pod| &pod.labels),
                 named_ports: pod.map_or(&[], |pod| &pod.named_ports),
             };
-            match self.endpoint_acls(subject, &endpoint.ips, &endpoint.others, mode, &mut sets) {
+            let policy = rules::pod_policy(self.cluster, subject);
+            match self.endpoint_acls(&policy, &endpoint.ips, &endpoint.others, mode, &mut sets) {
                 Ok(acls) => {
                     desired.endpoints.insert(endpoint.id, acls);
                 }
@@ -119,26 +176,27 @@ impl<'c> Translation<'c> {
     }
 
     /// The ACLs for a pod the agent has seen but that has no address yet, as ADD creates its
-    /// endpoint: its rules name their peers, never the pod's own address. Peers are listed
-    /// inline, so the endpoint needs no network set to exist; the agent later converges it to
-    /// its usual form without a window (rules are added before others are removed). `others`
-    /// are the ACLs ADD writes besides (the conflist's, `allowAclPortMapping`'s).
+    /// endpoint: its rules name their peers as `peers` says, never the pod's own address; the
+    /// agent later converges the endpoint to its usual form without a window (rules are
+    /// added before others are removed). `others` are the ACLs ADD writes besides (the
+    /// conflist's, `allowAclPortMapping`'s).
     ///
     /// A pod the agent has not seen gets [`Translation::namespace_posture`].
     pub fn pending_pod_acls(
         &mut self,
         pod: &PodKey,
         others: &[AclPolicy],
+        peers: &mut NewPodPeers<'_>,
     ) -> Result<Vec<AclPolicy>, PriorityConflict> {
         let Some(info) = self.cluster.pod(pod) else {
-            return self.namespace_posture(&pod.namespace, others);
+            return self.namespace_posture(&pod.namespace, others, peers);
         };
         let subject = Subject {
             namespace: &pod.namespace,
             labels: Some(&info.labels),
             named_ports: &info.named_ports,
         };
-        self.addressless_acls(subject, others)
+        self.addressless_acls(subject, others, peers)
     }
 
     /// The ACLs for a new pod of `namespace` that the agent has not seen: a direction is open
@@ -146,33 +204,48 @@ impl<'c> Translation<'c> {
     /// isolated, allowed its node and what the policies selecting every pod of the namespace
     /// allow (those surely select it; rules naming its own named ports cannot be resolved
     /// yet). It fails closed until the agent sees the pod: narrower than its policies, never
-    /// wider.
+    /// wider. It needs nothing of the namespace but its policies: a namespace whose
+    /// Namespace object has not arrived gets the posture its policies make.
     pub fn namespace_posture(
         &mut self,
         namespace: &str,
         others: &[AclPolicy],
+        peers: &mut NewPodPeers<'_>,
     ) -> Result<Vec<AclPolicy>, PriorityConflict> {
         let subject = Subject {
             namespace,
             labels: None,
             named_ports: &[],
         };
-        self.addressless_acls(subject, others)
+        self.addressless_acls(subject, others, peers)
     }
 
-    /// The ACLs of an endpoint whose own addresses are not known yet, with every peer
-    /// inline: what ADD writes before the agent has programmed the pod.
+    /// The ACLs of an endpoint whose own addresses are not known yet: what ADD writes before
+    /// the agent has programmed the pod.
     fn addressless_acls(
         &mut self,
         subject: Subject<'_>,
         others: &[AclPolicy],
+        peers: &mut NewPodPeers<'_>,
     ) -> Result<Vec<AclPolicy>, PriorityConflict> {
-        self.endpoint_acls(subject, &[], others, Mode::Inline, &mut Sets::default())
+        let mut policy = rules::pod_policy(self.cluster, subject);
+        let mut unnamed = Sets::default();
+        let (mode, sets) = match peers {
+            NewPodPeers::Inline => (Mode::Inline, &mut unnamed),
+            NewPodPeers::Sets(sets) => (Mode::IpSets, &mut sets.0),
+            NewPodPeers::Omitted => {
+                policy
+                    .allows
+                    .retain(|allow| !matches!(allow.remote, Remote::Group(_)));
+                (Mode::Inline, &mut unnamed)
+            }
+        };
+        self.endpoint_acls(&policy, &[], others, mode, sets)
     }
 
     fn endpoint_acls(
         &mut self,
-        subject: Subject<'_>,
+        policy: &PodPolicy,
         own: &[IpAddr],
         others: &[AclPolicy],
         mode: Mode,
@@ -191,8 +264,7 @@ impl<'c> Translation<'c> {
             groups: &mut self.groups,
             host: host_directions(&others),
         };
-        let policy = rules::pod_policy(self.cluster, subject);
-        Ok(renderer.endpoint(&policy, &self.node.addresses, own))
+        Ok(renderer.endpoint(policy, &self.node.addresses, own))
     }
 }
 
@@ -241,6 +313,42 @@ mod tests {
         (cluster, endpoints)
     }
 
+    /// A set the rules for new pods name, whose `Id` a network's set of another group holds,
+    /// is a collision: the network's group keeps the `Id`, and no rule for new pods names it.
+    #[test]
+    fn a_new_pods_set_at_a_networks_set_of_another_group_is_a_collision() {
+        let set = |name: &str, last: u8| IpSet {
+            id: "cni-win-netpol-set-1".to_owned(),
+            name: name.to_owned(),
+            addresses: vec![[10, 244, 1, last].into()],
+        };
+        let network = BTreeMap::from([(set("x/a v4", 2).id, set("x/a v4", 2))]);
+        let mut same = NewPodSets::default();
+        same.0.name(set("x/a v4", 2));
+        let (named, collisions) = same.finish(&[&network]);
+        assert_eq!(named.len(), 1);
+        assert!(collisions.is_empty());
+
+        let mut other = NewPodSets::default();
+        other.0.name(set("y/evil v4", 3));
+        let (named, collisions) = other.finish(&[&network]);
+        assert!(named.is_empty());
+        assert_eq!(collisions.len(), 1);
+        assert_eq!(
+            collisions[0].names,
+            BTreeSet::from(["x/a v4".to_owned(), "y/evil v4".to_owned()])
+        );
+        let naming = AclPolicy {
+            remote_addresses: Some("cni-win-netpol-set-1".to_owned()),
+            ..AclPolicy::all_traffic(
+                hns::schema::policy::AclAction::Allow,
+                hns::schema::policy::AclDirection::In,
+                4300,
+            )
+        };
+        assert!(collisions[0].is_named_by(&naming));
+    }
+
     /// A translation finds each group's members once, however many endpoints, new pods and
     /// postures name the group: the cost of a pass grows with pods plus endpoints, not with
     /// their product.
@@ -253,7 +361,9 @@ mod tests {
             let mut translation = Translation::new(&cluster, &node);
             let desired = translation.desired(&endpoints, mode);
             for endpoint in &endpoints {
-                let pending = translation.pending_pod_acls(&endpoint.pod, &[]).unwrap();
+                let pending = translation
+                    .pending_pod_acls(&endpoint.pod, &[], &mut NewPodPeers::Inline)
+                    .unwrap();
                 assert!(
                     pending.iter().any(|acl| acl
                         .remote_addresses
@@ -262,7 +372,9 @@ mod tests {
                     "{mode:?}: {pending:?}"
                 );
             }
-            translation.namespace_posture("x", &[]).unwrap();
+            translation
+                .namespace_posture("x", &[], &mut NewPodPeers::Inline)
+                .unwrap();
             let matches = PEER_MATCHES.with(|count| count.get());
             // One group per address family.
             assert_eq!(matches, 2 * PODS, "{mode:?}");
@@ -322,9 +434,11 @@ mod tests {
                 namespace: format!("ns-{n}"),
                 name: "p0".to_owned(),
             };
-            translation.pending_pod_acls(&pod, &[]).unwrap();
             translation
-                .namespace_posture(&format!("ns-{n}"), &[])
+                .pending_pod_acls(&pod, &[], &mut NewPodPeers::Inline)
+                .unwrap();
+            translation
+                .namespace_posture(&format!("ns-{n}"), &[], &mut NewPodPeers::Inline)
                 .unwrap();
         }
         let matches = PEER_MATCHES.with(|count| count.get());

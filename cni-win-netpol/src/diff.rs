@@ -8,7 +8,8 @@
 //! comes after every new rule is in place and before any old rule goes: at no point is
 //! traffic that both the old and the new rules allow refused. Only the agent's rules and
 //! sets are touched (their `Id`s carry its prefix); an endpoint that `desired` does not list
-//! keeps its rules, and a set some remaining rule still names is kept.
+//! keeps its rules, and a set some remaining rule still names, or the snapshot ADD reads
+//! ([`Desired::kept_sets`]), is kept.
 //!
 //! A set is known by its `Id` *and* its `Name` (its group): a set HNS holds under a desired
 //! set's `Id` but for another group is never updated to the desired members, which would
@@ -140,7 +141,11 @@ pub fn diff(current: &Held, desired: &Desired) -> Vec<Write> {
         .collect();
     let removed_sets: Vec<NetworkPolicy> = current_sets
         .iter()
-        .filter(|(id, _)| !desired.sets.contains_key(*id) && !named.contains(id.as_str()))
+        .filter(|(id, _)| {
+            !desired.sets.contains_key(*id)
+                && !named.contains(id.as_str())
+                && !desired.kept_sets.contains(*id)
+        })
         .map(|(_, (_, policy))| (*policy).clone())
         .collect();
 

@@ -9,7 +9,8 @@
 //!   sets they name ([`Mode::IpSets`], HNS 13.0) or with peers listed inline
 //!   ([`Mode::Inline`]);
 //! - [`Translation::pending_pod_acls`], [`Translation::namespace_posture`]: what ADD writes
-//!   for a new pod, before the pod has an address or before the agent has seen it;
+//!   for a new pod, before the pod has an address or before the agent has seen it, its peers
+//!   inline, as the network's IP sets, or left out ([`NewPodPeers`]);
 //!
 //! then [`diff`]: the fewest writes that converge HNS on what is desired, without a window.
 //!
@@ -41,7 +42,7 @@ mod selector;
 mod sets;
 
 pub use cluster::{Cluster, NamedPort, PodInfo, PodKey};
-pub use desired::{Desired, LocalEndpoint, NodeAddresses, Translation};
+pub use desired::{Desired, LocalEndpoint, NewPodPeers, NewPodSets, NodeAddresses, Translation};
 pub use diff::{Held, Write, diff, renamed_sets};
 pub use invalid::Invalid;
 pub use policy::{Policy, PolicyKey, Refused};

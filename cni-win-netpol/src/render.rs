@@ -93,19 +93,14 @@ impl Mode {
     }
 }
 
-/// The prefix of the `Id` of every ACL the agent writes: rules with it are the agent's, all
-/// others another owner's ([`is_agents`]).
-pub const RULE_ID_PREFIX: &str = "cni-win-netpol-";
+/// The `Id` prefixes of the agent's rules and sets, stated once for the agent and the
+/// plugins (which refuse a config ACL spelt as one of the agent's).
+pub use netpol_ids::{RULE_ID_PREFIX, SET_ID_PREFIX};
 
 /// Whether an ACL is one of the agent's (its `Id` has [`RULE_ID_PREFIX`]).
 pub fn is_agents(acl: &AclPolicy) -> bool {
-    acl.id
-        .as_deref()
-        .is_some_and(|id| id.starts_with(RULE_ID_PREFIX))
+    acl.id.as_deref().is_some_and(netpol_ids::is_agents)
 }
-
-/// The prefix of the `Id` of every IP set the agent writes.
-pub const SET_ID_PREFIX: &str = "cni-win-netpol-set-";
 
 /// A network-level IP set: the addresses of one group of pods, of one family.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -38,6 +38,13 @@ impl fmt::Display for SetCollision {
     }
 }
 
+impl SetCollision {
+    /// Whether `acl` names the set: such a rule is never written.
+    pub fn is_named_by(&self, acl: &AclPolicy) -> bool {
+        names_any(acl, &BTreeSet::from([self.id.as_str()]))
+    }
+}
+
 /// The sets a pass names, gathered across endpoints.
 #[derive(Debug, Default)]
 pub(crate) struct Sets {

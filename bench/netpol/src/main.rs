@@ -4,7 +4,8 @@
 //! kind of change (a remote pod's label moving it into and out of a selector, a new policy, a
 //! new local pod) the time from just before the API request to the emulated HNS holding the
 //! result (the emulator's verdict on a packet, asked after each policy write), the policy
-//! writes each change cost, and the agent's memory; then each goal, met or missed. Exit status
+//! writes each change cost, the agent's memory and the size of the snapshot new pods start
+//! from; then each goal, met or missed. Exit status
 //! 1 when the benchmark could not run, 2 for a usage error; a missed goal is a figure, not a
 //! failure.
 //!
@@ -248,14 +249,17 @@ impl Bench<'_> {
             writes.network_requests,
             writes.sets_written
         );
+        println!("snapshot after the sync: {}", self.node.snapshot_size()?);
         let kinds = [
             self.series(&agent, "remote pod's label", |k| self.relabel(k))?,
             self.series(&agent, "new policy", |k| self.add_policy(k))?,
             self.series(&agent, "new local pod", |k| self.add_local_pod(k))?,
         ];
         let (peak, resident) = agent.memory()?;
+        let snapshot = self.node.snapshot_size()?;
         drop(agent);
         print_table(&kinds);
+        println!("snapshot after the changes: {snapshot}");
         println!(
             "agent memory (Linux build): VmHWM {:.1} MiB, VmRSS {:.1} MiB",
             peak as f64 / 1024.0,

@@ -97,4 +97,28 @@ impl BenchNode {
         );
         AgentProcess::start(plane, launch)
     }
+
+    /// The snapshot new pods start from, as the agent wrote it: its size and what it holds
+    /// (it grows with the node's pods and the policies, not with the cluster's pods).
+    pub fn snapshot_size(&self) -> Result<String, String> {
+        let path = self.node.dir().join("network-policy.json");
+        let bytes = std::fs::metadata(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .len();
+        let found = cni_win_core::network_policy::read(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .ok_or_else(|| format!("{}: not written", path.display()))?;
+        let policy = found
+            .snapshot
+            .policy
+            .ok_or_else(|| format!("{}: not synced", path.display()))?;
+        Ok(format!(
+            "{:.1} KiB ({:?} form): {} local pods, {} namespace postures, {} rules",
+            bytes as f64 / 1024.0,
+            policy.form,
+            policy.pods.len(),
+            policy.namespaces.len(),
+            policy.rules.len()
+        ))
+    }
 }

@@ -251,6 +251,10 @@ macro_rules! plugin_suite {
                     a_snapshot_without_host_rules_gets_them_at_add,
                     without_the_key_or_before_the_agents_first_snapshot_a_pod_has_no_policy_rules,
                     #[cfg(unix)] an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing,
+                    a_snapshot_of_another_network_or_past_its_bound_fails_add_with_code_11,
+                    an_agent_that_has_not_synced_leaves_pods_open_only_within_the_bound,
+                    a_snapshot_rule_hns_refuses_fails_add_with_code_11_naming_the_snapshot,
+                    a_config_acl_spelt_as_the_agents_is_refused_with_code_7,
                     a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add,
                     the_snapshot_path_must_be_absolute,
                 );

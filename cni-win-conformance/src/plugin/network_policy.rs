@@ -1,13 +1,16 @@
 //! ADD and the node's NetworkPolicy snapshot (`networkPolicySnapshot`): a new pod's endpoint
-//! is created with the rules the snapshot gives its pod (or its namespace, or a namespace the
-//! agent does not know), in the same `HcnCreateEndpoint` call, so its first packet is judged
-//! by them; a snapshot that cannot be used fails ADD with code 11 and leaves nothing behind,
-//! never a pod started open.
+//! is created with the rules the snapshot gives its pod (or its namespace, or a namespace
+//! without policies), in the same `HcnCreateEndpoint` call, so its first packet is judged by
+//! them; a snapshot that cannot be used (damaged, hostile, another network's, past its bound,
+//! an agent that has not synced for too long, a rule HNS refuses) fails ADD with code 11 and
+//! leaves nothing behind, never a pod started open.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
-use cni_win_core::network_policy::{self, PodPolicy, PolicySnapshot};
+use cni_win_core::network_policy::{self, Form, NodePolicy, PodPolicy, PolicySnapshot};
+use hns::Guid;
 use hns::schema::EndpointPolicy;
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
 use hns::{WindowsBuild, WindowsRelease};
@@ -33,8 +36,8 @@ fn rule(name: &str, direction: AclDirection, action: AclAction, priority: u16) -
 
 /// What the agent writes for namespace `x`, where a policy isolates every pod for ingress
 /// and admits [`ADMITTED`] to `a` on TCP 80: `a`'s rules, the namespace's posture for a pod
-/// of `x` it has not seen, the default for a namespace it does not know.
-fn snapshot() -> PolicySnapshot {
+/// of `x` it has not seen, the default for a namespace without policies.
+fn policy() -> NodePolicy {
     let from_node = AclPolicy {
         remote_addresses: Some(NODE_IP.to_owned()),
         ..rule("node-in", AclDirection::In, AclAction::Allow, 4200)
@@ -64,10 +67,9 @@ fn snapshot() -> PolicySnapshot {
             .collect()
     };
     let posture = ids(&[&from_node, &to_node, &isolated, &open_out]);
-    PolicySnapshot {
-        version: network_policy::VERSION,
-        node: "node-1".to_owned(),
-        mode: "IpSets".to_owned(),
+    NodePolicy {
+        mode: "ip-sets".to_owned(),
+        form: Form::Full,
         rules: [
             &from_node, &to_node, &admitted, &isolated, &open_in, &open_out, &host_in, &host_out,
         ]
@@ -88,32 +90,51 @@ fn snapshot() -> PolicySnapshot {
     }
 }
 
-/// [`snapshot`] as an agent wrote it before it wrote Host-layer rules.
-fn snapshot_without_host_rules() -> PolicySnapshot {
-    let mut snapshot = snapshot();
+/// [`policy`] as an agent wrote it before it wrote Host-layer rules.
+fn policy_without_host_rules() -> NodePolicy {
+    let mut policy = policy();
     let host = |id: &String| id.starts_with("snapshot-host-");
-    snapshot.rules.retain(|id, _| !host(id));
-    for ids in snapshot
+    policy.rules.retain(|id, _| !host(id));
+    for ids in policy
         .pods
         .values_mut()
         .map(|pod| &mut pod.add)
-        .chain(snapshot.namespaces.values_mut())
-        .chain([&mut snapshot.default])
+        .chain(policy.namespaces.values_mut())
+        .chain([&mut policy.default])
     {
         ids.retain(|id| !host(id));
     }
-    snapshot
+    policy
 }
 
+/// The agent's snapshot of [`policy`] on the plugin's network of `node`, as rendered for it.
+fn snapshot(plugin: &Plugin, node: &Node) -> PolicySnapshot {
+    PolicySnapshot {
+        version: network_policy::VERSION,
+        node: "node-1".to_owned(),
+        networks: BTreeMap::from([(plugin.network.to_owned(), node.network_id(plugin.network))]),
+        max_age_seconds: network_policy::DEFAULT_MAX_AGE.as_secs(),
+        policy: Some(policy()),
+    }
+}
+
+/// Writes `snapshot` to `path`, stamped now.
 fn write(path: &Path, snapshot: &PolicySnapshot) {
     std::fs::write(path, serde_json::to_vec(snapshot).unwrap()).unwrap();
+}
+
+/// Sets the snapshot's stamp (its modification time), as the agent does.
+fn stamp(path: &Path, at: SystemTime) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(at).unwrap();
 }
 
 /// The plugin's node, its config naming the snapshot, and the snapshot's path (nothing there
 /// yet).
 fn node(plugin: &Plugin, label: &str) -> (Node, Value, PathBuf) {
     let node = plugin.node(label);
-    let path = node.dir().join("network-policy.json");
+    let path = node.dir().join("netpol").join("network-policy.json");
+    std::fs::create_dir(path.parent().unwrap()).unwrap();
     let mut config = plugin.config(&node, "1.1.0");
     config["networkPolicySnapshot"] = json!(path);
     (node, config, path)
@@ -208,7 +229,7 @@ pub fn a_pod_the_agent_has_seen_is_protected_from_its_first_packet_at_no_call_mo
 ) {
     use Verdict::{Allowed, Denied};
     let (node, config, path) = node(plugin, "netpol-seen");
-    write(&path, &snapshot());
+    write(&path, &snapshot(plugin, &node));
     // The node's first ADD finds the network by name; the second is the usual one.
     start(&node, "np-warm", "default/warm", &config).result();
     node.calls();
@@ -219,7 +240,7 @@ pub fn a_pod_the_agent_has_seen_is_protected_from_its_first_packet_at_no_call_mo
 
     assert_eq!(
         acls(plugin, &node, "np-pod"),
-        snapshot().rules_for_new_pod("x", "a"),
+        policy().rules_for_new_pod("x", "a"),
         "created with the pod's rules"
     );
     for (build, verdicts) in verdicts(&node, &address(plugin, &node, "np-pod")) {
@@ -237,9 +258,13 @@ pub fn a_pod_the_agent_has_seen_is_protected_from_its_first_packet_at_no_call_mo
 pub fn a_snapshot_without_host_rules_gets_them_at_add(plugin: &Plugin) {
     use Verdict::{Allowed, Denied};
     let (node, config, path) = node(plugin, "netpol-no-host");
-    write(&path, &snapshot_without_host_rules());
+    let without = PolicySnapshot {
+        policy: Some(policy_without_host_rules()),
+        ..snapshot(plugin, &node)
+    };
+    write(&path, &without);
     start(&node, "np-pod", "x/a", &config).result();
-    let mut expected = snapshot_without_host_rules().rules_for_new_pod("x", "a");
+    let mut expected = policy_without_host_rules().rules_for_new_pod("x", "a");
     expected.extend([AclDirection::In, AclDirection::Out].map(AclPolicy::host_allow_all));
     assert_eq!(acls(plugin, &node, "np-pod"), expected);
     for (build, verdicts) in verdicts(&node, &address(plugin, &node, "np-pod")) {
@@ -247,16 +272,16 @@ pub fn a_snapshot_without_host_rules_gets_them_at_add(plugin: &Plugin) {
     }
 }
 
-/// A pod the agent has not seen: its namespace's posture, or open in a namespace the agent
-/// does not know.
+/// A pod the agent has not seen: its namespace's posture, or open in a namespace without
+/// policies.
 pub fn a_pod_the_agent_has_not_seen_gets_its_namespaces_posture_or_the_default(plugin: &Plugin) {
     use Verdict::{Allowed, Denied};
     let (node, config, path) = node(plugin, "netpol-unseen");
-    write(&path, &snapshot());
+    write(&path, &snapshot(plugin, &node));
     start(&node, "np-unseen", "x/unseen", &config).result();
     assert_eq!(
         acls(plugin, &node, "np-unseen"),
-        snapshot().rules_for_new_pod("x", "unseen")
+        policy().rules_for_new_pod("x", "unseen")
     );
     for (build, verdicts) in verdicts(&node, &address(plugin, &node, "np-unseen")) {
         assert_eq!(
@@ -274,8 +299,8 @@ pub fn a_pod_the_agent_has_not_seen_gets_its_namespaces_posture_or_the_default(p
     }
 }
 
-/// No `networkPolicySnapshot`: NetworkPolicy is off. No file yet (the agent has not synced
-/// once): the pod starts without rules, and the log says so.
+/// No `networkPolicySnapshot`: NetworkPolicy is off. No file yet (the agent has never run
+/// here): the pod starts without rules, and the log says so.
 pub fn without_the_key_or_before_the_agents_first_snapshot_a_pod_has_no_policy_rules(
     plugin: &Plugin,
 ) {
@@ -285,7 +310,7 @@ pub fn without_the_key_or_before_the_agents_first_snapshot_a_pod_has_no_policy_r
         .as_object_mut()
         .unwrap()
         .remove("networkPolicySnapshot");
-    write(&path, &snapshot());
+    write(&path, &snapshot(plugin, &node));
     start(&node, "np-off", "x/a", &without).result();
     assert!(
         acls(plugin, &node, "np-off").is_empty(),
@@ -304,33 +329,72 @@ pub fn without_the_key_or_before_the_agents_first_snapshot_a_pod_has_no_policy_r
 }
 
 /// A snapshot that is there but cannot be used is never read as "no policy": ADD fails with
-/// code 11 naming the file, and rolls back what it reserved.
+/// code 11 naming the file, and rolls back what it reserved. That includes a hostile file (a
+/// second entry for the pod, which a reader that keeps the last key would start open) and a
+/// file reached through a linked directory.
 #[cfg(unix)]
 pub fn an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing(plugin: &Plugin) {
     let (node, config, path) = node(plugin, "netpol-unusable");
-    let good = node.dir().join("good.json");
-    write(&good, &snapshot());
-    let mut dangling = snapshot();
-    dangling.default.push("snapshot-gone".to_owned());
-    /// What makes the file unusable, and what ADD's error says of it.
-    type Case<'a> = (&'a str, Box<dyn Fn() + 'a>);
+    let dir = path.parent().unwrap().to_owned();
+    let elsewhere = node.dir().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let good = elsewhere.join("network-policy.json");
+    write(&good, &snapshot(plugin, &node));
+    let mut dangling = snapshot(plugin, &node);
+    let policy = dangling.policy.as_mut().unwrap();
+    policy.default.push("snapshot-gone".to_owned());
+    let text = serde_json::to_string(&snapshot(plugin, &node)).unwrap();
+    let pods = r#""Pods":{"#;
+    assert!(text.contains(pods), "{text}");
+    let opened = format!(
+        r#"{pods}"x/a":{{"Add":["snapshot-open-in","snapshot-open-out"],"Policies":[],"Endpoint":null,"Expected":[]}},"#
+    );
+    let second_entry = text.replacen(pods, &opened, 1);
+    /// What makes the file unusable, what ADD's error says of it, and what puts the node
+    /// back.
+    type Case<'a> = (&'a str, Box<dyn Fn() + 'a>, Box<dyn Fn() + 'a>);
+    let remove_file = || std::fs::remove_file(&path).unwrap();
     let cases: Vec<Case<'_>> = vec![
         (
             "not a NetworkPolicy snapshot",
-            Box::new(|| std::fs::write(&path, b"{\"Version\": 1, \"Ru").unwrap()),
+            Box::new(|| std::fs::write(&path, b"{\"Version\": 2, \"Ru").unwrap()),
+            Box::new(remove_file),
         ),
         (
             "layout version",
             Box::new(|| std::fs::write(&path, br#"{"Version": 99}"#).unwrap()),
+            Box::new(remove_file),
         ),
-        ("snapshot-gone", Box::new(|| write(&path, &dangling))),
+        (
+            "snapshot-gone",
+            Box::new(|| write(&path, &dangling)),
+            Box::new(remove_file),
+        ),
+        (
+            r#"the key "x/a" appears twice"#,
+            Box::new(|| std::fs::write(&path, &second_entry).unwrap()),
+            Box::new(remove_file),
+        ),
         (
             "not a regular file",
             Box::new(|| std::os::unix::fs::symlink(&good, &path).unwrap()),
+            Box::new(remove_file),
         ),
         (
             "not a regular file",
             Box::new(|| std::fs::create_dir(&path).unwrap()),
+            Box::new(|| std::fs::remove_dir(&path).unwrap()),
+        ),
+        (
+            "is a Link, not a directory",
+            Box::new(|| {
+                std::fs::remove_dir(&dir).unwrap();
+                std::os::unix::fs::symlink(&elsewhere, &dir).unwrap();
+            }),
+            Box::new(|| {
+                std::fs::remove_file(&dir).unwrap();
+                std::fs::create_dir(&dir).unwrap();
+            }),
         ),
         (
             "larger than",
@@ -338,9 +402,10 @@ pub fn an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing(plugin: &P
                 let file = std::fs::File::create(&path).unwrap();
                 file.set_len(network_policy::MAX_SIZE + 1).unwrap();
             }),
+            Box::new(remove_file),
         ),
     ];
-    for (problem, make) in cases {
+    for (problem, make, undo) in cases {
         make();
         let message = start(&node, "np-pod", "x/a", &config).error(11);
         assert!(
@@ -348,20 +413,140 @@ pub fn an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing(plugin: &P
             "{problem}: {message}"
         );
         assert_nothing_left(plugin, &node);
-        if path.symlink_metadata().unwrap().is_dir() {
-            std::fs::remove_dir(&path).unwrap();
-        } else {
-            std::fs::remove_file(&path).unwrap();
-        }
+        undo();
     }
     assert!(good.is_file(), "the link's target is never touched");
+}
+
+/// A snapshot rendered for another HNS network (another node's file, or a network created
+/// again since), or one the agent has not stamped within its bound (stopped, or cut off from
+/// the API server), is not used: ADD fails with code 11 saying what differs, and leaves
+/// nothing.
+pub fn a_snapshot_of_another_network_or_past_its_bound_fails_add_with_code_11(plugin: &Plugin) {
+    let (node, config, path) = node(plugin, "netpol-whose");
+    let now = SystemTime::now();
+    let bound = network_policy::DEFAULT_MAX_AGE;
+    let mut other_id = snapshot(plugin, &node);
+    other_id
+        .networks
+        .insert(plugin.network.to_owned(), Guid::from_u128(0xdead));
+    let mut other_network = snapshot(plugin, &node);
+    other_network.networks = BTreeMap::from([("elsewhere".to_owned(), Guid::from_u128(0xdead))]);
+    let cases: [(&PolicySnapshot, SystemTime, &str); 4] = [
+        (&other_id, now, "created again since"),
+        (&other_network, now, "not for network"),
+        (
+            &snapshot(plugin, &node),
+            now - bound - Duration::from_secs(60),
+            "more than its MaxAgeSeconds",
+        ),
+        (
+            &snapshot(plugin, &node),
+            now + bound + Duration::from_secs(60),
+            "ahead of this node's clock",
+        ),
+    ];
+    for (written, stamped, problem) in cases {
+        write(&path, written);
+        stamp(&path, stamped);
+        let message = start(&node, "np-pod", "x/a", &config).error(11);
+        assert!(
+            message.contains(problem) && message.contains(&*path.to_string_lossy()),
+            "{problem}: {message}"
+        );
+        assert_nothing_left(plugin, &node);
+    }
+    write(&path, &snapshot(plugin, &node));
+    stamp(&path, now - bound + Duration::from_secs(60));
+    start(&node, "np-pod", "x/a", &config).result();
+    assert_eq!(
+        acls(plugin, &node, "np-pod"),
+        policy().rules_for_new_pod("x", "a"),
+        "within its bound"
+    );
+}
+
+/// An agent that runs on the node but has not synced yet writes a snapshot without policy,
+/// stamped when it started: within the bound a new pod starts without rules, as before the
+/// agent's first run (the window the API allows); past it, ADD fails with code 11, so an
+/// agent that cannot sync (RBAC, a wrong node name) never leaves the node starting pods open.
+pub fn an_agent_that_has_not_synced_leaves_pods_open_only_within_the_bound(plugin: &Plugin) {
+    let (node, config, path) = node(plugin, "netpol-unsynced");
+    let not_synced = PolicySnapshot {
+        policy: None,
+        ..snapshot(plugin, &node)
+    };
+    write(&path, &not_synced);
+    stamp(&path, SystemTime::now() - Duration::from_secs(120));
+    let added = start(&node, "np-early", "x/a", &config);
+    added.result();
+    assert!(acls(plugin, &node, "np-early").is_empty());
+    assert!(
+        added.stderr.contains("not synced yet") && added.stderr.contains("x/a"),
+        "{}",
+        added.stderr
+    );
+
+    stamp(
+        &path,
+        SystemTime::now() - network_policy::DEFAULT_MAX_AGE - Duration::from_secs(60),
+    );
+    let message = start(&node, "np-late", "x/a", &config).error(11);
+    assert!(message.contains("has not synced since"), "{message}");
+    assert!(
+        node.endpoints(plugin.network)
+            .iter()
+            .all(|endpoint| endpoint.name != plugin.endpoint_name("np-late")),
+        "nothing of the refused ADD is left"
+    );
+}
+
+/// A snapshot rule HNS refuses (here one naming an IP set the network does not hold, as when
+/// the agent removed it after ADD read the file) is the snapshot's fault, not the config's:
+/// code 11 naming the snapshot, and nothing left.
+pub fn a_snapshot_rule_hns_refuses_fails_add_with_code_11_naming_the_snapshot(plugin: &Plugin) {
+    let (node, config, path) = node(plugin, "netpol-refused");
+    let mut written = snapshot(plugin, &node);
+    let policy = written.policy.as_mut().unwrap();
+    let admit = policy.rules.get_mut("snapshot-admit").unwrap();
+    admit.remote_addresses = Some("cni-win-netpol-set-0123456789abcdef".to_owned());
+    write(&path, &written);
+    let message = start(&node, "np-pod", "x/a", &config).error(11);
+    assert!(
+        message.contains("HNS rejected the NetworkPolicy rules of networkPolicySnapshot")
+            && message.contains(&*path.to_string_lossy()),
+        "{message}"
+    );
+    assert_nothing_left(plugin, &node);
+}
+
+/// A config ACL whose `Id` carries the agent's prefix would be taken for one of the agent's
+/// rules (and removed by it): refused with code 7 naming the entry, whatever the snapshot.
+pub fn a_config_acl_spelt_as_the_agents_is_refused_with_code_7(plugin: &Plugin) {
+    let (node, mut config, path) = node(plugin, "netpol-prefix");
+    write(&path, &snapshot(plugin, &node));
+    let policies = config["policies"].as_array_mut().unwrap();
+    let index = policies.len();
+    policies.push(
+        json!({"name": "EndpointPolicy", "value": {"Type": "ACL", "Settings": {
+        "Id": "cni-win-netpol-mine", "Protocols": "6", "Action": "Block", "Direction": "In",
+        "LocalPorts": "22", "Priority": 100}}}),
+    );
+    let message = start(&node, "np-pod", "x/a", &config).error(7);
+    assert!(
+        message.starts_with(&format!(
+            "policies[{index}].value: ACL Id \"cni-win-netpol-mine\""
+        )) && message.contains("cni-win-netpol-"),
+        "{message}"
+    );
+    assert_nothing_left(plugin, &node);
 }
 
 /// A snapshot rule that would meet one of the config's own ACLs at one priority with another
 /// action is never written: what HNS does with such a pair is undocumented.
 pub fn a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add(plugin: &Plugin) {
     let (node, mut config, path) = node(plugin, "netpol-tie");
-    write(&path, &snapshot());
+    write(&path, &snapshot(plugin, &node));
     config["policies"].as_array_mut().unwrap().push(json!({"name": "EndpointPolicy", "value":
         {"Type": "ACL", "Settings": {"Protocols": "256", "Action": "Allow", "Direction": "In", "Priority": 65000}}}));
     let message = start(&node, "np-pod", "x/a", &config).error(11);
@@ -374,7 +559,7 @@ pub fn a_snapshot_rule_that_ties_with_the_configs_own_acl_fails_add(plugin: &Plu
 /// to the plugin's working directory).
 pub fn the_snapshot_path_must_be_absolute(plugin: &Plugin) {
     let (node, mut config, path) = node(plugin, "netpol-relative");
-    write(&path, &snapshot());
+    write(&path, &snapshot(plugin, &node));
     let mut relative = vec!["network-policy.json", ""];
     if !cfg!(windows) {
         relative.push(r"C:\var\lib\cni-win\network-policy.json");

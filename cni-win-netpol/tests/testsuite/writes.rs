@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use cni_win_netpol::{Held, Mode, PodKey, Translation, Write};
+use cni_win_netpol::{Held, Mode, NewPodPeers, NewPodSets, PodKey, Translation, Write};
 use hns::WindowsBuild;
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
 use hns_emulator::acl::{Packet, Verdict};
@@ -487,7 +487,11 @@ fn a_pending_pod_gets_the_rules_of_its_policies_without_its_own_address() {
     };
     let node = crate::support::node(false);
     let pending = Translation::new(&cluster, &node)
-        .pending_pod_acls(&x_a, &crate::support::port_mapping_fallback())
+        .pending_pod_acls(
+            &x_a,
+            &crate::support::port_mapping_fallback(),
+            &mut NewPodPeers::Inline,
+        )
         .unwrap();
     let own = crate::support::pod_ip("x/a", false).to_string();
     assert!(
@@ -532,12 +536,12 @@ fn an_unseen_pod_gets_its_namespaces_posture() {
         name: "new".into(),
     };
     let posture = Translation::new(&cluster, &node)
-        .pending_pod_acls(&unseen, &[])
+        .pending_pod_acls(&unseen, &[], &mut NewPodPeers::Inline)
         .unwrap();
     assert_eq!(
         posture,
         Translation::new(&cluster, &node)
-            .namespace_posture("x", &[])
+            .namespace_posture("x", &[], &mut NewPodPeers::Inline)
             .unwrap()
     );
     let isolated: Vec<_> = posture
@@ -565,7 +569,7 @@ fn an_unseen_pod_gets_its_namespaces_posture() {
     );
 
     let open = Translation::new(&cluster, &node)
-        .namespace_posture("z", &[])
+        .namespace_posture("z", &[], &mut NewPodPeers::Inline)
         .unwrap();
     assert!(
         open.iter().all(|acl| acl.action == AclAction::Allow),
@@ -574,7 +578,7 @@ fn an_unseen_pod_gets_its_namespaces_posture() {
 
     let (cluster, _) = crate::support::cluster(&changes, &[from_every_b()]);
     let selective = Translation::new(&cluster, &node)
-        .namespace_posture("x", &[])
+        .namespace_posture("x", &[], &mut NewPodPeers::Inline)
         .unwrap();
     let blocks: Vec<_> = selective
         .iter()
@@ -642,4 +646,110 @@ fn every_endpoint_has_the_host_layer_allowed_once() {
             );
         }
     }
+}
+
+/// Where HNS has IP sets, the rules ADD writes for a new pod name the network's sets rather
+/// than listing their peers, and the sets they name are gathered for the agent to keep on
+/// the network: a rule costs its policy, not its peers' number. Left out, every allow whose
+/// peers are pods goes and the rest stays: isolated as before, its node and address blocks
+/// allowed, nothing wider.
+#[test]
+fn a_new_pods_rules_name_the_networks_sets_or_leave_pod_peers_out() {
+    let from_b_and_a_block = policy(
+        "x",
+        "from-b",
+        serde_json::json!({
+            "podSelector": {"matchLabels": {"pod": "a"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [
+                {"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "b"}}},
+                {"ipBlock": {"cidr": "192.168.0.0/16"}}
+            ]}]
+        }),
+    );
+    let (cluster, _) = crate::support::cluster(&Changes::default(), &[from_b_and_a_block]);
+    let node = crate::support::node(false);
+    let x_a = PodKey {
+        namespace: "x".into(),
+        name: "a".into(),
+    };
+    let b_pods: Vec<std::net::IpAddr> = ["x/b", "y/b", "z/b"]
+        .map(|pod| crate::support::pod_ip(pod, false))
+        .into();
+    // The peers a rule names: addresses in RemoteAddresses, an ingress peer set in
+    // LocalAddresses (as production writes it).
+    let remotes = |acls: &[AclPolicy]| -> Vec<String> {
+        acls.iter()
+            .filter(|acl| acl.action == AclAction::Allow && acl.priority == Some(4300))
+            .flat_map(|acl| [acl.local_addresses.clone(), acl.remote_addresses.clone()])
+            .flatten()
+            .collect()
+    };
+
+    let mut gathered = NewPodSets::default();
+    let named = Translation::new(&cluster, &node)
+        .pending_pod_acls(&x_a, &[], &mut NewPodPeers::Sets(&mut gathered))
+        .unwrap();
+    let (sets, collisions) = gathered.finish(&[]);
+    assert!(collisions.is_empty());
+    let set = sets.values().next().expect("the group of pods b is a set");
+    assert_eq!(sets.len(), 1, "{sets:?}");
+    let mut members = set.addresses.clone();
+    members.sort();
+    let mut expected = b_pods.clone();
+    expected.sort();
+    assert_eq!(members, expected);
+    let mut named_remotes = remotes(&named);
+    named_remotes.sort();
+    assert_eq!(named_remotes, ["192.168.0.0/16", set.id.as_str()]);
+
+    let narrowed = Translation::new(&cluster, &node)
+        .pending_pod_acls(&x_a, &[], &mut NewPodPeers::Omitted)
+        .unwrap();
+    assert_eq!(remotes(&narrowed), ["192.168.0.0/16"], "{narrowed:?}");
+    let blocks: Vec<_> = narrowed
+        .iter()
+        .filter(|acl| acl.action == AclAction::Block)
+        .map(|acl| acl.direction)
+        .collect();
+    assert_eq!(blocks, [AclDirection::In], "still isolated");
+    let full = Translation::new(&cluster, &node)
+        .pending_pod_acls(&x_a, &[], &mut NewPodPeers::Inline)
+        .unwrap();
+    assert!(
+        narrowed.iter().all(|rule| full.contains(rule)),
+        "narrower, never wider: {narrowed:?} {full:?}"
+    );
+}
+
+/// A set that only the snapshot on disk names (ADD may still write a rule naming it on a
+/// new endpoint) is not removed until the agent has replaced the file.
+#[test]
+fn a_set_the_snapshot_on_disk_names_is_kept() {
+    let changes = Changes::default();
+    let hns = programmed(&changes, &[from_every_b()], Mode::IpSets);
+    let (cluster, _) = crate::support::cluster(&changes, &[]);
+    let node = crate::support::node(false);
+    let endpoints = crate::support::endpoints(&changes, &hns);
+    let mut wanted = Translation::new(&cluster, &node).desired(&endpoints, Mode::IpSets);
+    let removed_sets = |writes: &[Write]| {
+        describe(writes)
+            .into_iter()
+            .filter(|write| write.starts_with("network Remove"))
+            .count()
+    };
+    assert_eq!(
+        removed_sets(&cni_win_netpol::diff(&hns, &wanted)),
+        1,
+        "the policy is gone: its set goes"
+    );
+    wanted.kept_sets = hns
+        .network
+        .iter()
+        .filter_map(cni_win_netpol::IpSet::from_network_policy)
+        .map(|set| set.id)
+        .collect();
+    assert_eq!(wanted.kept_sets.len(), 1);
+    let writes = cni_win_netpol::diff(&hns, &wanted);
+    assert_eq!(removed_sets(&writes), 0, "{:?}", describe(&writes));
 }

@@ -2,7 +2,9 @@
 //! a config's `networkPolicySnapshot` names) and the node's one read of HNS: doctor needs no
 //! access to the API server.
 //!
-//! For each snapshot: whether ADD can use it; the programming mode the host's HNS version
+//! For each snapshot and each network whose config names it: whether ADD can use it there,
+//! judged as ADD judges it (the HNS network it was rendered for, its age, an agent that has
+//! not synced); the programming mode the host's HNS version
 //! allows; each refused policy; per local pod, the policies that select it and whether its
 //! endpoint holds the rules the agent expects; and, when policies select pods here, whether
 //! kube-proxy runs with DSR (without it, Service traffic reaches pods from the node's address
@@ -11,8 +13,9 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::time::SystemTime;
 
-use cni_win_core::network_policy::{self as format, PolicySnapshot};
+use cni_win_core::network_policy::{self as format, Form, Found, NodePolicy, Usable};
 use cni_win_netpol::Mode;
 use hns::Guid;
 use hns::schema::{
@@ -55,25 +58,19 @@ pub(super) fn check(node: Option<&Reached<'_>>, networks: &[Network], report: &m
     for path in paths {
         let check = format!("NetworkPolicy: snapshot {}", path.display());
         match format::read(path) {
-            Ok(Some(snapshot)) => {
-                report.pass(
-                    check,
-                    format!(
-                        "written by the policy agent of node {:?} ({} mode): {} local pod(s), \
-                         {} refused policy(ies)",
-                        snapshot.node,
-                        snapshot.mode,
-                        snapshot.pods.len(),
-                        snapshot.refused.len()
-                    ),
-                );
-                check_snapshot(node, &snapshot, report);
+            Ok(Some(found)) => {
+                let of_path: Vec<&str> = networks
+                    .iter()
+                    .filter(|network| network.config.policy().snapshot.as_deref() == Some(path))
+                    .map(Network::name)
+                    .collect();
+                check_found(node, &of_path, &check, &found, report);
             }
             Ok(None) => report.add(
                 check,
                 Severity::Warn,
-                "missing: the policy agent has not written it, so new pods start without \
-                 NetworkPolicy rules until it programs them"
+                "missing: the policy agent has never run on this node, so new pods start \
+                 without NetworkPolicy rules until it programs them"
                     .to_owned(),
                 AGENT,
             ),
@@ -88,7 +85,92 @@ pub(super) fn check(node: Option<&Reached<'_>>, networks: &[Network], report: &m
     }
 }
 
-fn check_snapshot(node: Option<&Reached<'_>>, snapshot: &PolicySnapshot, report: &mut Report) {
+/// What ADD makes of a snapshot on each network whose config names it, as ADD judges it
+/// (the HNS network it was rendered for, its age), then the policy view it holds.
+fn check_found(
+    node: Option<&Reached<'_>>,
+    networks: &[&str],
+    check: &str,
+    found: &Found,
+    report: &mut Report,
+) {
+    let snapshot = &found.snapshot;
+    let now = SystemTime::now();
+    let age = now.duration_since(found.stamped).map_or_else(
+        |_| "ahead of this node's clock".to_owned(),
+        |age| format!("{} s ago", age.as_secs()),
+    );
+    let mut policy = None;
+    for network in networks {
+        let check = format!("{check} on network {network:?}");
+        let Some(id) = node.and_then(|node| {
+            node.hns
+                .networks
+                .iter()
+                .find(|held| held.name == *network)
+                .map(|held| held.id)
+        }) else {
+            continue;
+        };
+        match found.usable(network, id, now) {
+            Ok(Usable::Policy(usable)) => {
+                report.pass(
+                    check,
+                    format!(
+                        "rendered for HNS network {id} by the policy agent of node {:?} ({} mode), \
+                         last stamped {age} (ADD uses it for {} s after): {} local pod(s), {} \
+                         refused policy(ies)",
+                        snapshot.node,
+                        usable.mode,
+                        snapshot.max_age_seconds,
+                        usable.pods.len(),
+                        usable.refused.len()
+                    ),
+                );
+                policy = Some(usable);
+            }
+            Ok(Usable::NotSynced { running }) => report.add(
+                check,
+                Severity::Warn,
+                format!(
+                    "the policy agent of node {:?} has run for {} s without syncing: new pods \
+                     start without NetworkPolicy rules, and ADD refuses them once it has run {} s",
+                    snapshot.node,
+                    running.as_secs(),
+                    snapshot.max_age_seconds
+                ),
+                "look at the agent's log and cniwin_netpol_api_up: the API server, its RBAC \
+                 (deploy/rbac.yaml) and --node-name",
+            ),
+            Err(unusable) => report.add(
+                check,
+                Severity::Fail,
+                format!("{unusable}: every ADD on the network fails with code 11 until it is"),
+                "the policy agent renders and stamps it within a round of running synced with \
+                 the API server; look at its log and cniwin_netpol_api_up",
+            ),
+        }
+    }
+    let Some(policy) = policy else {
+        return;
+    };
+    if policy.form == Form::Narrowed {
+        report.add(
+            format!("{check}: form"),
+            Severity::Warn,
+            format!(
+                "narrowed: the full form is larger than the {} bytes ADD reads, so new pods get \
+                 no rule allowing pod peers until the agent sees them",
+                format::MAX_SIZE
+            ),
+            "fewer or broader policies for the node's namespaces; or HNS 13.0 or later, where \
+             rules name IP sets",
+        );
+    }
+    check_snapshot(node, policy, report);
+}
+
+fn check_snapshot(node: Option<&Reached<'_>>, snapshot: &NodePolicy, report: &mut Report) {
     for (policy, reason) in &snapshot.refused {
         report.add(
             format!("NetworkPolicy {policy:?}"),

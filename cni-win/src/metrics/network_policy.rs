@@ -1,6 +1,7 @@
 //! The NetworkPolicy agent's families (`cni-win daemon --network-policy`): whether the API
 //! server answers and the agent has synced, what it enforces and refuses, how many endpoints
-//! hold their rules, how many HNS writes it made and how long a change took to reach HNS.
+//! hold their rules, how the snapshot files came out, how many HNS writes it made and how
+//! long a change took to reach HNS.
 //!
 //! The agent reacts to the API server between the daemon's rounds, so these are recorded
 //! when it programs or hears from the API server, not only when a round publishes; always
@@ -63,6 +64,24 @@ pub struct PolicyCounts {
     pub endpoints_programmed: usize,
     /// Local pod endpoints left as they are: another owner's ACLs leave no priority free.
     pub endpoints_conflicting: usize,
+    /// The snapshot files new pods start from.
+    pub snapshots: SnapshotCounts,
+}
+
+/// How the snapshot files came out of a pass, by path.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SnapshotCounts {
+    /// Written (or found current and stamped) in full.
+    pub full: usize,
+    /// Written in the narrower form that leaves pod peers out: the full one is larger than
+    /// ADD reads.
+    pub narrowed: usize,
+    /// Left as they are: something other than a regular file is at the path (or other than
+    /// a directory at its directory), which the agent never replaces.
+    pub refused: usize,
+    /// Left as they are: not rendered (no priority free of a config's ACLs, even the narrow
+    /// form too large) or not written (a file system error).
+    pub failed: usize,
 }
 
 /// The agent's families.
@@ -74,6 +93,7 @@ pub struct NetworkPolicyMetrics {
     mode: Family<ModeLabels, Gauge>,
     policies: Family<StateLabels, Gauge>,
     endpoints: Family<StateLabels, Gauge>,
+    snapshots: Family<StateLabels, Gauge>,
     writes: Family<ObjectLabels, Counter>,
     repairs: Counter,
     failures: Counter,
@@ -89,6 +109,7 @@ impl Default for NetworkPolicyMetrics {
             mode: Family::default(),
             policies: Family::default(),
             endpoints: Family::default(),
+            snapshots: Family::default(),
             writes: Family::default(),
             repairs: Counter::default(),
             failures: Counter::default(),
@@ -139,6 +160,16 @@ impl NetworkPolicyMetrics {
              their rules) or conflicting (another owner's ACLs leave no priority free: left as \
              they are)",
             self.endpoints.clone(),
+        );
+        registry.register(
+            "netpol_snapshots",
+            "The snapshot files new pods start from (the conflists' networkPolicySnapshot) by \
+             state after the last programming pass: full, narrowed (the full form is larger \
+             than ADD reads: pod peers left out, new pods allowed less until the agent sees \
+             them), refused (something other than a regular file is at the path: never \
+             replaced) or failed (not rendered or not written); a file not full goes stale and \
+             ADD then refuses new pods",
+            self.snapshots.clone(),
         );
         registry.register(
             "netpol_hns_writes",
@@ -198,6 +229,17 @@ impl NetworkPolicyMetrics {
             ("conflicting", programmed.endpoints_conflicting),
         ] {
             self.endpoints
+                .get_or_create(&StateLabels { state })
+                .set(count(n));
+        }
+        let snapshots = &programmed.snapshots;
+        for (state, n) in [
+            ("full", snapshots.full),
+            ("narrowed", snapshots.narrowed),
+            ("refused", snapshots.refused),
+            ("failed", snapshots.failed),
+        ] {
+            self.snapshots
                 .get_or_create(&StateLabels { state })
                 .set(count(n));
         }

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use cni_win_netpol::{Cluster, PodInfo, PodKey, Policy, PolicyKey};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
@@ -146,6 +146,9 @@ pub(crate) struct ClusterState {
     pub programmed: Option<u64>,
     /// Whether the last word of every watch was an event, not an error.
     pub api_errors: BTreeMap<Resource, String>,
+    /// When a watch last failed while every other answered: what was fed is current up to
+    /// then, on the node's clock (the snapshot's stamp, [`ClusterState::current_as_of`]).
+    api_lost: Option<SystemTime>,
     synced: BTreeSet<Resource>,
     /// The relist in progress, per resource.
     relisting: BTreeMap<Resource, Relist>,
@@ -164,6 +167,7 @@ impl ClusterState {
             changed_since: None,
             programmed: None,
             api_errors: BTreeMap::new(),
+            api_lost: None,
             synced: BTreeSet::new(),
             relisting: BTreeMap::new(),
         }
@@ -177,6 +181,19 @@ impl ClusterState {
     /// Whether every watch's last word was an event.
     pub(crate) fn api_up(&self) -> bool {
         self.api_errors.is_empty()
+    }
+
+    /// Up to when what was fed is known to be the cluster's, on the node's clock: now while
+    /// every watch answers, when the first of them failed while one does not, and never
+    /// before every resource has been listed once.
+    pub(crate) fn current_as_of(&self) -> Option<SystemTime> {
+        if !self.synced() {
+            None
+        } else if self.api_up() {
+            Some(SystemTime::now())
+        } else {
+            self.api_lost
+        }
     }
 
     /// Whether the API answers, the agent has synced and knows its Node, as the metrics say
@@ -193,6 +210,7 @@ impl ClusterState {
     /// API is down.
     fn watch_failed(&mut self, resource: Resource, error: String) {
         if self.api_errors.is_empty() {
+            self.api_lost = Some(SystemTime::now());
             log::warn!(
                 "network policy: the {} watch failed ({error}): keeping the last programmed \
                  rules (fail static) until the API server answers again",

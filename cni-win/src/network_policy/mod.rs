@@ -33,7 +33,11 @@
 //!   cluster, whichever node's agent creates it first; retried until the API server takes
 //!   it).
 //! - **Meets ADD** through the snapshot ([`cni_win_core::network_policy`]), written after
-//!   each pass that changed it.
+//!   each pass that changed it, once the pass's writes are made (the IP sets its rules name
+//!   exist then), and stamped while the agent is synced and every watch answers: a snapshot
+//!   the agent stopped stamping (it stopped, or lost the API server) is refused by ADD
+//!   after its bound. Before its first sync the agent says it runs (a snapshot without
+//!   policy where there is none), so ADD bounds how long new pods start without rules.
 //! - **Metrics** as the daemon's other tasks set theirs: a round's pass is published with the
 //!   round; what happens between rounds (a pass after a change, the API server lost or back)
 //!   is published at once through the same lock a scrape takes, so a scrape never sees half
@@ -78,6 +82,10 @@ pub const DEBOUNCE: Duration = Duration::from_millis(20);
 pub struct Settings {
     /// The node it runs on (`--node-name`, else `NODE_NAME`, as DaemonSets pass it).
     pub node_name: String,
+    /// How long after the agent last confirmed it ADD may use the snapshot
+    /// (`--snapshot-max-age`; [`cni_win_core::network_policy::DEFAULT_MAX_AGE`]): the agent
+    /// stamps it at least every tenth of that while it is synced and every watch answers.
+    pub snapshot_max_age: Duration,
 }
 
 /// What the agent's threads and the daemon's task share.
@@ -93,6 +101,8 @@ pub(crate) struct Shared {
     /// The daemon's metrics, once the agent's task is one of the daemon's: what happens
     /// between rounds is published through them.
     daemon_metrics: OnceLock<Arc<Metrics>>,
+    /// How long ADD may use a snapshot after its last stamp ([`Settings::snapshot_max_age`]).
+    snapshot_max_age: Duration,
     /// The daemon's stop.
     stop: Shutdown,
     /// The agent's own stop (dropped).
@@ -150,6 +160,7 @@ impl Agent {
             passed: Condvar::new(),
             metrics: NetworkPolicyMetrics::default(),
             daemon_metrics: OnceLock::new(),
+            snapshot_max_age: settings.snapshot_max_age,
             stop: stop.clone(),
             dropped: AtomicBool::new(false),
         });

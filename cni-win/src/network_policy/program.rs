@@ -6,6 +6,10 @@
 //! agent's shared state: the programmer holds the state's lock around `plan` only, and keeps
 //! the books itself.
 //!
+//! The snapshot is rendered with the plan; the IP sets its rules name are added to each of
+//! its networks' writes (new sets come first), so the programmer writes the file after the
+//! writes.
+//!
 //! Local pods are the pods whose `spec.nodeName` is this node; each is matched to the
 //! endpoint that holds its address on one of cni-win's networks (local endpoints only:
 //! remote endpoints are another host's pods). An endpoint no local pod's address names is
@@ -20,15 +24,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use cni_win_core::configured::PolicySettings;
+use cni_win_core::network_policy::MAX_SIZE;
 use cni_win_core::snapshot::NodeSnapshot;
 use cni_win_netpol::{
-    Desired, Held, LocalEndpoint, Mode, NodeAddresses, PodKey, Translation, Write, diff, is_agents,
+    Desired, Held, IpSet, LocalEndpoint, NodeAddresses, PodKey, Translation, Write, diff, is_agents,
 };
 use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeNetwork, NetworkPolicy};
 use hns::{Client, Guid, HnsError};
 
 use super::feed::ClusterState;
-use super::snapshot::{self, Rendered};
+use super::snapshot::{self, Rendered, Rendering};
 use crate::metrics::network_policy::PolicyCounts;
 
 /// What one pass should write: every network's writes, in order, and the snapshots.
@@ -73,17 +78,21 @@ pub struct Refused {
     pub source: HnsError,
 }
 
-/// Plans a pass from `state` over `hns` (what HNS holds now) for cni-win's `networks`.
+/// Plans a pass from `state` over `hns` (what HNS holds now) for cni-win's `networks`;
+/// `on_disk` are the IP sets the snapshots now on disk name, which stay on the networks.
 pub(crate) fn plan(
-    mode: Mode,
+    rendering: Rendering,
     networks: &[PolicySettings],
     hns: &NodeSnapshot,
     state: &ClusterState,
+    on_disk: &BTreeSet<String>,
 ) -> Plan {
+    let mode = rendering.mode;
     let node = node_addresses(networks, hns, state);
     let local_pods = local_pods_by_address(state);
-    let mut plans = Vec::new();
+    let mut wanted_by_network = Vec::new();
     let mut mapped: BTreeMap<PodKey, (Guid, Vec<String>)> = BTreeMap::new();
+    let mut held_sets = Vec::new();
     let mut counts = PolicyCounts {
         policies_applied: (state.cluster.policies().count()).saturating_sub(state.refused.len()),
         policies_refused: state.refused.len(),
@@ -149,12 +158,53 @@ pub(crate) fn plan(
         }
         counts.endpoints_programmed += wanted.endpoints.len();
         counts.endpoints_conflicting += wanted.conflicts.len();
-        plans.push(NetworkPlan {
-            network: network.id,
-            writes: diff(&held, &wanted),
-        });
+        let sets: BTreeMap<String, IpSet> = held
+            .network
+            .iter()
+            .filter_map(IpSet::from_network_policy)
+            .map(|set| (set.id.clone(), set))
+            .collect();
+        held_sets.push((network.name.as_str(), sets));
+        wanted_by_network.push((network, held, wanted));
     }
-    let snapshots = snapshot::render(mode, networks, &mut translation, &mapped, state);
+    let snapshots = {
+        let programmed = snapshot::Programmed {
+            mapped,
+            sets: wanted_by_network
+                .iter()
+                .map(|(network, _, wanted)| (network.name.as_str(), &wanted.sets))
+                .chain(held_sets.iter().map(|(name, sets)| (*name, sets)))
+                .collect(),
+        };
+        snapshot::render(
+            rendering,
+            networks,
+            hns,
+            &mut translation,
+            &programmed,
+            state,
+            MAX_SIZE,
+        )
+    };
+    let plans = wanted_by_network
+        .into_iter()
+        .map(|(network, held, mut wanted)| {
+            // What a snapshot of the network names is on it before the file is written
+            // (the file follows the writes), and stays while a file on disk names it.
+            for file in snapshots.files.values() {
+                if file.networks.contains(&network.name) {
+                    for (id, set) in &file.sets {
+                        wanted.sets.entry(id.clone()).or_insert_with(|| set.clone());
+                    }
+                }
+            }
+            wanted.kept_sets = on_disk.clone();
+            NetworkPlan {
+                network: network.id,
+                writes: diff(&held, &wanted),
+            }
+        })
+        .collect();
     Plan {
         generation: state.generation,
         counts,

@@ -21,7 +21,7 @@ use hns::{Client, HnsError, SupportedFeatures};
 
 use super::hns_view::{HnsView, Written};
 use super::program::{self, Refused};
-use super::snapshot;
+use super::snapshot::{self, Rendering};
 use super::{DEBOUNCE, Shared};
 use crate::metrics::network_policy::{ApiState, NetworkPolicyMetrics, PolicyCounts};
 
@@ -126,6 +126,7 @@ struct Programmer {
     networks: Vec<PolicySettings>,
     written: Written,
     retry: Retry,
+    snapshots: snapshot::Files,
 }
 
 /// The backoff after failed passes.
@@ -166,6 +167,11 @@ enum Work {
     Round(u64, RoundRead),
     /// A pass after a change, or a retry.
     Change,
+    /// Every tenth of the snapshots' bound: stamp them while the agent vouches for them,
+    /// and look for a network whose config names a snapshot that HNS lacked (flanneld
+    /// creates it after the round's read, at the node's start): a snapshot names the HNS
+    /// network it is for, so ADD on that network waits until the agent has seen it.
+    Tick,
 }
 
 impl Shared {
@@ -214,6 +220,13 @@ pub(super) fn run(shared: &Shared) {
                 publish(shared, &outcome);
                 log_outcome(&outcome);
             }
+            Work::Tick => {
+                if let Some(outcome) = programmer.tick(shared) {
+                    programmer.retry.after(&outcome);
+                    publish(shared, &outcome);
+                    log_outcome(&outcome);
+                }
+            }
         }
         shared.passed.notify_all();
     }
@@ -236,6 +249,9 @@ fn next(shared: &Shared, programmer: &Programmer) -> Option<Work> {
             && state.feed.programmed != Some(state.feed.generation);
         if programmer.retry.due() || (programmer.retry.at.is_none() && pending) {
             break;
+        }
+        if programmer.hns.is_some() && programmer.snapshots.tick_due(shared.snapshot_max_age) {
+            return Some(Work::Tick);
         }
         state = shared
             .wake
@@ -291,27 +307,30 @@ impl Programmer {
             None => HnsView::read(&hns.client, hns.features),
         }
         .map_err(NotProgrammed::Read)?;
-        let (plan, since, repair) = {
+        let on_disk = self.snapshots.on_disk(&self.networks);
+        let rendering = Rendering {
+            mode,
+            max_age: shared.snapshot_max_age,
+        };
+        let (plan, since, repair, as_of) = {
             let mut state = shared.lock_state();
-            if !state.feed.synced() {
+            let Some(as_of) = state.feed.current_as_of() else {
+                let node = state.feed.node_name.clone();
+                drop(state);
+                snapshot::announce(&node, rendering.max_age, &self.networks, view.hns());
                 hns.view = Some(view);
                 return Err(NotProgrammed::NotSynced);
-            }
-            let plan = program::plan(mode, &self.networks, view.hns(), &state.feed);
+            };
+            let plan = program::plan(rendering, &self.networks, view.hns(), &state.feed, &on_disk);
             let repair = fresh && state.feed.programmed == Some(state.feed.generation);
-            (plan, state.feed.changed_since.take(), repair)
+            (plan, state.feed.changed_since.take(), repair, as_of)
         };
-        for (path, bytes) in &plan.snapshots.files {
-            if let Err(e) = snapshot::write(path, bytes) {
-                log::error!(
-                    "network policy: cannot write the snapshot {}: {e}; new pods start from the \
-                     one there",
-                    path.display()
-                );
-            }
-        }
         let (applied, outcome) = program::apply(&hns.client, &plan);
         self.written.note(&applied.written);
+        // After the writes: the IP sets the new files name are on the networks now.
+        let snapshots = self
+            .snapshots
+            .write(&plan.snapshots, plan.generation, as_of);
         let mut state = shared.lock_state();
         match outcome {
             Ok(()) => {
@@ -323,7 +342,10 @@ impl Programmer {
                     mode,
                     endpoint_writes: applied.endpoint_writes,
                     network_writes: applied.network_writes,
-                    counts: plan.counts,
+                    counts: PolicyCounts {
+                        snapshots,
+                        ..plan.counts
+                    },
                     latency: since.map(|since| since.elapsed()),
                     repaired: repair && applied.endpoint_writes + applied.network_writes > 0,
                 })
@@ -339,6 +361,44 @@ impl Programmer {
             }
         }
     }
+}
+
+impl Programmer {
+    /// The heartbeat ([`Work::Tick`]): a pass over a full read of HNS when a network the
+    /// programmer lacked has appeared; else the snapshots stamped, when the agent vouches
+    /// for them: synced, every watch answering, and nothing fed since they were rendered (a
+    /// pass that cannot render, HNS unreadable, lets them go stale).
+    fn tick(&mut self, shared: &Shared) -> Option<Result<Pass, NotProgrammed>> {
+        self.snapshots.ticked();
+        if let Some(hns) = &mut self.hns
+            && appeared(&self.networks, hns)
+        {
+            hns.view = None;
+            return Some(self.pass(shared, None));
+        }
+        let as_of = {
+            let state = shared.lock_state();
+            let vouched = state.feed.api().up
+                && self.snapshots.rendered_from() == Some(state.feed.generation);
+            vouched.then(|| state.feed.current_as_of())??
+        };
+        self.snapshots.stamp(as_of, shared.snapshot_max_age);
+        None
+    }
+}
+
+/// Whether a network whose config names a snapshot, missing from what the programmer knows
+/// of HNS, is there now (3 raw calls for each missing one; none when none is).
+fn appeared(networks: &[PolicySettings], hns: &Hns) -> bool {
+    let Some(view) = &hns.view else {
+        return false;
+    };
+    let known = &view.hns().networks;
+    networks
+        .iter()
+        .filter(|network| network.snapshot.is_some())
+        .filter(|network| !known.iter().any(|held| held.name == network.network))
+        .any(|network| hns.client.find_network_by_name(&network.network).is_ok())
 }
 
 /// Publishes a pass made between rounds, under the lock a scrape takes.

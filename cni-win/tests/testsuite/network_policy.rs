@@ -4,11 +4,11 @@
 //! by its count of policy writes and raw calls. Only the kube watches themselves are not run
 //! here (the node lane runs them against a real API server).
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::support::network_policy::{PROGRAMMED, PolicyNode, b_to_a, policy, relist};
 use cni_win::network_policy::{Agent, Event, Feed, Resource};
-use cni_win_core::network_policy::{self as format, PolicySnapshot};
+use cni_win_core::network_policy::{self as format, NodePolicy, PolicySnapshot};
 use hns::schema::policy::AclPolicy;
 use hns::schema::{EndpointPolicy, ModifyRequest, RequestType};
 use hns::{HnsVersion, WindowsBuild};
@@ -19,10 +19,17 @@ use Verdict::{Allowed, Denied};
 
 const BUILDS: [WindowsBuild; 2] = [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025];
 
+/// The snapshot file the agent wrote.
 fn snapshot(node: &PolicyNode) -> PolicySnapshot {
     format::read(&node.snapshot)
         .expect("a usable snapshot")
         .expect("a snapshot")
+        .snapshot
+}
+
+/// The policy of the snapshot the agent wrote, once it synced.
+fn node_policy(node: &PolicyNode) -> NodePolicy {
+    snapshot(node).policy.expect("a synced agent's snapshot")
 }
 
 /// The agent's rules on a pod's endpoint.
@@ -111,7 +118,7 @@ fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write(
 fn a_flannel_native_config_gets_its_snapshot() {
     let node = PolicyNode::new().flannel_native();
     let (_agent, _daemon) = node.programmed_agent(&[b_to_a()]);
-    assert_eq!(snapshot(&node).pods["x/a"].policies, ["x/b-to-a"]);
+    assert_eq!(node_policy(&node).pods["x/a"].policies, ["x/b-to-a"]);
     assert_eq!(
         node.tcp("x/c", "x/a", 80, WindowsBuild::SERVER_2025),
         Denied
@@ -165,7 +172,7 @@ fn without_ip_sets_peers_are_listed_in_the_rules() {
         .set_version(HnsVersion::new(12, 0))
         .unwrap();
     let (agent, _daemon) = node.programmed_agent(&[b_to_a()]);
-    assert_eq!(snapshot(&node).mode, "inline");
+    assert_eq!(node_policy(&node).mode, "inline");
     for build in BUILDS {
         assert_eq!(node.tcp("y/b", "x/a", 80, build), Allowed);
         assert_eq!(node.tcp("x/c", "x/a", 80, build), Denied);
@@ -182,8 +189,9 @@ fn without_ip_sets_peers_are_listed_in_the_rules() {
     );
 }
 
-/// Until every watch has listed its resource once, nothing is written: not HNS, not the
-/// snapshot, not by a round, not between rounds.
+/// Until every watch has listed its resource once, nothing is programmed: not HNS, not the
+/// snapshot's policy, not by a round, not between rounds. The snapshot says only that the
+/// agent runs and has not synced (so ADD bounds how long new pods start without rules).
 #[test]
 fn nothing_is_written_before_every_watch_has_synced() {
     let node = PolicyNode::new();
@@ -207,7 +215,12 @@ fn nothing_is_written_before_every_watch_has_synced() {
     daemon.round(&node.stop);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(writes(&node), PolicyWrites::default());
-    assert!(!node.snapshot.exists());
+    let not_synced = snapshot(&node);
+    assert_eq!(not_synced.policy, None);
+    assert_eq!(
+        not_synced.networks,
+        [("cbr0".to_owned(), node.node.network_id())].into()
+    );
     assert!(
         daemon
             .metrics()
@@ -220,7 +233,7 @@ fn nothing_is_written_before_every_watch_has_synced() {
         "programmed between rounds"
     );
     assert!(writes(&node).endpoint_requests > 0);
-    assert!(node.snapshot.exists());
+    assert!(snapshot(&node).policy.is_some());
 }
 
 /// A restarted agent reads HNS and the cluster again and computes the same rules, with the
@@ -465,7 +478,7 @@ fn a_refused_policy_fails_closed_and_is_told() {
     );
     feed.told(&refusals[0]);
     assert!(feed.refusals_due().is_empty(), "told once");
-    assert!(snapshot(&node).refused.contains_key("y/bad-except"));
+    assert!(node_policy(&node).refused.contains_key("y/bad-except"));
     let text = daemon.metrics().render();
     for series in [
         "cniwin_netpol_policies{state=\"refused\"} 1\n",
@@ -492,6 +505,10 @@ fn the_agents_metric_families() {
         "cniwin_netpol_policies{state=\"refused\"} 0\n",
         "cniwin_netpol_endpoints{state=\"programmed\"} 3\n",
         "cniwin_netpol_endpoints{state=\"conflicting\"} 0\n",
+        "cniwin_netpol_snapshots{state=\"full\"} 1\n",
+        "cniwin_netpol_snapshots{state=\"narrowed\"} 0\n",
+        "cniwin_netpol_snapshots{state=\"refused\"} 0\n",
+        "cniwin_netpol_snapshots{state=\"failed\"} 0\n",
         "cniwin_netpol_hns_writes_total{object=\"endpoint\"} ",
         "cniwin_netpol_hns_writes_total{object=\"network\"} ",
         "cniwin_netpol_drift_repairs_total 0\n",
@@ -520,7 +537,7 @@ fn a_new_pod_is_created_with_the_snapshots_rules_and_taken_over_without_a_change
     feed.pods(Event::Apply(pending));
     assert!(agent.wait_programmed(PROGRAMMED));
     assert!(
-        snapshot(&node).pods.contains_key("x/d"),
+        node_policy(&node).pods.contains_key("x/d"),
         "in the snapshot before ADD"
     );
 
@@ -557,7 +574,7 @@ fn a_new_pod_is_created_with_the_snapshots_rules_and_taken_over_without_a_change
     feed.pods(Event::Apply(node.api_pod("x/d")));
     assert!(agent.wait_programmed(PROGRAMMED));
     assert_eq!(first_packets(&node), at_add, "taken over without a change");
-    let held = snapshot(&node);
+    let held = node_policy(&node);
     let d = &held.pods["x/d"];
     assert!(d.endpoint.is_some(), "{d:?}");
     let mut on_endpoint: Vec<String> = agents_rules(&node, "x/d")
@@ -746,7 +763,9 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
 }
 
 /// The snapshot as ADD would find it: missing is a warning (new pods start without rules),
-/// unusable a failure (every ADD fails with code 11).
+/// unusable a failure (every ADD fails with code 11); per network, judged as ADD judges it:
+/// rendered for another HNS network or past its bound a failure, an agent not synced yet a
+/// warning.
 #[test]
 fn doctor_says_what_add_makes_of_the_snapshot() {
     use cni_win::doctor::Severity as Doctor;
@@ -760,6 +779,331 @@ fn doctor_says_what_add_makes_of_the_snapshot() {
     let (_, verdict, evidence) = finding(&doctor(&node), &check).clone();
     assert_eq!(verdict, Doctor::Fail);
     assert!(evidence.contains("code 11"), "{evidence}");
+
+    let (_agent, _daemon) = node.programmed_agent(&[b_to_a()]);
+    let on_network = format!("{check} on network \"cbr0\"");
+    let (_, verdict, evidence) = finding(&doctor(&node), &on_network).clone();
+    assert_eq!(verdict, Doctor::Pass, "{evidence}");
+    let written = snapshot(&node);
+    let rewrite = |snapshot: &PolicySnapshot, stamped: SystemTime| {
+        std::fs::write(&node.snapshot, serde_json::to_vec(snapshot).unwrap()).unwrap();
+        stamp(&node, stamped);
+    };
+    let other_network = PolicySnapshot {
+        networks: [("cbr0".to_owned(), hns::Guid::from_u128(7))].into(),
+        ..written.clone()
+    };
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let not_synced = PolicySnapshot {
+        policy: None,
+        ..written.clone()
+    };
+    for (snapshot, stamped, severity, says) in [
+        (
+            &other_network,
+            SystemTime::now(),
+            Doctor::Fail,
+            "created again since",
+        ),
+        (
+            &written,
+            hour_ago,
+            Doctor::Fail,
+            "more than its MaxAgeSeconds",
+        ),
+        (
+            &not_synced,
+            SystemTime::now(),
+            Doctor::Warn,
+            "without syncing",
+        ),
+        (&not_synced, hour_ago, Doctor::Fail, "has not synced since"),
+    ] {
+        rewrite(snapshot, stamped);
+        let (_, verdict, evidence) = finding(&doctor(&node), &on_network).clone();
+        assert_eq!(verdict, severity, "{evidence}");
+        assert!(evidence.contains(says), "{says}: {evidence}");
+    }
+}
+
+/// Sets the snapshot's stamp, its modification time.
+fn stamp(node: &PolicyNode, at: SystemTime) {
+    let file = std::fs::File::options()
+        .write(true)
+        .open(&node.snapshot)
+        .unwrap();
+    file.set_modified(at).unwrap();
+}
+
+fn stamped(node: &PolicyNode) -> SystemTime {
+    std::fs::metadata(&node.snapshot)
+        .unwrap()
+        .modified()
+        .unwrap()
+}
+
+/// Waits up to `within` for `condition`.
+fn eventually(within: Duration, condition: impl Fn() -> bool) -> bool {
+    let until = std::time::Instant::now() + within;
+    while std::time::Instant::now() < until {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    condition()
+}
+
+/// The agent stamps the snapshot while it is synced and every watch answers (at least every
+/// tenth of its bound), so ADD can tell a current file from one the agent stopped vouching
+/// for; once a watch fails it stops, and the stamps resume when the API server is back.
+#[test]
+fn the_snapshot_is_stamped_only_while_the_agent_vouches_for_it() {
+    let mut node = PolicyNode::new();
+    node.snapshot_max_age = Duration::from_secs(1);
+    let (agent, _daemon) = node.programmed_agent(&[b_to_a()]);
+    assert_eq!(snapshot(&node).max_age_seconds, 1);
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    let recent = || {
+        SystemTime::now()
+            .duration_since(stamped(&node))
+            .is_ok_and(|age| age < Duration::from_secs(1))
+    };
+    stamp(&node, hour_ago);
+    assert!(eventually(Duration::from_secs(5), recent), "stamped again");
+
+    agent
+        .feed()
+        .failed(Resource::Pods, "connection refused".to_owned());
+    std::thread::sleep(Duration::from_millis(300));
+    stamp(&node, hour_ago);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(stamped(&node), hour_ago, "no stamp while the API is lost");
+    let found = format::read(&node.snapshot).unwrap().unwrap();
+    let message = found
+        .usable("cbr0", node.node.network_id(), SystemTime::now())
+        .unwrap_err()
+        .problem;
+    assert!(message.contains("cut off from the API server"), "{message}");
+
+    relist(&agent.feed(), Feed::pods, node.api_pods());
+    assert!(eventually(Duration::from_secs(5), recent), "stamped again");
+
+    // A change the agent cannot render (HNS unreadable: the pass fails before it, and is
+    // tried again after a second) leaves the file as it is, unstamped.
+    node.node
+        .engine
+        .inject_fault(hns::Function::EnumerateEndpoints, 1, hns::HResult::E_FAIL)
+        .unwrap();
+    agent.feed().policies(Event::Apply(policy(
+        "y",
+        "deny",
+        json!({"podSelector": {}, "policyTypes": ["Ingress"]}),
+    )));
+    std::thread::sleep(Duration::from_millis(100));
+    stamp(&node, hour_ago);
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(
+        stamped(&node),
+        hour_ago,
+        "no stamp over a change not rendered"
+    );
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert!(eventually(Duration::from_secs(5), recent), "stamped again");
+}
+
+/// A snapshot names the HNS network it is for, so a network whose config names it but that
+/// HNS created after the round's read (flanneld at the node's start) must not wait for the
+/// next round: within a tick the agent sees it. Before its first sync the agent's snapshot
+/// without policy then names it too, still stamped when the agent started.
+#[test]
+fn a_network_created_after_the_rounds_read_is_in_the_snapshot_within_a_tick() {
+    let mut node = PolicyNode::new();
+    node.snapshot_max_age = Duration::from_secs(1);
+    for (index, name) in [(20, "cbr1"), (30, "cbr2")] {
+        let config = json!({"cniVersion": "1.1.0", "name": name, "type": "win-bridge",
+            "ipam": {"type": "host-local", "subnet": format!("10.244.{index}.0/24"),
+                     "dataDir": node.node.dir().join("ipam")},
+            "networkPolicySnapshot": node.snapshot});
+        let conf = node.node.conf_dir().join(format!("{index}-{name}.conf"));
+        std::fs::write(conf, config.to_string()).unwrap();
+    }
+    let create = |index: u8, name: &str| {
+        let subnet = format!("10.244.{index}.0/24");
+        let gateway = format!("10.244.{index}.1");
+        let settings = cni_win_conformance::flannel::host_gw(name, &[(&subnet, &gateway)]);
+        node.node
+            .client
+            .create_network(hns::Guid::ZERO, &settings)
+            .unwrap();
+    };
+    let networks = || snapshot(&node).networks;
+    let (agent, mut daemon) = node.agent();
+    daemon.round(&node.stop);
+    assert_eq!(snapshot(&node).policy, None, "not synced");
+    assert!(networks().contains_key("cbr0") && !networks().contains_key("cbr1"));
+    let started = stamped(&node);
+    create(20, "cbr1");
+    assert!(
+        eventually(Duration::from_secs(5), || networks().contains_key("cbr1")),
+        "{:?}",
+        networks()
+    );
+    assert_eq!(stamped(&node), started, "still when the agent started");
+
+    node.sync(&agent.feed(), &[b_to_a()]);
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert!(snapshot(&node).policy.is_some());
+    create(30, "cbr2");
+    assert!(
+        eventually(Duration::from_secs(5), || networks().contains_key("cbr2")),
+        "{:?}",
+        networks()
+    );
+}
+
+/// Where HNS has IP sets, a new pod's rules name the network's sets: a set only the
+/// snapshot names (no endpoint's rules name it yet) is put on the network before the file
+/// names it, so ADD's endpoint is created with it and judged by it; once no policy needs it,
+/// it stays while the file on disk names it and goes the pass after.
+#[test]
+fn a_set_only_the_snapshot_names_is_on_the_network_while_the_file_names_it() {
+    let mut node = PolicyNode::new();
+    let (agent, mut daemon) = node.programmed_agent(&[b_to_a()]);
+    let feed = agent.feed();
+    let c_to_d = policy(
+        "x",
+        "c-to-d",
+        json!({"podSelector": {"matchLabels": {"pod": "d"}},
+               "ingress": [{"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "c"}}}]}]}),
+    );
+    feed.policies(Event::Apply(c_to_d.clone()));
+    let mut pending = node.api_pod("x/d");
+    pending.status = None;
+    feed.pods(Event::Apply(pending));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let sets = || -> Vec<String> {
+        node.node
+            .client
+            .open_network(node.node.network_id())
+            .unwrap()
+            .into_properties()
+            .policies
+            .iter()
+            .filter_map(cni_win_netpol::IpSet::from_network_policy)
+            .map(|set| set.id)
+            .collect()
+    };
+    let d_rules = node_policy(&node).rules_for_new_pod("x", "d");
+    // An ingress peer set is in LocalAddresses, as production writes it.
+    let names = |acl: &AclPolicy| -> Vec<String> {
+        [&acl.local_addresses, &acl.remote_addresses]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    };
+    let named: Vec<String> = d_rules
+        .iter()
+        .flat_map(names)
+        .filter(|entry| entry.starts_with(cni_win_netpol::SET_ID_PREFIX))
+        .collect();
+    assert_eq!(named.len(), 1, "the pods c, as a set: {d_rules:?}");
+    let c_set = named[0].clone();
+    assert!(sets().contains(&c_set), "{:?}", sets());
+
+    feed.policies(Event::Delete(c_to_d));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    assert!(
+        !node_policy(&node)
+            .rules
+            .values()
+            .any(|acl| names(acl).contains(&c_set)),
+        "the file no longer names it"
+    );
+    assert!(sets().contains(&c_set), "kept: the file on disk named it");
+    daemon.round(&node.stop);
+    assert!(!sets().contains(&c_set), "gone the pass after");
+
+    // And ADD with a rule naming a set: pod x/d admitted from the pods c only.
+    feed.policies(Event::Apply(policy(
+        "x",
+        "c-to-d",
+        json!({"podSelector": {"matchLabels": {"pod": "d"}},
+               "ingress": [{"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "c"}}}]}]}),
+    )));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    let ip = add(&node, "np-d", "x", "d");
+    node.ips.insert("x/d".to_owned(), ip);
+    for build in BUILDS {
+        assert_eq!(node.tcp("x/c", "x/d", 80, build), Allowed, "{build}");
+        assert_eq!(node.tcp("x/b", "x/d", 80, build), Denied, "{build}");
+    }
+}
+
+/// A namespace's posture needs only its policies: one whose Namespace object has not arrived
+/// (its watch failing or lagging while policies and pods arrive) is isolated as its policies
+/// say, not opened as a namespace without policies.
+#[test]
+fn a_namespace_without_its_namespace_object_gets_its_policies_posture() {
+    let node = PolicyNode::new();
+    let (agent, mut daemon) = node.agent();
+    let feed = agent.feed();
+    relist(
+        &feed,
+        Feed::namespaces,
+        vec![crate::support::network_policy::namespace("y")],
+    );
+    relist(&feed, Feed::pods, node.api_pods());
+    relist(&feed, Feed::policies, vec![b_to_a()]);
+    relist(
+        &feed,
+        Feed::node,
+        vec![crate::support::network_policy::node_object()],
+    );
+    daemon.round(&node.stop);
+    let policy = node_policy(&node);
+    assert!(
+        policy.namespaces.contains_key("x"),
+        "{:?}",
+        policy.namespaces
+    );
+    let blocks: Vec<_> = policy
+        .rules_for_new_pod("x", "unseen")
+        .into_iter()
+        .filter(|acl| acl.action == hns::schema::policy::AclAction::Block)
+        .map(|acl| acl.direction)
+        .collect();
+    assert_eq!(blocks, [hns::schema::policy::AclDirection::In]);
+    assert!(
+        policy
+            .rules_for_new_pod("y", "unseen")
+            .iter()
+            .all(|acl| acl.action == hns::schema::policy::AclAction::Allow),
+        "no policy in y: open"
+    );
+}
+
+/// The agent runs as SYSTEM and only ever replaces a regular file at the snapshot path: a
+/// directory there (a config naming another component's data directory) is refused, left as
+/// it is with what it holds, logged and counted.
+#[test]
+fn a_directory_at_the_snapshot_path_is_never_removed() {
+    let node = PolicyNode::new();
+    std::fs::create_dir_all(&node.snapshot).unwrap();
+    let held = node.snapshot.join("networks").join("10.244.1.5");
+    std::fs::create_dir_all(held.parent().unwrap()).unwrap();
+    std::fs::write(&held, b"a pod's reservation").unwrap();
+    let (_agent, mut daemon) = node.programmed_agent(&[b_to_a()]);
+    daemon.round(&node.stop);
+    assert_eq!(std::fs::read(&held).unwrap(), b"a pod's reservation");
+    let text = daemon.metrics().render();
+    for series in [
+        "cniwin_netpol_snapshots{state=\"refused\"} 1\n",
+        "cniwin_netpol_snapshots{state=\"full\"} 0\n",
+    ] {
+        assert!(text.contains(series), "{series}: {text}");
+    }
 }
 
 /// The support bundle carries the policy view: the snapshot as the agent wrote it, and

@@ -1090,9 +1090,10 @@ fn flannel_native(bench: &Bench<'_>) -> Result<String, String> {
 
 /// ADD with the node's NetworkPolicy snapshot (`networkPolicySnapshot`): the side's
 /// win-bridge reads the file as a root plugin reads one (never through a link: under Wine
-/// `FILE_FLAG_OPEN_REPARSE_POINT`) and creates the endpoint with the rules for the pod
-/// `CNI_ARGS` names, whose verdicts Linux hnsctl checks on the same state; a damaged snapshot
-/// fails ADD with 11 and leaves nothing.
+/// `FILE_FLAG_OPEN_REPARSE_POINT`), checks it was rendered for this HNS network and stamped
+/// (its modification time) within its bound, and creates the endpoint with the rules for the
+/// pod `CNI_ARGS` names, whose verdicts Linux hnsctl checks on the same state; a damaged
+/// snapshot, one with a key twice, and one past its bound fail ADD with 11 and leave nothing.
 fn network_policy(bench: &Bench<'_>) -> Result<String, String> {
     let snapshot = bench.state().join("network-policy.json");
     let (netns, _, config) = cbr0_pod_setup(
@@ -1100,6 +1101,15 @@ fn network_policy(bench: &Bench<'_>) -> Result<String, String> {
         "networkPolicySnapshot",
         json!(bench.side_path(&snapshot)),
     )?;
+    let networks = parse(
+        "network list",
+        &bench.linux_hnsctl(&["--json", "network", "list"])?.ok()?,
+    )?;
+    let cbr0 = networks
+        .as_array()
+        .and_then(|networks| networks.iter().find(|n| n["Name"] == "cbr0"))
+        .map(|network| network["ID"].clone())
+        .ok_or_else(|| format!("no cbr0 in {networks}"))?;
     let rules = json!({
         "cni-win-netpol-admit": {"Id": "cni-win-netpol-admit", "Protocols": "6", "Action": "Allow",
             "Direction": "In", "RemoteAddresses": "10.244.9.9", "LocalPorts": "80",
@@ -1108,10 +1118,11 @@ fn network_policy(bench: &Bench<'_>) -> Result<String, String> {
             "Action": "Block", "Direction": "In", "RuleType": "Switch", "Priority": 65000}
     });
     let written = json!({
-        "Version": 1, "Node": "node-1", "Mode": "ip-sets", "Rules": rules,
-        "Pods": {"x/a": {"Add": ["cni-win-netpol-admit", "cni-win-netpol-block"],
-                         "Policies": ["x/admit"], "Endpoint": null, "Expected": []}},
-        "Namespaces": {}, "Default": [], "Refused": {}
+        "Version": 2, "Node": "node-1", "Networks": {"cbr0": cbr0}, "MaxAgeSeconds": 300,
+        "Policy": {"Mode": "ip-sets", "Form": "full", "Rules": rules,
+            "Pods": {"x/a": {"Add": ["cni-win-netpol-admit", "cni-win-netpol-block"],
+                             "Policies": ["x/admit"], "Endpoint": null, "Expected": []}},
+            "Namespaces": {}, "Default": [], "Refused": {}}
     });
     std::fs::write(&snapshot, written.to_string()).map_err(|e| format!("write snapshot: {e}"))?;
     let add = || {
@@ -1158,20 +1169,52 @@ fn network_policy(bench: &Bench<'_>) -> Result<String, String> {
         ("CNI_NETNS", netns.as_str()),
     ];
     bench.plugin("win-bridge", &del, &config)?.ok()?;
-    std::fs::write(&snapshot, "{").map_err(|e| format!("damage snapshot: {e}"))?;
-    let ran = add()?;
-    let error = parse("ADD error", &ran.stdout)?;
-    ensure(
-        !ran.succeeded()
-            && error["code"] == 11
-            && error["msg"]
-                .as_str()
-                .is_some_and(|msg| msg.contains("network-policy.json")),
-        || format!("ADD with a damaged snapshot answered {error}"),
-    )?;
-    empty_for_linux(bench, "endpoint")?;
+    let text = written.to_string();
+    let opened = text.replacen(
+        r#""Pods":{"#,
+        r#""Pods":{"x/a":{"Add":[],"Policies":[],"Endpoint":null,"Expected":[]},"#,
+        1,
+    );
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let stale = || -> std::io::Result<()> {
+        std::fs::write(&snapshot, &text)?;
+        std::fs::File::options()
+            .write(true)
+            .open(&snapshot)?
+            .set_modified(hour_ago)
+    };
+    /// What the snapshot is, how it is written, what ADD's error says of it.
+    type Refusal<'a> = (&'a str, &'a dyn Fn() -> std::io::Result<()>, &'a str);
+    let refusals: [Refusal<'_>; 3] = [
+        (
+            "damaged",
+            &|| std::fs::write(&snapshot, "{"),
+            "network-policy.json",
+        ),
+        (
+            "with pod x/a twice",
+            &|| std::fs::write(&snapshot, &opened),
+            "appears twice",
+        ),
+        ("stamped an hour ago", &stale, "MaxAgeSeconds"),
+    ];
+    for (what, make, says) in refusals {
+        make().map_err(|e| format!("write a snapshot {what}: {e}"))?;
+        let ran = add()?;
+        let error = parse("ADD error", &ran.stdout)?;
+        ensure(
+            !ran.succeeded()
+                && error["code"] == 11
+                && error["msg"]
+                    .as_str()
+                    .is_some_and(|msg| msg.contains("network-policy.json") && msg.contains(says)),
+            || format!("ADD with a snapshot {what} answered {error}"),
+        )?;
+        empty_for_linux(bench, "endpoint")?;
+    }
     Ok(format!(
         "ADD created {pod} with the snapshot's rules: TCP 80 from the admitted peer allowed, \
-         from another denied; a damaged snapshot: 11, nothing left"
+         from another denied; a damaged snapshot, one with a pod twice and one stamped an hour \
+         ago: 11, nothing left"
     ))
 }

@@ -36,6 +36,8 @@ pub struct PolicyNode {
     pub ips: BTreeMap<String, String>,
     /// Each pod's labels beyond `pod: <name>`.
     pub labels: BTreeMap<String, BTreeMap<String, String>>,
+    /// `--snapshot-max-age` of the agents made here.
+    pub snapshot_max_age: Duration,
     pub stop: Shutdown,
 }
 
@@ -62,6 +64,7 @@ impl PolicyNode {
             snapshot,
             ips,
             labels: BTreeMap::new(),
+            snapshot_max_age: cni_win_core::network_policy::DEFAULT_MAX_AGE,
             stop: Shutdown::new(),
         }
     }
@@ -98,6 +101,7 @@ impl PolicyNode {
         let agent = Agent::start(
             network_policy::Settings {
                 node_name: NODE.to_owned(),
+                snapshot_max_age: self.snapshot_max_age,
             },
             &self.stop,
         );

@@ -193,8 +193,8 @@ fn wait_for_snapshot(snapshot: &Path, agent: &AgentProcess) -> Result<String, St
     let took = Instant::now();
     let (key, policy) = (format!("{NAMESPACE}/{POD}"), format!("{NAMESPACE}/admit"));
     let pod = poll(agent, &format!("snapshot naming {key}'s policy"), || {
-        let held = cni_win_core::network_policy::read(snapshot).ok()??;
-        let pod = held.pods.get(&key)?.clone();
+        let held = cni_win_core::network_policy::read(snapshot).ok()??.snapshot;
+        let pod = held.policy?.pods.get(&key)?.clone();
         (pod.policies == [policy.as_str()]).then_some((held.node, pod))
     })?;
     Ok(format!(

@@ -55,6 +55,13 @@ pub struct DaemonFlags {
     /// DaemonSet passes it from spec.nodeName).
     #[arg(long, value_name = "NAME", requires = "network_policy")]
     pub node_name: Option<String>,
+    /// With --network-policy: how long after the agent last confirmed it ADD may use the
+    /// snapshot (e.g. 2m, 5m; the agent confirms it at least every tenth of this while it is
+    /// synced and the API server answers). Past it, and when the agent has run that long
+    /// without syncing, new pods wait (ADD fails with code 11) instead of starting on stale
+    /// rules or none.
+    #[arg(long, value_name = "DURATION", requires = "network_policy", value_parser = parse_duration)]
+    pub snapshot_max_age: Option<Duration>,
 }
 
 pub fn run(args: Args) -> Result<(), Error> {
@@ -73,7 +80,13 @@ pub fn run(args: Args) -> Result<(), Error> {
     let agent = if flags.network_policy {
         let node_name = node_name(flags.node_name)?;
         eprintln!("cni-win daemon: enforcing NetworkPolicy on node {node_name:?}");
-        let mut agent = Agent::start(network_policy::Settings { node_name }, &stop);
+        let settings = network_policy::Settings {
+            node_name,
+            snapshot_max_age: flags
+                .snapshot_max_age
+                .unwrap_or(cni_win_core::network_policy::DEFAULT_MAX_AGE),
+        };
+        let mut agent = Agent::start(settings, &stop);
         agent.watch(ApiSettings {
             kubeconfig: flags.kubeconfig,
         })?;

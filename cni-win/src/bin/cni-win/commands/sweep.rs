@@ -15,7 +15,7 @@ use super::daemon::{self, DaemonFlags, parse_duration};
 #[derive(Debug, clap::Args)]
 #[command(group(
     clap::ArgGroup::new("daemon_only")
-        .args(["metrics_address", "network_policy", "kubeconfig", "node_name"])
+        .args(["metrics_address", "network_policy", "kubeconfig", "node_name", "snapshot_max_age"])
         .multiple(true)
         .requires("every")
 ))]
