@@ -49,6 +49,7 @@ use hns::Guid;
 use hns::schema::EndpointPolicy;
 use hns::schema::policy::AclPolicy;
 use rootsafe::file::{self, Kind, OpenError};
+use rootsafe::writers::{self, Writers};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
 
@@ -212,6 +213,33 @@ pub fn read(path: &Path) -> Result<Option<Found>, Unusable> {
         }
         Err(OpenError::Io(e)) => return Err(unusable(format!("cannot open it: {e}"))),
     };
+    // Whoever may write the file or its directory decides every new pod's rules.
+    for (what, at) in path
+        .parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| ("its directory", dir))
+        .into_iter()
+        .chain([("it", path)])
+    {
+        match writers::of(at) {
+            Ok(Writers::Administrators) => {}
+            Ok(others) => {
+                return Err(unusable(format!(
+                    "{what} ({}): {others}, so it decides new pods' rules; only SYSTEM and \
+                     Administrators may write where the snapshot is (the policy agent restricts \
+                     its directory when it writes; by hand: icacls DIR /inheritance:r /grant \
+                     SYSTEM:(OI)(CI)F Administrators:(OI)(CI)F Users:(OI)(CI)R)",
+                    at.display()
+                )));
+            }
+            Err(e) => {
+                return Err(unusable(format!(
+                    "cannot tell who may write {what} ({}): {e}",
+                    at.display()
+                )));
+            }
+        }
+    }
     let stamped = file
         .metadata()
         .and_then(|metadata| metadata.modified())

@@ -404,6 +404,25 @@ pub fn an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing(plugin: &P
             }),
             Box::new(remove_file),
         ),
+        (
+            "group or others (mode 777) may write it, so it decides new pods' rules",
+            Box::new(|| {
+                write(&path, &snapshot(plugin, &node));
+                set_mode(&dir, 0o777);
+            }),
+            Box::new(|| {
+                set_mode(&dir, 0o755);
+                remove_file();
+            }),
+        ),
+        (
+            "group or others (mode 666) may write it",
+            Box::new(|| {
+                write(&path, &snapshot(plugin, &node));
+                set_mode(&path, 0o666);
+            }),
+            Box::new(remove_file),
+        ),
     ];
     for (problem, make, undo) in cases {
         make();
@@ -416,6 +435,11 @@ pub fn an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing(plugin: &P
         undo();
     }
     assert!(good.is_file(), "the link's target is never touched");
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// A snapshot rendered for another HNS network (another node's file, or a network created

@@ -37,6 +37,7 @@ mod binaries;
 mod kube_proxy;
 mod network;
 mod network_policy;
+mod writers;
 
 /// How a check came out: how much what it found matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -175,6 +176,7 @@ impl Doctor {
                     );
                 }
                 binaries::check_present(&config.plugin_types, &self.paths, &mut report);
+                writers::check(&self.paths, &mut report);
                 self.versions.check_one_release(&self.paths, &mut report);
                 for network in &config.networks {
                     network::check(reached.as_ref(), network, &mut report);

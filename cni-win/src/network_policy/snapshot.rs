@@ -33,6 +33,7 @@ use cni_win_netpol::{
 use hns::Guid;
 use hns::schema::policy::AclPolicy;
 use rootsafe::file::{self, Kind, Mode as FileMode, Step};
+use rootsafe::writers::{self, Writers};
 
 use super::feed::ClusterState;
 use crate::metrics::network_policy::SnapshotCounts;
@@ -550,9 +551,24 @@ pub(crate) fn write(path: &Path, bytes: &[u8], as_of: SystemTime) -> Result<(), 
             .map_err(failed("create", dir))?,
         Some(kind) => return Err(refused(dir, kind, "directory")),
     }
+    // Only the node's administrators may write where ADD takes new pods' rules from,
+    // whatever the directory would inherit (on Windows, a directory under C:\ lets every
+    // authenticated user modify it): ADD refuses the snapshot otherwise.
+    if writers::of(dir).map_err(failed("inspect who may write", dir))? != Writers::Administrators {
+        writers::restrict(dir).map_err(failed("restrict who may write", dir))?;
+        log::info!(
+            "network policy: only the node's administrators may write {} now",
+            dir.display()
+        );
+    }
     match Kind::at(path).map_err(failed("inspect", path))? {
         None => {}
         Some(Kind::Regular) if read_bytes(path).as_deref() == Some(bytes) => {
+            if writers::of(path).map_err(failed("inspect who may write", path))?
+                != Writers::Administrators
+            {
+                writers::restrict(path).map_err(failed("restrict who may write", path))?;
+            }
             return stamp(path, as_of);
         }
         Some(Kind::Regular) => {}
@@ -657,6 +673,27 @@ mod tests {
         write(&path, b"two", hour_ago).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         assert_eq!(modified(&path), hour_ago);
+    }
+
+    /// A directory others may write (on Windows, one under C:\ that every authenticated user
+    /// may modify) is restricted to the node's administrators before the snapshot goes in,
+    /// and an unchanged file others may write is restricted when it is stamped: ADD refuses a
+    /// snapshot anyone else may write.
+    #[cfg(unix)]
+    #[test]
+    fn where_the_snapshot_is_only_administrators_may_write() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let netpol = dir.path().join("netpol");
+        std::fs::create_dir(&netpol).unwrap();
+        std::fs::set_permissions(&netpol, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let path = netpol.join("snapshot.json");
+        write(&path, b"one", SystemTime::now()).unwrap();
+        assert_eq!(writers::of(&netpol).unwrap(), Writers::Administrators);
+        assert_eq!(writers::of(&path).unwrap(), Writers::Administrators);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        write(&path, b"one", SystemTime::now()).unwrap();
+        assert_eq!(writers::of(&path).unwrap(), Writers::Administrators);
     }
 
     /// Anything but a regular file (or nothing) where the file, its scratch copy or its

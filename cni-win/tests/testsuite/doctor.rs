@@ -482,3 +482,29 @@ fn a_remote_endpoint_holding_a_local_pod_ip_fails() {
     );
     assert!(!report.healthy);
 }
+
+/// A config directory others may write is a warning naming who and the fix: whoever may
+/// write it decides what every pod is attached with.
+#[test]
+fn a_config_directory_others_may_write_is_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let doctor = doctor();
+    let conf_dir = doctor.node.conf_dir();
+    fs::set_permissions(&conf_dir, fs::Permissions::from_mode(0o777)).unwrap();
+    let report = doctor.report();
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.check == "config directory: who may write")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(finding.severity, Severity::Warn, "{report}");
+    assert!(
+        finding.evidence.contains("mode 777") && finding.fix.contains("icacls"),
+        "{finding:?}"
+    );
+    fs::set_permissions(&conf_dir, fs::Permissions::from_mode(0o755)).unwrap();
+    assert!(
+        evidence(&doctor.report(), "config directory: who may write")
+            .contains("only administrators")
+    );
+}
