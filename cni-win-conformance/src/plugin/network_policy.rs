@@ -437,6 +437,7 @@ pub fn an_unusable_snapshot_fails_add_with_code_11_and_leaves_nothing(plugin: &P
     assert!(good.is_file(), "the link's target is never touched");
 }
 
+#[cfg(unix)]
 fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
