@@ -46,6 +46,12 @@
 //! SHA-256: a tenant who writes selectors cannot make two groups meet one `Id` (a 64-bit
 //! non-cryptographic hash let a second preimage be searched for), and if two ever did, the
 //! pass leaves both out (`crate::sets`).
+//!
+//! # Size
+//!
+//! No rule lists more than [`MAX_RULE_ENTRIES`] addresses or ports in any one list, in every
+//! mode and in the rules ADD writes: a longer rule is written as several of the same
+//! priority and action, each with the `Id` of its own content.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -272,6 +278,7 @@ impl Renderer<'_> {
                 .iter()
                 .map(|direction| identified(AclPolicy::host_allow_all(*direction))),
         );
+        let mut acls: Vec<AclPolicy> = acls.into_iter().flat_map(split).collect();
         acls.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
         acls.dedup();
         acls
@@ -412,9 +419,84 @@ fn acl(
 
 /// `acl` with its `Id`: [`RULE_ID_PREFIX`] and the fingerprint of everything else in it.
 fn identified(mut acl: AclPolicy) -> AclPolicy {
+    acl.id = None;
     let content = serde_json::to_string(&acl).unwrap_or_default();
     acl.id = Some(format!("{RULE_ID_PREFIX}{}", fingerprint(&content)));
     acl
+}
+
+/// The most entries (addresses or prefixes; ports or port ranges) one rule lists in any of its
+/// address and port lists.
+///
+/// HNS's own limit is undocumented. Calico Felix, which programs HNS ACLs on production
+/// Windows nodes, cuts every list there: "Microsoft recommended limiting the number of entries
+/// per rule to a few thousand (say 4000 for now)" (`felix/dataplane/windows/policysets/
+/// policysets.go`, `protoRulesToHnsRules`: `ipPortsPerRule = 4000`, `SplitIPList`,
+/// `SplitPortList`). A rule of one peer group can exceed it: an `ipBlock` of `0.0.0.0/0`
+/// with 300 `/32` excepts is some 6,800 prefixes; a namespace selector across a large cluster
+/// lists every pod inline.
+pub const MAX_RULE_ENTRIES: usize = 4000;
+
+/// `acl` as rules of at most [`MAX_RULE_ENTRIES`] entries per list, as Calico cuts them: each
+/// longer list in chunks, and one rule for each combination of chunks, so together they match
+/// exactly what `acl` matches. Each keeps the priority and action (no tie between them: they
+/// agree) and gets the `Id` of its own content. A rule within the limit is returned as it is.
+///
+/// A rule's lists never mix address families (rules are per family), so neither do its chunks.
+fn split(acl: AclPolicy) -> Vec<AclPolicy> {
+    let fields = [
+        &acl.local_addresses,
+        &acl.remote_addresses,
+        &acl.local_ports,
+        &acl.remote_ports,
+    ];
+    if fields
+        .iter()
+        .all(|field| entries(field) <= MAX_RULE_ENTRIES)
+    {
+        return vec![acl];
+    }
+    let [local_addresses, remote_addresses, local_ports, remote_ports] = fields.map(chunks);
+    let mut rules = Vec::new();
+    for local_addresses in &local_addresses {
+        for remote_addresses in &remote_addresses {
+            for local_ports in &local_ports {
+                for remote_ports in &remote_ports {
+                    rules.push(identified(AclPolicy {
+                        local_addresses: local_addresses.clone(),
+                        remote_addresses: remote_addresses.clone(),
+                        local_ports: local_ports.clone(),
+                        remote_ports: remote_ports.clone(),
+                        ..acl.clone()
+                    }));
+                }
+            }
+        }
+    }
+    rules
+}
+
+/// How many entries a comma list holds (none when absent).
+fn entries(list: &Option<String>) -> usize {
+    list.as_deref().map_or(0, |list| {
+        list.split(',').filter(|e| !e.trim().is_empty()).count()
+    })
+}
+
+/// A list cut in comma lists of at most [`MAX_RULE_ENTRIES`] entries, in order; an absent
+/// list stays one absent list.
+fn chunks(list: &Option<String>) -> Vec<Option<String>> {
+    let Some(list) = list else {
+        return vec![None];
+    };
+    let entries: Vec<&str> = list.split(',').filter(|e| !e.trim().is_empty()).collect();
+    if entries.len() <= MAX_RULE_ENTRIES {
+        return vec![Some(list.clone())];
+    }
+    entries
+        .chunks(MAX_RULE_ENTRIES)
+        .map(|chunk| Some(chunk.join(",")))
+        .collect()
 }
 
 /// Addresses as HNS lists them: comma-separated, hosts without their `/32` or `/128`.
@@ -558,6 +640,66 @@ mod tests {
                 .bytes()
                 .all(|b| b.is_ascii_hexdigit())
         );
+    }
+
+    /// A rule over the limit in two lists becomes one rule per pair of chunks: together they
+    /// list every entry of each list with every entry of the other, none lists more than the
+    /// limit, all keep the priority and action, and each has the `Id` of its own content.
+    #[test]
+    fn a_rule_over_the_entry_limit_is_split_into_rules_that_match_the_same() {
+        let addresses: Vec<String> = (0..MAX_RULE_ENTRIES + 1)
+            .map(|i| format!("10.{}.{}.1", i / 256, i % 256))
+            .collect();
+        let ports: Vec<String> = (1..=MAX_RULE_ENTRIES as u16 + 2)
+            .map(|port| (port * 2).to_string())
+            .collect();
+        let whole = acl(
+            Direction::Out,
+            AclAction::Allow,
+            4300,
+            Peer::Addresses(addresses.join(",")),
+            Some(Protocol::Tcp),
+            Some(ports.join(",")),
+        );
+        let rules = split(whole.clone());
+        assert_eq!(rules.len(), 4, "2 address chunks × 2 port chunks");
+        let mut pairs = std::collections::BTreeSet::new();
+        for rule in &rules {
+            assert_eq!(
+                (rule.action, rule.priority, rule.direction, &rule.protocols),
+                (
+                    whole.action,
+                    whole.priority,
+                    whole.direction,
+                    &whole.protocols
+                )
+            );
+            assert!(entries(&rule.remote_addresses) <= MAX_RULE_ENTRIES);
+            assert!(entries(&rule.remote_ports) <= MAX_RULE_ENTRIES);
+            assert_eq!(rule, &identified(rule.clone()), "its Id is its content's");
+            for address in rule.remote_addresses.as_deref().unwrap().split(',') {
+                for port in rule.remote_ports.as_deref().unwrap().split(',') {
+                    assert!(pairs.insert((address.to_owned(), port.to_owned())));
+                }
+            }
+        }
+        assert_eq!(
+            pairs.len(),
+            addresses.len() * ports.len(),
+            "every pair once"
+        );
+        let ids: std::collections::BTreeSet<_> = rules.iter().map(|r| r.id.clone()).collect();
+        assert_eq!(ids.len(), 4, "each its own Id");
+
+        let small = acl(
+            Direction::In,
+            AclAction::Allow,
+            4300,
+            Peer::Addresses("10.0.0.1".into()),
+            None,
+            None,
+        );
+        assert_eq!(split(small.clone()), [small], "within the limit: as it is");
     }
 
     #[test]
