@@ -182,6 +182,7 @@ impl State<'_> {
     /// `Port` requests are not modelled.
     pub fn modify_endpoint(&mut self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
         let mut endpoint = self.require_endpoint(id)?;
+        self.host.check_refusal(id)?;
         let request = read_policy_request::<EndpointPolicy>("endpoint", settings)?;
         let before = endpoint.policies.clone();
         match request.request_type {

@@ -14,6 +14,7 @@ use super::failure::HcnFailure;
 use super::host::HostState;
 use super::outage::{Dropped, Outage};
 use super::store::{self, Locked, Store};
+use hns::Guid;
 use hns::features::{HnsVersion, WindowsBuild, WindowsRelease};
 use hns::hresult::HResult;
 use hns::raw::Function;
@@ -192,11 +193,24 @@ impl Engine {
         self.with_host(|host| host.latency_micros = micros)
     }
 
-    /// Removes pending faults, crash points and latency.
+    /// Makes every policy write (`HcnModifyEndpoint`, `HcnModifyNetwork`) to `object` fail
+    /// with `code` until the controls are cleared: an endpoint or network HNS keeps refusing.
+    pub fn refuse_policy_writes(&self, object: Guid, code: HResult) -> Result<(), HcnFailure> {
+        self.with_host(|host| {
+            host.refusals.retain(|refusal| refusal.object != object);
+            host.refusals.push(super::host::Refusal {
+                object,
+                h_result: code.0,
+            });
+        })
+    }
+
+    /// Removes pending faults, crash points, refusals and latency.
     pub fn clear_controls(&self) -> Result<(), HcnFailure> {
         self.with_host(|host| {
             host.faults.clear();
             host.crashes.clear();
+            host.refusals.clear();
             host.latency_micros = 0;
         })
     }

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::acl::PolicyWrites;
 use super::adapter::{HostAdapter, VirtualSwitch};
+use super::failure::HcnFailure;
+use hns::Guid;
 use hns::features::{HnsVersion, WindowsBuild};
 use hns::hresult::HResult;
 use hns::raw::Function;
@@ -46,6 +48,9 @@ pub struct HostState {
     /// Pending crash points.
     #[serde(default)]
     pub crashes: Vec<CrashPoint>,
+    /// Objects whose every policy write fails, until the controls are cleared.
+    #[serde(default)]
+    pub refusals: Vec<Refusal>,
     /// The HNS service is stopped ([`crate::Outage::Stop`]): every call fails.
     #[serde(default)]
     pub stopped: bool,
@@ -73,6 +78,7 @@ impl Default for HostState {
             faults: Vec::new(),
             latency_micros: 0,
             crashes: Vec::new(),
+            refusals: Vec::new(),
             stopped: false,
         }
     }
@@ -86,6 +92,17 @@ pub struct Fault {
     pub function: String,
     /// The counter value (1-based, since the last reset) of the call that fails.
     pub call: u64,
+    /// The HRESULT returned.
+    pub h_result: u32,
+}
+
+/// "Every policy write (`HcnModifyEndpoint`, `HcnModifyNetwork`) to `object` fails with
+/// `hresult`": an endpoint or network HNS keeps refusing, until the controls are cleared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Refusal {
+    /// The endpoint or network.
+    pub object: Guid,
     /// The HRESULT returned.
     pub h_result: u32,
 }
@@ -155,6 +172,21 @@ impl HostState {
     /// Calls of `function` since the last reset.
     pub fn calls(&self, function: Function) -> u64 {
         self.counters.get(function.name()).copied().unwrap_or(0)
+    }
+
+    /// Fails every policy write to `object` with the HRESULT it was given, if one was.
+    pub fn check_refusal(&self, object: Guid) -> Result<(), HcnFailure> {
+        match self
+            .refusals
+            .iter()
+            .find(|refusal| refusal.object == object)
+        {
+            Some(refusal) => Err(HcnFailure::new(
+                HResult(refusal.h_result),
+                format!("(refusal injected for {object})"),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Clears the counters. Pending faults and crash points keep their relative position.

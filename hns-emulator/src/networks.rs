@@ -201,6 +201,7 @@ impl State<'_> {
     /// ([`crate::acl::PolicyWrites`]). `DNS` and `Extension` requests are not modelled.
     pub fn modify_network(&mut self, id: Guid, settings: &str) -> Result<(), HcnFailure> {
         let mut network = self.require_network(id)?;
+        self.host.check_refusal(id)?;
         let request = read_policy_request::<NetworkPolicy>("network", settings)?;
         let before = network.policies.clone();
         for policy in request.policies.iter().cloned() {

@@ -201,7 +201,8 @@ pub fn fault(context: &Context, command: FaultCommand) -> Result<(), String> {
                 .with_host(|host| host.clone())
                 .map_err(|e| e.to_string())?;
             return print_json(&serde_json::json!({
-                "Faults": host.faults, "Crashes": host.crashes, "LatencyMicros": host.latency_micros,
+                "Faults": host.faults, "Crashes": host.crashes, "Refusals": host.refusals,
+                "LatencyMicros": host.latency_micros,
             }));
         }
     };
