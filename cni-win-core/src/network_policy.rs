@@ -136,6 +136,10 @@ pub struct PodPolicy {
     /// The `Id`s of the agent's rules HNS should hold on that endpoint (which may name IP
     /// sets, so they are not all in [`NodePolicy::rules`]).
     pub expected: Vec<String>,
+    /// Why the agent could not write the endpoint's rules (HNS's answer, with its HRESULT),
+    /// while it tries again; absent when it holds them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing: Option<String>,
 }
 
 /// Why a snapshot file cannot be used.

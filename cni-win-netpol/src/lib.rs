@@ -12,7 +12,9 @@
 //!   for a new pod, before the pod has an address or before the agent has seen it, its peers
 //!   inline, as the network's IP sets, or left out ([`NewPodPeers`]);
 //!
-//! then [`diff`]: the fewest writes that converge HNS on what is desired, without a window.
+//! then [`diff`]: the fewest writes that converge HNS on what is desired, without a window,
+//! each endpoint's its own unit, so a write HNS refuses holds back only what depends on it
+//! ([`Writes::apply`]).
 //!
 //! The policy vocabulary the node's other parts share is defined here once: the programming
 //! [`Mode`] (chosen from HNS's features, and its one name), the agent's rule identity
@@ -43,7 +45,7 @@ mod sets;
 
 pub use cluster::{Cluster, NamedPort, PodInfo, PodKey};
 pub use desired::{Desired, LocalEndpoint, NewPodPeers, NewPodSets, NodeAddresses, Translation};
-pub use diff::{Held, Write, diff, renamed_sets};
+pub use diff::{Applied, Failed, Held, Item, RefusedWrite, Write, Writes, diff, renamed_sets};
 pub use invalid::Invalid;
 pub use policy::{Policy, PolicyKey, Refused};
 pub use ports::{PortRange, Protocol};

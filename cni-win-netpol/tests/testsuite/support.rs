@@ -4,7 +4,7 @@
 
 use cni_win_netpol::{
     Cluster, Desired, Held, LocalEndpoint, Mode, NodeAddresses, PodInfo, PodKey, Policy,
-    Translation, Write, diff,
+    Translation, Write, Writes, diff,
 };
 use hns::Guid;
 use hns::WindowsBuild;
@@ -22,6 +22,75 @@ pub fn node(dual_stack: bool) -> NodeAddresses {
         addresses.push("fd00::10".parse().unwrap());
     }
     NodeAddresses { addresses }
+}
+
+/// A policy of `namespace` with `spec`.
+pub fn policy(namespace: &str, name: &str, spec: serde_json::Value) -> NetworkPolicy {
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+/// x/a accepts ingress from pods `b` of every namespace only.
+pub fn from_every_b() -> NetworkPolicy {
+    policy(
+        "x",
+        "from-b",
+        serde_json::json!({
+            "podSelector": {"matchLabels": {"pod": "a"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "b"}}}]}]
+        }),
+    )
+}
+
+/// Programs `policies` on a fresh HNS and returns it.
+pub fn programmed(changes: &Changes, policies: &[NetworkPolicy], mode: Mode) -> Held {
+    let (cluster, _) = self::cluster(changes, policies);
+    let mut hns = fresh_hns();
+    let (_, writes) = round(&cluster, changes, &hns, mode);
+    apply(&mut hns, &writes);
+    hns
+}
+
+/// Writes as a test reads them: `network Update 1`, `x/a Add 2` (the request and how many
+/// policies it carries).
+pub fn describe(writes: &[Write]) -> Vec<String> {
+    writes
+        .iter()
+        .map(|write| match write {
+            Write::Network(request) => format!(
+                "network {:?} {}",
+                request.request_type,
+                request.settings.policies.len()
+            ),
+            Write::Endpoint { endpoint, request } => {
+                let pod = pods()
+                    .into_iter()
+                    .find(|pod| endpoint_id(pod) == *endpoint)
+                    .unwrap();
+                format!(
+                    "{pod} {:?} {}",
+                    request.request_type,
+                    request.settings.policies.len()
+                )
+            }
+        })
+        .collect()
+}
+
+/// The standard cluster with `pod` labelled `labels` instead.
+pub fn relabel(pod: &str, labels: &[(&str, &str)]) -> Changes {
+    let labels = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Changes {
+        pod_labels: std::collections::BTreeMap::from([(pod.to_owned(), labels)]),
+        ..Changes::default()
+    }
 }
 
 /// The endpoint of a pod.
@@ -120,18 +189,25 @@ pub fn round(
     changes: &Changes,
     programmed: &Held,
     mode: Mode,
-) -> (Desired, Vec<Write>) {
+) -> (Desired, Writes) {
     let node = node(changes.dual_stack);
     let wanted = Translation::new(cluster, &node).desired(&endpoints(changes, programmed), mode);
     let writes = diff(programmed, &wanted);
     (wanted, writes)
 }
 
-/// Applies writes as the emulator does (`Add` appends and refuses a duplicate, `Remove` takes
-/// the identical policy out and refuses a missing one; sets by `Id`, and a set some rule
-/// names cannot go), so a write the emulator would refuse fails the test.
-pub fn apply(programmed: &mut Held, writes: &[Write]) {
-    for write in writes {
+/// Applies writes in their order as the emulator does (`Add` appends and refuses a duplicate,
+/// `Remove` takes the identical policy out and refuses a missing one; sets by `Id`, and a set
+/// some rule names cannot go), so a write the emulator would refuse fails the test.
+pub fn apply(programmed: &mut Held, writes: &Writes) {
+    for write in writes.in_order() {
+        apply_one(programmed, &write);
+    }
+}
+
+/// Applies one write as the emulator does (see [`apply`]).
+pub fn apply_one(programmed: &mut Held, write: &Write) {
+    {
         match write {
             Write::Endpoint { endpoint, request } => {
                 let acls = programmed.endpoints.entry(*endpoint).or_default();
@@ -238,4 +314,65 @@ pub fn verdict(
         }
     }
     Verdict::Allowed
+}
+
+/// Connections to judge: which pods, and the packet.
+pub type Probes = Vec<(String, String, Packet)>;
+
+/// Writes `writes` (those HNS took, in order) to `before` one request at a time and fails
+/// the test when, after any of them, a connection of `probes` that both `before` and the end
+/// allow is refused, on either build and network type. Returns the end, and how many verdicts
+/// were checked.
+pub fn assert_no_window(
+    before: &Held,
+    writes: &[Write],
+    probes: &Probes,
+    label: &str,
+) -> (Held, usize) {
+    let allowed = |hns: &Held, build, network_type| -> Vec<bool> {
+        probes
+            .iter()
+            .map(|(from, to, packet)| {
+                verdict(hns, from, to, packet, build, network_type) == Verdict::Allowed
+            })
+            .collect()
+    };
+    let mut end = before.clone();
+    for write in writes {
+        apply_one(&mut end, write);
+    }
+    let mut checked = 0;
+    for network_type in &NETWORK_TYPES {
+        for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
+            let first = allowed(before, build, network_type);
+            let last = allowed(&end, build, network_type);
+            let mut between = before.clone();
+            for (n, write) in writes.iter().enumerate() {
+                apply_one(&mut between, write);
+                let now = allowed(&between, build, network_type);
+                for (i, (from, to, packet)) in probes.iter().enumerate() {
+                    assert!(
+                        now[i] || !(first[i] && last[i]),
+                        "{label} {network_type} {build}: after write {n} ({write:?}) {from} -> \
+                         {to} {packet:?} is refused, which the rules before and after allow"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    (end, checked)
+}
+
+/// Every connection on TCP 80 between two pods of the cluster.
+pub fn every_pair() -> Probes {
+    let pods = pods();
+    pods.iter()
+        .flat_map(|from| {
+            pods.iter().filter(move |to| *to != from).map(move |to| {
+                let packet = Packet::tcp(pod_ip(from, false), pod_ip(to, false), 80);
+                (from.clone(), to.clone(), packet)
+            })
+        })
+        .collect()
 }

@@ -2,80 +2,12 @@
 
 #![cfg(not(windows))]
 
-use std::collections::BTreeMap;
-
-use cni_win_netpol::{Held, Mode, NewPodPeers, NewPodSets, PodKey, Translation, Write};
+use cni_win_netpol::{Mode, NewPodPeers, NewPodSets, PodKey, Translation, Write};
 use hns::WindowsBuild;
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
 use hns_emulator::acl::{Packet, Verdict};
-use k8s_openapi::api::networking::v1::NetworkPolicy;
 
-use crate::support::Changes;
-
-fn policy(namespace: &str, name: &str, spec: serde_json::Value) -> NetworkPolicy {
-    serde_json::from_value(serde_json::json!({
-        "metadata": {"namespace": namespace, "name": name},
-        "spec": spec,
-    }))
-    .unwrap()
-}
-
-/// x/a accepts ingress from pods `b` of every namespace only.
-fn from_every_b() -> NetworkPolicy {
-    policy(
-        "x",
-        "from-b",
-        serde_json::json!({
-            "podSelector": {"matchLabels": {"pod": "a"}},
-            "policyTypes": ["Ingress"],
-            "ingress": [{"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "b"}}}]}]
-        }),
-    )
-}
-
-/// Programs `policies` on a fresh HNS and returns it.
-fn programmed(changes: &Changes, policies: &[NetworkPolicy], mode: Mode) -> Held {
-    let (cluster, _) = crate::support::cluster(changes, policies);
-    let mut hns = crate::support::fresh_hns();
-    let (_, writes) = crate::support::round(&cluster, changes, &hns, mode);
-    crate::support::apply(&mut hns, &writes);
-    hns
-}
-
-fn describe(writes: &[Write]) -> Vec<String> {
-    writes
-        .iter()
-        .map(|write| match write {
-            Write::Network(request) => format!(
-                "network {:?} {}",
-                request.request_type,
-                request.settings.policies.len()
-            ),
-            Write::Endpoint { endpoint, request } => {
-                let pod = crate::support::pods()
-                    .into_iter()
-                    .find(|pod| crate::support::endpoint_id(pod) == *endpoint)
-                    .unwrap();
-                format!(
-                    "{pod} {:?} {}",
-                    request.request_type,
-                    request.settings.policies.len()
-                )
-            }
-        })
-        .collect()
-}
-
-fn relabel(pod: &str, labels: &[(&str, &str)]) -> Changes {
-    let labels = labels
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Changes {
-        pod_labels: BTreeMap::from([(pod.to_owned(), labels)]),
-        ..Changes::default()
-    }
-}
+use crate::support::{Changes, describe, from_every_b, policy, programmed, relabel};
 
 #[test]
 fn a_remote_pods_label_change_is_one_set_update_with_ip_sets() {
@@ -85,7 +17,7 @@ fn a_remote_pods_label_change_is_one_set_update_with_ip_sets() {
     let (cluster, _) = crate::support::cluster(&after, &[from_every_b()]);
     let (_, writes) = crate::support::round(&cluster, &after, &hns, Mode::IpSets);
     assert_eq!(
-        describe(&writes),
+        describe(&writes.in_order()),
         ["network Update 1"],
         "no endpoint is rewritten"
     );
@@ -176,7 +108,7 @@ fn a_remote_pods_label_change_rewrites_the_rules_naming_it_inline() {
     let (cluster, _) = crate::support::cluster(&after, &[from_every_b()]);
     let (_, writes) = crate::support::round(&cluster, &after, &hns, Mode::Inline);
     assert_eq!(
-        describe(&writes),
+        describe(&writes.in_order()),
         ["x/a Add 1", "x/a Remove 1"],
         "the new rule before the old one goes"
     );
@@ -208,8 +140,8 @@ fn a_rule_removed_behind_the_agents_back_is_put_back() {
     let taken = hns.endpoints.get_mut(&x_a).unwrap().remove(4);
     let (cluster, _) = crate::support::cluster(&changes, &[from_every_b()]);
     let (_, writes) = crate::support::round(&cluster, &changes, &hns, Mode::IpSets);
-    assert_eq!(describe(&writes), ["x/a Add 1"]);
-    let Write::Endpoint { request, .. } = &writes[0] else {
+    assert_eq!(describe(&writes.in_order()), ["x/a Add 1"]);
+    let Write::Endpoint { request, .. } = &writes.in_order()[0] else {
         unreachable!()
     };
     assert_eq!(
@@ -218,8 +150,12 @@ fn a_rule_removed_behind_the_agents_back_is_put_back() {
     );
 }
 
+/// x/a's ingress moves from the pod-b set to a new pod-c set while y/c joins pod-b and z/b
+/// leaves it (y/a's egress still names pod-b), and namespace z becomes isolated: the new set,
+/// pod-b widened to its old and new members, x/a's new rule then its old one, pod-b narrowed,
+/// then each endpoint of z on its own, new rules before old.
 #[test]
-fn writes_go_new_sets_new_rules_memberships_old_rules_old_sets() {
+fn writes_go_new_sets_widened_sets_endpoints_narrowed_sets_old_sets() {
     let changes = Changes::default();
     let mut hns = programmed(&changes, &[from_every_b()], Mode::IpSets);
     let from_c = policy(
@@ -240,21 +176,37 @@ fn writes_go_new_sets_new_rules_memberships_old_rules_old_sets() {
             "egress": [{"to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "b"}}}]}]
         }),
     );
+    let deny_z = policy(
+        "z",
+        "deny",
+        serde_json::json!({"podSelector": {}, "policyTypes": ["Ingress"]}),
+    );
     // Step 1: y/a's egress names the pod-b set too, so it stays when x/a stops naming it.
     let (cluster, _) = crate::support::cluster(&changes, &[from_every_b(), keep_b.clone()]);
     let (_, writes) = crate::support::round(&cluster, &changes, &hns, Mode::IpSets);
     crate::support::apply(&mut hns, &writes);
-    // Step 2: x/a switches from the pod-b set to a new pod-c set, and z/b leaves pod-b.
-    let after = relabel("z/b", &[("pod", "z")]);
-    let (cluster, _) = crate::support::cluster(&after, &[from_c.clone(), keep_b.clone()]);
+    // Step 2.
+    let mut after = relabel("z/b", &[("pod", "z")]);
+    after.pod_labels.insert(
+        "y/c".to_owned(),
+        [("pod".to_owned(), "b".to_owned())].into(),
+    );
+    let (cluster, _) = crate::support::cluster(&after, &[from_c.clone(), keep_b, deny_z]);
     let (_, writes) = crate::support::round(&cluster, &after, &hns, Mode::IpSets);
     assert_eq!(
-        describe(&writes),
+        describe(&writes.in_order()),
         [
             "network Add 1",
-            "x/a Add 1",
             "network Update 1",
-            "x/a Remove 1"
+            "x/a Add 1",
+            "x/a Remove 1",
+            "network Update 1",
+            "z/a Add 1",
+            "z/a Remove 1",
+            "z/b Add 1",
+            "z/b Remove 1",
+            "z/c Add 1",
+            "z/c Remove 1",
         ]
     );
     crate::support::apply(&mut hns, &writes);
@@ -262,10 +214,75 @@ fn writes_go_new_sets_new_rules_memberships_old_rules_old_sets() {
     let (cluster, _) = crate::support::cluster(&after, &[from_c]);
     let (_, writes) = crate::support::round(&cluster, &after, &hns, Mode::IpSets);
     assert_eq!(
-        describe(&writes),
-        ["y/a Add 1", "y/a Remove 2", "network Remove 1"]
+        describe(&writes.in_order()),
+        [
+            "y/a Add 1",
+            "y/a Remove 2",
+            "z/a Add 1",
+            "z/a Remove 1",
+            "z/b Add 1",
+            "z/b Remove 1",
+            "z/c Add 1",
+            "z/c Remove 1",
+            "network Remove 1"
+        ]
     );
     crate::support::apply(&mut hns, &writes);
+}
+
+/// z/b moves from pod-b to pod-c as x/a's ingress moves from pod-b to pod-c (y/a's egress
+/// keeps both sets): z/b reaches x/a before and after, so it must after every
+/// write: pod-c widened before x/a's old rule goes, pod-b narrowed only after x/a's new rule
+/// is in.
+#[test]
+fn a_pod_moving_between_the_sets_of_a_changing_rule_is_never_refused() {
+    let to_c = policy(
+        "y",
+        "to-b-and-c",
+        serde_json::json!({
+            "podSelector": {"matchLabels": {"pod": "a"}},
+            "policyTypes": ["Egress"],
+            "egress": [{"to": [
+                {"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "b"}}},
+                {"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "c"}}}
+            ]}]
+        }),
+    );
+    let from_c = policy(
+        "x",
+        "from-b",
+        serde_json::json!({
+            "podSelector": {"matchLabels": {"pod": "a"}},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": "c"}}}]}]
+        }),
+    );
+    let before = Changes::default();
+    let hns = programmed(&before, &[from_every_b(), to_c.clone()], Mode::IpSets);
+    let after = relabel("z/b", &[("pod", "c")]);
+    let (cluster, _) = crate::support::cluster(&after, &[from_c, to_c]);
+    let (_, writes) = crate::support::round(&cluster, &after, &hns, Mode::IpSets);
+    let probes = ["z/b", "x/b", "y/c"]
+        .map(|from| {
+            let packet = Packet::tcp(
+                crate::support::pod_ip(from, false),
+                crate::support::pod_ip("x/a", false),
+                80,
+            );
+            (from.to_owned(), "x/a".to_owned(), packet)
+        })
+        .to_vec();
+    crate::support::assert_no_window(&hns, &writes.in_order(), &probes, "z/b moves to pod-c");
+    assert_eq!(
+        describe(&writes.in_order()),
+        [
+            "network Update 1",
+            "x/a Add 1",
+            "x/a Remove 1",
+            "network Update 1"
+        ],
+        "pod-c widened, x/a's rules, pod-b narrowed"
+    );
 }
 
 fn foreign(action: AclAction, direction: AclDirection, priority: u16) -> AclPolicy {
@@ -361,8 +378,9 @@ fn a_set_held_for_another_group_is_never_repointed() {
         "{}",
         collisions[0]
     );
+    let in_order = writes.in_order();
     assert_eq!(
-        describe(&writes),
+        describe(&in_order),
         ["x/a Remove 1", "network Remove 1"],
         "the other group's rule, then its set; never an Update"
     );
@@ -373,9 +391,11 @@ fn a_set_held_for_another_group_is_never_repointed() {
             80,
         )
     };
-    for prefix in 0..=writes.len() {
+    for prefix in 0..=in_order.len() {
         let mut held = hns.clone();
-        crate::support::apply(&mut held, &writes[..prefix]);
+        for write in &in_order[..prefix] {
+            crate::support::apply_one(&mut held, write);
+        }
         for build in [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025] {
             for network_type in &crate::support::NETWORK_TYPES {
                 assert_eq!(
@@ -395,7 +415,7 @@ fn a_set_held_for_another_group_is_never_repointed() {
     }
     crate::support::apply(&mut hns, &writes);
     let (_, writes) = crate::support::round(&cluster, &changes, &hns, Mode::IpSets);
-    assert_eq!(describe(&writes), ["network Add 1", "x/a Add 1"]);
+    assert_eq!(describe(&writes.in_order()), ["network Add 1", "x/a Add 1"]);
     crate::support::apply(&mut hns, &writes);
     for (from, verdict) in [("x/b", Verdict::Allowed), ("y/c", Verdict::Denied)] {
         for network_type in &crate::support::NETWORK_TYPES {
@@ -739,7 +759,7 @@ fn a_set_the_snapshot_on_disk_names_is_kept() {
             .count()
     };
     assert_eq!(
-        removed_sets(&cni_win_netpol::diff(&hns, &wanted)),
+        removed_sets(&cni_win_netpol::diff(&hns, &wanted).in_order()),
         1,
         "the policy is gone: its set goes"
     );
@@ -750,6 +770,6 @@ fn a_set_the_snapshot_on_disk_names_is_kept() {
         .map(|set| set.id)
         .collect();
     assert_eq!(wanted.kept_sets.len(), 1);
-    let writes = cni_win_netpol::diff(&hns, &wanted);
+    let writes = cni_win_netpol::diff(&hns, &wanted).in_order();
     assert_eq!(removed_sets(&writes), 0, "{:?}", describe(&writes));
 }

@@ -6,7 +6,8 @@
 //! judged as ADD judges it (the HNS network it was rendered for, its age, an agent that has
 //! not synced); the programming mode the host's HNS version
 //! allows; each refused policy; per local pod, the policies that select it and whether its
-//! endpoint holds the rules the agent expects; and, when policies select pods here, whether
+//! endpoint holds the rules the agent expects (or why the agent could not write them, as it
+//! recorded HNS's answer in the snapshot); and, when policies select pods here, whether
 //! kube-proxy runs with DSR (without it, Service traffic reaches pods from the node's address
 //! or kube-proxy's source VIP, not the client's: a failure) and which Services still reach
 //! selected pods SNATed (an `externalTrafficPolicy: Cluster` address: a warning).
@@ -196,6 +197,20 @@ fn check_snapshot(node: Option<&Reached<'_>>, snapshot: &NodePolicy, report: &mu
             );
             continue;
         };
+        if let Some(why) = &policy.failing {
+            report.add(
+                check,
+                Severity::Warn,
+                format!(
+                    "{selected}; endpoint {endpoint}: the agent could not write its rules: {why}; \
+                     it keeps the rules it holds"
+                ),
+                "the policy agent tries again on a backoff (every other endpoint is programmed \
+                 meanwhile); if HNS keeps refusing, its log names the write, and \
+                 cniwin_netpol_hns_refusals counts HNS's HRESULTs",
+            );
+            continue;
+        }
         let Some(node) = node else {
             report.pass(check, format!("{selected}; endpoint {endpoint}"));
             continue;

@@ -1,7 +1,7 @@
 //! The NetworkPolicy agent's families (`cni-win daemon --network-policy`): whether the API
 //! server answers and the agent has synced, what it enforces and refuses, how many endpoints
-//! hold their rules, how the snapshot files came out, how many HNS writes it made and how
-//! long a change took to reach HNS.
+//! hold their rules and how many it cannot write, how the snapshot files came out, how many
+//! HNS writes it made and HNS refused, and how long a change took to reach HNS.
 //!
 //! The agent reacts to the API server between the daemon's rounds, so these are recorded
 //! when it programs or hears from the API server, not only when a round publishes; always
@@ -9,6 +9,8 @@
 //! of a pass.
 
 use std::time::Duration;
+
+use hns::HResult;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -32,6 +34,16 @@ struct StateLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ObjectLabels {
     object: &'static str,
+}
+
+/// A refused write: the object and HNS's HRESULT (`0x803B0008`, or `none` when the failure
+/// carried none). Not the endpoint: endpoints come and go with pods, so a label of theirs
+/// would grow without bound; HNS's HRESULTs are a few dozen. The log and doctor name the
+/// endpoint.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    object: &'static str,
+    hresult: String,
 }
 
 /// The programming modes, as `cni_win_netpol::Mode::as_str` names them.
@@ -64,6 +76,9 @@ pub struct PolicyCounts {
     pub endpoints_programmed: usize,
     /// Local pod endpoints left as they are: another owner's ACLs leave no priority free.
     pub endpoints_conflicting: usize,
+    /// Local pod endpoints that do not hold their rules because HNS refused a write of them
+    /// (or of a set their new rules name): tried again on a backoff of their own.
+    pub endpoints_failing: usize,
     /// The snapshot files new pods start from.
     pub snapshots: SnapshotCounts,
 }
@@ -95,6 +110,7 @@ pub struct NetworkPolicyMetrics {
     endpoints: Family<StateLabels, Gauge>,
     snapshots: Family<StateLabels, Gauge>,
     writes: Family<ObjectLabels, Counter>,
+    refusals: Family<RefusalLabels, Counter>,
     repairs: Counter,
     failures: Counter,
     latency: Histogram,
@@ -111,6 +127,7 @@ impl Default for NetworkPolicyMetrics {
             endpoints: Family::default(),
             snapshots: Family::default(),
             writes: Family::default(),
+            refusals: Family::default(),
             repairs: Counter::default(),
             failures: Counter::default(),
             latency: Histogram::new(PROGRAMMING_SECONDS),
@@ -157,8 +174,10 @@ impl NetworkPolicyMetrics {
         registry.register(
             "netpol_endpoints",
             "Local pod endpoints by state after the last programming pass: programmed (holding \
-             their rules) or conflicting (another owner's ACLs leave no priority free: left as \
-             they are)",
+             their rules), conflicting (another owner's ACLs leave no priority free: left as \
+             they are) or failing (HNS refused a write of their rules, or of a set their new \
+             rules name: they keep what they hold and are tried again on a backoff; the log \
+             and doctor name them and HNS's HRESULT)",
             self.endpoints.clone(),
         );
         registry.register(
@@ -178,6 +197,13 @@ impl NetworkPolicyMetrics {
             self.writes.clone(),
         );
         registry.register(
+            "netpol_hns_refusals",
+            "HcnModify requests HNS refused, by object (endpoint or network) and HRESULT: the \
+             refused endpoint or IP set keeps what it holds and is tried again; every other one \
+             is programmed",
+            self.refusals.clone(),
+        );
+        registry.register(
             "netpol_drift_repairs",
             "HNS writes that put back what drifted (rules removed or changed behind the agent's \
              back), made by a daemon round's pass when no change was pending",
@@ -185,7 +211,8 @@ impl NetworkPolicyMetrics {
         );
         registry.register(
             "netpol_programming_failures",
-            "Programming passes that failed (HNS unreachable or refusing a write; retried)",
+            "Programming passes that could not read HNS (retried from 1 s to 30 s over a new \
+             read; a refused write is counted in cniwin_netpol_hns_refusals_total instead)",
             self.failures.clone(),
         );
         registry.register_with_unit(
@@ -227,6 +254,7 @@ impl NetworkPolicyMetrics {
         for (state, n) in [
             ("programmed", programmed.endpoints_programmed),
             ("conflicting", programmed.endpoints_conflicting),
+            ("failing", programmed.endpoints_failing),
         ] {
             self.endpoints
                 .get_or_create(&StateLabels { state })
@@ -258,7 +286,15 @@ impl NetworkPolicyMetrics {
         }
     }
 
-    /// Counts a failed programming pass.
+    /// Counts a write HNS refused, to an `endpoint` or a `network`, with its HRESULT.
+    pub fn record_refused(&self, object: &'static str, hresult: Option<HResult>) {
+        let hresult = hresult.map_or_else(|| "none".to_owned(), |code| format!("0x{:08X}", code.0));
+        self.refusals
+            .get_or_create(&RefusalLabels { object, hresult })
+            .inc();
+    }
+
+    /// Counts a programming pass that could not read HNS.
     pub fn record_failure(&self) {
         self.failures.inc();
     }

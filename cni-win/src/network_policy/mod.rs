@@ -23,6 +23,13 @@
 //! - **Reacts** to the API server: a change wakes the programmer, which waits [`DEBOUNCE`]
 //!   for the changes that come with it, then programs HNS (a [`Pass`]): the latency from a
 //!   watch event to HNS holding the result is a histogram of the metrics.
+//! - **A refusal stays where it happened**: HNS refusing a write leaves that endpoint (or IP
+//!   set) as it was; every other endpoint, set and network is programmed in the same pass,
+//!   in an order that opens no window ([`cni_win_netpol::Writes::apply`]), and the refused
+//!   item is tried again on a backoff of its own (1 s doubling to 30 s), reading again only
+//!   what it wrote to. It is counted (`cniwin_netpol_endpoints{state="failing"}`,
+//!   `cniwin_netpol_hns_refusals_total` by HRESULT), logged with HNS's answer, and recorded
+//!   in the snapshot for doctor.
 //! - **Restarts without a window**: every rule's `Id` is its content, so a new process that
 //!   reads HNS and computes the same rules writes nothing; nothing at all is written (HNS or
 //!   snapshot) until every watch has listed its resource once.
@@ -47,6 +54,7 @@
 //! network IP sets (one `SetPolicy` update for a selector's membership change) from HNS 13.0,
 //! rules listing their peers inline before.
 
+mod failing;
 mod feed;
 mod hns_view;
 mod program;

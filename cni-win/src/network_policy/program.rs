@@ -2,9 +2,10 @@
 //! of the cluster and what HNS holds, asks the translation what each local pod endpoint
 //! should hold ([`cni_win_netpol::Translation::desired`]) and the fewest writes that get it
 //! there ([`cni_win_netpol::diff`]: never a window, never another owner's rule), and renders
-//! the snapshot new pods start from; [`apply`] makes the writes. Neither touches the
-//! agent's shared state: the programmer holds the state's lock around `plan` only, and keeps
-//! the books itself.
+//! the snapshot new pods start from; [`apply`] makes the writes, network by network, each
+//! endpoint's and each set's refusal kept to what depends on it ([`Writes::apply`]). Neither
+//! touches the agent's shared state: the programmer holds the state's lock around `plan`
+//! only, and keeps the books itself.
 //!
 //! The snapshot is rendered with the plan; the IP sets its rules name are added to each of
 //! its networks' writes (new sets come first), so the programmer writes the file after the
@@ -27,7 +28,8 @@ use cni_win_core::configured::PolicySettings;
 use cni_win_core::network_policy::MAX_SIZE;
 use cni_win_core::snapshot::NodeSnapshot;
 use cni_win_netpol::{
-    Desired, Held, IpSet, LocalEndpoint, NodeAddresses, PodKey, Translation, Write, diff, is_agents,
+    Desired, Failed, Held, IpSet, Item, LocalEndpoint, NodeAddresses, PodKey, Translation, Write,
+    Writes, diff, is_agents,
 };
 use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeNetwork, NetworkPolicy};
 use hns::{Client, Guid, HnsError};
@@ -36,7 +38,7 @@ use super::feed::ClusterState;
 use super::snapshot::{self, Rendered, Rendering};
 use crate::metrics::network_policy::PolicyCounts;
 
-/// What one pass should write: every network's writes, in order, and the snapshots.
+/// What one pass should write: every network's writes, and the snapshots.
 #[derive(Debug)]
 pub(crate) struct Plan {
     /// The generation of the cluster state planned from.
@@ -44,17 +46,19 @@ pub(crate) struct Plan {
     pub counts: PolicyCounts,
     pub networks: Vec<NetworkPlan>,
     pub snapshots: Rendered,
+    /// The pod of each local endpoint the plan programs.
+    pub pods: BTreeMap<Guid, PodKey>,
 }
 
 /// The writes of one network.
 #[derive(Debug)]
 pub(crate) struct NetworkPlan {
     network: Guid,
-    writes: Vec<Write>,
+    writes: Writes,
 }
 
-/// What `apply` wrote to, and how many requests it made.
-#[derive(Debug, Clone, Default)]
+/// What `apply` wrote to, how many requests it made, and what HNS refused.
+#[derive(Debug, Default)]
 pub(crate) struct Applied {
     /// `HcnModifyEndpoint` requests made.
     pub endpoint_writes: u64,
@@ -62,20 +66,66 @@ pub(crate) struct Applied {
     pub network_writes: u64,
     /// The endpoints and networks written to (or tried): what HNS holds of them is read again.
     pub written: BTreeSet<Guid>,
+    /// The writes HNS refused: each leaves its item as it was.
+    pub refused: Vec<Refused>,
+    /// Endpoints left with all their rules because their new rules name a set that is not
+    /// there: the network and the set's `Id`.
+    pub waiting: BTreeMap<Guid, (Guid, String)>,
+    /// The items held back (their retry not due), by network.
+    pub held: BTreeSet<(Guid, Item)>,
 }
 
-/// A write HNS refused. What was written before it stays: the writes are ordered so that no
-/// prefix of them opens a window.
+impl Applied {
+    /// The IP sets HNS was to take and has not: refused, or held back for their retry.
+    pub fn unwritten_sets(&self) -> BTreeSet<String> {
+        let refused = self.refused.iter().map(|refused| &refused.item);
+        let held = self.held.iter().map(|(_, item)| item);
+        refused
+            .chain(held)
+            .filter_map(|item| match item {
+                Item::Set(id) => Some(id.clone()),
+                Item::Endpoint(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// A write HNS refused: its item (an endpoint's rules, or an IP set of a network) is left as
+/// it was and tried again later; nothing else waits for it but what depends on it.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("HNS refused a write to {object} {id}: {source}")]
+#[error(
+    "HNS refused a write to {} on network {network}: {source}",
+    describe(item)
+)]
 pub struct Refused {
-    /// `endpoint` or `network`.
-    pub object: &'static str,
-    /// Its ID.
-    pub id: Guid,
+    /// The network of the item.
+    pub network: Guid,
+    /// What the write was to change.
+    pub item: Item,
+    /// Every write of the item the pass planned: what a retry sends, unless the cluster or HNS
+    /// changed meanwhile.
+    pub writes: Vec<Write>,
     /// HNS's answer.
     #[source]
     pub source: HnsError,
+}
+
+impl Refused {
+    /// The kind of object written, as the metrics name it: `endpoint` or `network`.
+    pub fn object(&self) -> &'static str {
+        match self.item {
+            Item::Endpoint(_) => "endpoint",
+            Item::Set(_) => "network",
+        }
+    }
+}
+
+/// An item as a log line names it.
+pub(crate) fn describe(item: &Item) -> String {
+    match item {
+        Item::Endpoint(endpoint) => format!("endpoint {endpoint}"),
+        Item::Set(id) => format!("IP set {id}"),
+    }
 }
 
 /// Plans a pass from `state` over `hns` (what HNS holds now) for cni-win's `networks`;
@@ -92,6 +142,7 @@ pub(crate) fn plan(
     let local_pods = local_pods_by_address(state);
     let mut wanted_by_network = Vec::new();
     let mut mapped: BTreeMap<PodKey, (Guid, Vec<String>)> = BTreeMap::new();
+    let mut pods = BTreeMap::new();
     let mut held_sets = Vec::new();
     let mut counts = PolicyCounts {
         policies_applied: (state.cluster.policies().count()).saturating_sub(state.refused.len()),
@@ -154,9 +205,9 @@ pub(crate) fn plan(
             if let Some(acls) = wanted.endpoints.get(&endpoint.id) {
                 let ids = acls.iter().filter_map(|acl| acl.id.clone()).collect();
                 mapped.insert(endpoint.pod.clone(), (endpoint.id, ids));
+                pods.insert(endpoint.id, endpoint.pod.clone());
             }
         }
-        counts.endpoints_programmed += wanted.endpoints.len();
         counts.endpoints_conflicting += wanted.conflicts.len();
         let sets: BTreeMap<String, IpSet> = held
             .network
@@ -210,62 +261,78 @@ pub(crate) fn plan(
         counts,
         networks: plans,
         snapshots,
+        pods,
     }
 }
 
-/// Makes the plan's writes, network by network, in order, and says what it wrote (also when
-/// HNS refused one). An endpoint that is gone (its pod deleted meanwhile) loses its remaining
-/// writes; any other refusal stops the pass.
-pub(crate) fn apply(client: &Client, plan: &Plan) -> (Applied, Result<(), Refused>) {
-    let mut applied = Applied::default();
-    let outcome = plan
-        .networks
-        .iter()
-        .try_for_each(|network| apply_network(client, network, &mut applied));
-    (applied, outcome)
-}
-
-fn apply_network(
+/// Makes the plan's writes, network by network, and says what it wrote and what HNS refused.
+/// `hold` holds an item of a network back (its retry is not due). An endpoint or network that
+/// is gone (its pod deleted meanwhile) loses its remaining writes; a refusal holds back only
+/// what depends on it (see [`Writes::apply`]).
+pub(crate) fn apply(
     client: &Client,
-    plan: &NetworkPlan,
-    applied: &mut Applied,
-) -> Result<(), Refused> {
-    let mut gone = BTreeSet::new();
-    for write in &plan.writes {
-        match write {
-            Write::Network(request) => {
-                applied.written.insert(plan.network);
-                client
-                    .modify_network_policies(plan.network, request)
-                    .map_err(|source| Refused {
-                        object: "network",
-                        id: plan.network,
-                        source,
-                    })?;
-                applied.network_writes += 1;
-            }
-            Write::Endpoint { endpoint, request } => {
-                if gone.contains(endpoint) {
-                    continue;
-                }
-                applied.written.insert(*endpoint);
-                match client.modify_endpoint_policies(*endpoint, request) {
-                    Ok(()) => applied.endpoint_writes += 1,
-                    Err(e) if e.is_not_found() => {
-                        gone.insert(*endpoint);
+    plan: &Plan,
+    hold: impl Fn(Guid, &Item, &[Write]) -> bool,
+) -> Applied {
+    let mut applied = Applied::default();
+    for network in &plan.networks {
+        let id = network.network;
+        let planned = network.writes.in_order();
+        let of = |item: &Item| -> Vec<Write> {
+            planned
+                .iter()
+                .filter(|write| write.changes(item))
+                .cloned()
+                .collect()
+        };
+        let outcome = network.writes.apply(
+            |item| hold(id, item, &of(item)),
+            |write| {
+                let outcome = match write {
+                    Write::Network(request) => client.modify_network_policies(id, request),
+                    Write::Endpoint { endpoint, request } => {
+                        client.modify_endpoint_policies(*endpoint, request)
                     }
-                    Err(source) => {
-                        return Err(Refused {
-                            object: "endpoint",
-                            id: *endpoint,
-                            source,
-                        });
+                };
+                outcome.map_err(|error| {
+                    if gone(&error) {
+                        Failed::Gone
+                    } else {
+                        Failed::Refused(error)
                     }
-                }
-            }
+                })
+            },
+        );
+        applied.endpoint_writes += outcome.endpoint_writes;
+        applied.network_writes += outcome.network_writes;
+        applied.written.extend(&outcome.endpoints_tried);
+        if outcome.network_tried {
+            applied.written.insert(id);
         }
+        applied
+            .refused
+            .extend(outcome.refused.into_iter().map(|refused| Refused {
+                network: id,
+                writes: of(&refused.item),
+                item: refused.item,
+                source: refused.error,
+            }));
+        applied.waiting.extend(
+            outcome
+                .waiting
+                .into_iter()
+                .map(|(endpoint, set)| (endpoint, (id, set))),
+        );
+        applied
+            .held
+            .extend(outcome.held.into_iter().map(|item| (id, item)));
     }
-    Ok(())
+    applied
+}
+
+/// Whether HNS says the object a write went to is gone (its pod deleted meanwhile).
+fn gone(error: &HnsError) -> bool {
+    error.is_not_found()
 }
 
 /// The HNS networks of cni-win's configured networks.

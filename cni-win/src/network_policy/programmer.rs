@@ -3,10 +3,12 @@
 //! It has work when a daemon round hands it the round's read (the [`Mailbox`]: a pass over
 //! that read, whose outcome goes back to the round), when the cluster changed since the last
 //! pass (a pass after [`DEBOUNCE`](super::DEBOUNCE), over its view of HNS brought up to
-//! date), and when a failed pass is due to be tried again (1 s doubling to 30 s, over a full
-//! read of its own: what the failed pass left is not known). Nothing is programmed before the
-//! first round: the round's read is where the programmer learns cni-win's networks, their
-//! configs and HNS's features, and the round's client is the one it writes through.
+//! date), when an item HNS refused is due to be tried again (`failing`: each endpoint's and
+//! set's backoff its own; the pass writes everything else as usual and re-reads only what it
+//! wrote to), and when a pass that could not read HNS is due to be tried again (1 s doubling
+//! to 30 s, over a full read of its own). Nothing is programmed before the first round: the
+//! round's read is where the programmer learns cni-win's networks, their configs and HNS's
+//! features, and the round's client is the one it writes through.
 //!
 //! Felix, Calico's dataplane for Windows, has the same shape: one loop owns HNS and is kicked
 //! by the calculation graph's updates and by its own reschedule timer after a failure.
@@ -16,9 +18,10 @@ use std::time::{Duration, Instant};
 
 use cni_win_core::configured::PolicySettings;
 use cni_win_core::snapshot::NodeSnapshot;
-use cni_win_netpol::Mode;
-use hns::{Client, HnsError, SupportedFeatures};
+use cni_win_netpol::{Item, Mode};
+use hns::{Client, Guid, HnsError, SupportedFeatures};
 
+use super::failing::Failing;
 use super::hns_view::{HnsView, Written};
 use super::program::{self, Refused};
 use super::snapshot::{self, Rendering};
@@ -28,8 +31,8 @@ use crate::metrics::network_policy::{ApiState, NetworkPolicyMetrics, PolicyCount
 /// The longest a burst of changes delays a pass: a steady stream of events still programs.
 const DEBOUNCE_AT_MOST: Duration = Duration::from_millis(200);
 
-/// How long the programmer waits before trying again after a pass failed, doubling up to
-/// [`RETRY_AT_MOST`].
+/// How long the programmer waits before trying again after a pass could not read HNS,
+/// doubling up to [`RETRY_AT_MOST`].
 const RETRY_FIRST: Duration = Duration::from_secs(1);
 const RETRY_AT_MOST: Duration = Duration::from_secs(30);
 
@@ -61,7 +64,7 @@ pub(crate) struct Mailbox {
 }
 
 /// What a pass did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Pass {
     /// How HNS was programmed.
     pub mode: Mode,
@@ -69,6 +72,9 @@ pub struct Pass {
     pub endpoint_writes: u64,
     /// `HcnModifyNetwork` requests made.
     pub network_writes: u64,
+    /// The writes HNS refused: each left its endpoint or set as it was, to be tried again on
+    /// a backoff of its own; everything else was programmed.
+    pub refused: Vec<Refused>,
     /// What HNS and the cluster came to.
     pub counts: PolicyCounts,
     /// From the first change this pass programmed to HNS holding it.
@@ -80,9 +86,9 @@ pub struct Pass {
 }
 
 impl Pass {
-    /// Whether the pass wrote to HNS.
+    /// Whether the pass wrote to HNS, or tried to.
     pub fn wrote(&self) -> bool {
-        self.endpoint_writes + self.network_writes > 0
+        self.endpoint_writes + self.network_writes > 0 || !self.refused.is_empty()
     }
 }
 
@@ -98,15 +104,12 @@ pub enum NotProgrammed {
     /// HNS could not be read.
     #[error("cannot read HNS: {0}")]
     Read(#[source] HnsError),
-    /// HNS refused a write (what was written before it stays).
-    #[error(transparent)]
-    Write(#[from] Refused),
 }
 
 impl NotProgrammed {
     /// HNS failed the pass: tried again after a while, over a full read.
     fn is_failure(&self) -> bool {
-        matches!(self, NotProgrammed::Read(_) | NotProgrammed::Write(_))
+        matches!(self, NotProgrammed::Read(_))
     }
 }
 
@@ -127,9 +130,10 @@ struct Programmer {
     written: Written,
     retry: Retry,
     snapshots: snapshot::Files,
+    failing: Failing,
 }
 
-/// The backoff after failed passes.
+/// The backoff after passes that could not read HNS.
 #[derive(Debug)]
 struct Retry {
     next: Duration,
@@ -232,9 +236,9 @@ pub(super) fn run(shared: &Shared) {
     }
 }
 
-/// Waits for work: a round's read first, then a change not yet programmed (once the
-/// programmer has had a round's read; not while a failure waits for its retry), then a retry
-/// that is due. `None` once the agent stops.
+/// Waits for work: a round's read first, then a change not yet programmed or a refused item
+/// due again (once the programmer has had a round's read; not while a failed read waits for
+/// its retry), then a read's retry that is due. `None` once the agent stops.
 fn next(shared: &Shared, programmer: &Programmer) -> Option<Work> {
     let mut state = shared.lock_state();
     loop {
@@ -247,7 +251,12 @@ fn next(shared: &Shared, programmer: &Programmer) -> Option<Work> {
         let pending = programmer.hns.is_some()
             && state.feed.synced()
             && state.feed.programmed != Some(state.feed.generation);
-        if programmer.retry.due() || (programmer.retry.at.is_none() && pending) {
+        let item_due = programmer.retry.at.is_none()
+            && programmer
+                .failing
+                .next_due()
+                .is_some_and(|due| Instant::now() >= due);
+        if programmer.retry.due() || (programmer.retry.at.is_none() && pending) || item_due {
             break;
         }
         if programmer.hns.is_some() && programmer.snapshots.tick_due(shared.snapshot_max_age) {
@@ -325,41 +334,71 @@ impl Programmer {
             let repair = fresh && state.feed.programmed == Some(state.feed.generation);
             (plan, state.feed.changed_since.take(), repair, as_of)
         };
-        let (applied, outcome) = program::apply(&hns.client, &plan);
+        let now = Instant::now();
+        let applied = program::apply(&hns.client, &plan, |network, item, writes| {
+            self.failing.holds(network, item, writes, now)
+        });
         self.written.note(&applied.written);
-        // After the writes: the IP sets the new files name are on the networks now.
-        let snapshots = self
-            .snapshots
-            .write(&plan.snapshots, plan.generation, as_of);
-        let mut state = shared.lock_state();
-        match outcome {
-            Ok(()) => {
-                state.feed.programmed = Some(plan.generation);
-                drop(state);
-                view.wrote(&applied.written);
-                hns.view = Some(view);
-                Ok(Pass {
-                    mode,
-                    endpoint_writes: applied.endpoint_writes,
-                    network_writes: applied.network_writes,
-                    counts: PolicyCounts {
-                        snapshots,
-                        ..plan.counts
-                    },
-                    latency: since.map(|since| since.elapsed()),
-                    repaired: repair && applied.endpoint_writes + applied.network_writes > 0,
-                })
-            }
-            Err(refused) => {
-                // Not programmed: the latency still counts from the first change. What was
-                // written is not known for sure: the view is dropped (a full read next).
-                if let Some(since) = since {
-                    let earliest = state.feed.changed_since.map_or(since, |l| l.min(since));
-                    state.feed.changed_since = Some(earliest);
-                }
-                Err(refused.into())
-            }
-        }
+        view.wrote(&applied.written);
+        hns.view = Some(view);
+        let waits = self.failing.note(&applied, Instant::now());
+        log_refusals(&plan, &applied, &waits);
+        let failing = self.failing.endpoints();
+        // After the writes: the IP sets the new files name are on the networks now, but for
+        // those HNS refused.
+        let snapshots = self.snapshots.write(
+            &plan.snapshots,
+            plan.generation,
+            as_of,
+            &failing,
+            &applied.unwritten_sets(),
+        );
+        shared.lock_state().feed.programmed = Some(plan.generation);
+        let (failing, programmed): (Vec<&Guid>, Vec<&Guid>) = plan
+            .pods
+            .keys()
+            .partition(|endpoint| failing.contains_key(endpoint));
+        Ok(Pass {
+            mode,
+            endpoint_writes: applied.endpoint_writes,
+            network_writes: applied.network_writes,
+            repaired: repair && applied.endpoint_writes + applied.network_writes > 0,
+            refused: applied.refused,
+            counts: PolicyCounts {
+                snapshots,
+                endpoints_programmed: programmed.len(),
+                endpoints_failing: failing.len(),
+                ..plan.counts
+            },
+            latency: since.map(|since| since.elapsed()),
+        })
+    }
+}
+
+/// Logs each write HNS refused (its HRESULT in HNS's answer) and each endpoint left waiting
+/// for a set.
+fn log_refusals(plan: &program::Plan, applied: &program::Applied, waits: &[Duration]) {
+    let pod = |endpoint: &Guid| {
+        plan.pods.get(endpoint).map_or_else(String::new, |pod| {
+            format!(" (pod {}/{})", pod.namespace, pod.name)
+        })
+    };
+    for (refused, wait) in applied.refused.iter().zip(waits) {
+        let whose = match &refused.item {
+            Item::Endpoint(endpoint) => pod(endpoint),
+            Item::Set(_) => String::new(),
+        };
+        log::error!(
+            "network policy: {refused}{whose}: it keeps what it holds; every other endpoint and \
+             set is programmed; tried again in {wait:?}"
+        );
+    }
+    for (endpoint, (_, set)) in &applied.waiting {
+        log::warn!(
+            "network policy: endpoint {endpoint}{}: its new rules name IP set {set}, which HNS \
+             has not taken: it keeps the rules it holds until the set is written",
+            pod(endpoint)
+        );
     }
 }
 
@@ -421,6 +460,9 @@ pub(super) fn record(
         Ok(pass) => {
             metrics.record_mode(pass.mode.as_str());
             metrics.record_writes(pass.endpoint_writes, pass.network_writes, pass.repaired);
+            for refused in &pass.refused {
+                metrics.record_refused(refused.object(), refused.source.hresult());
+            }
             metrics.record_counts(&pass.counts);
             if let Some(latency) = pass.latency {
                 metrics.record_latency(latency);
@@ -441,7 +483,8 @@ pub(super) fn log_outcome(outcome: &Result<Pass, NotProgrammed>) {
             pass.network_writes
         ),
         Err(e) if e.is_failure() => log::error!(
-            "network policy: programming HNS failed ({e}): what was written stays; trying again"
+            "network policy: programming HNS failed ({e}): what was written stays; trying again \
+             over a new read"
         ),
         _ => {}
     }

@@ -51,12 +51,40 @@ pub(crate) struct Rendered {
 #[derive(Debug)]
 pub(crate) struct RenderedFile {
     pub bytes: Vec<u8>,
+    /// What `bytes` encode, to mark the pods the agent could not program ([`Files::write`]).
+    pub snapshot: PolicySnapshot,
+    /// The most bytes ADD reads.
+    pub limit: u64,
     pub form: Form,
     /// The networks (by config name) whose configs name the path.
     pub networks: BTreeSet<String>,
     /// The IP sets its rules name: each of `networks` must hold them before the file is
     /// written, and keep them while it names them.
     pub sets: BTreeMap<String, IpSet>,
+}
+
+impl RenderedFile {
+    /// The file as written: each pod whose endpoint is in `failing` marked with why the agent
+    /// could not program it (HNS's answer); as rendered when none is, or when the marks would
+    /// take it past what ADD reads.
+    fn marked(&self, failing: &BTreeMap<Guid, String>) -> Vec<u8> {
+        let mut snapshot = self.snapshot.clone();
+        let mut marked = false;
+        for pod in snapshot.policy.iter_mut().flat_map(|p| p.pods.values_mut()) {
+            pod.failing = pod.endpoint.and_then(|e| failing.get(&e)).cloned();
+            marked |= pod.failing.is_some();
+        }
+        let bytes = if marked {
+            encode(&snapshot)
+        } else {
+            Vec::new()
+        };
+        if marked && bytes.len() as u64 <= self.limit {
+            bytes
+        } else {
+            self.bytes.clone()
+        }
+    }
 }
 
 /// What the snapshots are rendered with besides the cluster state.
@@ -149,6 +177,8 @@ pub(crate) fn render(
             if bytes.len() as u64 <= limit {
                 fitted = Some(RenderedFile {
                     bytes,
+                    snapshot: snapshot.clone(),
+                    limit,
                     form,
                     networks: of_path.iter().map(|n| n.network.clone()).collect(),
                     sets,
@@ -278,6 +308,7 @@ fn node_policy(
                 policies,
                 endpoint,
                 expected,
+                failing: None,
             },
         );
     }
@@ -421,13 +452,17 @@ impl Files {
             .collect()
     }
 
-    /// Writes what a pass rendered from the state of `generation`, stamped `as_of`, and
-    /// says how the files came out (each failure logged).
+    /// Writes what a pass rendered from the state of `generation`, stamped `as_of`, each pod
+    /// whose endpoint is `failing` marked with why, and says how the files came out (each
+    /// failure logged). A file naming an IP set of `unwritten` (HNS refused it, or it waits
+    /// for its retry) is left as it is: ADD would write rules naming a set the network lacks.
     pub(crate) fn write(
         &mut self,
         rendered: &Rendered,
         generation: u64,
         as_of: SystemTime,
+        failing: &BTreeMap<Guid, String>,
+        unwritten: &BTreeSet<String>,
     ) -> SnapshotCounts {
         let mut counts = SnapshotCounts {
             failed: rendered.failed.len(),
@@ -436,11 +471,22 @@ impl Files {
         self.current.clear();
         self.generation = Some(generation);
         for (path, file) in &rendered.files {
-            match write(path, &file.bytes, as_of) {
+            if let Some(set) = file.sets.keys().find(|id| unwritten.contains(*id)) {
+                counts.failed += 1;
+                log::error!(
+                    "network policy: snapshot {}: left as it is: it names IP set {set}, which \
+                     HNS has not taken yet; ADD refuses the one there once it is older than its \
+                     bound",
+                    path.display()
+                );
+                continue;
+            }
+            let bytes = file.marked(failing);
+            match write(path, &bytes, as_of) {
                 Ok(()) => {
                     self.named
                         .insert(path.clone(), file.sets.keys().cloned().collect());
-                    self.current.insert(path.clone(), file.bytes.clone());
+                    self.current.insert(path.clone(), bytes);
                     match file.form {
                         Form::Full => counts.full += 1,
                         Form::Narrowed => counts.narrowed += 1,

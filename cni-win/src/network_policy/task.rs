@@ -58,7 +58,7 @@ impl Task for NetworkPolicyTask {
         });
         let changed_hns = match &outcome {
             Some(Ok(pass)) => pass.wrote(),
-            Some(Err(NotProgrammed::Write(_))) | None => true,
+            None => true,
             Some(Err(_)) => false,
         };
         if let Some(outcome) = &outcome {

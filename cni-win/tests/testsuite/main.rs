@@ -22,6 +22,8 @@ mod metrics;
 #[cfg(not(windows))]
 mod network_policy;
 #[cfg(not(windows))]
+mod network_policy_refusals;
+#[cfg(not(windows))]
 mod read_only;
 #[cfg(not(windows))]
 mod source_vip;

@@ -6,9 +6,11 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::support::network_policy::{PROGRAMMED, PolicyNode, b_to_a, policy, relist};
+use crate::support::network_policy::{
+    PROGRAMMED, PolicyNode, b_to_a, eventually, finding, policy, relist,
+};
 use cni_win::network_policy::{Agent, Event, Feed, Resource};
-use cni_win_core::network_policy::{self as format, NodePolicy, PolicySnapshot};
+use cni_win_core::network_policy::{self as format, PolicySnapshot};
 use hns::schema::policy::AclPolicy;
 use hns::schema::{EndpointPolicy, ModifyRequest, RequestType};
 use hns::{HnsVersion, WindowsBuild};
@@ -18,31 +20,6 @@ use serde_json::json;
 use Verdict::{Allowed, Denied};
 
 const BUILDS: [WindowsBuild; 2] = [WindowsBuild::SERVER_2022, WindowsBuild::SERVER_2025];
-
-/// The snapshot file the agent wrote.
-fn snapshot(node: &PolicyNode) -> PolicySnapshot {
-    format::read(&node.snapshot)
-        .expect("a usable snapshot")
-        .expect("a snapshot")
-        .snapshot
-}
-
-/// The policy of the snapshot the agent wrote, once it synced.
-fn node_policy(node: &PolicyNode) -> NodePolicy {
-    snapshot(node).policy.expect("a synced agent's snapshot")
-}
-
-/// The agent's rules on a pod's endpoint.
-fn agents_rules(node: &PolicyNode, pod: &str) -> Vec<AclPolicy> {
-    node.endpoint(pod)
-        .policies
-        .into_iter()
-        .filter_map(|policy| match policy {
-            EndpointPolicy::Acl(acl) if cni_win_netpol::is_agents(&acl) => Some(acl),
-            _ => None,
-        })
-        .collect()
-}
 
 fn writes(node: &PolicyNode) -> PolicyWrites {
     node.node.engine.reset_policy_writes().unwrap()
@@ -118,7 +95,7 @@ fn a_policy_is_programmed_from_the_watches_and_a_membership_change_is_one_write(
 fn a_flannel_native_config_gets_its_snapshot() {
     let node = PolicyNode::new().flannel_native();
     let (_agent, _daemon) = node.programmed_agent(&[b_to_a()]);
-    assert_eq!(node_policy(&node).pods["x/a"].policies, ["x/b-to-a"]);
+    assert_eq!(node.policy().pods["x/a"].policies, ["x/b-to-a"]);
     assert_eq!(
         node.tcp("x/c", "x/a", 80, WindowsBuild::SERVER_2025),
         Denied
@@ -172,7 +149,7 @@ fn without_ip_sets_peers_are_listed_in_the_rules() {
         .set_version(HnsVersion::new(12, 0))
         .unwrap();
     let (agent, _daemon) = node.programmed_agent(&[b_to_a()]);
-    assert_eq!(node_policy(&node).mode, "inline");
+    assert_eq!(node.policy().mode, "inline");
     for build in BUILDS {
         assert_eq!(node.tcp("y/b", "x/a", 80, build), Allowed);
         assert_eq!(node.tcp("x/c", "x/a", 80, build), Denied);
@@ -215,7 +192,7 @@ fn nothing_is_written_before_every_watch_has_synced() {
     daemon.round(&node.stop);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(writes(&node), PolicyWrites::default());
-    let not_synced = snapshot(&node);
+    let not_synced = node.snapshot();
     assert_eq!(not_synced.policy, None);
     assert_eq!(
         not_synced.networks,
@@ -233,7 +210,7 @@ fn nothing_is_written_before_every_watch_has_synced() {
         "programmed between rounds"
     );
     assert!(writes(&node).endpoint_requests > 0);
-    assert!(snapshot(&node).policy.is_some());
+    assert!(node.snapshot().policy.is_some());
 }
 
 /// A restarted agent reads HNS and the cluster again and computes the same rules, with the
@@ -245,7 +222,7 @@ fn a_restart_writes_nothing_and_never_opens_a_window() {
     let first = node.programmed_agent(&[b_to_a()]);
     let before = node.matrix();
     assert!(before.iter().any(|(_, v)| *v == Denied));
-    let held = snapshot(&node);
+    let held = node.snapshot();
     drop(first);
     writes(&node);
 
@@ -267,7 +244,7 @@ fn a_restart_writes_nothing_and_never_opens_a_window() {
     assert!(second.wait_programmed(PROGRAMMED));
     assert_eq!(node.matrix(), before, "after");
     assert_eq!(writes(&node), PolicyWrites::default(), "no write at all");
-    assert_eq!(snapshot(&node), held, "the snapshot is the same");
+    assert_eq!(node.snapshot(), held, "the snapshot is the same");
 }
 
 /// An API server that cannot be reached changes nothing: HNS keeps the rules, a daemon round
@@ -402,7 +379,8 @@ fn a_rule_removed_behind_the_agents_back_is_back_within_one_round() {
     let before = node.matrix();
     daemon.round(&node.stop);
 
-    let block: Vec<EndpointPolicy> = agents_rules(&node, "x/a")
+    let block: Vec<EndpointPolicy> = node
+        .agents_rules("x/a")
         .into_iter()
         .filter(|acl| acl.action == hns::schema::policy::AclAction::Block)
         .map(EndpointPolicy::Acl)
@@ -478,7 +456,7 @@ fn a_refused_policy_fails_closed_and_is_told() {
     );
     feed.told(&refusals[0]);
     assert!(feed.refusals_due().is_empty(), "told once");
-    assert!(node_policy(&node).refused.contains_key("y/bad-except"));
+    assert!(node.policy().refused.contains_key("y/bad-except"));
     let text = daemon.metrics().render();
     for series in [
         "cniwin_netpol_policies{state=\"refused\"} 1\n",
@@ -505,6 +483,7 @@ fn the_agents_metric_families() {
         "cniwin_netpol_policies{state=\"refused\"} 0\n",
         "cniwin_netpol_endpoints{state=\"programmed\"} 3\n",
         "cniwin_netpol_endpoints{state=\"conflicting\"} 0\n",
+        "cniwin_netpol_endpoints{state=\"failing\"} 0\n",
         "cniwin_netpol_snapshots{state=\"full\"} 1\n",
         "cniwin_netpol_snapshots{state=\"narrowed\"} 0\n",
         "cniwin_netpol_snapshots{state=\"refused\"} 0\n",
@@ -537,7 +516,7 @@ fn a_new_pod_is_created_with_the_snapshots_rules_and_taken_over_without_a_change
     feed.pods(Event::Apply(pending));
     assert!(agent.wait_programmed(PROGRAMMED));
     assert!(
-        node_policy(&node).pods.contains_key("x/d"),
+        node.policy().pods.contains_key("x/d"),
         "in the snapshot before ADD"
     );
 
@@ -574,10 +553,11 @@ fn a_new_pod_is_created_with_the_snapshots_rules_and_taken_over_without_a_change
     feed.pods(Event::Apply(node.api_pod("x/d")));
     assert!(agent.wait_programmed(PROGRAMMED));
     assert_eq!(first_packets(&node), at_add, "taken over without a change");
-    let held = node_policy(&node);
+    let held = node.policy();
     let d = &held.pods["x/d"];
     assert!(d.endpoint.is_some(), "{d:?}");
-    let mut on_endpoint: Vec<String> = agents_rules(&node, "x/d")
+    let mut on_endpoint: Vec<String> = node
+        .agents_rules("x/d")
         .into_iter()
         .filter_map(|acl| acl.id)
         .collect();
@@ -626,26 +606,6 @@ fn add(node: &PolicyNode, container: &str, namespace: &str, name: &str) -> Strin
     address.split('/').next().unwrap().to_owned()
 }
 
-/// doctor's findings, from the snapshot and the node's read of HNS only.
-fn doctor(node: &PolicyNode) -> Vec<(String, cni_win::doctor::Severity, String)> {
-    cni_win::doctor::diagnose(Ok(&node.node.client), &node.paths())
-        .findings
-        .into_iter()
-        .filter(|f| f.check.contains("NetworkPolicy"))
-        .map(|f| (f.check, f.severity, f.evidence))
-        .collect()
-}
-
-fn finding<'f>(
-    findings: &'f [(String, cni_win::doctor::Severity, String)],
-    check: &str,
-) -> &'f (String, cni_win::doctor::Severity, String) {
-    findings
-        .iter()
-        .find(|(name, _, _)| name == check)
-        .unwrap_or_else(|| panic!("no {check:?} in {findings:#?}"))
-}
-
 /// doctor says which mode the host's HNS allows, which policies select each local pod and
 /// whether its endpoint holds its rules (a rule removed is a warning until a round puts it
 /// back), each refused policy, and whether kube-proxy's load balancers keep the client's
@@ -668,7 +628,7 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
     );
     node.sync(&agent.feed(), &[b_to_a(), refused]);
     daemon.round(&node.stop);
-    let findings = doctor(&node);
+    let findings = node.doctor();
     let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: programming mode");
     assert_eq!(*verdict, Doctor::Pass);
     assert!(evidence.contains("HNS 15.0: ip-sets"), "{evidence}");
@@ -688,7 +648,7 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
 
     // A rule of x/a's removed behind the agent's back.
     let endpoint = node.endpoint("x/a").id;
-    let first = agents_rules(&node, "x/a").remove(0);
+    let first = node.agents_rules("x/a").remove(0);
     node.node
         .client
         .modify_endpoint_policies(
@@ -696,7 +656,7 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
             &ModifyRequest::policies(RequestType::Remove, vec![EndpointPolicy::Acl(first)]),
         )
         .unwrap();
-    let findings = doctor(&node);
+    let findings = node.doctor();
     let (_, verdict, evidence) = finding(&findings, "pod \"x/a\": NetworkPolicy");
     assert_eq!(*verdict, Doctor::Warn);
     assert!(evidence.contains("lacks 1 of its"), "{evidence}");
@@ -727,7 +687,7 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
             .id
     };
     let snat = create(balancer(Some("10.96.0.50"), 80, LoadBalancerFlags::NONE));
-    let findings = doctor(&node);
+    let findings = node.doctor();
     let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
     assert_eq!(*verdict, Doctor::Fail, "{evidence}");
     assert!(
@@ -740,14 +700,14 @@ fn doctor_reports_the_policy_view_of_each_pod_and_kube_proxys_dsr() {
     // kube-proxy with --enable-dsr: the ClusterIP has DSR; the same Service's external IP
     // and NodePort with externalTrafficPolicy Cluster do not, and reach x/a SNATed.
     create(balancer(Some("10.96.0.50"), 80, LoadBalancerFlags::DSR));
-    let findings = doctor(&node);
+    let findings = node.doctor();
     let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
     assert_eq!(*verdict, Doctor::Pass, "{evidence}");
     let bypass = "NetworkPolicy: Services with externalTrafficPolicy Cluster";
     assert_eq!(finding(&findings, bypass).1, Doctor::Pass);
     create(balancer(Some("203.0.113.7"), 80, LoadBalancerFlags::NONE));
     create(balancer(None, 30080, LoadBalancerFlags::NONE));
-    let findings = doctor(&node);
+    let findings = node.doctor();
     let (_, verdict, evidence) = finding(&findings, "NetworkPolicy: kube-proxy DSR");
     assert_eq!(
         *verdict,
@@ -771,20 +731,20 @@ fn doctor_says_what_add_makes_of_the_snapshot() {
     use cni_win::doctor::Severity as Doctor;
     let node = PolicyNode::new();
     let check = format!("NetworkPolicy: snapshot {}", node.snapshot.display());
-    let (_, verdict, evidence) = finding(&doctor(&node), &check).clone();
+    let (_, verdict, evidence) = finding(&node.doctor(), &check).clone();
     assert_eq!(verdict, Doctor::Warn);
     assert!(evidence.contains("new pods start without"), "{evidence}");
     std::fs::create_dir_all(node.snapshot.parent().unwrap()).unwrap();
     std::fs::write(&node.snapshot, b"{\"Version\": 1}").unwrap();
-    let (_, verdict, evidence) = finding(&doctor(&node), &check).clone();
+    let (_, verdict, evidence) = finding(&node.doctor(), &check).clone();
     assert_eq!(verdict, Doctor::Fail);
     assert!(evidence.contains("code 11"), "{evidence}");
 
     let (_agent, _daemon) = node.programmed_agent(&[b_to_a()]);
     let on_network = format!("{check} on network \"cbr0\"");
-    let (_, verdict, evidence) = finding(&doctor(&node), &on_network).clone();
+    let (_, verdict, evidence) = finding(&node.doctor(), &on_network).clone();
     assert_eq!(verdict, Doctor::Pass, "{evidence}");
-    let written = snapshot(&node);
+    let written = node.snapshot();
     let rewrite = |snapshot: &PolicySnapshot, stamped: SystemTime| {
         std::fs::write(&node.snapshot, serde_json::to_vec(snapshot).unwrap()).unwrap();
         stamp(&node, stamped);
@@ -820,7 +780,7 @@ fn doctor_says_what_add_makes_of_the_snapshot() {
         (&not_synced, hour_ago, Doctor::Fail, "has not synced since"),
     ] {
         rewrite(snapshot, stamped);
-        let (_, verdict, evidence) = finding(&doctor(&node), &on_network).clone();
+        let (_, verdict, evidence) = finding(&node.doctor(), &on_network).clone();
         assert_eq!(verdict, severity, "{evidence}");
         assert!(evidence.contains(says), "{says}: {evidence}");
     }
@@ -842,18 +802,6 @@ fn stamped(node: &PolicyNode) -> SystemTime {
         .unwrap()
 }
 
-/// Waits up to `within` for `condition`.
-fn eventually(within: Duration, condition: impl Fn() -> bool) -> bool {
-    let until = std::time::Instant::now() + within;
-    while std::time::Instant::now() < until {
-        if condition() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    condition()
-}
-
 /// The agent stamps the snapshot while it is synced and every watch answers (at least every
 /// tenth of its bound), so ADD can tell a current file from one the agent stopped vouching
 /// for; once a watch fails it stops, and the stamps resume when the API server is back.
@@ -862,7 +810,7 @@ fn the_snapshot_is_stamped_only_while_the_agent_vouches_for_it() {
     let mut node = PolicyNode::new();
     node.snapshot_max_age = Duration::from_secs(1);
     let (agent, _daemon) = node.programmed_agent(&[b_to_a()]);
-    assert_eq!(snapshot(&node).max_age_seconds, 1);
+    assert_eq!(node.snapshot().max_age_seconds, 1);
     let hour_ago = SystemTime::now() - Duration::from_secs(3600);
     let recent = || {
         SystemTime::now()
@@ -937,10 +885,10 @@ fn a_network_created_after_the_rounds_read_is_in_the_snapshot_within_a_tick() {
             .create_network(hns::Guid::ZERO, &settings)
             .unwrap();
     };
-    let networks = || snapshot(&node).networks;
+    let networks = || node.snapshot().networks;
     let (agent, mut daemon) = node.agent();
     daemon.round(&node.stop);
-    assert_eq!(snapshot(&node).policy, None, "not synced");
+    assert_eq!(node.snapshot().policy, None, "not synced");
     assert!(networks().contains_key("cbr0") && !networks().contains_key("cbr1"));
     let started = stamped(&node);
     create(20, "cbr1");
@@ -953,7 +901,7 @@ fn a_network_created_after_the_rounds_read_is_in_the_snapshot_within_a_tick() {
 
     node.sync(&agent.feed(), &[b_to_a()]);
     assert!(agent.wait_programmed(PROGRAMMED));
-    assert!(snapshot(&node).policy.is_some());
+    assert!(node.snapshot().policy.is_some());
     create(30, "cbr2");
     assert!(
         eventually(Duration::from_secs(5), || networks().contains_key("cbr2")),
@@ -994,7 +942,7 @@ fn a_set_only_the_snapshot_names_is_on_the_network_while_the_file_names_it() {
             .map(|set| set.id)
             .collect()
     };
-    let d_rules = node_policy(&node).rules_for_new_pod("x", "d");
+    let d_rules = node.policy().rules_for_new_pod("x", "d");
     // An ingress peer set is in LocalAddresses, as production writes it.
     let names = |acl: &AclPolicy| -> Vec<String> {
         [&acl.local_addresses, &acl.remote_addresses]
@@ -1015,7 +963,8 @@ fn a_set_only_the_snapshot_names_is_on_the_network_while_the_file_names_it() {
     feed.policies(Event::Delete(c_to_d));
     assert!(agent.wait_programmed(PROGRAMMED));
     assert!(
-        !node_policy(&node)
+        !node
+            .policy()
             .rules
             .values()
             .any(|acl| names(acl).contains(&c_set)),
@@ -1062,7 +1011,7 @@ fn a_namespace_without_its_namespace_object_gets_its_policies_posture() {
         vec![crate::support::network_policy::node_object()],
     );
     daemon.round(&node.stop);
-    let policy = node_policy(&node);
+    let policy = node.policy();
     assert!(
         policy.namespaces.contains_key("x"),
         "{:?}",
@@ -1135,7 +1084,7 @@ fn the_support_bundle_holds_the_policy_view() {
     let snapshot_entry = entry("netpol/snapshot.json");
     assert!(snapshot_entry.name.starts_with("network-policy/"));
     let held = PolicySnapshot::from_bytes(&snapshot_entry.bytes).unwrap();
-    assert_eq!(held, snapshot(&node));
+    assert_eq!(held, node.snapshot());
     let doctor = String::from_utf8_lossy(&entry("doctor.json").bytes).into_owned();
     assert!(
         doctor.contains("pod \\\"x/a\\\": NetworkPolicy"),

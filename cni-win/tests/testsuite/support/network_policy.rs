@@ -7,10 +7,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cni_win::daemon::{self, Daemon};
+use cni_win::doctor::Severity;
 use cni_win::network_policy::{self, Agent, Event, Feed};
 use cni_win::paths::NodePaths;
 use cni_win::shutdown::Shutdown;
+use cni_win_core::network_policy::{NodePolicy, PolicySnapshot};
 use hns::WindowsBuild;
+use hns::schema::EndpointPolicy;
+use hns::schema::policy::AclPolicy;
 use hns_emulator::acl::{Packet, PathVerdict, Verdict};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -226,6 +230,41 @@ impl PolicyNode {
         self.path(from, to, port, build).verdict().unwrap()
     }
 
+    /// The snapshot file the agent wrote.
+    pub fn snapshot(&self) -> PolicySnapshot {
+        cni_win_core::network_policy::read(&self.snapshot)
+            .expect("a usable snapshot")
+            .expect("a snapshot")
+            .snapshot
+    }
+
+    /// The policy of the snapshot the agent wrote, once it synced.
+    pub fn policy(&self) -> NodePolicy {
+        self.snapshot().policy.expect("a synced agent's snapshot")
+    }
+
+    /// The agent's rules on a pod's endpoint.
+    pub fn agents_rules(&self, pod: &str) -> Vec<AclPolicy> {
+        self.endpoint(pod)
+            .policies
+            .into_iter()
+            .filter_map(|policy| match policy {
+                EndpointPolicy::Acl(acl) if cni_win_netpol::is_agents(&acl) => Some(acl),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// doctor's NetworkPolicy findings, from the snapshot and the node's read of HNS only.
+    pub fn doctor(&self) -> Vec<Finding> {
+        cni_win::doctor::diagnose(Ok(&self.node.client), &self.paths())
+            .findings
+            .into_iter()
+            .filter(|f| f.check.contains("NetworkPolicy"))
+            .map(|f| (f.check, f.severity, f.evidence))
+            .collect()
+    }
+
     /// Every verdict the tests look at, on both builds: each pod and the node to each local
     /// pod on 80 and 81.
     pub fn matrix(&self) -> Vec<(String, Verdict)> {
@@ -302,3 +341,26 @@ pub fn b_to_a() -> NetworkPolicy {
 
 /// How long a test waits for the agent to program what it was fed.
 pub const PROGRAMMED: Duration = Duration::from_secs(20);
+
+/// One doctor finding: its check, severity and evidence.
+pub type Finding = (String, Severity, String);
+
+/// The finding of `check`.
+pub fn finding<'f>(findings: &'f [Finding], check: &str) -> &'f Finding {
+    findings
+        .iter()
+        .find(|(name, _, _)| name == check)
+        .unwrap_or_else(|| panic!("no {check:?} in {findings:#?}"))
+}
+
+/// Waits up to `within` for `condition`.
+pub fn eventually(within: Duration, condition: impl Fn() -> bool) -> bool {
+    let until = std::time::Instant::now() + within;
+    while std::time::Instant::now() < until {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    condition()
+}
