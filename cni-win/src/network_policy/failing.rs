@@ -8,14 +8,18 @@
 //! writes for it (the cluster or HNS changed) tries it at once. The wait is 1 s doubling to
 //! 30 s, as Felix reschedules a failed dataplane update. A retry re-reads only what it needs:
 //! the programmer's view reads again every object a write was sent to.
+//!
+//! "Policy not found" on a `Remove` is tried again at once the first time: it says HNS does not
+//! hold a rule the agent read (one removed behind its back since), and the retry's read of the
+//! endpoint makes the next `Remove` fit what HNS holds.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use cni_win_netpol::{Item, Write};
-use hns::{Guid, HnsError};
+use hns::{Guid, HResult, HnsError};
 
-use super::program::Applied;
+use super::program::{Applied, Refused};
 
 /// The first wait after a refusal.
 const BACKOFF_FIRST: Duration = Duration::from_secs(1);
@@ -68,6 +72,7 @@ impl Failing {
             let key = (refused.network, refused.item.clone());
             let backoff = match self.items.get(&key) {
                 Some(failure) => (failure.backoff * 2).clamp(BACKOFF_FIRST, BACKOFF_AT_MOST),
+                None if stale(refused) => Duration::ZERO,
                 None => BACKOFF_FIRST,
             };
             waits.push(backoff);
@@ -112,4 +117,11 @@ impl Failing {
         }
         endpoints
     }
+}
+
+/// Whether HNS refused an endpoint's write because it does not hold one of the rules the
+/// write removes: the agent's read of the endpoint is stale.
+fn stale(refused: &Refused) -> bool {
+    matches!(refused.item, Item::Endpoint(_))
+        && refused.source.hresult() == Some(HResult::HCN_E_POLICY_NOT_FOUND)
 }

@@ -29,7 +29,8 @@
 //!   item is tried again on a backoff of its own (1 s doubling to 30 s), reading again only
 //!   what it wrote to. It is counted (`cniwin_netpol_endpoints{state="failing"}`,
 //!   `cniwin_netpol_hns_refusals_total` by HRESULT), logged with HNS's answer, and recorded
-//!   in the snapshot for doctor.
+//!   in the snapshot for doctor. "Policy not found" on a `Remove` is not "endpoint gone": the
+//!   endpoint is read again and its writes finished at once.
 //! - **Restarts without a window**: every rule's `Id` is its content, so a new process that
 //!   reads HNS and computes the same rules writes nothing; nothing at all is written (HNS or
 //!   snapshot) until every watch has listed its resource once.

@@ -32,7 +32,7 @@ use cni_win_netpol::{
     Writes, diff, is_agents,
 };
 use hns::schema::{EndpointFlags, HostComputeEndpoint, HostComputeNetwork, NetworkPolicy};
-use hns::{Client, Guid, HnsError};
+use hns::{Client, Function, Guid, HResult, HnsError};
 
 use super::feed::ClusterState;
 use super::snapshot::{self, Rendered, Rendering};
@@ -330,9 +330,22 @@ pub(crate) fn apply(
     applied
 }
 
-/// Whether HNS says the object a write went to is gone (its pod deleted meanwhile).
+/// Whether HNS says the object a write went to is gone: its open found nothing, or the
+/// modify answered that the endpoint or network itself is not there. Any other "not found"
+/// (`HCN_E_POLICY_NOT_FOUND` for a `Remove` of a rule HNS does not hold) means HNS does not
+/// hold what the agent read: the object is there, its write failed, and it is read again
+/// before it is tried again (review finding 8: counting it gone left the endpoint's other old
+/// rules in place and the pass done).
 fn gone(error: &HnsError) -> bool {
-    error.is_not_found()
+    let opened = matches!(
+        error.raw().map(|raw| raw.function),
+        Some(Function::OpenEndpoint | Function::OpenNetwork)
+    );
+    let object = matches!(
+        error.hresult(),
+        Some(HResult::HCN_E_ENDPOINT_NOT_FOUND | HResult::HCN_E_NETWORK_NOT_FOUND)
+    );
+    error.is_not_found() && (opened || object)
 }
 
 /// The HNS networks of cni-win's configured networks.
@@ -386,4 +399,62 @@ fn node_addresses(
     addresses.sort();
     addresses.dedup();
     NodeAddresses { addresses }
+}
+
+#[cfg(test)]
+mod tests {
+    use hns::RawError;
+
+    use super::*;
+
+    fn failed(function: Function, code: HResult) -> HnsError {
+        HnsError::from_raw(
+            RawError::new(function, code, String::new()),
+            "Remove of 2 policies on endpoint 1",
+        )
+    }
+
+    /// Only the object itself missing is "gone"; "policy not found" (and every other "not
+    /// found" a modify may answer) is a refusal: the endpoint is there, and read again.
+    #[test]
+    fn only_the_object_missing_is_gone() {
+        use Function::{ModifyEndpoint, OpenEndpoint, OpenNetwork};
+        let gone_when = [
+            (OpenEndpoint, HResult::HCN_E_ENDPOINT_NOT_FOUND),
+            (OpenEndpoint, HResult::ERROR_NOT_FOUND),
+            (OpenNetwork, HResult::HCN_E_NETWORK_NOT_FOUND),
+            (ModifyEndpoint, HResult::HCN_E_ENDPOINT_NOT_FOUND),
+        ];
+        let there_when = [
+            (ModifyEndpoint, HResult::HCN_E_POLICY_NOT_FOUND),
+            (ModifyEndpoint, HResult::HCN_E_PORT_NOT_FOUND),
+            (ModifyEndpoint, HResult::ERROR_NOT_FOUND),
+            (ModifyEndpoint, HResult::E_INVALIDARG),
+        ];
+        for (function, code) in gone_when {
+            assert!(gone(&failed(function, code)), "{function} {code}");
+        }
+        for (function, code) in there_when {
+            assert!(!gone(&failed(function, code)), "{function} {code}");
+        }
+    }
+
+    /// What the log line says of a refusal: the item, the network and HNS's HRESULT.
+    #[test]
+    fn a_refusal_names_its_item_and_the_hresult() {
+        let refused = Refused {
+            network: Guid::from_u128(7),
+            item: Item::Endpoint(Guid::from_u128(1)),
+            writes: Vec::new(),
+            source: failed(Function::ModifyEndpoint, HResult::E_INVALIDARG),
+        };
+        let text = refused.to_string();
+        assert!(
+            text.starts_with(
+                "HNS refused a write to endpoint 00000000-0000-0000-0000-000000000001"
+            ) && text.contains("HRESULT 0x80070057 (E_INVALIDARG)"),
+            "{text}"
+        );
+        assert_eq!(refused.object(), "endpoint");
+    }
 }

@@ -1,6 +1,7 @@
 //! The NetworkPolicy agent when HNS refuses one of its writes: the failure stays with its
 //! endpoint, which is told (metric, doctor, log) and tried again on its own backoff, reading
-//! only what it needs.
+//! only what it needs; and a `Remove` HNS answers "policy not found" is read again and
+//! finished, never counted done.
 
 use std::time::Duration;
 
@@ -8,7 +9,9 @@ use crate::support::network_policy::{self, PROGRAMMED, PolicyNode, b_to_a, findi
 use cni_win::daemon::Daemon;
 use cni_win::doctor::Severity;
 use cni_win::network_policy::{Agent, Event};
-use hns::{HResult, WindowsBuild};
+use hns::schema::policy::AclAction;
+use hns::schema::{EndpointPolicy, ModifyRequest, RequestType};
+use hns::{HResult, HnsVersion, WindowsBuild};
 use hns_emulator::acl::Verdict::{Allowed, Denied};
 use serde_json::json;
 
@@ -118,4 +121,80 @@ fn a_refused_endpoint_holds_back_nothing_else_and_is_told() {
         "x/b isolated now"
     );
     assert_eq!(node.policy().pods["x/b"].failing, None);
+}
+
+/// x/a admits pods b on 80 and pods c on 81. After a round, its pod-b rule is removed behind
+/// the agent's back; then the policy narrows to pods b on 82, so the agent removes both old allows in one
+/// request, which HNS refuses ("policy not found": it lacks one). The agent reads x/a again
+/// and removes what is there: x/c no longer reaches x/a on 81 (it did, exposed, when "policy
+/// not found" counted as "endpoint gone" and the pass as done), with rules listing their
+/// peers (HNS 12.0) and with IP sets (13.2).
+#[test]
+fn a_remove_of_a_rule_hns_lacks_is_read_again_and_finished() {
+    for version in [HnsVersion::new(12, 0), HnsVersion::new(13, 2)] {
+        remove_of_a_rule_hns_lacks(version);
+    }
+}
+
+fn remove_of_a_rule_hns_lacks(version: HnsVersion) {
+    let node = PolicyNode::new();
+    node.node.engine.set_version(version).unwrap();
+    let b_and_c = |ports: serde_json::Value| {
+        policy(
+            "x",
+            "b-to-a",
+            json!({"podSelector": {"matchLabels": {"pod": "a"}}, "ingress": ports}),
+        )
+    };
+    let peers = |label: &str, port: u16| {
+        json!({"from": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"pod": label}}}],
+               "ports": [{"port": port}]})
+    };
+    let (agent, mut daemon) =
+        node.programmed_agent(&[b_and_c(json!([peers("b", 80), peers("c", 81)]))]);
+    // A round whose read the agent keeps: it holds x/a as programmed, and reads again between
+    // rounds only what it writes to.
+    daemon.round(&node.stop);
+    let build = WindowsBuild::SERVER_2025;
+    assert_eq!(node.tcp("x/c", "x/a", 81, build), Allowed);
+
+    let x_a = node.endpoint("x/a").id;
+    let allows: Vec<_> = node
+        .agents_rules("x/a")
+        .into_iter()
+        .filter(|acl| acl.action == AclAction::Allow && acl.local_ports.is_some())
+        .collect();
+    let port_80 = allows
+        .iter()
+        .find(|acl| acl.local_ports.as_deref() == Some("80"))
+        .expect("the pods-b rule")
+        .clone();
+    node.node
+        .client
+        .modify_endpoint_policies(
+            x_a,
+            &ModifyRequest::policies(RequestType::Remove, vec![EndpointPolicy::Acl(port_80)]),
+        )
+        .unwrap();
+
+    agent
+        .feed()
+        .policies(Event::Apply(b_and_c(json!([peers("b", 82)]))));
+    assert!(agent.wait_programmed(PROGRAMMED));
+    eventually(&format!("HNS {version}: x/a's old allows removed"), || {
+        node.tcp("x/c", "x/a", 81, build) == Denied
+    });
+    assert_eq!(node.tcp("x/b", "x/a", 82, build), Allowed);
+    let mut on_endpoint: Vec<String> = node
+        .agents_rules("x/a")
+        .into_iter()
+        .filter_map(|acl| acl.id)
+        .collect();
+    let mut expected = node.policy().pods["x/a"].expected.clone();
+    on_endpoint.sort();
+    expected.sort();
+    assert_eq!(
+        on_endpoint, expected,
+        "HNS {version}: x/a holds exactly its rules"
+    );
 }
