@@ -353,6 +353,16 @@ impl EndpointAcls {
                             fields: fields.clone(),
                         });
                     }
+                    if let Some((field, entries)) = rule.list_past_known() {
+                        // HNS may not hold the rule as written: either verdict.
+                        possible.add(Verdict::Allowed);
+                        possible.add(Verdict::Denied);
+                        undocumented.push(Undocumented::LongList {
+                            rule: RuleRef::of(rule),
+                            field,
+                            entries,
+                        });
+                    }
                 }
                 let blocks = |rule: &Rule| rule.action() == AclAction::Block;
                 if matching.iter().any(|(rule, _)| blocks(rule))
@@ -520,6 +530,48 @@ mod tests {
             Reason::Default(fallback) => fallback,
             other => panic!("not a fallback: {other:?}"),
         }
+    }
+
+    /// A rule that lists more entries than production software writes in one rule decides
+    /// nothing documented: at 4,000 the verdict stands, at 4,001 it is refused.
+    #[test]
+    fn a_verdict_resting_on_a_list_past_4000_entries_is_undocumented() {
+        let allow_from = |entries: u32| {
+            let addresses: Vec<String> = (0..entries)
+                .map(|i| std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string())
+                .chain([PEER.to_owned()])
+                .collect();
+            format!(
+                r#"{{"Action":"Allow","Direction":"In","Protocols":"6","RemoteAddresses":"{}","Priority":100}}"#,
+                addresses.join(",")
+            )
+        };
+        let block = r#"{"Action":"Block","Direction":"In","Protocols":"256","Priority":200}"#;
+        let build = WindowsBuild::SERVER_2025;
+        let within = decide(&acls(&[&allow_from(3999), block]), &inbound(80), build);
+        assert_eq!(
+            (within.verdict, within.undocumented.len()),
+            (Verdict::Allowed, 0)
+        );
+        let past = decide(&acls(&[&allow_from(4000), block]), &inbound(80), build);
+        assert!(
+            matches!(
+                &past.undocumented[..],
+                [Undocumented::LongList {
+                    field: "RemoteAddresses",
+                    entries: 4001,
+                    ..
+                }]
+            ),
+            "{past:?}"
+        );
+        let other = Packet::tcp("10.255.0.1".parse().unwrap(), POD.parse().unwrap(), 80);
+        let unmatched = decide(&acls(&[&allow_from(4000), block]), &other, build);
+        assert_eq!(
+            (unmatched.verdict, unmatched.undocumented.len()),
+            (Verdict::Denied, 0),
+            "a long rule that does not match decides nothing"
+        );
     }
 
     #[test]

@@ -66,7 +66,7 @@ mod writes;
 
 pub use evaluate::{Decision, EndpointAcls, Packet, Ports, Reason, RuleRef, Verdict, evaluate};
 pub use path::{EndpointRules, PathVerdict, Side, UndocumentedVerdict};
-pub use rule::Rule;
+pub use rule::{KNOWN_LIST_ENTRIES, Rule};
 pub use sets::{IpSet, IpSets};
 pub use undocumented::Undocumented;
 pub use unmatched::Fallback;

@@ -20,6 +20,10 @@
 //! Address lists, port ranges, rule `Id`s and a `Host` rule without a priority need HNS's ACL
 //! feature (7.2; hcsshim's `AclNoHostRulePriority` is the same version), protocol 252 its
 //! own (11.0); a rule using one on an older host is `HCN_E_INVALID_POLICY`.
+//!
+//! How long a list HNS takes whole is not documented: production software writes at most
+//! [`KNOWN_LIST_ENTRIES`] entries a list, and a verdict that rests on a rule with a longer
+//! one is refused ([`Rule::list_past_known`]).
 
 use std::ops::RangeInclusive;
 
@@ -76,6 +80,15 @@ pub struct Rule {
     local_ports: Vec<RangeInclusive<u16>>,
     remote_ports: Vec<RangeInclusive<u16>>,
 }
+
+/// The most entries production software puts in one address or port list of one HNS rule:
+/// Calico Felix cuts every list there, "Microsoft recommended limiting the number of entries
+/// per rule to a few thousand (say 4000 for now)" (projectcalico/calico
+/// `felix/dataplane/windows/policysets/policysets.go`, `protoRulesToHnsRules`:
+/// `ipPortsPerRule = 4000`), and puts a host's IPv4 and IPv6 addresses in rules apart "to keep
+/// each rule's RemoteAddresses short enough for the HNS API buffer" (`endpoint_mgr.go`). What
+/// HNS does with a longer list (takes it, truncates it, refuses the rule) is not documented.
+pub const KNOWN_LIST_ENTRIES: usize = 4000;
 
 impl Rule {
     /// Compiles the ACL at position `index` of an endpoint's policies; a set `Id` must name a
@@ -153,6 +166,21 @@ impl Rule {
             )),
             None => Ok(()),
         }
+    }
+
+    /// The rule's first address or port list longer than [`KNOWN_LIST_ENTRIES`], and its
+    /// length: whether HNS applies such a rule as written is not documented.
+    pub fn list_past_known(&self) -> Option<(&'static str, usize)> {
+        let policy = &self.policy;
+        [
+            ("LocalAddresses", &policy.local_addresses),
+            ("RemoteAddresses", &policy.remote_addresses),
+            ("LocalPorts", &policy.local_ports),
+            ("RemotePorts", &policy.remote_ports),
+        ]
+        .into_iter()
+        .map(|(key, list)| (key, tokens(list.as_deref().unwrap_or_default()).count()))
+        .find(|(_, entries)| *entries > KNOWN_LIST_ENTRIES)
     }
 
     /// Position of the policy among the endpoint's policies.

@@ -40,6 +40,18 @@ pub enum Undocumented {
         /// The rule.
         rule: RuleRef,
     },
+    /// A rule that matches lists more entries in one address or port list than production
+    /// software writes in one HNS rule ([`super::KNOWN_LIST_ENTRIES`], Calico's 4,000):
+    /// whether HNS applies it as written is not documented.
+    #[serde(rename_all = "PascalCase")]
+    LongList {
+        /// The rule.
+        rule: RuleRef,
+        /// The list (`RemoteAddresses`, ...).
+        field: &'static str,
+        /// How many entries it lists.
+        entries: usize,
+    },
     /// What a layer does with a packet none of its rules matches is not known here.
     Default(Fallback),
 }
@@ -67,6 +79,17 @@ impl fmt::Display for Undocumented {
                 f,
                 "{rule} is a Pass, whose meaning outside TierAcl is not documented: use Allow or \
                  Block"
+            ),
+            Undocumented::LongList {
+                rule,
+                field,
+                entries,
+            } => write!(
+                f,
+                "{rule} lists {entries} entries in its {field}, past the {} production software \
+                 writes in one rule (Calico, on Microsoft's advice); whether HNS applies it as \
+                 written is not documented: split it into rules of that many",
+                super::KNOWN_LIST_ENTRIES
             ),
             Undocumented::Default(fallback) => write!(f, "{fallback}"),
         }
