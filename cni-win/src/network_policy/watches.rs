@@ -1,7 +1,9 @@
 //! The agent's watches of the API server, with kube-rs, on a tokio runtime of their own (one
 //! thread: the daemon stays synchronous): NetworkPolicies, Namespaces and Pods of every
 //! namespace, and this node's Node object, each fed to the [`Feed`] as it comes; and the
-//! Events on refused policies, published from the same thread.
+//! Events on refused policies, published from the same thread. Nothing on this thread waits
+//! for the agent's state, which a pass holds while it renders: what a watch reads goes to an
+//! applier of its own ([`read`]), and the publisher reaches the state off the thread.
 //!
 //! A watch's errors are fed too, so the agent knows the API server is unreachable and keeps
 //! the last programmed rules; a failed watch starts over with a list ([`feed_from`]). No
@@ -32,6 +34,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::PostParams;
 use kube::runtime::watcher::{self, Config, DefaultBackoff};
 use kube::{Api, Client};
+use tokio::sync::mpsc::UnboundedSender;
 
 use super::feed::{Event, Feed, Refusal, Resource};
 use crate::error::Error;
@@ -198,23 +201,69 @@ async fn feed_from<K>(
 ) where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
+    // The applier runs until `seen` is dropped with this future, when the agent stops.
+    let (seen, _applier) = applier(resource, feed, apply);
     let mut backoff = DefaultBackoff::default();
     loop {
-        let mut stream = std::pin::pin!(watcher::watcher(api.clone(), config.clone()));
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(event) => apply(&feed, event),
-                Err(error) => {
-                    feed.failed(resource, error.to_string());
-                    break;
-                }
-            }
-        }
+        read(watcher::watcher(api.clone(), config.clone()), &seen).await;
         // The default backoff never runs out; it starts again from 0.8 s once 120 s passed
         // without a failure.
         let pause = backoff.next().unwrap_or(MAX_BACKOFF);
         tokio::time::sleep(pause).await;
     }
+}
+
+/// What a watch saw, in the order it saw it.
+#[derive(Debug)]
+enum Seen<K> {
+    Event(Event<K>),
+    /// The watch failed (the error's text).
+    Failed(String),
+}
+
+/// Reads `stream` to its end or its first error, sending what it sees to the applier.
+///
+/// Reading never waits for the agent's state: a pass holds it while it renders (for as long
+/// as the cluster is large), and a watch that stopped reading meanwhile would stall every
+/// watch of this thread and the Event publisher, and look to the API server like a slow
+/// watcher, which it may close (a relist). What is read meanwhile queues for the applier,
+/// which hands it over once the pass lets go, as Felix's dataplane driver takes the
+/// calculation graph's updates through a channel.
+async fn read<K>(
+    stream: impl futures::Stream<Item = watcher::Result<Event<K>>>,
+    seen: &UnboundedSender<Seen<K>>,
+) {
+    let mut stream = std::pin::pin!(stream);
+    while let Some(item) = stream.next().await {
+        let (item, failed) = match item {
+            Ok(event) => (Seen::Event(event), false),
+            Err(error) => (Seen::Failed(error.to_string()), true),
+        };
+        // The applier is gone only once the agent stops.
+        if seen.send(item).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// Starts the thread that hands what a watch of `resource` saw to `feed` with `apply`, in
+/// order, waiting for the state as long as a pass holds it; it ends when the sender it
+/// returns is dropped.
+fn applier<K: Send + 'static>(
+    resource: Resource,
+    feed: Feed,
+    apply: fn(&Feed, Event<K>),
+) -> (UnboundedSender<Seen<K>>, tokio::task::JoinHandle<()>) {
+    let (sender, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let applier = tokio::task::spawn_blocking(move || {
+        while let Some(item) = seen.blocking_recv() {
+            match item {
+                Seen::Event(event) => apply(&feed, event),
+                Seen::Failed(error) => feed.failed(resource, error),
+            }
+        }
+    });
+    (sender, applier)
 }
 
 /// Publishes each refusal due as a Warning Event on its policy, once in the cluster: the
@@ -228,23 +277,30 @@ async fn publish_refusals(client: Client, node_name: String, feed: Feed) {
     loop {
         tokio::time::sleep(pause).await;
         let mut failed = false;
-        for refusal in feed.refusals_due() {
+        let Some(due) = with_state(&feed, Feed::refusals_due).await else {
+            return;
+        };
+        for refusal in due {
             let events = Api::<ApiEvent>::namespaced(client.clone(), &refusal.policy.namespace);
-            match events
+            let told = match events
                 .create(&PostParams::default(), &event(&refusal, &node_name))
                 .await
             {
-                Ok(_) => feed.told(&refusal),
+                Ok(_) => true,
                 // Another node's agent told it, or this one before a restart.
-                Err(kube::Error::Api(status)) if status.is_already_exists() => feed.told(&refusal),
+                Err(kube::Error::Api(status)) if status.is_already_exists() => true,
                 Err(e) => {
-                    failed = true;
                     log::warn!(
                         "network policy: cannot publish the Event on {}/{} yet (tried again): {e}",
                         refusal.policy.namespace,
                         refusal.policy.name
                     );
+                    false
                 }
+            };
+            failed |= !told;
+            if told {
+                with_state(&feed, move |feed| feed.told(&refusal)).await;
             }
         }
         pause = if failed {
@@ -252,6 +308,21 @@ async fn publish_refusals(client: Client, node_name: String, feed: Feed) {
         } else {
             EVENTS_EVERY
         };
+    }
+}
+
+/// Runs `f`, which waits for the agent's state, off this thread: a pass holds the state while
+/// it renders, and the watches on this thread read on meanwhile. `None` once the agent is
+/// stopping (the runtime shuts down before `f` ran).
+async fn with_state<T: Send + 'static>(
+    feed: &Feed,
+    f: impl FnOnce(&Feed) -> T + Send + 'static,
+) -> Option<T> {
+    let feed = feed.clone();
+    match tokio::task::spawn_blocking(move || f(&feed)).await {
+        Ok(value) => Some(value),
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(_) => None,
     }
 }
 
@@ -316,5 +387,80 @@ mod tests {
         let watch = watch_config();
         assert_eq!(watch.timeout.map(u64::from), Some(WATCH_TIMEOUT.as_secs()));
         assert_eq!(watch.list_semantic, watcher::ListSemantic::Any);
+    }
+
+    /// A pass holds the agent's state while it renders. The watches read on meanwhile (the
+    /// API server sees no slow watcher, and the other watches on this thread are not held
+    /// up), and what they read is in the state, in order, once the pass lets go.
+    #[test]
+    fn a_watch_reads_on_while_a_pass_holds_the_state() {
+        use std::sync::mpsc;
+
+        use super::super::{Agent, Settings};
+        use crate::shutdown::Shutdown;
+
+        let agent = Agent::start(
+            Settings {
+                node_name: "node-1".to_owned(),
+                snapshot_max_age: Duration::from_secs(300),
+            },
+            &Shutdown::new(),
+        );
+        let names: Vec<String> = (0..50).map(|i| format!("ns-{i}")).collect();
+        let mut events = vec![Event::Init];
+        events.extend(names.iter().map(|name| {
+            Event::InitApply(Namespace {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    ..ObjectMeta::default()
+                },
+                ..Namespace::default()
+            })
+        }));
+        events.push(Event::InitDone);
+        let count = events.len();
+        let (reads, was_read) = mpsc::channel();
+        // Each event comes after a wait, as from the network: the thread runs other tasks
+        // between them.
+        let stream = futures::stream::iter(events.into_iter().map(Ok))
+            .then(|event| async {
+                tokio::task::yield_now().await;
+                event
+            })
+            .inspect(move |_| reads.send(()).expect("the test waits"));
+
+        let rendering = agent.shared.lock_state();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let feed = agent.feed();
+        let reader = std::thread::spawn(move || {
+            runtime.block_on(async {
+                let (seen, applier) = applier(Resource::Namespaces, feed, Feed::namespaces);
+                read(stream, &seen).await;
+                drop(seen);
+                applier.await.expect("the applier does not panic");
+            });
+        });
+        for i in 0..count {
+            was_read
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("event {i} of {count} not read while a pass renders"));
+        }
+        assert_eq!(
+            rendering.feed.cluster.namespaces().count(),
+            0,
+            "nothing handed yet"
+        );
+        drop(rendering);
+
+        reader.join().expect("the reader does not panic");
+        let state = agent.shared.lock_state();
+        let known: Vec<&str> = state.feed.cluster.namespaces().collect();
+        let mut expected: Vec<&str> = names.iter().map(String::as_str).collect();
+        expected.sort_unstable();
+        assert_eq!(known, expected, "every namespace, once the pass let go");
+        assert!(state.feed.api().up, "the watch's last word was an event");
     }
 }
