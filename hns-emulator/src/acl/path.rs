@@ -97,7 +97,7 @@ pub struct BackendPath {
     /// What the backend receives.
     pub delivered: Packet,
     /// The source's side (egress), its decision matched both before and after the load
-    /// balancer's rewrite ([`super::service::egress_through`]).
+    /// balancer's rewrite ([`super::egress_through`]).
     pub source: Side,
     /// The backend's side (ingress), on the delivered packet.
     pub destination: Side,

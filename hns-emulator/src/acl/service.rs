@@ -16,7 +16,10 @@
 //!   ClusterIP traffic); without it, the load balancer's `SourceVIP` (Calico's Windows
 //!   limitations: kube-proxy "applies source NAT" to pod traffic to ClusterIPs; kube-proxy
 //!   gives every load balancer its source VIP, or the node IP for node frontends, in
-//!   `syncProxyRules`). A load balancer with neither cannot be checked.
+//!   `syncProxyRules`). A load balancer with neither cannot be checked. The source's own
+//!   egress rules see its own address in both readings below: whether a rewrite without DSR
+//!   also changes the local side its egress rules match is not modelled (the manifests run
+//!   kube-proxy with DSR).
 //! - **Egress before or after the rewrite: not documented.** No Microsoft document orders
 //!   VFP's ACL layer against its load-balancer NAT for a container's outbound packets, and
 //!   Kubernetes leaves the order open (its NetworkPolicy page: whether a rewrite happens
