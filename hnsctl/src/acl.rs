@@ -141,36 +141,60 @@ fn report(context: &Context, path: &PathVerdict) -> Result<(), String> {
             "Packet": path.packet,
             "Source": path.source,
             "Destination": path.destination,
+            "Backends": path.backends,
         }));
     }
     println!("{}: {}", path.emulated_verdict(), path.packet);
-    for (end, ip, side) in [
-        ("source", path.packet.source, &path.source),
-        ("destination", path.packet.destination, &path.destination),
-    ] {
-        let what = match side {
-            Side::Endpoint { endpoint, decision } => {
-                let by = match decision.reason {
-                    Reason::Rule(_) => " by",
-                    _ => ",",
-                };
-                format!(
-                    "endpoint {endpoint} {:?}: {}{by} {}",
-                    decision.direction, decision.verdict, decision.reason
-                )
-            }
-            Side::RemoteEndpoint { endpoint } => {
-                format!("remote endpoint {endpoint}: its own host enforces its ACLs")
-            }
-            Side::Host => "this host: no ACL applies to it here".to_owned(),
-            Side::Elsewhere => "no endpoint of this host: no ACL applies to it here".to_owned(),
-        };
-        println!("  {end} {ip}: {what}");
+    println!(
+        "  source {}: {}",
+        path.packet.source,
+        describe(&path.source)
+    );
+    println!(
+        "  destination {}: {}",
+        path.packet.destination,
+        describe(&path.destination)
+    );
+    for backend in &path.backends {
+        println!(
+            "  backend {} of load balancer {}: {}",
+            backend.endpoint, backend.load_balancer, backend.delivered
+        );
+        println!("    source: {}", describe(&backend.source));
+        println!("    destination: {}", describe(&backend.destination));
     }
     if let Some(undocumented) = undocumented {
         println!("  undocumented: {undocumented}");
     }
     Ok(())
+}
+
+/// One end of a path, as `acl check` prints it.
+fn describe(side: &Side) -> String {
+    match side {
+        Side::Endpoint { endpoint, decision } => {
+            let by = match decision.reason {
+                Reason::Rule(_) => " by",
+                _ => ",",
+            };
+            format!(
+                "endpoint {endpoint} {:?}: {}{by} {}",
+                decision.direction, decision.verdict, decision.reason
+            )
+        }
+        Side::RemoteEndpoint { endpoint } => {
+            format!("remote endpoint {endpoint}: its own host enforces its ACLs")
+        }
+        Side::Host => "this host: no ACL applies to it here".to_owned(),
+        Side::Frontend { load_balancers } => {
+            let ids: Vec<String> = load_balancers.iter().map(ToString::to_string).collect();
+            format!(
+                "frontend of load balancer {}: on to each backend",
+                ids.join(", ")
+            )
+        }
+        Side::Elsewhere => "no endpoint of this host: no ACL applies to it here".to_owned(),
+    }
 }
 
 fn list(context: &Context, endpoint: Option<String>) -> Result<(), String> {

@@ -1,6 +1,7 @@
 //! What the integration tests share: the truth tables' cluster (`netpol_truth_tables`) as the
 //! translation sees it, an HNS that takes the agent's writes as the emulator takes them, and
-//! the emulator's verdict on a connection between two of the pods.
+//! the emulator's verdict on a connection between two of the pods, or from a pod through a
+//! Service's load balancer.
 
 use cni_win_netpol::{
     Cluster, Desired, Held, LocalEndpoint, Mode, NodeAddresses, PodInfo, PodKey, Policy,
@@ -10,10 +11,13 @@ use hns::Guid;
 use hns::WindowsBuild;
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy};
 use hns::schema::{EndpointPolicy, NetworkType, RequestType};
-use hns_emulator::acl::{EndpointAcls, IpSets, Packet, Verdict, evaluate};
+use hns_emulator::acl::{
+    BackendPath, EndpointAcls, IpSets, Packet, PathVerdict, Ports, Side, Verdict, egress_through,
+    evaluate,
+};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 
-pub use netpol_truth_tables::{Changes, pod_ip, pods};
+pub use netpol_truth_tables::{Changes, Outcome, pod_ip, pods};
 
 /// The node's addresses.
 pub fn node(dual_stack: bool) -> NodeAddresses {
@@ -294,15 +298,8 @@ pub fn verdict(
     build: WindowsBuild,
     network_type: &NetworkType,
 ) -> Verdict {
-    let sets = IpSets::of(&programmed.network).expect("the emulator takes the agent's sets");
     for (pod, direction) in [(from, AclDirection::Out), (to, AclDirection::In)] {
-        let policies: Vec<EndpointPolicy> = programmed.endpoints[&endpoint_id(pod)]
-            .iter()
-            .cloned()
-            .map(EndpointPolicy::Acl)
-            .collect();
-        let acls = EndpointAcls::new(&policies, &sets, network_type.clone())
-            .expect("the emulator takes the agent's rules");
+        let acls = acls_of(programmed, pod, network_type);
         let decision = evaluate(&acls, direction, packet, build);
         assert!(
             decision.undocumented.is_empty(),
@@ -314,6 +311,71 @@ pub fn verdict(
         }
     }
     Verdict::Allowed
+}
+
+/// What the emulator makes of `sent`, a connection's first packet from `from` to a Service's
+/// ClusterIP, which kube-proxy's load balancer (with DSR, as the manifests run it) sends on to
+/// one of `backends` on `target_port`: each backend's path, the sender's egress judged on the
+/// packet both as sent and as rewritten (`hns_emulator::acl::egress_through`).
+pub fn service_outcome(
+    programmed: &Held,
+    from: &str,
+    backends: &[String],
+    sent: &Packet,
+    target_port: u16,
+    build: WindowsBuild,
+    network_type: &NetworkType,
+) -> Outcome {
+    let source = acls_of(programmed, from, network_type);
+    let side = |pod: &str, decision| Side::Endpoint {
+        endpoint: endpoint_id(pod),
+        decision,
+    };
+    let paths = backends
+        .iter()
+        .map(|backend| {
+            let delivered = Packet {
+                destination: pod_ip(backend, sent.destination.is_ipv6()),
+                ports: sent.ports.map(|ports| Ports {
+                    destination: target_port,
+                    ..ports
+                }),
+                ..*sent
+            };
+            let ingress = acls_of(programmed, backend, network_type);
+            BackendPath {
+                load_balancer: Guid::ZERO,
+                endpoint: endpoint_id(backend),
+                delivered,
+                source: side(from, egress_through(&source, sent, &delivered, build)),
+                destination: side(
+                    backend,
+                    evaluate(&ingress, AclDirection::In, &delivered, build),
+                ),
+            }
+        })
+        .collect();
+    let path = PathVerdict {
+        packet: *sent,
+        source: side(from, evaluate(&source, AclDirection::Out, sent, build)),
+        destination: Side::Frontend {
+            load_balancers: vec![Guid::ZERO],
+        },
+        backends: paths,
+    };
+    Outcome::of(path.verdict())
+}
+
+/// The ACLs HNS holds for `pod`'s endpoint on a `network_type` network, against the sets.
+fn acls_of(programmed: &Held, pod: &str, network_type: &NetworkType) -> EndpointAcls {
+    let sets = IpSets::of(&programmed.network).expect("the emulator takes the agent's sets");
+    let policies: Vec<EndpointPolicy> = programmed.endpoints[&endpoint_id(pod)]
+        .iter()
+        .cloned()
+        .map(EndpointPolicy::Acl)
+        .collect();
+    EndpointAcls::new(&policies, &sets, network_type.clone())
+        .expect("the emulator takes the agent's rules")
 }
 
 /// Connections to judge: which pods, and the packet.

@@ -4,7 +4,7 @@
 //! emulator computes from the programmed rules compared with the case's matrix, for both
 //! renderings (inline addresses, IP sets), both Windows Server 2022 and 2025, on endpoints of
 //! both network types Flannel makes (L2Bridge, Overlay). A verdict that rests on what HNS
-//! does not document fails the case.
+//! does not document fails the case, but where a service probe expects the refusal (`?`).
 
 #![cfg(not(windows))]
 
@@ -13,7 +13,7 @@ use std::path::Path;
 
 use cni_win_netpol::Mode;
 use hns::WindowsBuild;
-use netpol_truth_tables::{Case, case_files, print, read_case};
+use netpol_truth_tables::{Case, Outcomes, case_files, print, print_column, read_case};
 
 const BUILDS: [(&str, WindowsBuild); 2] = [
     ("Windows Server 2022", WindowsBuild::SERVER_2022),
@@ -82,6 +82,41 @@ fn run_case(path: &Path, mode: Mode, build: WindowsBuild) -> Outcome {
                         probe.label(),
                         print(&probe.expected().unwrap()),
                         print(&actual)
+                    ));
+                }
+            }
+        }
+        for probe in &step.service_probes {
+            let service = case.service(&probe.service).unwrap();
+            let backends = service.backends(&changes);
+            let target = service.target_port(probe.port, &probe.protocol).unwrap();
+            let expected = probe.expected().unwrap();
+            for network_type in &crate::support::NETWORK_TYPES {
+                let actual: Outcomes = expected
+                    .keys()
+                    .map(|from| {
+                        let packet = probe.packet(from, service).unwrap();
+                        let got = crate::support::service_outcome(
+                            &programmed,
+                            from,
+                            &backends,
+                            &packet,
+                            target,
+                            build,
+                            network_type,
+                        );
+                        (from.clone(), got)
+                    })
+                    .collect();
+                outcome.probes += 1;
+                if actual != expected {
+                    outcome.failures.push(format!(
+                        "{} ({}) step {index}, {}, {network_type}: expected\n{}\nactual\n{}",
+                        case.name,
+                        path.file_name().unwrap().to_string_lossy(),
+                        probe.label(),
+                        print_column(&probe.service, &expected),
+                        print_column(&probe.service, &actual)
                     ));
                 }
             }

@@ -1,7 +1,8 @@
 //! The NetworkPolicy truth tables: upstream's cluster (`kubernetes/kubernetes`
 //! `test/e2e/network/netpol/`: namespaces x, y, z; pods a, b, c in each, serving 80 and 81
 //! over TCP and UDP on upstream's port names) and the cases of `cases/` (see its README),
-//! each a list of steps with the expected reachability matrices.
+//! each a list of steps with the expected reachability matrices, and, where a case has
+//! Services, the expected outcome of every pod's connection to a Service's ClusterIP.
 //!
 //! Two harnesses judge cni-win by them: `cni-win-netpol`'s tests (the translation, below the
 //! API server) and the node lane (the agent, through the real API server). Both read the
@@ -12,7 +13,7 @@ use std::fs;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use hns_emulator::acl::{Packet, Verdict};
+use hns_emulator::acl::{Packet, UndocumentedVerdict, Verdict};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodIP, PodSpec, PodStatus};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -99,11 +100,18 @@ impl Changes {
         labels
     }
 
+    /// A pod's labels: `pod: <name>`, and the step's.
+    pub fn pod_labels(&self, pod: &str) -> BTreeMap<String, String> {
+        let (_, name) = split(pod);
+        let mut labels = BTreeMap::from([("pod".to_owned(), name.to_owned())]);
+        labels.extend(self.pod_labels.get(pod).cloned().unwrap_or_default());
+        labels
+    }
+
     /// The pod as the API server holds it once scheduled on `node` and running.
     pub fn api_pod(&self, pod: &str, node: &str) -> Pod {
         let (ns, name) = split(pod);
-        let mut labels = BTreeMap::from([("pod".to_owned(), name.to_owned())]);
-        labels.extend(self.pod_labels.get(pod).cloned().unwrap_or_default());
+        let labels = self.pod_labels(pod);
         let mut containers: Vec<Container> = [80, 81]
             .into_iter()
             .flat_map(|port| ["TCP", "UDP"].map(|protocol| (port, protocol)))
@@ -178,7 +186,71 @@ pub struct Case {
     pub upstream: Option<String>,
     #[serde(default)]
     pub dual_stack: bool,
+    /// The Services its service probes connect to.
+    #[serde(default)]
+    pub services: Vec<Service>,
     pub steps: Vec<Step>,
+}
+
+impl Case {
+    /// The Service named `name` (`ns/name`).
+    pub fn service(&self, name: &str) -> Result<&Service, String> {
+        self.services
+            .iter()
+            .find(|service| service.name == name)
+            .ok_or_else(|| format!("{}: no Service {name}", self.name))
+    }
+}
+
+/// A ClusterIP Service, as kube-proxy programs it on the node: a load balancer from its
+/// ClusterIP to the pods its selector picks in its namespace (all on the node).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Service {
+    /// `ns/name`.
+    pub name: String,
+    #[serde(rename = "clusterIP")]
+    pub cluster_ip: IpAddr,
+    /// Labels a backend pod carries, all of them.
+    pub selector: BTreeMap<String, String>,
+    pub ports: Vec<ServicePort>,
+}
+
+/// A port of a Service.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ServicePort {
+    pub port: u16,
+    /// The backends' port; the Service's port when absent.
+    #[serde(default)]
+    pub target_port: Option<u16>,
+    pub protocol: String,
+}
+
+impl Service {
+    /// The pods of its namespace its selector picks under `changes`, in matrix order.
+    pub fn backends(&self, changes: &Changes) -> Vec<String> {
+        let (namespace, _) = split(&self.name);
+        pods()
+            .into_iter()
+            .filter(|pod| split(pod).0 == namespace)
+            .filter(|pod| {
+                let labels = changes.pod_labels(pod);
+                self.selector
+                    .iter()
+                    .all(|(key, value)| labels.get(key) == Some(value))
+            })
+            .collect()
+    }
+
+    /// The port its backends serve `port` of `protocol` on.
+    pub fn target_port(&self, port: u16, protocol: &str) -> Result<u16, String> {
+        self.ports
+            .iter()
+            .find(|p| p.port == port && p.protocol == protocol)
+            .map(|p| p.target_port.unwrap_or(p.port))
+            .ok_or_else(|| format!("Service {} has no port {protocol} {port}", self.name))
+    }
 }
 
 /// A state of the cluster and what it must allow.
@@ -194,6 +266,9 @@ pub struct Step {
     #[serde(default)]
     named_ports: BTreeMap<String, Vec<ExtraPort>>,
     pub probes: Vec<Probe>,
+    /// Connections from every pod to a Service's ClusterIP.
+    #[serde(default)]
+    pub service_probes: Vec<ServiceProbe>,
 }
 
 impl Step {
@@ -281,6 +356,114 @@ impl Probe {
 
 /// Verdicts by `(from, to)`.
 pub type Matrix = BTreeMap<(String, String), Verdict>;
+
+/// What a connection gets from the emulator: a verdict, or none because the verdict rests on
+/// what HNS does not document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// `.`
+    Allowed,
+    /// `X`
+    Denied,
+    /// `?`: the emulator refuses the verdict.
+    Refused,
+}
+
+impl Outcome {
+    /// The outcome of a verdict query.
+    pub fn of(verdict: Result<Verdict, UndocumentedVerdict>) -> Outcome {
+        match verdict {
+            Ok(Verdict::Allowed) => Outcome::Allowed,
+            Ok(Verdict::Denied) => Outcome::Denied,
+            Err(_) => Outcome::Refused,
+        }
+    }
+
+    fn mark(self) -> &'static str {
+        match self {
+            Outcome::Allowed => ".",
+            Outcome::Denied => "X",
+            Outcome::Refused => "?",
+        }
+    }
+}
+
+/// One port and protocol of a Service, probed from every pod to its ClusterIP: a column
+/// headed by the Service's name, a row per pod; `.` allowed, `X` denied, `?` refused as
+/// resting on what HNS does not document (whether egress rules are matched before or after
+/// the load balancer's rewrite). A pod that is one of the Service's backends is probed too.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceProbe {
+    pub service: String,
+    pub port: u16,
+    pub protocol: String,
+    reachability: String,
+}
+
+impl ServiceProbe {
+    /// `UDP 53 to z/dns`, for a message.
+    pub fn label(&self) -> String {
+        format!("{} {} to {}", self.protocol, self.port, self.service)
+    }
+
+    /// The packet a connection from `from` sends to `service`'s ClusterIP.
+    pub fn packet(&self, from: &str, service: &Service) -> Result<Packet, String> {
+        let protocol = match self.protocol.as_str() {
+            "TCP" => 6,
+            "UDP" => 17,
+            other => return Err(format!("protocol {other} is not probed")),
+        };
+        Ok(Packet::with_ports(
+            pod_ip(from, service.cluster_ip.is_ipv6()),
+            service.cluster_ip,
+            protocol,
+            self.port,
+        ))
+    }
+
+    /// The expected outcome for every pod, as the case writes it.
+    pub fn expected(&self) -> Result<Outcomes, String> {
+        let mut lines = self.reachability.lines().map(str::split_whitespace);
+        let header: Vec<&str> = lines.next().ok_or("an empty column")?.collect();
+        if header != ["-", self.service.as_str()] {
+            return Err(format!(
+                "column header {header:?}, not [\"-\", {:?}]",
+                self.service
+            ));
+        }
+        let mut outcomes = Outcomes::new();
+        for (row, line) in lines.enumerate() {
+            let cells: Vec<&str> = line.collect();
+            let (from, outcome) = match cells[..] {
+                [from, "."] => (from, Outcome::Allowed),
+                [from, "X"] => (from, Outcome::Denied),
+                [from, "?"] => (from, Outcome::Refused),
+                _ => return Err(format!("row {row} is {cells:?}, not a pod and ., X or ?")),
+            };
+            if pods().get(row).is_none_or(|pod| pod != from) {
+                return Err(format!("row {row} is {from}"));
+            }
+            outcomes.insert(from.to_owned(), outcome);
+        }
+        if outcomes.len() != pods().len() {
+            return Err(format!("{} rows, not one per pod", outcomes.len()));
+        }
+        Ok(outcomes)
+    }
+}
+
+/// Outcomes by the pod the connection comes from.
+pub type Outcomes = BTreeMap<String, Outcome>;
+
+/// A service probe's column as the case writes it, for a failure message.
+pub fn print_column(service: &str, outcomes: &Outcomes) -> String {
+    let mut out = format!("-   {service}\n");
+    for (from, outcome) in outcomes {
+        out.push_str(&format!("{from} {}\n", outcome.mark()));
+    }
+    out
+}
 
 /// Upstream's printout of a matrix, for a failure message.
 pub fn print(cells: &Matrix) -> String {

@@ -51,6 +51,10 @@
 //! - **Paths** ([`Engine::check_packet`](crate::Engine::check_packet)): egress on the
 //!   source if it is a local endpoint, ingress on the destination if it is one; remote
 //!   endpoints are filtered by their own host; traffic from the host is ingress only.
+//! - **Load balancers** (`service`): a packet to a frontend goes on to each backend, its
+//!   destination rewritten; whether HNS matches the source's egress ACLs before or after
+//!   that rewrite is not documented, so a verdict the two readings decide differently is
+//!   refused (production software's conformance runs point to after, by inference only).
 //! - **Writes counted** ([`PolicyWrites`]): each successful policy request and the rules
 //!   and sets it touched.
 
@@ -58,6 +62,7 @@ mod evaluate;
 mod fields;
 mod path;
 mod rule;
+mod service;
 mod sets;
 mod undocumented;
 mod unmatched;
@@ -65,8 +70,9 @@ mod validate;
 mod writes;
 
 pub use evaluate::{Decision, EndpointAcls, Packet, Ports, Reason, RuleRef, Verdict, evaluate};
-pub use path::{EndpointRules, PathVerdict, Side, UndocumentedVerdict};
+pub use path::{BackendPath, EndpointRules, PathVerdict, Side, UndocumentedVerdict};
 pub use rule::{KNOWN_LIST_ENTRIES, Rule};
+pub use service::egress_through;
 pub use sets::{IpSet, IpSets};
 pub use undocumented::Undocumented;
 pub use unmatched::Fallback;

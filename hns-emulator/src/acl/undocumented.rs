@@ -7,8 +7,9 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::evaluate::RuleRef;
+use super::evaluate::{Packet, RuleRef, Verdict};
 use super::unmatched::Fallback;
+use hns::guid::Guid;
 
 /// One undocumented thing a decision rests on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -54,6 +55,31 @@ pub enum Undocumented {
     },
     /// What a layer does with a packet none of its rules matches is not known here.
     Default(Fallback),
+    /// The source's egress rules decide a packet to a load balancer's frontend one way on the
+    /// packet as sent and the other way on the packet the load balancer rewrote for a
+    /// backend: whether HNS matches egress ACLs before or after that rewrite is not documented
+    /// (`super::service`); the emulator's pick is after.
+    #[serde(rename_all = "PascalCase")]
+    ServiceNat {
+        /// The packet as the source sent it, to the frontend.
+        sent: Packet,
+        /// The verdict on it.
+        before: Verdict,
+        /// The packet rewritten toward one backend.
+        rewritten: Packet,
+        /// The verdict on that.
+        after: Verdict,
+    },
+    /// A packet to a load balancer's frontend is let through toward one backend and dropped
+    /// toward another: which backend HNS picks for a connection (a hash of its addresses and
+    /// ports) is not documented.
+    #[serde(rename_all = "PascalCase")]
+    Backend {
+        /// A backend endpoint the packet reaches.
+        allowed: Guid,
+        /// A backend endpoint it does not.
+        denied: Guid,
+    },
 }
 
 impl fmt::Display for Undocumented {
@@ -92,6 +118,23 @@ impl fmt::Display for Undocumented {
                 super::KNOWN_LIST_ENTRIES
             ),
             Undocumented::Default(fallback) => write!(f, "{fallback}"),
+            Undocumented::ServiceNat {
+                sent,
+                before,
+                rewritten,
+                after,
+            } => write!(
+                f,
+                "egress is {before} for {sent} as sent and {after} for {rewritten} after the \
+                 load balancer's rewrite; whether HNS matches egress ACLs before or after that \
+                 rewrite is not documented (the emulator's pick is after): allow both the \
+                 frontend and the backends"
+            ),
+            Undocumented::Backend { allowed, denied } => write!(
+                f,
+                "the packet is let through toward backend {allowed} and dropped toward backend \
+                 {denied}; which backend HNS picks for a connection is not documented"
+            ),
         }
     }
 }

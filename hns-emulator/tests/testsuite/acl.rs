@@ -8,7 +8,7 @@ use hns::raw::NetworkHandle;
 use hns::schema::policy::AclRuleType;
 use hns::{Guid, HResult, HnsVersion, RawHcn, WindowsRelease};
 use hns_emulator::Emulator;
-use hns_emulator::acl::{Packet, PathVerdict, PolicyWrites, Reason, Side, Verdict};
+use hns_emulator::acl::{Packet, PathVerdict, PolicyWrites, Reason, Side, Undocumented, Verdict};
 
 const A: &str = "10.244.1.5";
 const B: &str = "10.244.1.6";
@@ -130,6 +130,15 @@ impl Node {
 
     fn verdict(&self, packet: Packet) -> Verdict {
         self.check(packet).verdict().unwrap()
+    }
+
+    /// Creates a load balancer with `settings` (a `HostComputeLoadBalancer` document) under
+    /// `id`, as kube-proxy's winkernel proxier writes one.
+    fn load_balancer(&self, id: &str, settings: &str) -> Guid {
+        let id: Guid = id.parse().unwrap();
+        let handle = self.emulator.create_load_balancer(&id, settings).unwrap();
+        self.emulator.close_load_balancer(handle).unwrap();
+        id
     }
 
     fn writes(&self) -> PolicyWrites {
@@ -661,6 +670,178 @@ fn remote_endpoints_are_not_enforced_and_host_traffic_is_ingress_only() {
     assert_eq!(
         (out.destination.clone(), out.verdict()),
         (Side::Elsewhere, Ok(Verdict::Denied))
+    );
+}
+
+/// kube-dns's ClusterIP in the tests below.
+const CLUSTER_IP: &str = "10.96.0.10";
+
+/// A load balancer for UDP 53 on `frontends` (JSON list) over `backends`, with `flags` and
+/// `source_vip` (JSON, or `null`).
+fn dns_load_balancer(frontends: &str, backends: &[Guid], flags: u32, source_vip: &str) -> String {
+    let backends: Vec<String> = backends.iter().map(|id| format!(r#""{id}""#)).collect();
+    format!(
+        r#"{{"HostComputeEndpoints":[{}],"SourceVIP":{source_vip},"FrontendVIPs":{frontends},
+        "PortMappings":[{{"Protocol":17,"InternalPort":53,"ExternalPort":53}}],"Flags":{flags},
+        "SchemaVersion":{{"Major":2,"Minor":0}}}}"#,
+        backends.join(",")
+    )
+}
+
+/// A pod isolated for egress (a Block at 65000, as the agent writes it) that `allows` egress
+/// to UDP 53 of the addresses given.
+fn isolated_for_egress(allows: &[&str]) -> Vec<String> {
+    allows
+        .iter()
+        .map(|to| {
+            format!(
+                r#"{{"Action":"Allow","Direction":"Out","Protocols":"17","RemoteAddresses":"{to}","RemotePorts":"53","Priority":4300}}"#
+            )
+        })
+        .chain(
+            [
+                r#"{"Action":"Block","Direction":"Out","Priority":65000}"#,
+                ALLOW_ALL_IN,
+                HOST_ALLOW_IN,
+                HOST_ALLOW_OUT,
+            ]
+            .map(str::to_owned),
+        )
+        .collect()
+}
+
+/// Egress to a Service's ClusterIP: the load balancer sends the packet on to each backend,
+/// and the source's egress rules are judged on the packet both as sent and as rewritten;
+/// where the two disagree (rules that allow the backends only), HNS's order is not documented
+/// and the verdict is refused. Before the load balancer was followed, the same query was a
+/// plain denial (the ClusterIP is no endpoint's, and the rules allow it nothing).
+#[test]
+fn egress_through_a_cluster_ip_is_judged_before_and_after_the_rewrite() {
+    let node = Node::new("acl-cluster-ip");
+    node.set_release(WindowsRelease::SERVER_2025);
+    let dns = [B, C].map(|ip| node.endpoint(ip, ip, &[]).unwrap());
+    let backends_only = isolated_for_egress(&[&format!("{B},{C}")]);
+    let rules: Vec<&str> = backends_only.iter().map(String::as_str).collect();
+    let client = node.endpoint("a", A, &rules).unwrap();
+    let balancer = node.load_balancer(
+        "1b000000-0000-0000-0000-000000000001",
+        &dns_load_balancer(&format!(r#"["{CLUSTER_IP}"]"#), &dns, 1, "null"),
+    );
+    let query = Packet::udp(A.parse().unwrap(), CLUSTER_IP.parse().unwrap(), 53);
+
+    let path = node.check(query);
+    assert_eq!(
+        path.destination,
+        Side::Frontend {
+            load_balancers: vec![balancer]
+        }
+    );
+    let reached: Vec<(Guid, std::net::IpAddr)> = path
+        .backends
+        .iter()
+        .map(|backend| (backend.endpoint, backend.delivered.destination))
+        .collect();
+    assert_eq!(
+        reached,
+        [(dns[0], B.parse().unwrap()), (dns[1], C.parse().unwrap())]
+    );
+    assert_eq!(
+        path.backends[0].delivered.source,
+        A.parse::<std::net::IpAddr>().unwrap(),
+        "DSR keeps the client"
+    );
+    let refused = path.verdict().unwrap_err();
+    assert!(
+        matches!(
+            &refused.decision.undocumented[..],
+            [Undocumented::ServiceNat {
+                before: Verdict::Denied,
+                after: Verdict::Allowed,
+                ..
+            }]
+        ),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("before or after"), "{refused}");
+    assert_eq!(
+        path.emulated_verdict(),
+        Verdict::Allowed,
+        "the pick is after"
+    );
+    // A port the load balancer does not map is no frontend: the rules deny it.
+    assert_eq!(node.tcp(A, CLUSTER_IP, 53), Verdict::Denied);
+
+    // Allowing the ClusterIP too, both readings allow.
+    let frontend = isolated_for_egress(&[CLUSTER_IP]);
+    node.modify_endpoint(client, "Add", &[acl(&frontend[0])])
+        .unwrap();
+    assert_eq!(node.verdict(query), Verdict::Allowed);
+
+    // A backend that refuses the client: the verdict depends on the backend HNS picks.
+    let refusing = [
+        r#"{"Action":"Block","Direction":"In","Protocols":"17","Priority":100}"#,
+        ALLOW_ALL_OUT,
+        HOST_ALLOW_IN,
+        HOST_ALLOW_OUT,
+    ]
+    .map(acl);
+    node.modify_endpoint(dns[1], "Add", &refusing).unwrap();
+    let split = node.check(query).verdict().unwrap_err();
+    assert_eq!(
+        split.decision.undocumented,
+        [Undocumented::Backend {
+            allowed: dns[0],
+            denied: dns[1]
+        }]
+    );
+}
+
+/// Without DSR a backend sees the load balancer's source VIP, and without either what it sees
+/// cannot be told; a load balancer without frontend VIPs fronts the node's own address (a
+/// NodePort).
+#[test]
+fn a_backend_sees_the_source_vip_without_dsr_and_a_node_port_is_a_frontend() {
+    let node = Node::new("acl-node-port");
+    let dns = node.endpoint("b", B, &[]).unwrap();
+    node.endpoint("a", A, &[]).unwrap();
+    node.load_balancer(
+        "1b000000-0000-0000-0000-000000000002",
+        &dns_load_balancer(
+            &format!(r#"["{CLUSTER_IP}"]"#),
+            &[dns],
+            0,
+            r#""10.244.1.250""#,
+        ),
+    );
+    let path = node.check(Packet::udp(
+        A.parse().unwrap(),
+        CLUSTER_IP.parse().unwrap(),
+        53,
+    ));
+    assert_eq!(
+        path.backends[0].delivered.source,
+        "10.244.1.250".parse::<std::net::IpAddr>().unwrap()
+    );
+    assert_eq!(path.verdict(), Ok(Verdict::Allowed));
+
+    // The node's address: the host adapter's (192.168.1.10 unless set).
+    node.load_balancer(
+        "1b000000-0000-0000-0000-000000000003",
+        &dns_load_balancer("[]", &[dns], 0, "null"),
+    );
+    let unknown = node
+        .emulator
+        .engine()
+        .check_packet(&Packet::udp(
+            A.parse().unwrap(),
+            "192.168.1.10".parse().unwrap(),
+            53,
+        ))
+        .unwrap_err();
+    assert!(
+        unknown.detail.contains("neither DSR nor a SourceVIP"),
+        "{}",
+        unknown.detail
     );
 }
 

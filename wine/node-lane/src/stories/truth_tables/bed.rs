@@ -1,17 +1,24 @@
 //! The truth tables' bed: an emulated node (a native HCN emulator state with `cbr0` and the
-//! nine pods' endpoints, its conflist naming the snapshot), the cluster as the story put it
-//! into the API server, and the verdicts the emulator gives on the rules the agent programmed.
+//! nine pods' endpoints, its conflist naming the snapshot, and, for a case's Services, the
+//! load balancers kube-proxy would make), the cluster as the story put it into the API
+//! server, and the verdicts the emulator gives on the rules the agent programmed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use hns::schema::{HostComputeEndpoint, IpConfig};
+use hns::schema::policy::protocol;
+use hns::schema::{
+    HostComputeEndpoint, HostComputeLoadBalancer, IpConfig, LoadBalancerFlags,
+    LoadBalancerPortMapping,
+};
 use hns::{Client, Guid, HnsVersion, WindowsBuild};
 use hns_emulator::acl::PolicyWrites;
 use hns_emulator::{Emulator, Engine};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use netpol_truth_tables::{Case, Matrix, Probe, Step, pod_ips, pods};
+use netpol_truth_tables::{
+    Case, Changes, Matrix, Outcome, Outcomes, Probe, ServiceProbe, Step, pod_ips, pods,
+};
 use node_lane::NODE_NAME;
 use node_lane::agent_process::{AgentProcess, Launch};
 use serde_json::{Value, json};
@@ -32,6 +39,8 @@ pub struct Bed<'l> {
     network: Guid,
     /// Whether the endpoints hold IPv6 addresses too; `None` before any exists.
     dual_stack: Option<bool>,
+    /// Each pod's endpoint.
+    endpoint_ids: BTreeMap<String, Guid>,
     /// Each pod's spec and addresses as the API server holds them.
     pods: BTreeMap<String, Value>,
     /// The policies in the API, `(namespace, name)`.
@@ -87,6 +96,7 @@ impl<'l> Bed<'l> {
             engine,
             network,
             dual_stack: None,
+            endpoint_ids: BTreeMap::new(),
             pods: BTreeMap::new(),
             policies: BTreeSet::new(),
         })
@@ -138,7 +148,7 @@ impl<'l> Bed<'l> {
     ) -> Result<(), String> {
         let (_, build) = BUILDS[1];
         self.put(case, step)?;
-        self.converged(agent, step, build, true)?;
+        self.converged(agent, case, step, build, true)?;
         self.engine
             .reset_policy_writes()
             .map(drop)
@@ -167,6 +177,7 @@ impl<'l> Bed<'l> {
         if self.dual_stack != Some(case.dual_stack) {
             self.endpoints(case.dual_stack)?;
         }
+        self.load_balancers(case, &changes)?;
         // A container's ports and a pod's addresses cannot change: such a pod is made again.
         let mut wanted = BTreeMap::new();
         let mut remade: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -258,11 +269,59 @@ impl<'l> Bed<'l> {
                     .collect(),
                 ..HostComputeEndpoint::default()
             };
-            network
+            let endpoint = network
                 .create_endpoint(Guid::ZERO, &settings)
                 .map_err(|e| format!("{pod}'s endpoint: {e}"))?;
+            self.endpoint_ids.insert(pod, endpoint.id());
         }
         self.dual_stack = Some(dual_stack);
+        Ok(())
+    }
+
+    /// The load balancers kube-proxy (with DSR, as the manifests run it) would make for the
+    /// case's Services over the pods their selectors pick at this step, in place of the
+    /// previous step's.
+    fn load_balancers(&self, case: &Case, changes: &Changes) -> Result<(), String> {
+        for balancer in self
+            .client
+            .list_load_balancers()
+            .map_err(|e| e.to_string())?
+        {
+            self.client
+                .delete_load_balancer(balancer.id)
+                .map_err(|e| e.to_string())?;
+        }
+        for service in &case.services {
+            let backends: Vec<Guid> = service
+                .backends(changes)
+                .iter()
+                .filter_map(|pod| self.endpoint_ids.get(pod).copied())
+                .collect();
+            if backends.is_empty() {
+                continue;
+            }
+            let mut port_mappings = Vec::new();
+            for port in &service.ports {
+                let number = protocol::number(&port.protocol)
+                    .ok_or_else(|| format!("{}: protocol {}", service.name, port.protocol))?;
+                port_mappings.push(LoadBalancerPortMapping {
+                    protocol: number,
+                    internal_port: port.target_port.unwrap_or(port.port),
+                    external_port: port.port,
+                    ..LoadBalancerPortMapping::default()
+                });
+            }
+            let settings = HostComputeLoadBalancer {
+                host_compute_endpoints: backends,
+                frontend_vips: vec![service.cluster_ip],
+                port_mappings,
+                flags: LoadBalancerFlags::DSR,
+                ..HostComputeLoadBalancer::default()
+            };
+            self.client
+                .create_load_balancer(Guid::ZERO, &settings)
+                .map_err(|e| format!("{}'s load balancer: {e}", service.name))?;
+        }
         Ok(())
     }
 
@@ -271,6 +330,7 @@ impl<'l> Bed<'l> {
     pub fn converged(
         &self,
         agent: &AgentProcess,
+        case: &Case,
         step: &Step,
         build: WindowsBuild,
         settle: bool,
@@ -280,13 +340,13 @@ impl<'l> Bed<'l> {
             .map_err(|failure| failure.to_string())?;
         let deadline = Instant::now() + CONVERGE_DEADLINE;
         loop {
-            let wrong = self.first_wrong(step)?;
+            let wrong = self.first_wrong(case, step)?;
             if wrong.is_none() {
                 if !settle {
                     return Ok(());
                 }
                 std::thread::sleep(STILL);
-                match self.first_wrong(step)? {
+                match self.first_wrong(case, step)? {
                     None => return Ok(()),
                     Some(wrong) => return Err(format!("a matrix changed after matching: {wrong}")),
                 }
@@ -304,15 +364,16 @@ impl<'l> Bed<'l> {
     }
 
     /// Every probe's matrix, once; an error naming the first that is not the case's.
-    pub fn sample(&self, step: &Step) -> Result<usize, String> {
-        match self.first_wrong(step)? {
-            None => Ok(step.probes.len()),
+    pub fn sample(&self, case: &Case, step: &Step) -> Result<usize, String> {
+        match self.first_wrong(case, step)? {
+            None => Ok(step.probes.len() + step.service_probes.len()),
             Some(wrong) => Err(format!("a verdict changed: {wrong}")),
         }
     }
 
-    /// The first probe whose matrix is not the case's, printed.
-    fn first_wrong(&self, step: &Step) -> Result<Option<String>, String> {
+    /// The first probe whose matrix (or service probe whose column) is not the case's,
+    /// printed.
+    fn first_wrong(&self, case: &Case, step: &Step) -> Result<Option<String>, String> {
         for probe in &step.probes {
             let expected = probe.expected()?;
             let actual = self.matrix(probe, &expected)?;
@@ -325,7 +386,39 @@ impl<'l> Bed<'l> {
                 )));
             }
         }
+        for probe in &step.service_probes {
+            let expected = probe.expected()?;
+            let actual = self.column(case, probe, &expected)?;
+            if actual != expected {
+                return Ok(Some(format!(
+                    "{}: expected\n{}actual\n{}",
+                    probe.label(),
+                    netpol_truth_tables::print_column(&probe.service, &expected),
+                    netpol_truth_tables::print_column(&probe.service, &actual)
+                )));
+            }
+        }
         Ok(None)
+    }
+
+    /// What the emulator makes of each connection `expected` names, through the Service's load
+    /// balancer: a verdict, or its refusal.
+    fn column(
+        &self,
+        case: &Case,
+        probe: &ServiceProbe,
+        expected: &Outcomes,
+    ) -> Result<Outcomes, String> {
+        let service = case.service(&probe.service)?;
+        let mut actual = Outcomes::new();
+        for from in expected.keys() {
+            let path = self
+                .engine
+                .check_packet(&probe.packet(from, service)?)
+                .map_err(|failure| failure.to_string())?;
+            actual.insert(from.clone(), Outcome::of(path.verdict()));
+        }
+        Ok(actual)
     }
 
     /// The emulator's verdict on each connection `expected` names.

@@ -73,14 +73,14 @@ fn restart_without_window(
     bed.standing(&agent, case, step)?;
     drop(agent);
     let stopped = Instant::now();
-    let mut samples = bed.sample(step)?;
+    let mut samples = bed.sample(case, step)?;
     let agent = bed.start_agent()?;
     agent.poll(
         CONVERGE_DEADLINE,
         Duration::from_millis(20),
         "sync of the new agent",
         || {
-            samples += bed.sample(step)?;
+            samples += bed.sample(case, step)?;
             let synced = agent.metric(METRICS_SYNCED) == Some(1.0)
                 && agent.metric(METRICS_PROGRAMMED) == Some(pods().len() as f64);
             Ok(synced.then_some(()))
@@ -88,7 +88,7 @@ fn restart_without_window(
     )?;
     let synced_after = stopped.elapsed();
     std::thread::sleep(STILL);
-    samples += bed.sample(step)?;
+    samples += bed.sample(case, step)?;
     bed.unwritten("the restarted agent", &agent)?;
     Ok((
         agent,
@@ -118,14 +118,14 @@ fn api_server_down(
             Duration::from_millis(100),
             "cniwin_netpol_api_up 0 after the API server stopped",
             || {
-                samples += bed.sample(step)?;
+                samples += bed.sample(case, step)?;
                 Ok((agent.metric(METRICS_API_UP) == Some(0.0)).then_some(()))
             },
         )?;
         let noticed = took.elapsed();
         // The agent's watches retry meanwhile; HNS keeps what it holds.
         std::thread::sleep(Duration::from_secs(3));
-        samples += bed.sample(step)?;
+        samples += bed.sample(case, step)?;
         Ok::<_, String>((noticed, samples))
     })?;
     let (noticed, samples) = during?;
@@ -151,7 +151,7 @@ fn api_server_back(bed: &mut Bed<'_>, agent: &AgentProcess, case: &Case) -> Resu
     let resumed = back.elapsed();
     for step in &case.steps {
         bed.put(case, step)?;
-        bed.converged(agent, step, build, true)?;
+        bed.converged(agent, case, step, build, true)?;
     }
     Ok(format!(
         "api_up 1 {} ms after the API server was ready; {} enforced after it",

@@ -125,7 +125,7 @@ pub fn run(bed: &mut Bed<'_>, agent: &AgentProcess, cases: &[(String, Case)]) ->
             for (at, (build, windows_build)) in BUILDS.into_iter().enumerate() {
                 // The second build judges the rules the first saw settle.
                 let settle = at == 0;
-                if let Err(why) = bed.converged(agent, step, windows_build, settle) {
+                if let Err(why) = bed.converged(agent, case, step, windows_build, settle) {
                     eprintln!("node-lane: {NAME}: {file} step {index}, {build}: {why}");
                     tally
                         .failures
