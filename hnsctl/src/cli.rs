@@ -482,6 +482,94 @@ mod tests {
         assert!(err.contains("--file"), "{err}");
     }
 
+    /// The `hnsctl` command lines of docs/real-host-checks.md's PowerShell blocks and of
+    /// scripts/real-host-checks.ps1, with their PowerShell variables given sample values (an
+    /// address where the option takes one).
+    fn real_host_command_lines() -> Vec<Vec<String>> {
+        let page = include_str!("../../docs/real-host-checks.md");
+        let script = include_str!("../../scripts/real-host-checks.ps1");
+        let mut code = String::new();
+        let mut fenced = false;
+        for line in page.lines() {
+            if line.starts_with("```") {
+                fenced = line == "```powershell";
+            } else if fenced {
+                code.push_str(line);
+                code.push('\n');
+            }
+        }
+        code.push_str(script);
+        let sample = |token: &str| -> String {
+            let token = token.trim_matches(|c| c == '\'' || c == '"');
+            match token {
+                "FREE-IP" => "10.244.1.254".to_owned(),
+                "$S" | "$A" | "$B" => "10.244.1.10".to_owned(),
+                _ if token.contains('$') => "sample".to_owned(),
+                _ => token.to_owned(),
+            }
+        };
+        let mut lines = Vec::new();
+        for line in code
+            .lines()
+            .filter(|line| !line.trim_start().starts_with('#'))
+        {
+            for (at, _) in line.match_indices("hnsctl ") {
+                let before = line[..at].chars().next_back();
+                let defines = ["Set-Alias", "function"]
+                    .iter()
+                    .any(|w| line[..at].trim_end().ends_with(w));
+                if defines || before.is_some_and(|c| c.is_alphanumeric() || "$\\-".contains(c)) {
+                    continue;
+                }
+                let command = &line[at + "hnsctl ".len()..];
+                let end = command
+                    .find(['|', ';', '#', ')', '{'])
+                    .unwrap_or(command.len());
+                let args: Vec<String> = command[..end]
+                    .split_whitespace()
+                    .filter(|token| !token.starts_with("2>"))
+                    .map(sample)
+                    .collect();
+                if !args.is_empty() && !args[0].starts_with('"') {
+                    lines.push(args);
+                }
+            }
+        }
+        lines
+    }
+
+    #[test]
+    fn every_command_line_of_the_real_host_checks_parses() {
+        let lines = real_host_command_lines();
+        assert!(
+            lines.len() > 100,
+            "only {} command lines found",
+            lines.len()
+        );
+        for args in &lines {
+            let parsed =
+                Cli::try_parse_from(std::iter::once("hnsctl".to_owned()).chain(args.clone()));
+            assert!(
+                parsed.is_ok(),
+                "hnsctl {}: {}",
+                args.join(" "),
+                parsed.unwrap_err()
+            );
+        }
+        for needed in [
+            "policy add",
+            "policy remove",
+            "policy update",
+            "endpoint create",
+            "--raw",
+        ] {
+            assert!(
+                lines.iter().any(|args| args.join(" ").contains(needed)),
+                "no command line uses {needed}"
+            );
+        }
+    }
+
     #[test]
     fn bad_values_name_the_option() {
         let err = Cli::try_parse_from(["hnsctl", "network", "create", "--subnet", "nope"])
