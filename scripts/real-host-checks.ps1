@@ -7,8 +7,8 @@
 #   10  the HNS version the release reports (recorded first: the others are read against it)
 #
 # NOT RUN ON A REAL HOST. Every hnsctl command line in it was run against the HCN emulator (on
-# L2Bridge and Overlay, Windows Server 2022 and 2025 semantics); the PowerShell around them,
-# kubectl exec and the probes have never run. Where the page and this script differ, the page
+# L2Bridge and Overlay, Windows Server 2022 and 2025 semantics; hnsctl.exe too, under Wine);
+# the PowerShell around them, kubectl exec and the probes have never run. Where the page and this script differ, the page
 # is right: read it first, and check the transcript rather than trusting a verdict.
 #
 # Needs what the page's "Before you start" sets up: a node set aside (no NetworkPolicy agent,
