@@ -2,7 +2,6 @@
 //! and node lanes to create and modify them from the document kube-proxy would send.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 
 use hns::Guid;
@@ -10,7 +9,7 @@ use hns::schema::policy::protocol;
 use hns::schema::{HostComputeLoadBalancer, LoadBalancerPortMapping};
 
 use crate::cli::LoadBalancerCommand;
-use crate::{Context, fail, print_json, print_line, print_pretty};
+use crate::{Context, fail, print_json, print_line, print_pretty, read_input};
 
 /// `hnsctl loadbalancer ...`
 pub fn load_balancer(context: &Context, command: LoadBalancerCommand) -> Result<(), String> {
@@ -119,15 +118,7 @@ fn joined<T: std::fmt::Display>(items: &[T]) -> String {
 /// A load balancer document from `path` (`-` is stdin), decoded through the HCN schema so a
 /// document HNS would refuse for a malformed value is refused here first, naming the field.
 fn read_document(path: &Path) -> Result<HostComputeLoadBalancer, String> {
-    let text = if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read the load balancer document from stdin: {e}"))?;
-        text
-    } else {
-        std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?
-    };
+    let text = read_input(path)?;
     hns::schema::decode(&text).map_err(|e| {
         format!(
             "{} is not a load balancer document: {e}",

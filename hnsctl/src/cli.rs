@@ -32,10 +32,10 @@ pub struct Cli {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Networks: create, list, show, delete.
+    /// Networks: create, list, show, delete; add, remove or update their policies (IP sets).
     #[command(subcommand)]
     Network(NetworkCommand),
-    /// Endpoints: list, show, delete.
+    /// Endpoints: create, list, show, delete; add, remove or update their policies (ACLs).
     #[command(subcommand)]
     Endpoint(EndpointCommand),
     /// Namespaces: create, list, show, delete, attach, detach.
@@ -89,6 +89,9 @@ pub enum NetworkCommand {
         /// The network's GUID or name.
         #[arg(value_name = "ID|NAME")]
         network: String,
+        /// Print the document exactly as HNS returned it (one line), not as hnsctl reads it.
+        #[arg(long)]
+        raw: bool,
     },
     /// Deletes a network.
     Delete {
@@ -96,6 +99,34 @@ pub enum NetworkCommand {
         #[arg(value_name = "ID|NAME")]
         network: String,
     },
+    /// Sends one policy request (HcnModifyNetwork), such as an IP set (`SetPolicy`).
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+/// `hnsctl network policy ...` and `hnsctl endpoint policy ...`: one modify request of
+/// `ResourceType` `Policy` whose policies are a file's, sent to HNS as written.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Adds the file's policies (RequestType Add).
+    Add(PolicyRequest),
+    /// Removes the policies the file lists (RequestType Remove).
+    Remove(PolicyRequest),
+    /// Replaces policies with the file's (RequestType Update). Which of an endpoint's policies
+    /// HNS replaces is not documented; Azure NPM updates a network's IP set so, by its Id.
+    Update(PolicyRequest),
+}
+
+/// The object and the policies of a policy request.
+#[derive(Debug, Args)]
+pub struct PolicyRequest {
+    /// The network's or endpoint's GUID or name.
+    #[arg(value_name = "ID|NAME")]
+    pub target: String,
+    /// A JSON array of policy objects, e.g. `[{"Type":"ACL","Settings":{...}}]`, sent without
+    /// reinterpretation: a file, or `-` for stdin.
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
 }
 
 /// `hnsctl network create` options.
@@ -160,6 +191,8 @@ impl From<TypeArg> for NetworkType {
 /// `hnsctl endpoint ...`
 #[derive(Debug, Subcommand)]
 pub enum EndpointCommand {
+    /// Creates an endpoint (HcnCreateEndpoint) attached to nothing; prints its GUID.
+    Create(EndpointCreate),
     /// Lists endpoints, all or one network's.
     List {
         /// Only the endpoints of this network (GUID or name).
@@ -171,6 +204,9 @@ pub enum EndpointCommand {
         /// The endpoint's GUID or name.
         #[arg(value_name = "ID|NAME")]
         endpoint: String,
+        /// Print the document exactly as HNS returned it (one line), not as hnsctl reads it.
+        #[arg(long)]
+        raw: bool,
     },
     /// Deletes an endpoint.
     Delete {
@@ -178,6 +214,30 @@ pub enum EndpointCommand {
         #[arg(value_name = "ID|NAME")]
         endpoint: String,
     },
+    /// Sends one policy request (HcnModifyEndpoint), such as ACLs.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+/// `hnsctl endpoint create` options.
+#[derive(Debug, Args)]
+pub struct EndpointCreate {
+    /// The network's GUID or name.
+    #[arg(long, value_name = "ID|NAME")]
+    pub network: String,
+    /// The endpoint's name.
+    #[arg(long)]
+    pub name: String,
+    /// The endpoint's address, inside one of the network's subnets.
+    #[arg(long, value_name = "IP")]
+    pub ip: IpAddr,
+    /// Policies to create it with: a JSON array of policy objects, sent without
+    /// reinterpretation (a file, or `-` for stdin).
+    #[arg(long, value_name = "FILE")]
+    pub policies: Option<PathBuf>,
+    /// The GUID to create the endpoint with (default: HNS chooses).
+    #[arg(long, value_name = "GUID")]
+    pub id: Option<Guid>,
 }
 
 /// `hnsctl namespace ...`
@@ -399,6 +459,115 @@ mod tests {
         };
         assert_eq!(create.name, "cbr0");
         assert!(matches!(create.network_type, TypeArg::L2Bridge));
+    }
+
+    #[test]
+    fn policy_requests_name_their_request_type_object_and_file() {
+        let cli = Cli::try_parse_from([
+            "hnsctl", "endpoint", "policy", "update", "pod-a", "--file", "-",
+        ])
+        .unwrap();
+        let Command::Endpoint(EndpointCommand::Policy(PolicyCommand::Update(request))) =
+            cli.command
+        else {
+            panic!("{cli:?}");
+        };
+        assert_eq!(
+            (request.target.as_str(), request.file.to_str()),
+            ("pod-a", Some("-"))
+        );
+        let err = Cli::try_parse_from(["hnsctl", "network", "policy", "add", "cbr0"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--file"), "{err}");
+    }
+
+    /// The `hnsctl` command lines of docs/real-host-checks.md's PowerShell blocks and of
+    /// scripts/real-host-checks.ps1, with their PowerShell variables given sample values (an
+    /// address where the option takes one).
+    fn real_host_command_lines() -> Vec<Vec<String>> {
+        let page = include_str!("../../docs/real-host-checks.md");
+        let script = include_str!("../../scripts/real-host-checks.ps1");
+        let mut code = String::new();
+        let mut fenced = false;
+        for line in page.lines() {
+            if line.starts_with("```") {
+                fenced = line == "```powershell";
+            } else if fenced {
+                code.push_str(line);
+                code.push('\n');
+            }
+        }
+        code.push_str(script);
+        let sample = |token: &str| -> String {
+            let token = token.trim_matches(|c| c == '\'' || c == '"');
+            match token {
+                "FREE-IP" => "10.244.1.254".to_owned(),
+                "$S" | "$A" | "$B" => "10.244.1.10".to_owned(),
+                _ if token.contains('$') => "sample".to_owned(),
+                _ => token.to_owned(),
+            }
+        };
+        let mut lines = Vec::new();
+        for line in code
+            .lines()
+            .filter(|line| !line.trim_start().starts_with('#'))
+        {
+            for (at, _) in line.match_indices("hnsctl ") {
+                let before = line[..at].chars().next_back();
+                let defines = ["Set-Alias", "function"]
+                    .iter()
+                    .any(|w| line[..at].trim_end().ends_with(w));
+                if defines || before.is_some_and(|c| c.is_alphanumeric() || "$\\-".contains(c)) {
+                    continue;
+                }
+                let command = &line[at + "hnsctl ".len()..];
+                let end = command
+                    .find(['|', ';', '#', ')', '{'])
+                    .unwrap_or(command.len());
+                let args: Vec<String> = command[..end]
+                    .split_whitespace()
+                    .filter(|token| !token.starts_with("2>"))
+                    .map(sample)
+                    .collect();
+                if !args.is_empty() && !args[0].starts_with('"') {
+                    lines.push(args);
+                }
+            }
+        }
+        lines
+    }
+
+    #[test]
+    fn every_command_line_of_the_real_host_checks_parses() {
+        let lines = real_host_command_lines();
+        assert!(
+            lines.len() > 100,
+            "only {} command lines found",
+            lines.len()
+        );
+        for args in &lines {
+            let parsed =
+                Cli::try_parse_from(std::iter::once("hnsctl".to_owned()).chain(args.clone()));
+            assert!(
+                parsed.is_ok(),
+                "hnsctl {}: {}",
+                args.join(" "),
+                parsed.unwrap_err()
+            );
+        }
+        for needed in [
+            "policy add",
+            "policy remove",
+            "policy update",
+            "endpoint create",
+            "--raw",
+        ] {
+            assert!(
+                lines.iter().any(|args| args.join(" ").contains(needed)),
+                "no command line uses {needed}"
+            );
+        }
     }
 
     #[test]

@@ -132,6 +132,29 @@ pub fn fail(error: hns::HnsError) -> String {
     error.to_string()
 }
 
+/// The text of `path`, or of stdin for `-`, for a command that reads a JSON document: UTF-8,
+/// a leading byte-order mark dropped (what PowerShell's `-Encoding utf8` writes).
+pub fn read_input(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let (name, read) = if path == std::path::Path::new("-") {
+        let mut text = String::new();
+        let read = std::io::stdin().read_to_string(&mut text).map(|_| text);
+        ("stdin".to_owned(), read)
+    } else {
+        (path.display().to_string(), std::fs::read_to_string(path))
+    };
+    match read {
+        Ok(text) => Ok(text
+            .strip_prefix('\u{feff}')
+            .map(str::to_owned)
+            .unwrap_or(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(format!(
+            "cannot read {name}: not UTF-8 (in PowerShell write it with Set-Content -Encoding ascii)"
+        )),
+        Err(e) => Err(format!("cannot read {name}: {e}")),
+    }
+}
+
 /// Prints a value as indented JSON (for `show`).
 pub fn print_pretty<T: serde::Serialize>(value: &T) -> Result<(), String> {
     println!(

@@ -1,17 +1,24 @@
 //! `network`, `endpoint` and `namespace` commands.
 
-use hns::Guid;
+use std::path::Path;
+
+use hns::client::{EndpointKind, NetworkKind, ObjectKind};
 use hns::schema::policy::{
-    DrMacAddressPolicy, IsolationIdPolicy, NetAdapterNamePolicy, ProviderAddressPolicy,
+    DrMacAddressPolicy, IsolationIdPolicy, NetAdapterNamePolicy, ProviderAddressPolicy, RawPolicy,
     VxlanPortPolicy,
 };
 use hns::schema::{
-    HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork, Ipam, NetworkPolicy, Subnet,
+    EndpointPolicy, HostComputeEndpoint, HostComputeNamespace, HostComputeNetwork,
+    HostComputeQuery, IpConfig, Ipam, ModifyRequest, NetworkPolicy, RequestType, Subnet,
     SubnetPolicy,
 };
+use hns::{Guid, RawError};
 
-use crate::cli::{EndpointCommand, NamespaceCommand, NetworkCommand, NetworkCreate};
-use crate::{Context, fail, print_json, print_line, print_pretty};
+use crate::cli::{
+    EndpointCommand, EndpointCreate, NamespaceCommand, NetworkCommand, NetworkCreate,
+    PolicyCommand, PolicyRequest,
+};
+use crate::{Context, fail, print_json, print_line, print_pretty, read_input};
 
 /// `hnsctl network ...`
 pub fn network(context: &Context, command: NetworkCommand) -> Result<(), String> {
@@ -47,13 +54,30 @@ pub fn network(context: &Context, command: NetworkCommand) -> Result<(), String>
             }
             Ok(())
         }
-        NetworkCommand::Show { network } => {
+        NetworkCommand::Show { network, raw } => {
             let id = network_id(context, &network)?;
+            if raw {
+                return print_raw::<NetworkKind>(context, "network", id, |raw| {
+                    raw.open_network(&id)
+                });
+            }
             print_pretty(context.client.open_network(id).map_err(fail)?.properties())
         }
         NetworkCommand::Delete { network } => {
             let id = network_id(context, &network)?;
             context.client.delete_network(id).map_err(fail)
+        }
+        NetworkCommand::Policy(command) => {
+            let (request_type, request) = policy_request(command);
+            let id = network_id(context, &request.target)?;
+            let policies = read_policies(&request.file)?
+                .into_iter()
+                .map(NetworkPolicy::Other)
+                .collect();
+            context
+                .client
+                .modify_network_policies(id, &ModifyRequest::policies(request_type, policies))
+                .map_err(fail)
         }
     }
 }
@@ -61,6 +85,15 @@ pub fn network(context: &Context, command: NetworkCommand) -> Result<(), String>
 /// `hnsctl endpoint ...`
 pub fn endpoint(context: &Context, command: EndpointCommand) -> Result<(), String> {
     match command {
+        EndpointCommand::Create(create) => {
+            let network = network_id(context, &create.network)?;
+            let created = create_endpoint(context, network, create)?;
+            if context.json {
+                print_json(&created)
+            } else {
+                print_line(created.id)
+            }
+        }
         EndpointCommand::List { network } => {
             let network = network.map(|name| network_id(context, &name)).transpose()?;
             let endpoints = context.client.list_endpoints(network).map_err(fail)?;
@@ -91,12 +124,111 @@ pub fn endpoint(context: &Context, command: EndpointCommand) -> Result<(), Strin
             }
             Ok(())
         }
-        EndpointCommand::Show { endpoint } => print_pretty(&find_endpoint(context, &endpoint)?),
+        EndpointCommand::Show {
+            endpoint,
+            raw: false,
+        } => print_pretty(&find_endpoint(context, &endpoint)?),
+        EndpointCommand::Show {
+            endpoint,
+            raw: true,
+        } => {
+            let id = find_endpoint(context, &endpoint)?.id;
+            print_raw::<EndpointKind>(context, "endpoint", id, |raw| raw.open_endpoint(&id))
+        }
         EndpointCommand::Delete { endpoint } => {
             let endpoint = find_endpoint(context, &endpoint)?;
             context.client.delete_endpoint(endpoint.id).map_err(fail)
         }
+        EndpointCommand::Policy(command) => {
+            let (request_type, request) = policy_request(command);
+            let id = find_endpoint(context, &request.target)?.id;
+            let policies = read_policies(&request.file)?
+                .into_iter()
+                .map(EndpointPolicy::Other)
+                .collect();
+            context
+                .client
+                .modify_endpoint_policies(id, &ModifyRequest::policies(request_type, policies))
+                .map_err(fail)
+        }
     }
+}
+
+/// `hnsctl endpoint create`: the endpoint HNS made, as it reads back.
+fn create_endpoint(
+    context: &Context,
+    network: Guid,
+    create: EndpointCreate,
+) -> Result<HostComputeEndpoint, String> {
+    let policies = match &create.policies {
+        Some(path) => read_policies(path)?
+            .into_iter()
+            .map(EndpointPolicy::Other)
+            .collect(),
+        None => Vec::new(),
+    };
+    let settings = HostComputeEndpoint {
+        name: create.name,
+        policies,
+        ip_configurations: vec![IpConfig {
+            ip_address: create.ip,
+            prefix_length: None,
+        }],
+        ..HostComputeEndpoint::default()
+    };
+    let network = context.client.open_network(network).map_err(fail)?;
+    let created = network
+        .create_endpoint(create.id.unwrap_or(Guid::ZERO), &settings)
+        .map_err(|e| fail(e.into()))?;
+    Ok(created.into_properties())
+}
+
+/// The request type a `policy` subcommand names, and its arguments.
+fn policy_request(command: PolicyCommand) -> (RequestType, PolicyRequest) {
+    match command {
+        PolicyCommand::Add(request) => (RequestType::Add, request),
+        PolicyCommand::Remove(request) => (RequestType::Remove, request),
+        PolicyCommand::Update(request) => (RequestType::Update, request),
+    }
+}
+
+/// The policy objects of a JSON array in `path` (`-` is stdin), each kept as written: what a
+/// check on a real host sends must be what the operator wrote, not hnsctl's reading of it.
+fn read_policies(path: &Path) -> Result<Vec<RawPolicy>, String> {
+    let text = read_input(path)?;
+    let name = if path == Path::new("-") {
+        "stdin".to_owned()
+    } else {
+        path.display().to_string()
+    };
+    let items: Vec<Box<serde_json::value::RawValue>> = serde_json::from_str(&text).map_err(|e| {
+        format!("{name} is not a JSON array of policy objects ([{{\"Type\":...,\"Settings\":...}}]): {e}")
+    })?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            RawPolicy::from_json(item.get()).map_err(|e| format!("{name}: policy [{index}]: {e}"))
+        })
+        .collect()
+}
+
+/// Prints an object's document as HNS returned it: open, query, close, nothing decoded.
+fn print_raw<K: ObjectKind>(
+    context: &Context,
+    what: &str,
+    id: Guid,
+    open: impl FnOnce(&dyn hns::RawHcn) -> Result<K::Handle, RawError>,
+) -> Result<(), String> {
+    let raw = context.client.raw();
+    let handle = open(raw).map_err(|e| format!("open {what} {id}: {e}"))?;
+    let document = K::query(raw, &handle, &HostComputeQuery::all().to_json());
+    let _ = K::close(raw, handle);
+    println!(
+        "{}",
+        document.map_err(|e| format!("query {what} {id}: {e}"))?
+    );
+    Ok(())
 }
 
 /// `hnsctl namespace ...`

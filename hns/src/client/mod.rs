@@ -254,11 +254,11 @@ impl<R: RawHcn + ?Sized> Client<R> {
             .map_err(|e| HnsError::from_raw(e, format!("delete endpoint {id}")))
     }
 
-    /// Adds, removes or (as the whole list) replaces policies of an endpoint, such as ACLs,
-    /// without reading the endpoint: a policy agent knows what it holds from its own read.
-    /// `Update` makes the request's list the endpoint's whole policy list (every type, not
-    /// only the request's), so a caller that means to change some rules sends `Add` and
-    /// `Remove`.
+    /// Adds, removes or replaces policies of an endpoint, such as ACLs, without reading the
+    /// endpoint: a policy agent knows what it holds from its own read. Which policies an
+    /// `Update` replaces is not documented (likely those of the types the request carries,
+    /// as the emulator models it; docs/real-host-checks.md has the check), so a caller that
+    /// means to change some rules sends `Add` and `Remove`.
     ///
     /// Raw calls: `HcnOpenEndpoint` + `HcnModifyEndpoint` = 2 (+1 `HcnCloseEndpoint`).
     pub fn modify_endpoint_policies(

@@ -212,6 +212,145 @@ fn hnsctl_creates_lists_modifies_and_deletes_load_balancers() {
 }
 
 #[test]
+fn hnsctl_creates_endpoints_and_sends_policy_requests_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = |args: &[&str], stdin: &str| succeeded(dir.path(), args, stdin);
+    let failed = |args: &[&str], stdin: &str| {
+        let output = run(dir.path(), args, stdin);
+        assert_eq!(output.status.code(), Some(1), "{args:?} succeeded");
+        String::from_utf8(output.stderr).unwrap()
+    };
+    ok(&CBR0, "");
+    // An endpoint made with a policy file, as PowerShell's `-Encoding utf8` writes it (a BOM).
+    let block = json!({"Type": "ACL", "Settings": {"Id": "block-in", "Action": "Block",
+        "Direction": "In", "Protocols": "256", "Priority": 65000}});
+    // The Host-layer allow-all production writes beside switch rules (without it the
+    // emulator's verdicts on an L2Bridge endpoint rest on what no source settles).
+    let host = json!({"Type": "ACL", "Settings": {"Id": "host-in", "Action": "Allow",
+        "Direction": "In", "Protocols": "256", "RuleType": "Host"}});
+    let file = dir.path().join("policies.json");
+    std::fs::write(&file, format!("\u{feff}{}", json!([block, host]))).unwrap();
+    let created = ok(
+        &[
+            "endpoint",
+            "create",
+            "--network",
+            "cbr0",
+            "--name",
+            "pod-a",
+            "--ip",
+            "10.244.1.5",
+            "--policies",
+            file.to_str().unwrap(),
+        ],
+        "",
+    );
+    let id: Guid = created.trim().parse().unwrap();
+    let policies = |endpoint: &str| -> Vec<Value> {
+        let raw = ok(&["endpoint", "show", endpoint, "--raw"], "");
+        assert_eq!(raw.lines().count(), 1, "{raw}");
+        let document: Value = serde_json::from_str(&raw).unwrap();
+        assert_eq!(document["ID"], id.to_string());
+        document["Policies"].as_array().cloned().unwrap_or_default()
+    };
+    assert_eq!(policies("pod-a"), [block.clone(), host.clone()]);
+
+    // Add from stdin; the rule is enforced at once.
+    let allow = json!({"Type": "ACL", "Settings": {"Id": "allow-8080", "Action": "Allow",
+        "Direction": "In", "Protocols": "6", "LocalPorts": "8080",
+        "RemoteAddresses": "10.244.1.1", "Priority": 4300}});
+    let add = ["endpoint", "policy", "add", "pod-a", "--file", "-"];
+    ok(&add, &json!([allow]).to_string());
+    assert_eq!(
+        policies(&id.to_string()),
+        [block.clone(), host.clone(), allow.clone()]
+    );
+    let check = |port: &str| {
+        run(
+            dir.path(),
+            &["acl", "check", "--from", "10.244.1.1", "--to", "10.244.1.5"]
+                .into_iter()
+                .chain(["--protocol", "tcp", "--port", port])
+                .collect::<Vec<_>>(),
+            "",
+        )
+        .status
+        .code()
+    };
+    assert_eq!((check("8080"), check("80")), (Some(0), Some(1)));
+    // HNS's refusal is the one line hnsctl prints.
+    let stderr = failed(&add, &json!([allow]).to_string());
+    assert!(
+        stderr.contains("0x803B0012") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    // Remove of the identical rule, then of a rule the endpoint does not hold.
+    let remove = ["endpoint", "policy", "remove", "pod-a", "--file", "-"];
+    ok(&remove, &json!([allow]).to_string());
+    assert_eq!(policies("pod-a"), [block.clone(), host.clone()]);
+    assert!(failed(&remove, &json!([allow]).to_string()).contains("0x803B0008"));
+    // Update: the emulator's reading (the policies of the types it carries are replaced).
+    ok(
+        &["endpoint", "policy", "update", "pod-a", "--file", "-"],
+        &json!([allow]).to_string(),
+    );
+    assert_eq!(policies("pod-a"), [allow]);
+
+    // A network's IP sets: add, update, remove; `show --raw` is HNS's document.
+    let set = |values: &str| {
+        json!([{"Type": "SetPolicy", "Settings": {"Id": "chk-set", "Name": "chk-set",
+            "PolicyType": "IPSET", "Values": values}}])
+        .to_string()
+    };
+    let sets = || -> Vec<Value> {
+        let raw = ok(&["network", "show", "cbr0", "--raw"], "");
+        let document: Value = serde_json::from_str(&raw).unwrap();
+        document["Policies"].as_array().cloned().unwrap_or_default()
+    };
+    ok(
+        &["network", "policy", "add", "cbr0", "--file", "-"],
+        &set("10.244.1.6"),
+    );
+    ok(
+        &["network", "policy", "update", "cbr0", "--file", "-"],
+        &set("10.244.1.7"),
+    );
+    assert_eq!(sets()[0]["Settings"]["Values"], "10.244.1.7");
+    ok(
+        &["network", "policy", "remove", "cbr0", "--file", "-"],
+        &set("10.244.1.7"),
+    );
+    assert_eq!(sets(), Vec::<Value>::new());
+
+    // What is not a list of policy objects is refused before any call, naming the input.
+    let before = ok(&["--json", "stats", "--writes"], "");
+    for (input, says) in [
+        (
+            r#"{"Type":"ACL"}"#,
+            "stdin is not a JSON array of policy objects",
+        ),
+        (r#"[{"Settings":{}}]"#, "stdin: policy [0]"),
+    ] {
+        let stderr = failed(&add, input);
+        assert!(stderr.contains(says), "{stderr}");
+    }
+    assert_eq!(ok(&["--json", "stats", "--writes"], ""), before);
+    let missing = dir.path().join("missing.json");
+    let stderr = failed(
+        &[
+            "endpoint",
+            "policy",
+            "add",
+            "pod-a",
+            "--file",
+            missing.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(stderr.contains("missing.json"), "{stderr}");
+}
+
+#[test]
 fn hnsctl_sets_the_host_adapter_and_settles_its_switch() {
     let dir = tempfile::tempdir().unwrap();
     let ok = |args: &[&str]| succeeded(dir.path(), args, "");
