@@ -161,6 +161,10 @@ pub struct Applied<E> {
     pub waiting: BTreeMap<Guid, String>,
     /// Items held back by the caller ([`Writes::apply`]'s `hold`) that had writes.
     pub held: BTreeSet<Item>,
+    /// The new sets the network does not hold after all (HNS refused their `Add`, or it was
+    /// held back): no rule naming one can be written. A set whose update was refused is
+    /// still there, with its old members.
+    pub absent_sets: BTreeSet<String>,
 }
 
 impl<E> Default for Applied<E> {
@@ -173,6 +177,7 @@ impl<E> Default for Applied<E> {
             refused: Vec::new(),
             waiting: BTreeMap::new(),
             held: BTreeSet::new(),
+            absent_sets: BTreeSet::new(),
         }
     }
 }
@@ -476,7 +481,37 @@ impl Writes {
         run.sets((RequestType::Remove, removed));
         let mut applied = run.applied;
         applied.held = held;
+        applied.absent_sets = missing;
         applied
+    }
+
+    /// The writes this plan makes for `item` alone, as they go when each is sent on its own:
+    /// what tells a later pass whether it plans the same for an item HNS refused, whatever
+    /// other sets share its requests.
+    pub fn planned(&self, item: &Item) -> Vec<Write> {
+        match item {
+            Item::Endpoint(endpoint) => self
+                .units
+                .iter()
+                .filter(|unit| unit.endpoint == *endpoint)
+                .flat_map(Unit::writes)
+                .collect(),
+            Item::Set(id) => {
+                let added = (self.added.iter().filter(|set| set.id == *id))
+                    .map(|set| (RequestType::Add, set.to_network_policy()));
+                let updated = (self.updated.iter().filter(|update| update.wanted.id == *id))
+                    .map(|update| (RequestType::Update, update.wanted.to_network_policy()));
+                let removed = (self.removed.iter().filter(|(held, _)| held == id))
+                    .map(|(_, policy)| (RequestType::Remove, policy.clone()));
+                added
+                    .chain(updated)
+                    .chain(removed)
+                    .map(|(request_type, policy)| {
+                        Write::Network(ModifyRequest::policies(request_type, vec![policy]))
+                    })
+                    .collect()
+            }
+        }
     }
 
     /// Every item with writes.
@@ -487,22 +522,6 @@ impl Writes {
             .map(|id| Item::Set(id.clone()));
         let endpoints = self.units.iter().map(|unit| Item::Endpoint(unit.endpoint));
         sets.chain(endpoints).collect()
-    }
-}
-
-impl Write {
-    /// Whether this write changes `item` (a request of several sets changes each).
-    pub fn changes(&self, item: &Item) -> bool {
-        match (self, item) {
-            (Write::Endpoint { endpoint, .. }, Item::Endpoint(id)) => endpoint == id,
-            (Write::Network(request), Item::Set(id)) => request
-                .settings
-                .policies
-                .iter()
-                .filter_map(IpSet::from_network_policy)
-                .any(|set| set.id == *id),
-            _ => false,
-        }
     }
 }
 

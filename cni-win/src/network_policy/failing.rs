@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use cni_win_netpol::{Item, Write};
+use cni_win_netpol::{Item, Write, Writes};
 use hns::{Guid, HResult, HnsError};
 
 use super::program::{Applied, Refused};
@@ -50,11 +50,11 @@ struct Failure {
 
 impl Failing {
     /// Whether a pass holds `item` of `network` back: HNS refused it, its retry is not due,
-    /// and the pass plans the same `writes` for it.
-    pub fn holds(&self, network: Guid, item: &Item, writes: &[Write], now: Instant) -> bool {
+    /// and the pass's `writes` plan the same for it.
+    pub fn holds(&self, network: Guid, item: &Item, writes: &Writes, now: Instant) -> bool {
         self.items
             .get(&(network, item.clone()))
-            .is_some_and(|failure| now < failure.due && failure.writes == writes)
+            .is_some_and(|failure| now < failure.due && failure.writes == writes.planned(item))
     }
 
     /// Takes in what a pass came to: each refusal starts or doubles its item's backoff, items

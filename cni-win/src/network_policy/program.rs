@@ -73,21 +73,9 @@ pub(crate) struct Applied {
     pub waiting: BTreeMap<Guid, (Guid, String)>,
     /// The items held back (their retry not due), by network.
     pub held: BTreeSet<(Guid, Item)>,
-}
-
-impl Applied {
-    /// The IP sets HNS was to take and has not: refused, or held back for their retry.
-    pub fn unwritten_sets(&self) -> BTreeSet<String> {
-        let refused = self.refused.iter().map(|refused| &refused.item);
-        let held = self.held.iter().map(|(_, item)| item);
-        refused
-            .chain(held)
-            .filter_map(|item| match item {
-                Item::Set(id) => Some(id.clone()),
-                Item::Endpoint(_) => None,
-            })
-            .collect()
-    }
+    /// The new IP sets a network does not hold after all (their `Add` refused or held
+    /// back): a snapshot naming one cannot be used yet.
+    pub absent_sets: BTreeSet<String>,
 }
 
 /// A write HNS refused: its item (an endpoint's rules, or an IP set of a network) is left as
@@ -272,21 +260,13 @@ pub(crate) fn plan(
 pub(crate) fn apply(
     client: &Client,
     plan: &Plan,
-    hold: impl Fn(Guid, &Item, &[Write]) -> bool,
+    hold: impl Fn(Guid, &Item, &Writes) -> bool,
 ) -> Applied {
     let mut applied = Applied::default();
     for network in &plan.networks {
         let id = network.network;
-        let planned = network.writes.in_order();
-        let of = |item: &Item| -> Vec<Write> {
-            planned
-                .iter()
-                .filter(|write| write.changes(item))
-                .cloned()
-                .collect()
-        };
         let outcome = network.writes.apply(
-            |item| hold(id, item, &of(item)),
+            |item| hold(id, item, &network.writes),
             |write| {
                 let outcome = match write {
                     Write::Network(request) => client.modify_network_policies(id, request),
@@ -313,7 +293,7 @@ pub(crate) fn apply(
             .refused
             .extend(outcome.refused.into_iter().map(|refused| Refused {
                 network: id,
-                writes: of(&refused.item),
+                writes: network.writes.planned(&refused.item),
                 item: refused.item,
                 source: refused.error,
             }));
@@ -326,6 +306,7 @@ pub(crate) fn apply(
         applied
             .held
             .extend(outcome.held.into_iter().map(|item| (id, item)));
+        applied.absent_sets.extend(outcome.absent_sets);
     }
     applied
 }
@@ -334,8 +315,8 @@ pub(crate) fn apply(
 /// modify answered that the endpoint or network itself is not there. Any other "not found"
 /// (`HCN_E_POLICY_NOT_FOUND` for a `Remove` of a rule HNS does not hold) means HNS does not
 /// hold what the agent read: the object is there, its write failed, and it is read again
-/// before it is tried again (review finding 8: counting it gone left the endpoint's other old
-/// rules in place and the pass done).
+/// before it is tried again (counting it gone would leave the endpoint's other old rules in
+/// place and the pass done).
 fn gone(error: &HnsError) -> bool {
     let opened = matches!(
         error.raw().map(|raw| raw.function),

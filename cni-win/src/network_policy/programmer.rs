@@ -351,7 +351,7 @@ impl Programmer {
             plan.generation,
             as_of,
             &failing,
-            &applied.unwritten_sets(),
+            &applied.absent_sets,
         );
         shared.lock_state().feed.programmed = Some(plan.generation);
         let (failing, programmed): (Vec<&Guid>, Vec<&Guid>) = plan

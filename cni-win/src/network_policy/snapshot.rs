@@ -454,15 +454,16 @@ impl Files {
 
     /// Writes what a pass rendered from the state of `generation`, stamped `as_of`, each pod
     /// whose endpoint is `failing` marked with why, and says how the files came out (each
-    /// failure logged). A file naming an IP set of `unwritten` (HNS refused it, or it waits
-    /// for its retry) is left as it is: ADD would write rules naming a set the network lacks.
+    /// failure logged). A file naming an IP set of `absent` (HNS refused to create it, or its
+    /// creation waits for its retry) is left as it is: ADD would write rules naming a set the
+    /// network lacks. A set HNS refused to update is still there: the file is written.
     pub(crate) fn write(
         &mut self,
         rendered: &Rendered,
         generation: u64,
         as_of: SystemTime,
         failing: &BTreeMap<Guid, String>,
-        unwritten: &BTreeSet<String>,
+        absent: &BTreeSet<String>,
     ) -> SnapshotCounts {
         let mut counts = SnapshotCounts {
             failed: rendered.failed.len(),
@@ -471,7 +472,7 @@ impl Files {
         self.current.clear();
         self.generation = Some(generation);
         for (path, file) in &rendered.files {
-            if let Some(set) = file.sets.keys().find(|id| unwritten.contains(*id)) {
+            if let Some(set) = file.sets.keys().find(|id| absent.contains(*id)) {
                 counts.failed += 1;
                 log::error!(
                     "network policy: snapshot {}: left as it is: it names IP set {set}, which \

@@ -198,3 +198,42 @@ fn remove_of_a_rule_hns_lacks(version: HnsVersion) {
         "HNS {version}: x/a holds exactly its rules"
     );
 }
+
+/// HNS refuses every write to the network's IP sets. A change that moves the remote x/c into
+/// pods b (an update of the set x/a's rule names, refused) and isolates namespace y: y's
+/// endpoints are programmed, and the snapshot new pods start from is written with y's
+/// policy, since the set it names is still on the network (with its old members). Leaving
+/// the file as it was would stop its stamp, and ADD would refuse every new pod of the node
+/// once the file is older than its bound.
+#[test]
+fn a_refused_set_update_does_not_hold_back_the_snapshot() {
+    let mut node = PolicyNode::new();
+    let (agent, _daemon) = node.programmed_agent(&[b_to_a()]);
+    let network = node.node.network_id();
+    node.node
+        .engine
+        .refuse_policy_writes(network, HResult::E_INVALIDARG)
+        .unwrap();
+
+    node.relabel("x/c", "b");
+    agent.feed().pods(Event::Apply(node.api_pod("x/c")));
+    agent.feed().policies(Event::Apply(policy(
+        "y",
+        "deny-ingress",
+        json!({"podSelector": {}, "policyTypes": ["Ingress"]}),
+    )));
+    assert!(agent.wait_programmed(PROGRAMMED));
+
+    let build = WindowsBuild::SERVER_2025;
+    assert_eq!(
+        node.tcp("x/c", "x/a", 80, build),
+        Denied,
+        "the set as it was"
+    );
+    assert_eq!(node.tcp("x/c", "y/b", 80, build), Denied, "y/b isolated");
+    assert_eq!(
+        node.policy().pods["y/b"].policies,
+        ["y/deny-ingress"],
+        "the snapshot follows the policies"
+    );
+}
