@@ -3,7 +3,8 @@
 //! namespace, and this node's Node object, each fed to the [`Feed`] as it comes; and the
 //! Events on refused policies, published from the same thread. Nothing on this thread waits
 //! for the agent's state, which a pass holds while it renders: what a watch reads goes to an
-//! applier of its own ([`read`]), and the publisher reaches the state off the thread.
+//! applier of its own, a blocking task of the runtime ([`read`]), and the publisher reaches
+//! the state through one too.
 //!
 //! A watch's errors are fed too, so the agent knows the API server is unreachable and keeps
 //! the last programmed rules; a failed watch starts over with a list ([`feed_from`]). No
@@ -202,10 +203,20 @@ async fn feed_from<K>(
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
     // The applier runs until `seen` is dropped with this future, when the agent stops.
-    let (seen, _applier) = applier(resource, feed, apply);
+    let (seen, applier) = applier(resource, feed, apply);
     let mut backoff = DefaultBackoff::default();
     loop {
-        read(watcher::watcher(api.clone(), config.clone()), &seen).await;
+        if !read(watcher::watcher(api.clone(), config.clone()), &seen).await {
+            // Only a panic ends the applier while this runs: it goes on up (the agent's
+            // thread ends, and says so), rather than the watch relisting for nobody.
+            drop(seen);
+            if let Err(error) = applier.await
+                && error.is_panic()
+            {
+                std::panic::resume_unwind(error.into_panic());
+            }
+            return;
+        }
         // The default backoff never runs out; it starts again from 0.8 s once 120 s passed
         // without a failure.
         let pause = backoff.next().unwrap_or(MAX_BACKOFF);
@@ -221,7 +232,8 @@ enum Seen<K> {
     Failed(String),
 }
 
-/// Reads `stream` to its end or its first error, sending what it sees to the applier.
+/// Reads `stream` to its end or its first error, sending what it sees to the applier;
+/// whether the applier took it all (it is gone only if it panicked).
 ///
 /// Reading never waits for the agent's state: a pass holds it while it renders (for as long
 /// as the cluster is large), and a watch that stopped reading meanwhile would stall every
@@ -232,18 +244,21 @@ enum Seen<K> {
 async fn read<K>(
     stream: impl futures::Stream<Item = watcher::Result<Event<K>>>,
     seen: &UnboundedSender<Seen<K>>,
-) {
+) -> bool {
     let mut stream = std::pin::pin!(stream);
     while let Some(item) = stream.next().await {
         let (item, failed) = match item {
             Ok(event) => (Seen::Event(event), false),
             Err(error) => (Seen::Failed(error.to_string()), true),
         };
-        // The applier is gone only once the agent stops.
-        if seen.send(item).is_err() || failed {
-            return;
+        if seen.send(item).is_err() {
+            return false;
+        }
+        if failed {
+            break;
         }
     }
+    true
 }
 
 /// Starts the thread that hands what a watch of `resource` saw to `feed` with `apply`, in
@@ -438,7 +453,7 @@ mod tests {
         let reader = std::thread::spawn(move || {
             runtime.block_on(async {
                 let (seen, applier) = applier(Resource::Namespaces, feed, Feed::namespaces);
-                read(stream, &seen).await;
+                assert!(read(stream, &seen).await, "the applier took it all");
                 drop(seen);
                 applier.await.expect("the applier does not panic");
             });
