@@ -174,8 +174,11 @@ try {
     hnsctl endpoint policy add $epS --file c3-rule.json | Out-Host
     hnsctl endpoint policy remove $epS --file c3-rule.json | Out-Host
     $removed = ($LASTEXITCODE -eq 0) -and (Same (Get-PolicyTypes) $before)
-    hnsctl endpoint policy remove $epS --file c3-rule.json | Out-Host
-    $again = $LASTEXITCODE -ne 0
+    # The agent takes exactly HCN_E_POLICY_NOT_FOUND for "HNS lacks the rule" (read again):
+    # any other refusal is not what it relies on.
+    $second = hnsctl endpoint policy remove $epS --file c3-rule.json 2>&1 | Out-String
+    Write-Host $second
+    $again = ($LASTEXITCODE -ne 0) -and ($second -match '0x803B0008')
     hnsctl endpoint policy add $epS --file c3-rule.json | Out-Host
     $read = @((hnsctl endpoint show $epS --raw | ConvertFrom-Json).Policies | Where-Object { $_.Settings.Id -eq 'hostcheck-c3' })
     Write-Policy c3-readback.json (ConvertTo-Json -InputObject $read -Depth 5 -Compress)

@@ -188,7 +188,15 @@ fn policy_request(command: PolicyCommand) -> (RequestType, PolicyRequest) {
     match command {
         PolicyCommand::Add(request) => (RequestType::Add, request),
         PolicyCommand::Remove(request) => (RequestType::Remove, request),
-        PolicyCommand::Update(request) => (RequestType::Update, request),
+        PolicyCommand::Update(request) => {
+            // On a real host this may take away what keeps a pod reachable.
+            eprintln!(
+                "hnsctl: warning: which policies an Update replaces is not documented: on an \
+                 endpoint it may replace every policy of the file's types, or all of them \
+                 (OutBoundNAT and routes included); docs/real-host-checks.md, check 3, finds out"
+            );
+            (RequestType::Update, request)
+        }
     }
 }
 

@@ -207,7 +207,7 @@ fn check_snapshot(node: Option<&Reached<'_>>, snapshot: &NodePolicy, report: &mu
                 ),
                 "the policy agent tries again on a backoff (every other endpoint is programmed \
                  meanwhile); if HNS keeps refusing, its log names the write, and \
-                 cniwin_netpol_hns_refusals counts HNS's HRESULTs",
+                 cniwin_netpol_hns_refusals_total counts HNS's HRESULTs",
             );
             continue;
         }
