@@ -91,6 +91,11 @@ impl Failing {
         waits
     }
 
+    /// The endpoints the last pass left waiting for a set: the network and the set.
+    pub fn waiting(&self) -> &BTreeMap<Guid, (Guid, String)> {
+        &self.waiting
+    }
+
     /// When the first retry is due, if any.
     pub fn next_due(&self) -> Option<Instant> {
         self.items.values().map(|failure| failure.due).min()

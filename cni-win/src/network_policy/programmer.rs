@@ -13,6 +13,7 @@
 //! Felix, Calico's dataplane for Windows, has the same shape: one loop owns HNS and is kicked
 //! by the calculation graph's updates and by its own reschedule timer after a failure.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -341,8 +342,9 @@ impl Programmer {
         self.written.note(&applied.written);
         view.wrote(&applied.written);
         hns.view = Some(view);
+        let was_waiting = self.failing.waiting().clone();
         let waits = self.failing.note(&applied, Instant::now());
-        log_refusals(&plan, &applied, &waits);
+        log_refusals(&plan, &applied, &waits, &was_waiting);
         let failing = self.failing.endpoints();
         // After the writes: the IP sets the new files name are on the networks now, but for
         // those HNS refused.
@@ -377,7 +379,12 @@ impl Programmer {
 
 /// Logs each write HNS refused (its HRESULT in HNS's answer) and each endpoint left waiting
 /// for a set.
-fn log_refusals(plan: &program::Plan, applied: &program::Applied, waits: &[Duration]) {
+fn log_refusals(
+    plan: &program::Plan,
+    applied: &program::Applied,
+    waits: &[Duration],
+    was_waiting: &BTreeMap<Guid, (Guid, String)>,
+) {
     let pod = |endpoint: &Guid| {
         plan.pods.get(endpoint).map_or_else(String::new, |pod| {
             format!(" (pod {}/{})", pod.namespace, pod.name)
@@ -393,7 +400,14 @@ fn log_refusals(plan: &program::Plan, applied: &program::Applied, waits: &[Durat
              set is programmed; tried again in {wait:?}"
         );
     }
-    for (endpoint, (_, set)) in &applied.waiting {
+    // A pass follows every change: an endpoint still waiting for the same set was told.
+    let told =
+        |endpoint: &Guid, waiting: &(Guid, String)| was_waiting.get(endpoint) == Some(waiting);
+    for (endpoint, waiting) in &applied.waiting {
+        if told(endpoint, waiting) {
+            continue;
+        }
+        let set = &waiting.1;
         log::warn!(
             "network policy: endpoint {endpoint}{}: its new rules name IP set {set}, which HNS \
              has not taken: it keeps the rules it holds until the set is written",
