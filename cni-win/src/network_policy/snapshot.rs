@@ -68,18 +68,24 @@ impl RenderedFile {
     /// could not program it (HNS's answer); as rendered when none is, or when the marks would
     /// take it past what ADD reads.
     fn marked(&self, failing: &BTreeMap<Guid, String>) -> Vec<u8> {
+        let pods = |snapshot: &PolicySnapshot| -> Vec<Option<Guid>> {
+            (snapshot.policy.iter().flat_map(|p| p.pods.values()))
+                .map(|pod| pod.endpoint)
+                .collect()
+        };
+        let any = pods(&self.snapshot)
+            .into_iter()
+            .flatten()
+            .any(|endpoint| failing.contains_key(&endpoint));
+        if !any {
+            return self.bytes.clone();
+        }
         let mut snapshot = self.snapshot.clone();
-        let mut marked = false;
         for pod in snapshot.policy.iter_mut().flat_map(|p| p.pods.values_mut()) {
             pod.failing = pod.endpoint.and_then(|e| failing.get(&e)).cloned();
-            marked |= pod.failing.is_some();
         }
-        let bytes = if marked {
-            encode(&snapshot)
-        } else {
-            Vec::new()
-        };
-        if marked && bytes.len() as u64 <= self.limit {
+        let bytes = encode(&snapshot);
+        if bytes.len() as u64 <= self.limit {
             bytes
         } else {
             self.bytes.clone()
