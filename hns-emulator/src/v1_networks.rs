@@ -63,7 +63,7 @@ struct V1Network {
     source_mac: String,
     /// The V2 `DrMacAddress` policy's address: HNS reports an Overlay network's
     /// distributed-router MAC at the top level of the V1 network (`"DrMacAddress"` in the
-    /// captured reply; flanneld's vxlan backend reads it as the local VTEP MAC).
+    /// captured reply; flanneld's vxlan backend reads the same DR MAC through V2).
     #[serde(skip_serializing_if = "String::is_empty")]
     dr_mac_address: String,
     /// V1 network-level policies. The V2 network policies with a V1 field of their own are
