@@ -1,8 +1,10 @@
 //! The V1 network resource (`HNSCall` `/networks/...`) over the same objects as V2.
 //!
-//! Reads derive the V1 `HNSNetwork` from the stored V2 network, with the management IP HNS
-//! fills in (see [`super::adapter`]): win-overlay reads `Subnets[0]` and `ManagementIP`, and
-//! flanneld's host-gw backend stops on a network whose `ManagementIP` is empty.
+//! Reads derive the V1 `HNSNetwork` from the stored V2 network (see [`V1Network`] for where
+//! each field comes from), with the management IP HNS fills in (see [`super::adapter`]), an
+//! Overlay network's `DrMacAddress`, and each subnet's `ID` and `Policies` (the VSID in its
+//! V1 shape): win-overlay reads `Subnets[0]` and `ManagementIP`, flanneld's host-gw backend
+//! stops on a network whose `ManagementIP` is empty, and `Get-HnsNetwork` shows the rest.
 //!
 //! `POST /networks/` is how flanneld's host-gw backend creates `cbr0`
 //! (`{"Name":"cbr0","Type":"L2Bridge","Subnets":[{"AddressPrefix":..,"GatewayAddress":..}]}`,
@@ -16,7 +18,7 @@
 //! them.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::engine::State;
 use super::failure::HcnFailure;
@@ -29,41 +31,92 @@ use hns::schema::policy::{AutomaticDnsPolicy, NetAdapterNamePolicy, SourceMacAdd
 use hns::schema::v1::subnet_policy_from_conf;
 use hns::schema::{
     Dns, HostComputeNetwork, Ipam, MacPool, MacRange, NetworkPolicy, NetworkType, Route,
-    SchemaVersion, Subnet,
+    SchemaVersion, Subnet, SubnetPolicy,
 };
 
-/// A V1 `HNSNetwork`, as far as it can be derived from a V2 network.
+/// A V1 `HNSNetwork`: a projection of the stored V2 network, never stored itself.
+///
+/// Every field is derived from the one V2 object; the sources of the shape are hcsshim's
+/// `internal/hns/hnsnetwork.go` (`HNSNetwork`, `Subnet`, `MacPool`), and a V1 `GET /networks`
+/// reply captured on a Windows Server 2019 node (HNS 9.2, hns.psm1's `Invoke-HNSRequest`
+/// log of an Overlay network made with a `VSID` subnet policy, and Docker's `nat`). Fields
+/// of that reply HNS keeps for itself and the emulator has no state for (`ActivityId`,
+/// `Resources`, `Extensions`, `LayeredOn`, `Health`, `State`, `Version`, endpoint counts,
+/// `DNSServerCompartment`, and a subnet's `Health`, `State`, `ObjectType`) are left out.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct V1Network {
+    /// V2 `ID`.
     #[serde(rename = "ID")]
     id: Guid,
+    /// V2 `Name`.
     name: String,
+    /// V2 `Type`.
     #[serde(rename = "Type")]
     network_type: String,
+    /// The V2 `NetAdapterName` policy's `NetworkAdapterName` (hcsshim `HNSNetwork`; the V1
+    /// create translates it the other way).
     #[serde(skip_serializing_if = "String::is_empty")]
     network_adapter_name: String,
-    subnets: Vec<V1Subnet>,
+    /// The V2 `SourceMacAddress` policy's address (hcsshim `HNSNetwork.SourceMac`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    source_mac: String,
+    /// The V2 `DrMacAddress` policy's address: HNS reports an Overlay network's
+    /// distributed-router MAC at the top level of the V1 network (`"DrMacAddress"` in the
+    /// captured reply; flanneld's vxlan backend reads the same DR MAC through V2).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    dr_mac_address: String,
+    /// V1 network-level policies. The V2 network policies with a V1 field of their own are
+    /// reported there (adapter name, source MAC, DR MAC, provider address as `ManagementIP`,
+    /// automatic DNS); the captured Overlay network, which has a DR MAC and a management IP,
+    /// reports `"Policies":[]`, and a V1 create carrying network policies is refused (see the
+    /// module docs), so the list is always empty, and always present as in the reply.
+    policies: Vec<Value>,
+    /// V2 `Ipams[].Subnets[]`, in order.
+    subnets: Vec<V1SubnetView>,
     /// The host's address on the network (see [`State::management_ip`]); omitted while HNS
     /// has none to report.
     #[serde(rename = "ManagementIP", skip_serializing_if = "String::is_empty")]
     management_ip: String,
+    /// V2 `Dns.Domain`.
     #[serde(rename = "DNSSuffix", skip_serializing_if = "String::is_empty")]
     dns_suffix: String,
-    /// Comma-joined, as V1 spells lists.
+    /// V2 `Dns.ServerList`, comma-joined, as V1 spells lists.
     #[serde(rename = "DNSServerList", skip_serializing_if = "String::is_empty")]
     dns_server_list: String,
+    /// The V2 `AutomaticDNS` policy's `Enable` (hcsshim `HNSNetwork.AutomaticDNS`, omitted
+    /// when false as hcsshim does).
+    #[serde(rename = "AutomaticDNS", skip_serializing_if = "std::ops::Not::not")]
+    automatic_dns: bool,
+    /// V2 `MacPool.Ranges`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     mac_pools: Vec<V1MacPool>,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// A subnet of a V1 network as HNS reports it: with its `ID`, and its `Policies` always
+/// present (`[]` when it has none), as in the captured reply.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct V1SubnetView {
+    /// See [`subnet_id`].
+    #[serde(rename = "ID")]
+    id: Guid,
+    /// V2 `IpAddressPrefix`.
+    address_prefix: String,
+    /// The next hop of the V2 subnet's default route (hcsshim's V1 `Create` requires a
+    /// gateway with a prefix, and the V1 create turns it into that route).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    gateway_address: String,
+    /// V2 subnet policies in their V1 shape (see [`v1_subnet_policy`]).
+    policies: Vec<Value>,
+}
+
+/// A subnet of a V1 create request (hcsshim's `Subnet`).
+#[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]
 struct V1Subnet {
     address_prefix: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
     gateway_address: String,
-    #[serde(skip_serializing)]
     policies: Vec<Value>,
 }
 
@@ -160,7 +213,7 @@ impl State<'_> {
         }
     }
 
-    /// The V1 view of a stored network.
+    /// The V1 view of a stored network: a projection of the V2 object (see [`V1Network`]).
     fn v1_network_view(&self, network: &HostComputeNetwork) -> Result<Value, HcnFailure> {
         let view = V1Network {
             id: network.id,
@@ -174,15 +227,32 @@ impl State<'_> {
                     _ => None,
                 })
                 .unwrap_or_default(),
+            source_mac: network
+                .find_policy(|policy| match policy {
+                    NetworkPolicy::SourceMacAddress(mac) => Some(mac.source_mac_address),
+                    _ => None,
+                })
+                .map(|mac| mac.to_string())
+                .unwrap_or_default(),
+            dr_mac_address: network
+                .find_policy(|policy| match policy {
+                    NetworkPolicy::DrMacAddress(mac) => Some(mac.address),
+                    _ => None,
+                })
+                .map(|mac| mac.to_string())
+                .unwrap_or_default(),
+            policies: Vec::new(),
             subnets: network
                 .subnets()
-                .map(|subnet| V1Subnet {
+                .enumerate()
+                .map(|(index, subnet)| V1SubnetView {
+                    id: subnet_id(network.id, index),
                     address_prefix: subnet.ip_address_prefix.to_string(),
                     gateway_address: subnet
                         .gateway()
                         .map(|gateway| gateway.to_string())
                         .unwrap_or_default(),
-                    policies: Vec::new(),
+                    policies: subnet.policies.iter().map(v1_subnet_policy).collect(),
                 })
                 .collect(),
             management_ip: self
@@ -191,6 +261,12 @@ impl State<'_> {
                 .unwrap_or_default(),
             dns_suffix: network.dns.domain.clone(),
             dns_server_list: comma_joined(&network.dns.server_list),
+            automatic_dns: network
+                .find_policy(|policy| match policy {
+                    NetworkPolicy::AutomaticDns(dns) => Some(dns.enable),
+                    _ => None,
+                })
+                .unwrap_or_default(),
             mac_pools: network
                 .mac_pool
                 .ranges
@@ -202,6 +278,25 @@ impl State<'_> {
                 .collect(),
         };
         serde_json::to_value(view).map_err(|e| HcnFailure::io("V1 network", e))
+    }
+}
+
+/// The `ID` HNS reports for the `index`th subnet of `network`. V2 subnets carry no ID, so it
+/// is derived, not stored: the same on every read, distinct per subnet and from the network's
+/// own ID (the captured reply gives each subnet an ID of its own).
+fn subnet_id(network: Guid, index: usize) -> Guid {
+    Guid::from_u128(network.as_u128().rotate_left(64) ^ (index as u128 + 1))
+}
+
+/// A V2 subnet policy in its V1 shape: `VSID` and `VLAN` flat, the ID under the type's name
+/// (`{"Type":"VSID","VSID":4096}`: the reference's §8.5-8.6, the captured reply, and what
+/// `New-HnsNetwork -SubnetPolicies` and flanneld's old V1 vxlan backend send). A type with
+/// no V1 shape is reported as stored.
+fn v1_subnet_policy(policy: &SubnetPolicy) -> Value {
+    match policy {
+        SubnetPolicy::Vsid(vsid) => json!({ "Type": "VSID", "VSID": vsid.isolation_id }),
+        SubnetPolicy::Vlan(vlan) => json!({ "Type": "VLAN", "VLAN": vlan.isolation_id }),
+        other => serde_json::to_value(other).unwrap_or(Value::Null),
     }
 }
 

@@ -749,11 +749,29 @@ fn v1_network_listing_is_derived_from_the_v2_networks() {
         .unwrap();
     assert_eq!(overlay_v1["Name"], "flannel.4096");
     assert_eq!(overlay_v1["Type"], "Overlay");
+    // Each subnet with its ID and its (here empty) policies, as HNS reports it.
+    let subnet = &overlay_v1["Subnets"][0];
+    assert!(
+        subnet["ID"].as_str().unwrap().parse::<Guid>().is_ok(),
+        "{subnet}"
+    );
     assert_eq!(
         overlay_v1["Subnets"],
-        serde_json::json!([{"AddressPrefix": "10.244.1.0/24", "GatewayAddress": "10.244.1.1"}])
+        serde_json::json!([{"ID": subnet["ID"], "AddressPrefix": "10.244.1.0/24",
+            "GatewayAddress": "10.244.1.1", "Policies": []}])
     );
     assert_eq!(overlay_v1["ManagementIP"], "192.168.1.10");
+    // The DR MAC HNS gave the Overlay network, as V2 reports it.
+    let dr_mac = client
+        .open_network(overlay)
+        .unwrap()
+        .into_properties()
+        .find_policy(|policy| match policy {
+            hns::schema::NetworkPolicy::DrMacAddress(mac) => Some(mac.address.to_string()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(overlay_v1["DrMacAddress"], dr_mac);
     assert!(overlay_v1["MacPools"][0]["StartMacAddress"].is_string());
 
     let bridge_v1 = call(&format!("/networks/{}", bridge.to_upper_string()));

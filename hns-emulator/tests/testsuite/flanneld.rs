@@ -84,9 +84,20 @@ fn host_gw_creates_cbr0_through_v1_and_gets_its_management_ip_once_the_switch_se
     client.raw().engine().settle_switch_now().unwrap();
     let network = v1(&client, "GET", &path, "");
     assert_eq!(network["ManagementIP"], "192.168.1.10");
+    // The subnet as HNS reports it: with an ID of its own and its (here empty) policies.
+    let subnet_id = network["Subnets"][0]["ID"].clone();
+    assert!(
+        subnet_id.as_str().unwrap().parse::<Guid>().is_ok(),
+        "{network}"
+    );
     assert_eq!(
         network["Subnets"],
-        json!([{"AddressPrefix": "10.244.1.0/24", "GatewayAddress": "10.244.1.1"}])
+        json!([{"ID": subnet_id, "AddressPrefix": "10.244.1.0/24",
+            "GatewayAddress": "10.244.1.1", "Policies": []}])
+    );
+    assert!(
+        network.get("DrMacAddress").is_none(),
+        "an L2Bridge has no DR MAC: {network}"
     );
     // The same object through V2.
     let v2 = client.open_network(id.parse().unwrap()).unwrap();
@@ -202,6 +213,12 @@ fn v1_network_creates_are_checked_as_v2_ones() {
     let created = v1(&client, "POST", "/networks/", &overlay.to_string());
     assert_eq!(created["NetworkAdapterName"], "Ethernet");
     assert_eq!(created["DNSServerList"], "10.96.0.10,10.96.0.11");
+    // The reply gives the VSID back in the V1 shape it was sent in, and the DR MAC HNS added.
+    assert_eq!(
+        created["Subnets"][0]["Policies"],
+        json!([{"Type": "VSID", "VSID": 4097}])
+    );
+    assert!(created["DrMacAddress"].is_string(), "{created}");
     let v2 = network_by_id(&client, created["ID"].as_str().unwrap());
     let subnet = v2.subnets().next().unwrap();
     assert_eq!(

@@ -12,3 +12,4 @@ mod flanneld;
 mod load_balancers;
 mod outage;
 mod processes;
+mod v1_view;

@@ -378,7 +378,8 @@ fn error_records(bench: &Bench<'_>) -> Result<String, String> {
     )
 }
 
-/// V1 readers get `Subnets[0]` and `ManagementIP` through `HNSCall GET /networks/`.
+/// V1 readers get `Subnets[0]` (with its ID and VSID policy), the DR MAC and `ManagementIP`
+/// through `HNSCall GET /networks/`.
 fn v1_networks(bench: &Bench<'_>) -> Result<String, String> {
     bench
         .hnsctl(&[
@@ -405,8 +406,11 @@ fn v1_networks(bench: &Bench<'_>) -> Result<String, String> {
         listing["Success"] == true
             && network["Name"] == "lane-overlay"
             && network["Type"] == "Overlay"
-            && network["Subnets"][0]
-                == json!({"AddressPrefix": "10.97.0.0/24", "GatewayAddress": "10.97.0.1"})
+            && network["Subnets"][0]["AddressPrefix"] == "10.97.0.0/24"
+            && network["Subnets"][0]["GatewayAddress"] == "10.97.0.1"
+            && network["Subnets"][0]["ID"].is_string()
+            && network["Subnets"][0]["Policies"] == json!([{"Type": "VSID", "VSID": 4097}])
+            && network["DrMacAddress"].is_string()
             && network["ManagementIP"] == "192.168.50.10",
         || format!("GET /networks/ answered {listing}"),
     )?;
@@ -421,7 +425,10 @@ fn v1_networks(bench: &Bench<'_>) -> Result<String, String> {
             version.trim()
         )
     })?;
-    Ok("Subnets[0] and ManagementIP of the overlay network; version agrees".to_owned())
+    Ok(
+        "Subnets[0], DrMacAddress and ManagementIP of the overlay network; version agrees"
+            .to_owned(),
+    )
 }
 
 /// The V1 endpoint resource through `HNSCall` (under Wine: `vmcompute.dll`): one object with
