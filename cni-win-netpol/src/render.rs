@@ -426,16 +426,11 @@ fn identified(mut acl: AclPolicy) -> AclPolicy {
 }
 
 /// The most entries (addresses or prefixes; ports or port ranges) one rule lists in any of its
-/// address and port lists.
-///
-/// HNS's own limit is undocumented. Calico Felix, which programs HNS ACLs on production
-/// Windows nodes, cuts every list there: "Microsoft recommended limiting the number of entries
-/// per rule to a few thousand (say 4000 for now)" (`felix/dataplane/windows/policysets/
-/// policysets.go`, `protoRulesToHnsRules`: `ipPortsPerRule = 4000`, `SplitIPList`,
-/// `SplitPortList`). A rule of one peer group can exceed it: an `ipBlock` of `0.0.0.0/0`
-/// with 300 `/32` excepts is some 6,800 prefixes; a namespace selector across a large cluster
-/// lists every pod inline.
-pub const MAX_RULE_ENTRIES: usize = 4000;
+/// address and port lists: what production software writes
+/// ([`AclPolicy::KNOWN_LIST_ENTRIES`]). A rule of one peer group can exceed it: an `ipBlock`
+/// of `0.0.0.0/0` with 300 `/32` excepts is some 6,800 prefixes; a namespace selector across
+/// a large cluster lists every pod inline.
+pub const MAX_RULE_ENTRIES: usize = AclPolicy::KNOWN_LIST_ENTRIES;
 
 /// `acl` as rules of at most [`MAX_RULE_ENTRIES`] entries per list, as Calico cuts them: each
 /// longer list in chunks, and one rule for each combination of chunks, so together they match

@@ -71,7 +71,7 @@ mod writes;
 
 pub use evaluate::{Decision, EndpointAcls, Packet, Ports, Reason, RuleRef, Verdict, evaluate};
 pub use path::{BackendPath, EndpointRules, PathVerdict, Side, UndocumentedVerdict};
-pub use rule::{KNOWN_LIST_ENTRIES, Rule};
+pub use rule::Rule;
 pub use service::egress_through;
 pub use sets::{IpSet, IpSets};
 pub use undocumented::Undocumented;

@@ -22,8 +22,8 @@
 //! own (11.0); a rule using one on an older host is `HCN_E_INVALID_POLICY`.
 //!
 //! How long a list HNS takes whole is not documented: production software writes at most
-//! [`KNOWN_LIST_ENTRIES`] entries a list, and a verdict that rests on a rule with a longer
-//! one is refused ([`Rule::list_past_known`]).
+//! [`AclPolicy::KNOWN_LIST_ENTRIES`] entries a list (Calico's cut), and a verdict that rests
+//! on a rule with a longer one is refused ([`Rule::list_past_known`]).
 
 use std::ops::RangeInclusive;
 
@@ -80,15 +80,6 @@ pub struct Rule {
     local_ports: Vec<RangeInclusive<u16>>,
     remote_ports: Vec<RangeInclusive<u16>>,
 }
-
-/// The most entries production software puts in one address or port list of one HNS rule:
-/// Calico Felix cuts every list there, "Microsoft recommended limiting the number of entries
-/// per rule to a few thousand (say 4000 for now)" (projectcalico/calico
-/// `felix/dataplane/windows/policysets/policysets.go`, `protoRulesToHnsRules`:
-/// `ipPortsPerRule = 4000`), and puts a host's IPv4 and IPv6 addresses in rules apart "to keep
-/// each rule's RemoteAddresses short enough for the HNS API buffer" (`endpoint_mgr.go`). What
-/// HNS does with a longer list (takes it, truncates it, refuses the rule) is not documented.
-pub const KNOWN_LIST_ENTRIES: usize = 4000;
 
 impl Rule {
     /// Compiles the ACL at position `index` of an endpoint's policies; a set `Id` must name a
@@ -168,8 +159,9 @@ impl Rule {
         }
     }
 
-    /// The rule's first address or port list longer than [`KNOWN_LIST_ENTRIES`], and its
-    /// length: whether HNS applies such a rule as written is not documented.
+    /// The rule's first address or port list longer than
+    /// [`AclPolicy::KNOWN_LIST_ENTRIES`], and its length: whether HNS applies such a rule as
+    /// written is not documented.
     pub fn list_past_known(&self) -> Option<(&'static str, usize)> {
         let policy = &self.policy;
         [
@@ -180,7 +172,7 @@ impl Rule {
         ]
         .into_iter()
         .map(|(key, list)| (key, tokens(list.as_deref().unwrap_or_default()).count()))
-        .find(|(_, entries)| *entries > KNOWN_LIST_ENTRIES)
+        .find(|(_, entries)| *entries > AclPolicy::KNOWN_LIST_ENTRIES)
     }
 
     /// Position of the policy among the endpoint's policies.

@@ -42,7 +42,7 @@ pub enum Undocumented {
         rule: RuleRef,
     },
     /// A rule that matches lists more entries in one address or port list than production
-    /// software writes in one HNS rule ([`super::KNOWN_LIST_ENTRIES`], Calico's 4,000):
+    /// software writes in one HNS rule (`AclPolicy::KNOWN_LIST_ENTRIES`, Calico's 4,000):
     /// whether HNS applies it as written is not documented.
     #[serde(rename_all = "PascalCase")]
     LongList {
@@ -115,7 +115,7 @@ impl fmt::Display for Undocumented {
                 "{rule} lists {entries} entries in its {field}, past the {} production software \
                  writes in one rule (Calico, on Microsoft's advice); whether HNS applies it as \
                  written is not documented: split it into rules of that many",
-                super::KNOWN_LIST_ENTRIES
+                hns::schema::policy::AclPolicy::KNOWN_LIST_ENTRIES
             ),
             Undocumented::Default(fallback) => write!(f, "{fallback}"),
             Undocumented::ServiceNat {

@@ -185,15 +185,22 @@ fn assert_agrees(what: &str, view: &Value, network: &HostComputeNetwork) {
     }
 }
 
-#[test]
-fn the_v1_view_of_every_network_in_the_test_data_agrees_with_its_v2_view() {
-    let dir = TempDir::new("v1-view");
-    let client = client(&dir);
+/// A client of an emulated host whose switch settles at once, so a network's `ManagementIP`
+/// is in its views from the start.
+fn settled_client(dir: &TempDir) -> Client<Emulator> {
+    let client = client(dir);
     client
         .raw()
         .engine()
         .set_switch_settle(Duration::ZERO)
         .unwrap();
+    client
+}
+
+#[test]
+fn the_v1_view_of_every_network_in_the_test_data_agrees_with_its_v2_view() {
+    let dir = TempDir::new("v1-view");
+    let client = settled_client(&dir);
     let documents = network_documents();
     let names: Vec<&str> = documents.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
@@ -228,12 +235,7 @@ fn the_v1_view_of_every_network_in_the_test_data_agrees_with_its_v2_view() {
 #[test]
 fn the_v1_view_of_an_overlay_network_has_the_keys_of_a_real_v1_reply() {
     let dir = TempDir::new("v1-view-keys");
-    let client = client(&dir);
-    client
-        .raw()
-        .engine()
-        .set_switch_settle(Duration::ZERO)
-        .unwrap();
+    let client = settled_client(&dir);
     let id = create(
         &client,
         "flanneld-vxlan-network.json",

@@ -719,6 +719,18 @@ pub struct AclPolicy {
 }
 
 impl AclPolicy {
+    /// The most entries (addresses or prefixes; ports or port ranges) production software puts
+    /// in one address or port list of one rule. HNS's own limit is undocumented; Calico Felix,
+    /// which programs HNS ACLs on production Windows nodes, cuts every list there: "Microsoft
+    /// recommended limiting the number of entries per rule to a few thousand (say 4000 for
+    /// now)" (projectcalico/calico `felix/dataplane/windows/policysets/policysets.go`,
+    /// `protoRulesToHnsRules`: `ipPortsPerRule = 4000`), and puts a host's IPv4 and IPv6
+    /// addresses in rules apart "to keep each rule's RemoteAddresses short enough for the HNS
+    /// API buffer" (`endpoint_mgr.go`). What HNS does with a longer list (takes it, truncates
+    /// it, refuses the rule) is not documented: the NetworkPolicy agent never writes one, and
+    /// the emulator refuses a verdict that rests on one.
+    pub const KNOWN_LIST_ENTRIES: usize = 4000;
+
     /// A rule for all traffic of `direction` (protocol 256, any address or port) on the
     /// virtual switch (`Switch`, VFP) at `priority`: the shape of an endpoint's default
     /// allow or block rules, to be narrowed field by field.
