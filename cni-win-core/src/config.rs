@@ -70,16 +70,20 @@ pub struct ConfigReview {
 }
 
 impl<K> Conf<K> {
-    /// The config's [`ConfigReview`].
-    pub fn review(&self) -> ConfigReview {
-        let acls: Vec<AclPolicy> = self
-            .policies
+    /// The ACLs among the config's policies, as HNS receives them.
+    pub fn acls(&self) -> Vec<AclPolicy> {
+        self.policies
             .iter()
             .filter_map(|user| match user.policy.effect() {
                 EndpointPolicy::Acl(acl) => Some(acl),
                 _ => None,
             })
-            .collect();
+            .collect()
+    }
+
+    /// The config's [`ConfigReview`].
+    pub fn review(&self) -> ConfigReview {
+        let acls = self.acls();
         let acl_directions_without_fallback = if acls.is_empty() {
             Vec::new()
         } else {

@@ -15,8 +15,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 use cni::{CniArgs, Error, ErrorCode, NetworkRequest};
+use hns::schema::HostComputeNetwork;
 use hns::schema::policy::AclPolicy;
-use hns::schema::{EndpointPolicy, HostComputeNetwork};
 use hns::{ErrorKind, HnsError, SupportedFeatures};
 use ipam_host_local::{Exhausted, HostLocal};
 
@@ -66,15 +66,7 @@ impl PolicySettings {
                 ..PolicySettings::default()
             };
         };
-        let mut acls: Vec<AclPolicy> = prepared
-            .conf
-            .policies
-            .iter()
-            .filter_map(|user| match user.policy.effect() {
-                EndpointPolicy::Acl(acl) => Some(acl),
-                _ => None,
-            })
-            .collect();
+        let mut acls = prepared.conf.acls();
         acls.extend(acl_fallback::host_rules(&acls));
         PolicySettings {
             network: network.to_owned(),
