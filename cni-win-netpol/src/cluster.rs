@@ -1,15 +1,20 @@
 //! The cluster as the agent sees it: namespaces' labels, pods, validated policies.
 //!
 //! The agent keeps one [`Cluster`] up to date from its watches (each object converted once,
-//! when it changes) and translates from it; nothing here reaches the API server.
+//! when it changes) and translates from it; nothing here reaches the API server. The cluster
+//! keeps the members of every group of pods its policies name as it changes
+//! ([`crate::members`]), so translating matches no selector against pods.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::members::{Held, MemberSet, Members, Memberships};
 use crate::policy::{Policy, PolicyKey};
 use crate::ports::{ApiProtocol, Protocol};
+use crate::rules;
 use crate::selector::Labels;
 
 /// A pod's namespace and name.
@@ -131,6 +136,8 @@ pub struct Cluster {
     namespaces: BTreeMap<String, Labels>,
     pods: BTreeMap<PodKey, PodInfo>,
     policies: BTreeMap<PolicyKey, Policy>,
+    /// Derived from the three above, kept with each change.
+    memberships: Memberships,
 }
 
 impl Cluster {
@@ -141,32 +148,95 @@ impl Cluster {
 
     /// Adds or replaces a namespace and its labels.
     pub fn set_namespace(&mut self, name: impl Into<String>, labels: Labels) {
-        self.namespaces.insert(name.into(), labels);
+        let name = name.into();
+        if self.namespaces.get(&name) != Some(&labels) {
+            self.namespace_changed(&name, Some(&labels));
+        }
+        self.namespaces.insert(name, labels);
     }
 
     /// Forgets a namespace.
     pub fn remove_namespace(&mut self, name: &str) {
+        if self.namespaces.contains_key(name) {
+            self.namespace_changed(name, None);
+        }
         self.namespaces.remove(name);
+    }
+
+    fn namespace_changed(&mut self, name: &str, labels: Option<&Labels>) {
+        let pods: Vec<&PodInfo> = pods_in(&self.pods, name).collect();
+        self.memberships.namespace_changed(labels, &pods);
     }
 
     /// Adds or replaces a pod.
     pub fn set_pod(&mut self, pod: PodInfo) {
+        let now = Held {
+            pod: &pod,
+            namespace_labels: self.namespaces.get(&pod.key.namespace),
+        };
+        self.memberships
+            .pod_changed(self.pods.get(&pod.key), Some(now));
         self.pods.insert(pod.key.clone(), pod);
     }
 
     /// Forgets a pod.
     pub fn remove_pod(&mut self, key: &PodKey) {
-        self.pods.remove(key);
+        if let Some(old) = self.pods.remove(key) {
+            self.memberships.pod_changed(Some(&old), None);
+        }
     }
 
     /// Adds or replaces a policy (a refused policy's stand-in goes here too).
     pub fn set_policy(&mut self, policy: Policy) {
-        self.policies.insert(policy.key.clone(), policy);
+        // The new groups are named before the old are let go: a group both name is kept.
+        for members in rules::members_named_by(&policy) {
+            if self.memberships.named(&members) {
+                let set = self.scan(&members);
+                self.memberships.found(members, set);
+            }
+        }
+        if let Some(old) = self.policies.insert(policy.key.clone(), policy) {
+            self.unname(&old);
+        }
     }
 
     /// Forgets a policy.
     pub fn remove_policy(&mut self, key: &PolicyKey) {
-        self.policies.remove(key);
+        if let Some(old) = self.policies.remove(key) {
+            self.unname(&old);
+        }
+    }
+
+    fn unname(&mut self, policy: &Policy) {
+        for members in rules::members_named_by(policy) {
+            self.memberships.unnamed(&members);
+        }
+    }
+
+    /// A group's members: kept for every group a policy of the cluster names, found now for
+    /// any other.
+    pub(crate) fn members(&self, members: &Members) -> Cow<'_, MemberSet> {
+        match self.memberships.get(members) {
+            Some(set) => Cow::Borrowed(set),
+            None => Cow::Owned(self.scan(members)),
+        }
+    }
+
+    /// Finds a group's members among the pods it may hold: a group of one namespace looks in
+    /// that namespace only, so a select-all peer in each of 2,000 namespaces costs the
+    /// cluster's pods once, not 2,000 times.
+    fn scan(&self, members: &Members) -> MemberSet {
+        let mut set = MemberSet::default();
+        let candidates: Box<dyn Iterator<Item = &PodInfo>> = match members.namespace() {
+            Some(namespace) => Box::new(self.pods_in(namespace)),
+            None => Box::new(self.pods()),
+        };
+        for pod in candidates {
+            if members.holds(self.namespace_labels(&pod.key.namespace), pod) {
+                set.insert(pod);
+            }
+        }
+        set
     }
 
     /// A namespace's labels, if the namespace is known.
@@ -187,14 +257,7 @@ impl Cluster {
     /// The pods of one namespace, in name order: a range of the map (keys sort by namespace
     /// first), so a group of one namespace costs its pods, not the cluster's.
     pub fn pods_in<'a>(&'a self, namespace: &str) -> impl Iterator<Item = &'a PodInfo> + 'a {
-        let first = PodKey {
-            namespace: namespace.to_owned(),
-            name: String::new(),
-        };
-        self.pods
-            .range(first.clone()..)
-            .take_while(move |(key, _)| key.namespace == first.namespace)
-            .map(|(_, pod)| pod)
+        pods_in(&self.pods, namespace)
     }
 
     /// Every policy, in key order.
@@ -228,9 +291,24 @@ impl Cluster {
     }
 }
 
+/// The pods of one namespace in `pods` ([`Cluster::pods_in`]).
+fn pods_in<'a>(
+    pods: &'a BTreeMap<PodKey, PodInfo>,
+    namespace: &str,
+) -> impl Iterator<Item = &'a PodInfo> + 'a {
+    let first = PodKey {
+        namespace: namespace.to_owned(),
+        name: String::new(),
+    };
+    pods.range(first.clone()..)
+        .take_while(move |(key, _)| key.namespace == first.namespace)
+        .map(|(_, pod)| pod)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::selector::Selector;
 
     fn pod(json: serde_json::Value) -> Option<PodInfo> {
         PodInfo::from_api(&serde_json::from_value(json).unwrap())
@@ -361,6 +439,155 @@ mod tests {
         assert_eq!(names(&key("a")), ["selects-a", "selects-all"]);
         assert!(names(&key("unknown")).is_empty());
         assert_eq!(cluster.namespaces().collect::<Vec<_>>(), ["x"]);
+    }
+
+    /// A policy of namespace `namespace` named `name` from its `spec`.
+    fn policy(namespace: &str, name: &str, spec: serde_json::Value) -> Policy {
+        let api = serde_json::from_value(serde_json::json!({
+            "metadata": {"namespace": namespace, "name": name},
+            "spec": spec
+        }))
+        .unwrap();
+        Policy::from_api(&api).unwrap()
+    }
+
+    /// The same objects put into a new cluster, in key order.
+    fn rebuilt(cluster: &Cluster) -> Cluster {
+        let mut fresh = Cluster::new();
+        for (name, labels) in &cluster.namespaces {
+            fresh.set_namespace(name.as_str(), labels.clone());
+        }
+        for pod in cluster.pods() {
+            fresh.set_pod(pod.clone());
+        }
+        for policy in cluster.policies() {
+            fresh.set_policy(policy.clone());
+        }
+        fresh
+    }
+
+    /// The members the cluster keeps through any sequence of changes are the members a new
+    /// cluster of the same objects finds: pods added, relabelled, readdressed, moved into and
+    /// out of blocks and removed; namespaces relabelled, removed and back; policies naming
+    /// groups of one namespace, of labelled namespaces, of address blocks, by named ports,
+    /// replaced and removed.
+    #[test]
+    fn kept_members_are_what_a_fresh_look_finds() {
+        let specs = [
+            serde_json::json!({"podSelector": {},
+                "ingress": [{"from": [{"podSelector": {"matchLabels": {"tier": "web"}}}]}]}),
+            serde_json::json!({"podSelector": {"matchLabels": {"tier": "db"}},
+                "ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"env": "prod"}},
+                                       "podSelector": {"matchLabels": {"tier": "api"}}}]}]}),
+            serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"],
+                "egress": [{"to": [{"ipBlock": {"cidr": "10.1.0.0/16"}}],
+                            "ports": [{"port": "http"}]}]}),
+            serde_json::json!({"podSelector": {}, "policyTypes": ["Egress"],
+                "egress": [{"ports": [{"port": "http"}]},
+                           {"to": [{"namespaceSelector": {}}]}]}),
+        ];
+        let mut seed: u64 = 0x5eed;
+        let mut next = |bound: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) % bound as u64) as usize
+        };
+        let mut cluster = Cluster::new();
+        for step in 0..2_000 {
+            let namespace = format!("ns-{}", next(3));
+            match next(10) {
+                0..=4 => {
+                    let tier = ["web", "api", "db"][next(3)];
+                    let labels = serde_json::json!({"tier": tier});
+                    let ports = if next(2) == 0 {
+                        serde_json::json!([{"name": "http", "containerPort": 8000 + next(2)}])
+                    } else {
+                        serde_json::json!([])
+                    };
+                    let info = pod(serde_json::json!({
+                        "metadata": {"namespace": namespace, "name": format!("p{}", next(6)),
+                                     "labels": labels},
+                        "spec": {"containers": [{"name": "c", "ports": ports}]},
+                        "status": {"podIP": format!("10.{}.0.{}", next(2), next(8) + 1)}
+                    }))
+                    .unwrap();
+                    cluster.set_pod(info);
+                }
+                5 => cluster.remove_pod(&PodKey {
+                    namespace,
+                    name: format!("p{}", next(6)),
+                }),
+                6 => {
+                    let env = ["prod", "test"][next(2)];
+                    cluster.set_namespace(namespace, [("env".to_owned(), env.to_owned())].into());
+                }
+                7 => cluster.remove_namespace(&namespace),
+                8 => {
+                    let spec = specs[next(specs.len())].clone();
+                    cluster.set_policy(policy(&namespace, &format!("np{}", next(3)), spec));
+                }
+                _ => cluster.remove_policy(&PolicyKey {
+                    namespace,
+                    name: format!("np{}", next(3)),
+                }),
+            }
+            assert_eq!(cluster, rebuilt(&cluster), "after step {step}");
+        }
+        assert!(
+            cluster.memberships != Memberships::default(),
+            "the sequence ends with groups kept"
+        );
+    }
+
+    /// A pod's change is matched against the groups that may hold it: those of its namespace
+    /// and those of any namespace, not every group of the cluster.
+    #[test]
+    fn a_pod_change_costs_the_groups_that_may_hold_it() {
+        let mut cluster = Cluster::new();
+        for n in 0..50 {
+            let namespace = format!("ns-{n}");
+            cluster.set_namespace(namespace.as_str(), Labels::new());
+            cluster.set_policy(policy(
+                &namespace,
+                "own",
+                serde_json::json!({"podSelector": {},
+                    "ingress": [{"from": [{"podSelector": {"matchLabels": {"tier": "web"}}}]}]}),
+            ));
+        }
+        cluster.set_policy(policy(
+            "ns-0",
+            "clients",
+            serde_json::json!({"podSelector": {},
+                "ingress": [{"from": [{"namespaceSelector": {},
+                                       "podSelector": {"matchLabels": {"role": "client"}}}]}]}),
+        ));
+        let web = |tier: &str| {
+            pod(serde_json::json!({
+                "metadata": {"namespace": "ns-7", "name": "a", "labels": {"tier": tier}},
+                "status": {"podIP": "10.0.0.7"}
+            }))
+            .unwrap()
+        };
+        crate::members::MEMBER_MATCHES.with(|count| count.set(0));
+        cluster.set_pod(web("web"));
+        cluster.set_pod(web("api"));
+        let matches = crate::members::MEMBER_MATCHES.with(|count| count.get());
+        assert_eq!(matches, 2 * 2, "two changes, two groups each");
+        let own = Members::Selected(crate::policy::PodPeer {
+            namespaces: crate::policy::Namespaces::Named("ns-7".to_owned()),
+            pods: Selector::from_api(
+                &serde_json::from_value(serde_json::json!({"matchLabels": {"tier": "web"}}))
+                    .unwrap(),
+                "",
+            )
+            .unwrap(),
+        });
+        assert_eq!(
+            cluster.members(&own).pods().count(),
+            0,
+            "relabelled out of the group"
+        );
     }
 
     #[test]

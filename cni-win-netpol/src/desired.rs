@@ -8,9 +8,9 @@ use hns::schema::policy::AclPolicy;
 
 use crate::cluster::{Cluster, PodKey};
 use crate::render::{
-    IpSet, Mode, Priorities, PriorityConflict, Renderer, host_directions, is_agents,
+    IpSet, Mode, NamedGroups, Priorities, PriorityConflict, Renderer, host_directions, is_agents,
 };
-use crate::rules::{self, GroupAddresses, PodPolicy, Remote, Subject};
+use crate::rules::{self, PodPolicy, Remote, Subject};
 use crate::sets::{self, SetCollision, Sets};
 
 /// The addresses of the node the agent runs on.
@@ -122,15 +122,14 @@ impl NewPodSets {
 
 /// One state of the cluster translated for this node, for as many questions as a pass asks.
 ///
-/// Each group of pods that rules name is matched against the cluster's pods once, however
-/// many endpoints, new pods and namespaces' postures name it: matching is what translation
-/// spends its time on (5,000 pods, 100 endpoints and a few groups each would otherwise be
-/// millions of selector matches a pass).
+/// It matches no pod against a group (the cluster keeps each group's members as it changes),
+/// and lists, spells and fingerprints each group once, however many endpoints, new pods and
+/// namespaces' postures name it.
 #[derive(Debug)]
 pub struct Translation<'c> {
     cluster: &'c Cluster,
     node: &'c NodeAddresses,
-    groups: GroupAddresses,
+    groups: NamedGroups,
 }
 
 impl<'c> Translation<'c> {
@@ -139,7 +138,7 @@ impl<'c> Translation<'c> {
         Translation {
             cluster,
             node,
-            groups: GroupAddresses::default(),
+            groups: NamedGroups::default(),
         }
     }
 
@@ -275,8 +274,8 @@ mod tests {
 
     use super::*;
     use crate::cluster::{PodInfo, PodKey};
+    use crate::members::MEMBER_MATCHES;
     use crate::policy::Policy;
-    use crate::rules::PEER_MATCHES;
 
     const PODS: usize = 40;
 
@@ -324,13 +323,13 @@ mod tests {
         };
         let network = BTreeMap::from([(set("x/a v4", 2).id, set("x/a v4", 2))]);
         let mut same = NewPodSets::default();
-        same.0.name(set("x/a v4", 2));
+        same.0.name(&set("x/a v4", 2));
         let (named, collisions) = same.finish(&[&network]);
         assert_eq!(named.len(), 1);
         assert!(collisions.is_empty());
 
         let mut other = NewPodSets::default();
-        other.0.name(set("y/evil v4", 3));
+        other.0.name(&set("y/evil v4", 3));
         let (named, collisions) = other.finish(&[&network]);
         assert!(named.is_empty());
         assert_eq!(collisions.len(), 1);
@@ -349,15 +348,15 @@ mod tests {
         assert!(collisions[0].is_named_by(&naming));
     }
 
-    /// A translation finds each group's members once, however many endpoints, new pods and
-    /// postures name the group: the cost of a pass grows with pods plus endpoints, not with
-    /// their product.
+    /// A translation matches no pod against a group, however many endpoints, new pods and
+    /// postures name it: the cluster keeps each group's members as it changes, so a pass
+    /// costs the endpoints it programs, not the cluster's pods.
     #[test]
-    fn a_translation_matches_each_group_against_the_pods_once() {
+    fn a_translation_matches_no_pod_against_a_group() {
         let (cluster, endpoints) = node_of_web_pods();
         let node = NodeAddresses::default();
         for mode in [Mode::Inline, Mode::IpSets] {
-            PEER_MATCHES.with(|count| count.set(0));
+            MEMBER_MATCHES.with(|count| count.set(0));
             let mut translation = Translation::new(&cluster, &node);
             let desired = translation.desired(&endpoints, mode);
             for endpoint in &endpoints {
@@ -375,9 +374,8 @@ mod tests {
             translation
                 .namespace_posture("x", &[], &mut NewPodPeers::Inline)
                 .unwrap();
-            let matches = PEER_MATCHES.with(|count| count.get());
-            // One group per address family.
-            assert_eq!(matches, 2 * PODS, "{mode:?}");
+            let matches = MEMBER_MATCHES.with(|count| count.get());
+            assert_eq!(matches, 0, "{mode:?}");
             assert_eq!(desired.endpoints.len(), PODS);
             // The ingress rule's peer: addresses in RemoteAddresses, a set in LocalAddresses.
             let web_addresses = |acls: &Vec<AclPolicy>| {
@@ -400,12 +398,13 @@ mod tests {
 
     /// A select-all peer in each of many namespaces ("allow from my own namespace", one
     /// policy per namespace) makes a group per namespace; each group's members are looked for
-    /// in its namespace only, so every namespace's posture together costs the cluster's pods
-    /// once per address family, not the namespaces times the pods.
+    /// in its namespace only, so keeping every group costs the cluster's pods once, not the
+    /// namespaces times the pods, and every namespace's posture then costs no match.
     #[test]
     fn groups_of_one_namespace_cost_that_namespaces_pods() {
         const NAMESPACES: usize = 50;
         const PODS_EACH: usize = 4;
+        MEMBER_MATCHES.with(|count| count.set(0));
         let mut cluster = Cluster::new();
         for n in 0..NAMESPACES {
             let namespace = format!("ns-{n}");
@@ -426,9 +425,10 @@ mod tests {
             .unwrap();
             cluster.set_policy(Policy::from_api(&policy).unwrap());
         }
+        let kept = MEMBER_MATCHES.with(|count| count.replace(0));
+        assert_eq!(kept, NAMESPACES * PODS_EACH, "one look at each pod");
         let node = NodeAddresses::default();
         let mut translation = Translation::new(&cluster, &node);
-        PEER_MATCHES.with(|count| count.set(0));
         for n in 0..NAMESPACES {
             let pod = PodKey {
                 namespace: format!("ns-{n}"),
@@ -441,11 +441,7 @@ mod tests {
                 .namespace_posture(&format!("ns-{n}"), &[], &mut NewPodPeers::Inline)
                 .unwrap();
         }
-        let matches = PEER_MATCHES.with(|count| count.get());
-        assert_eq!(
-            matches,
-            2 * NAMESPACES * PODS_EACH,
-            "one look at each pod per family"
-        );
+        let matches = MEMBER_MATCHES.with(|count| count.get());
+        assert_eq!(matches, 0, "the postures read the kept members");
     }
 }

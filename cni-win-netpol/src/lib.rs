@@ -36,6 +36,7 @@ mod cluster;
 mod desired;
 mod diff;
 mod invalid;
+mod members;
 pub mod policy;
 mod ports;
 pub mod render;

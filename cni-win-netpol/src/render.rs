@@ -53,7 +53,8 @@
 //! mode and in the rules ADD writes: a longer rule is written as several of the same
 //! priority and action, each with the `Id` of its own content.
 
-use std::collections::BTreeMap;
+use std::cell::OnceCell;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 use hns::schema::policy::{AclAction, AclDirection, AclPolicy, AclRuleType};
@@ -64,7 +65,7 @@ use sha2::{Digest, Sha256};
 
 use crate::cluster::Cluster;
 use crate::ports::{self, PortRange, Protocol};
-use crate::rules::{Allow, Direction, Family, GroupAddresses, PodPolicy, Remote, Service};
+use crate::rules::{Allow, Direction, Family, Group, PodPolicy, Remote, Service};
 use crate::sets::Sets;
 
 /// How pod peers' addresses reach HNS.
@@ -220,8 +221,8 @@ pub(crate) struct Renderer<'a> {
     pub(crate) priorities: Priorities,
     /// The sets rules refer to, gathered across endpoints.
     pub(crate) sets: &'a mut Sets,
-    /// The groups' addresses, worked out across endpoints.
-    pub(crate) groups: &'a mut GroupAddresses,
+    /// The groups as rules name them, worked out across endpoints.
+    pub(crate) groups: &'a mut NamedGroups,
     /// The directions the agent writes its Host-layer allow-all for ([`host_directions`]).
     pub(crate) host: Vec<AclDirection>,
 }
@@ -341,19 +342,60 @@ impl Renderer<'_> {
             Remote::Any => Some(Peer::Anyone),
             Remote::Prefixes(prefixes) => Some(Peer::Addresses(spell_prefixes(prefixes))),
             Remote::Group(group) => {
-                let addresses = self.groups.of(self.cluster, group);
-                if addresses.is_empty() {
+                let named = self.groups.of(self.cluster, group);
+                if named.addresses.is_empty() {
                     return None;
                 }
                 Some(match self.mode {
-                    Mode::Inline => Peer::Addresses(spell_addresses(addresses)),
-                    Mode::IpSets => Peer::Set(
-                        self.sets
-                            .name(IpSet::for_group(group.to_string(), addresses.to_vec())),
-                    ),
+                    Mode::Inline => Peer::Addresses(named.spelled().to_owned()),
+                    Mode::IpSets => Peer::Set(self.sets.name(named.set(group))),
                 })
             }
         }
+    }
+}
+
+/// Each group as rules name it, worked out once per pass: the rules of many endpoints name
+/// the same groups, each of up to thousands of addresses, which are listed, spelt and
+/// fingerprinted once.
+#[derive(Debug, Default)]
+pub(crate) struct NamedGroups {
+    by_group: HashMap<Group, NamedGroup>,
+}
+
+impl NamedGroups {
+    /// `group` as rules name it, from the cluster's members the first time.
+    pub(crate) fn of(&mut self, cluster: &Cluster, group: &Group) -> &NamedGroup {
+        self.by_group
+            .entry(group.clone())
+            .or_insert_with(|| NamedGroup {
+                addresses: group.addresses(cluster),
+                spelled: OnceCell::new(),
+                set: OnceCell::new(),
+            })
+    }
+}
+
+/// One group's addresses, and what rules name them by in either mode.
+#[derive(Debug)]
+pub(crate) struct NamedGroup {
+    /// Its members' addresses of its family, sorted.
+    pub(crate) addresses: Vec<IpAddr>,
+    spelled: OnceCell<String>,
+    set: OnceCell<IpSet>,
+}
+
+impl NamedGroup {
+    /// Its addresses as an inline rule lists them.
+    fn spelled(&self) -> &str {
+        self.spelled
+            .get_or_init(|| spell_addresses(&self.addresses))
+    }
+
+    /// Its IP set; `group` is the group it is of.
+    fn set(&self, group: &Group) -> &IpSet {
+        self.set
+            .get_or_init(|| IpSet::for_group(group.to_string(), self.addresses.clone()))
     }
 }
 

@@ -11,13 +11,14 @@
 //! resolves on those pods as on a pod peer's; an address outside the cluster has no container
 //! and so no named port, and matches none.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
 
-use crate::cluster::{Cluster, NamedPort, PodInfo};
+use crate::cluster::{Cluster, NamedPort};
+use crate::members::Members;
 use crate::policy::{Namespaces, Peer, Peers, PodPeer, Policy, PortRef, Ports, Rule};
 use crate::ports::{PortRange, Protocol};
 use crate::selector::{Labels, Selector};
@@ -56,87 +57,26 @@ pub(crate) struct Group {
     pub(crate) family: Family,
 }
 
-/// Which pods a group is made of.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum Members {
-    /// The pods a pod peer's selectors select.
-    Selected(PodPeer),
-    /// The pods whose addresses lie in an `ipBlock`'s prefixes: an egress rule's named port
-    /// resolves on them.
-    InBlock(Vec<IpNetwork>),
-}
-
-impl Members {
-    /// The member pods. A pod peer's are looked for only in the namespaces it names (its own,
-    /// or those its `namespaceSelector` matches): a select-all peer in each of 2,000
-    /// namespaces then costs the cluster's pods once, not 2,000 times.
-    fn pods<'c>(&self, cluster: &'c Cluster) -> Vec<&'c PodInfo> {
-        match self {
-            Members::Selected(peer) => {
-                let namespaces: Vec<&str> = match &peer.namespaces {
-                    Namespaces::Named(namespace) => vec![namespace.as_str()],
-                    Namespaces::Matching(selector) => cluster
-                        .namespaces()
-                        .filter(|namespace| {
-                            cluster
-                                .namespace_labels(namespace)
-                                .is_some_and(|labels| selector.matches(labels))
-                        })
-                        .collect(),
-                };
-                namespaces
-                    .into_iter()
-                    .flat_map(|namespace| cluster.pods_in(namespace))
-                    .filter(|pod| peer_selects(cluster, peer, pod))
-                    .collect()
-            }
-            Members::InBlock(prefixes) => cluster
-                .pods()
-                .filter(|pod| {
-                    pod.ips
-                        .iter()
-                        .any(|ip| prefixes.iter().any(|prefix| prefix.contains(*ip)))
-                })
-                .collect(),
-        }
-    }
-}
-
 impl Group {
     /// The group's members' addresses of its family, sorted.
     pub(crate) fn addresses(&self, cluster: &Cluster) -> Vec<IpAddr> {
-        let mut addresses: Vec<IpAddr> = self
-            .members
-            .pods(cluster)
-            .into_iter()
-            .filter(|pod| {
-                self.port
-                    .as_ref()
-                    .is_none_or(|port| pod.resolve(&port.name, port.protocol) == Some(port.port))
-            })
-            .flat_map(|pod| pod.ips.iter().copied())
-            .filter(|ip| Family::of(*ip) == self.family)
-            .collect();
-        addresses.sort();
-        addresses.dedup();
+        let members = cluster.members(&self.members);
+        let mut addresses: Vec<IpAddr> = match &self.port {
+            None => members.addresses().collect(),
+            Some(port) => {
+                let mut resolving: Vec<IpAddr> = members
+                    .pods()
+                    .filter_map(|key| cluster.pod(key))
+                    .filter(|pod| pod.resolve(&port.name, port.protocol) == Some(port.port))
+                    .flat_map(|pod| pod.ips.iter().copied())
+                    .collect();
+                resolving.sort();
+                resolving.dedup();
+                resolving
+            }
+        };
+        addresses.retain(|ip| Family::of(*ip) == self.family);
         addresses
-    }
-}
-
-/// Each group's addresses, worked out once per pass: the rules of many endpoints name the same
-/// groups, and finding a group's members reads every pod of the cluster (5,000 pods, 100
-/// endpoints and a few groups each would otherwise be millions of selector matches a pass).
-#[derive(Debug, Default)]
-pub(crate) struct GroupAddresses {
-    by_group: HashMap<Group, Vec<IpAddr>>,
-}
-
-impl GroupAddresses {
-    /// `group`'s addresses ([`Group::addresses`]), from the cluster the first time.
-    pub(crate) fn of(&mut self, cluster: &Cluster, group: &Group) -> &[IpAddr] {
-        self.by_group
-            .entry(group.clone())
-            .or_insert_with(|| group.addresses(cluster))
     }
 }
 
@@ -292,27 +232,12 @@ fn egress(cluster: &Cluster, rule: &Rule, out: &mut BTreeSet<Allow>) {
     if named.is_empty() {
         return;
     }
-    // The peers whose pods the name resolves on: every pod (`to` absent), a pod peer's pods,
-    // or the pods inside an address block.
-    let every_pod = Members::Selected(PodPeer {
-        namespaces: Namespaces::Matching(Selector::everything()),
-        pods: Selector::everything(),
-    });
-    let peers: Vec<Members> = match &rule.peers {
-        Peers::Any => vec![every_pod],
-        Peers::These(peers) => peers
-            .iter()
-            .map(|peer| match peer {
-                Peer::Pods(pods) => Members::Selected(pods.clone()),
-                Peer::Block(prefixes) => Members::InBlock(prefixes.clone()),
-            })
-            .collect(),
-    };
-    for members in peers {
+    for members in named_port_members(&rule.peers) {
+        let pods = cluster.members(&members);
         for (name, protocol) in &named {
-            let numbers: BTreeSet<u16> = members
-                .pods(cluster)
-                .into_iter()
+            let numbers: BTreeSet<u16> = pods
+                .pods()
+                .filter_map(|key| cluster.pod(key))
                 .filter_map(|pod| pod.resolve(name, *protocol))
                 .collect();
             for number in numbers {
@@ -333,6 +258,57 @@ fn egress(cluster: &Cluster, rule: &Rule, out: &mut BTreeSet<Allow>) {
             }
         }
     }
+}
+
+/// The groups whose pods an egress rule's named ports resolve on: every pod (`to` absent), a
+/// pod peer's pods, or the pods inside an address block.
+fn named_port_members(peers: &Peers) -> Vec<Members> {
+    match peers {
+        Peers::Any => vec![Members::Selected(PodPeer {
+            namespaces: Namespaces::Matching(Selector::everything()),
+            pods: Selector::everything(),
+        })],
+        Peers::These(peers) => peers
+            .iter()
+            .map(|peer| match peer {
+                Peer::Pods(pods) => Members::Selected(pods.clone()),
+                Peer::Block(prefixes) => Members::InBlock(prefixes.clone()),
+            })
+            .collect(),
+    }
+}
+
+/// Every group `policy`'s rules may name, whatever pod it is applied to: what the cluster
+/// keeps the members of ([`crate::members`]). A group left out would still be found, by a
+/// look at every pod it may hold on each use.
+pub(crate) fn members_named_by(policy: &Policy) -> BTreeSet<Members> {
+    let pod_peers = |rule: &Rule| -> Vec<Members> {
+        match &rule.peers {
+            Peers::Any => Vec::new(),
+            Peers::These(peers) => peers
+                .iter()
+                .filter_map(|peer| match peer {
+                    Peer::Pods(pods) => Some(Members::Selected(pods.clone())),
+                    Peer::Block(_) => None,
+                })
+                .collect(),
+        }
+    };
+    let has_named_port = |rule: &Rule| match &rule.ports {
+        Ports::Any => false,
+        Ports::These(specs) => specs
+            .iter()
+            .any(|spec| matches!(spec.port, PortRef::Named(_))),
+    };
+    let ingress = policy.ingress.iter().flatten().flat_map(pod_peers);
+    let egress = policy.egress.iter().flatten().flat_map(|rule| {
+        let mut members = pod_peers(rule);
+        if has_named_port(rule) {
+            members.extend(named_port_members(&rule.peers));
+        }
+        members
+    });
+    ingress.chain(egress).collect()
 }
 
 /// Allows every service with every remote.
@@ -386,24 +362,4 @@ fn remotes(peers: &Peers) -> Vec<Remote> {
         }
     }
     remotes
-}
-
-/// Whether `peer` selects `pod`: its namespace is the named one or one whose labels match
-/// (a namespace the agent has not seen matches no selector), and its labels match.
-pub(crate) fn peer_selects(cluster: &Cluster, peer: &PodPeer, pod: &PodInfo) -> bool {
-    #[cfg(test)]
-    PEER_MATCHES.with(|count| count.set(count.get() + 1));
-    let namespace_matches = match &peer.namespaces {
-        Namespaces::Named(namespace) => &pod.key.namespace == namespace,
-        Namespaces::Matching(selector) => cluster
-            .namespace_labels(&pod.key.namespace)
-            .is_some_and(|labels| selector.matches(labels)),
-    };
-    namespace_matches && peer.pods.matches(&pod.labels)
-}
-
-#[cfg(test)]
-thread_local! {
-    /// How many times this thread matched a peer against a pod: what translation costs.
-    pub(crate) static PEER_MATCHES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }

@@ -56,18 +56,18 @@ pub(crate) struct Sets {
 impl Sets {
     /// Notes `set` (its group's first occurrence in the pass; later ones are the same group
     /// with the same members) and returns the `Id` rules name it by.
-    pub(crate) fn name(&mut self, set: IpSet) -> String {
+    pub(crate) fn name(&mut self, set: &IpSet) -> String {
         let id = set.id.clone();
         match self.by_id.get(&id) {
             None => {
-                self.by_id.insert(id.clone(), set);
+                self.by_id.insert(id.clone(), set.clone());
             }
             Some(held) if held.name == set.name => {}
             Some(held) => {
                 self.collided
                     .entry(id.clone())
                     .or_insert_with(|| BTreeSet::from([held.name.clone()]))
-                    .insert(set.name);
+                    .insert(set.name.clone());
             }
         }
         id
@@ -110,10 +110,10 @@ mod tests {
     #[test]
     fn two_groups_at_one_id_leave_it_out() {
         let mut sets = Sets::default();
-        assert_eq!(sets.name(set("s1", "x/a v4", 2)), "s1");
-        assert_eq!(sets.name(set("s1", "x/a v4", 2)), "s1");
-        sets.name(set("s2", "x/b v4", 3));
-        sets.name(set("s1", "y/evil v4", 4));
+        assert_eq!(sets.name(&set("s1", "x/a v4", 2)), "s1");
+        assert_eq!(sets.name(&set("s1", "x/a v4", 2)), "s1");
+        sets.name(&set("s2", "x/b v4", 3));
+        sets.name(&set("s1", "y/evil v4", 4));
         let (written, collisions) = sets.finish();
         assert_eq!(written.keys().collect::<Vec<_>>(), ["s2"]);
         assert_eq!(
