@@ -35,6 +35,8 @@ pub enum Injection {
     /// An endpoint named `name` holding `ip` on `network`, remote (kube-proxy's kind, standing
     /// for a pod of another node) or local, whoever else holds the address.
     Endpoint {
+        /// The endpoint's ID (zero: a new one), such as the one cni-win derives for a pod.
+        id: Guid,
         /// The network's ID.
         network: Guid,
         /// The endpoint's name.
@@ -59,11 +61,12 @@ impl State<'_> {
     pub(super) fn inject(&self, injection: &Injection) -> Result<Guid, HcnFailure> {
         match injection {
             Injection::Endpoint {
+                id,
                 network,
                 name,
                 ip,
                 remote,
-            } => self.inject_endpoint(*network, name, *ip, *remote),
+            } => self.inject_endpoint(*id, *network, name, *ip, *remote),
             Injection::HalfCreatedLoadBalancer { frontend, backends } => {
                 let id = State::choose_id(Guid::ZERO, Guid::ZERO)?;
                 let balancer = HostComputeLoadBalancer {
@@ -85,13 +88,20 @@ impl State<'_> {
     /// from HNS, which tests that inject a duplicate do not rely on).
     fn inject_endpoint(
         &self,
+        requested: Guid,
         network_id: Guid,
         name: &str,
         ip: IpAddr,
         remote: bool,
     ) -> Result<Guid, HcnFailure> {
         let network = self.require_network(network_id)?;
-        let id = State::choose_id(Guid::ZERO, Guid::ZERO)?;
+        let id = State::choose_id(requested, Guid::ZERO)?;
+        if self.object_exists(ObjectDir::Endpoints, id) {
+            return Err(HcnFailure::new(
+                hns::hresult::HResult::ERROR_OBJECT_ALREADY_EXISTS,
+                format!("(endpoint {id})"),
+            ));
+        }
         let mac = self.allocate_mac(&network)?;
         let endpoint = HostComputeEndpoint {
             id,

@@ -426,6 +426,9 @@ pub enum InjectCommand {
         /// The endpoint's name.
         #[arg(long, default_value = "injected")]
         name: String,
+        /// The GUID to give it (default: a new one).
+        #[arg(long, value_name = "GUID")]
+        id: Option<Guid>,
     },
     /// A load balancer with no port mapping, sending to the given backends (none, or
     /// endpoints that need not exist), as a kube-proxy that died between calls leaves one.

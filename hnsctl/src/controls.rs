@@ -218,7 +218,9 @@ pub fn inject(context: &Context, command: InjectCommand) -> Result<(), String> {
             ip,
             remote,
             name,
+            id,
         } => Injection::Endpoint {
+            id: id.unwrap_or(hns::Guid::ZERO),
             network: crate::objects::network_id(context, &network)?,
             name,
             ip,

@@ -132,6 +132,20 @@ impl ScratchNode {
         network.create_endpoint(id, &settings).unwrap().id()
     }
 
+    /// An endpoint on `cbr0` holding `ip` whoever else holds it (`Guid::ZERO`: a new ID), as
+    /// the field finds duplicates: the emulator's injection, past HNS's create check.
+    pub fn inject_endpoint(&self, id: Guid, name: &str, ip: &str, remote: bool) -> Guid {
+        self.engine
+            .inject(&hns_emulator::Injection::Endpoint {
+                id,
+                network: self.network_id(),
+                name: name.to_owned(),
+                ip: ip.parse().unwrap(),
+                remote,
+            })
+            .unwrap()
+    }
+
     pub fn endpoints(&self) -> BTreeSet<String> {
         self.client
             .list_endpoints(None)
