@@ -15,6 +15,7 @@
 
 mod addresses;
 mod balancers;
+mod flannel;
 pub mod repair;
 
 use std::net::IpAddr;
@@ -51,13 +52,17 @@ pub enum Reason {
     LoadBalancerHalfCreated,
     /// A load balancer naming a backend endpoint that no longer exists.
     LoadBalancerBackendGone,
+    /// subnet.env leases this node a subnet, and HNS holds no network of the config's name.
+    FlannelNetworkMissing,
+    /// HNS's network of the config's name does not hold the subnet subnet.env leases.
+    FlannelNetworkStale,
     /// HNS could not be reached or read.
     HnsUnreadable,
 }
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 11] = [
+    pub const ALL: [Reason; 13] = [
         Reason::EndpointDetached,
         Reason::EndpointWithoutReservation,
         Reason::ReservationWithoutEndpoint,
@@ -68,6 +73,8 @@ impl Reason {
         Reason::RemoteEndpointInPodSubnet,
         Reason::LoadBalancerHalfCreated,
         Reason::LoadBalancerBackendGone,
+        Reason::FlannelNetworkMissing,
+        Reason::FlannelNetworkStale,
         Reason::HnsUnreadable,
     ];
 
@@ -84,6 +91,8 @@ impl Reason {
             Reason::RemoteEndpointInPodSubnet => "remote-endpoint-in-pod-subnet",
             Reason::LoadBalancerHalfCreated => "load-balancer-half-created",
             Reason::LoadBalancerBackendGone => "load-balancer-backend-gone",
+            Reason::FlannelNetworkMissing => "flannel-network-missing",
+            Reason::FlannelNetworkStale => "flannel-network-stale",
             Reason::HnsUnreadable => "hns-unreadable",
         }
     }
@@ -104,6 +113,7 @@ impl Reason {
                  script)"
             }
             Reason::LoadBalancerHalfCreated | Reason::LoadBalancerBackendGone => "kube-proxy's",
+            Reason::FlannelNetworkMissing | Reason::FlannelNetworkStale => "flanneld's",
             Reason::HnsUnreadable => "HNS's",
         }
     }
@@ -148,6 +158,14 @@ impl Reason {
                 "kube-proxy replaces it on its next sync of the Service; if it stays, restart \
                  kube-proxy"
             }
+            Reason::FlannelNetworkMissing => {
+                "check that flanneld runs on the node (its log says why it has not created the \
+                 network); a reboot drops its network until flanneld starts again"
+            }
+            Reason::FlannelNetworkStale => {
+                "flanneld's lease changed and the network is the old lease's: restart flanneld \
+                 (it re-creates the network), then delete the pods still on the old subnet"
+            }
             Reason::HnsUnreadable => {
                 "start the Host Network Service (Start-Service hns) and check its event log; \
                  nothing is removed while HNS cannot be read"
@@ -173,6 +191,8 @@ impl Reason {
                 | Reason::DuplicateAddressRemote
                 | Reason::DuplicateAddressForeign
                 | Reason::RemoteEndpointInPodSubnet
+                | Reason::FlannelNetworkMissing
+                | Reason::FlannelNetworkStale
                 | Reason::HnsUnreadable
         )
     }
@@ -206,7 +226,8 @@ pub struct RemoteOnPodAddress {
     pub attachment: GcAttachment,
 }
 
-/// Everything `node` shows out of step: network by network, then the load balancers.
+/// Everything `node` shows out of step: network by network (its subnet.env against its HNS
+/// network, its store against its endpoints, its addresses), then the load balancers.
 pub fn find(node: &Node) -> Vec<Drift> {
     let snapshot = match &node.hns {
         Ok(snapshot) => snapshot,
@@ -225,6 +246,7 @@ pub fn find(node: &Node) -> Vec<Drift> {
             continue;
         };
         let name = network.name();
+        found.extend(flannel::find(network, view.network));
         let drift = |reason, object: String| Drift {
             reason,
             network: Some(name.to_owned()),

@@ -61,8 +61,8 @@ impl DriftMetrics {
              stale ones), duplicate-address-ours, duplicate-address-remote (repaired with \
              --apply inside this node's pod subnet), duplicate-address-foreign, \
              remote-endpoint-in-pod-subnet, load-balancer-half-created, \
-             load-balancer-backend-gone (reported, never touched), hns-unreadable (nothing is \
-             removed that round)",
+             load-balancer-backend-gone, flannel-network-missing, flannel-network-stale \
+             (reported, never touched), hns-unreadable (nothing is removed that round)",
             self.drift.clone(),
         );
         registry.register(

@@ -376,3 +376,47 @@ fn a_failed_read_before_the_repair_removes_nothing() {
     );
     assert!(node.client.open_endpoint(remote).is_ok(), "kept");
 }
+
+/// A Flannel-native network: subnet.env's lease against the HNS network flanneld made. A new
+/// lease the network does not hold (flanneld's lease changed) is `flannel-network-stale`; no
+/// network at all is `flannel-network-missing`; both reported, nothing of flanneld's removed.
+/// A subnet.env that cannot be read is no drift: it says nothing of what HNS should hold.
+#[test]
+fn a_network_flanneld_s_lease_does_not_match_is_reported() {
+    let node = ScratchNode::new();
+    let subnet_env = node.dir().join("subnet.env");
+    let lease = |subnet: &str| {
+        std::fs::write(
+            &subnet_env,
+            format!(
+                "FLANNEL_NETWORK=10.244.0.0/16\nFLANNEL_SUBNET={subnet}\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n"
+            ),
+        )
+        .unwrap();
+    };
+    let config = serde_json::json!({
+        "cniVersion": "1.1.0", "name": "cbr0", "type": "win-bridge",
+        "subnetFile": subnet_env, "dataDir": node.dir().join("flannel"),
+        "ipam": {"dataDir": node.dir().join("ipam")},
+    });
+    std::fs::write(
+        node.conf_dir().join("10-cbr0.conf"),
+        serde_json::to_vec(&config).unwrap(),
+    )
+    .unwrap();
+    let flannel = |scrape: &Scrape| {
+        (
+            drift(scrape, "flannel-network-stale"),
+            drift(scrape, "flannel-network-missing"),
+        )
+    };
+    let mut rounds = Rounds::on(&node);
+    assert_eq!(flannel(&rounds.round()), (0.0, 0.0), "no subnet.env yet");
+    lease("10.244.1.1/24");
+    assert_eq!(flannel(&rounds.round()), (0.0, 0.0));
+    lease("10.244.3.1/24");
+    assert_eq!(flannel(&rounds.round()), (1.0, 0.0));
+    assert_eq!(node.client.list_networks().unwrap().len(), 1, "kept");
+    node.client.delete_network(node.network_id()).unwrap();
+    assert_eq!(flannel(&rounds.round()), (0.0, 1.0));
+}
