@@ -105,7 +105,7 @@ pub struct DriftTask {
     repairs: Vec<(Reason, Outcome)>,
     /// The reasons (per network) the last round found: a log line is written when one
     /// appears or clears, not every round.
-    logged: BTreeSet<(Reason, Option<String>)>,
+    logged: BTreeSet<Seen>,
 }
 
 impl DriftTask {
@@ -119,12 +119,8 @@ impl DriftTask {
 
     /// Logs each reason (per network) that appeared or cleared since the last round.
     fn log_changes(&mut self) {
-        let now: BTreeSet<(Reason, Option<String>)> = self
-            .last
-            .iter()
-            .map(|drift| (drift.reason, drift.network.clone()))
-            .collect();
-        for key in now.difference(&self.logged) {
+        let (now, appeared, cleared) = changes(&self.logged, &self.last);
+        for key in &appeared {
             let (reason, network) = key;
             let objects: Vec<&Drift> = self
                 .last
@@ -141,7 +137,7 @@ impl DriftTask {
                 reason.remedy()
             );
         }
-        for (reason, network) in self.logged.difference(&now) {
+        for (reason, network) in &cleared {
             log::info!(
                 "HNS drift cleared ({}){}",
                 reason.as_str(),
@@ -150,6 +146,21 @@ impl DriftTask {
         }
         self.logged = now;
     }
+}
+
+/// A reason on a network (`None`: on none).
+type Seen = (Reason, Option<String>);
+
+/// What `found` holds, what of it was not in `before` (appeared) and what of `before` it no
+/// longer holds (cleared): a reason seen round after round is logged once.
+fn changes(before: &BTreeSet<Seen>, found: &[Drift]) -> (BTreeSet<Seen>, Vec<Seen>, Vec<Seen>) {
+    let now: BTreeSet<Seen> = found
+        .iter()
+        .map(|drift| (drift.reason, drift.network.clone()))
+        .collect();
+    let appeared = now.difference(before).cloned().collect();
+    let cleared = before.difference(&now).cloned().collect();
+    (now, appeared, cleared)
 }
 
 fn on(network: Option<&str>) -> String {
@@ -243,5 +254,39 @@ impl Task for DoctorTask {
         if let Some(report) = &self.last {
             self.metrics.record(report);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drift(reason: Reason, network: &str) -> Drift {
+        Drift {
+            reason,
+            network: Some(network.to_owned()),
+            object: String::new(),
+            repair: None,
+        }
+    }
+
+    /// A reason is logged when it appears on a network and when it clears, not every round it
+    /// stays, however many objects it counts.
+    #[test]
+    fn a_reason_is_logged_when_it_appears_and_when_it_clears_only() {
+        let seen = |reason, network: &str| (reason, Some(network.to_owned()));
+        let first = [
+            drift(Reason::DuplicateAddressOurs, "cbr0"),
+            drift(Reason::DuplicateAddressOurs, "cbr0"),
+        ];
+        let (now, appeared, cleared) = changes(&BTreeSet::new(), &first);
+        assert_eq!(appeared, [seen(Reason::DuplicateAddressOurs, "cbr0")]);
+        assert!(cleared.is_empty());
+        let (now, appeared, cleared) = changes(&now, &first[..1]);
+        assert!(appeared.is_empty() && cleared.is_empty(), "still there");
+        let (_, appeared, cleared) =
+            changes(&now, &[drift(Reason::DuplicateAddressOurs, "vxlan0")]);
+        assert_eq!(appeared, [seen(Reason::DuplicateAddressOurs, "vxlan0")]);
+        assert_eq!(cleared, [seen(Reason::DuplicateAddressOurs, "cbr0")]);
     }
 }
