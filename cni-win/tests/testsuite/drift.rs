@@ -420,3 +420,35 @@ fn a_network_flanneld_s_lease_does_not_match_is_reported() {
     node.client.delete_network(node.network_id()).unwrap();
     assert_eq!(flannel(&rounds.round()), (0.0, 1.0));
 }
+
+/// Finding drift costs no HCN call beyond the round's read: on a node whose drift is all
+/// reported (a foreign duplicate, a half-created load balancer, a stale remote endpoint in the
+/// subnet), a round costs exactly what reading the node once costs.
+#[test]
+fn finding_drift_costs_no_hcn_call_beyond_the_rounds_read() {
+    let node = ScratchNode::new();
+    let (a, ip) = pod(&node, "a");
+    pod(&node, "b");
+    node.inject_endpoint(Guid::ZERO, "other-plugin", &ip, false);
+    node.inject_endpoint(Guid::ZERO, "stale", "10.244.1.200", true);
+    node.engine
+        .inject(&hns_emulator::Injection::HalfCreatedLoadBalancer {
+            frontend: "10.96.0.10".parse().unwrap(),
+            backends: vec![a],
+        })
+        .unwrap();
+    let mut rounds = Rounds::on(&node);
+    rounds.round();
+    node.calls();
+    let scrape = rounds.round();
+    let (round, _) = node.calls();
+    let features = node.client.supported_features().unwrap();
+    node.calls();
+    NodeSnapshot::read_knowing(&node.client, features).unwrap();
+    let (read, _) = node.calls();
+    println!("a round with 3 kinds of drift reported: {round} raw HCN calls; one read: {read}");
+    assert_eq!(drift(&scrape, "duplicate-address-foreign"), 1.0);
+    assert_eq!(drift(&scrape, "load-balancer-half-created"), 1.0);
+    assert_eq!(drift(&scrape, "remote-endpoint-in-pod-subnet"), 1.0);
+    assert_eq!(round, read);
+}
