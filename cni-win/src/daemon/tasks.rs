@@ -122,17 +122,17 @@ impl DriftTask {
         let (now, appeared, cleared) = changes(&self.logged, &self.last);
         for key in &appeared {
             let (reason, network) = key;
-            let objects: Vec<&Drift> = self
+            let mut objects = self
                 .last
                 .iter()
-                .filter(|drift| (drift.reason, &drift.network) == (*reason, network))
-                .collect();
+                .filter(|drift| (drift.reason, &drift.network) == (*reason, network));
+            let first = objects.next().map(|drift| drift.object.as_str());
             log::warn!(
                 "HNS drift appeared ({}){}: {} object(s), first {}; {}; {}",
                 reason.as_str(),
                 on(network.as_deref()),
-                objects.len(),
-                objects[0].object,
+                1 + objects.count(),
+                first.unwrap_or_default(),
                 reason.whose(),
                 reason.remedy()
             );
