@@ -1,4 +1,5 @@
-//! Drift between flanneld's lease and HNS, for a Flannel-native network: subnet.env names this
+//! Drift between flanneld's lease and HNS, for a Flannel network (Flannel-native, or Flannel's
+//! delegate, which the config directory's read makes Flannel-native): subnet.env names this
 //! node's pod subnet, which the HNS network flanneld makes must hold. Reported only: the
 //! network is flanneld's, which re-creates it when it restarts.
 
