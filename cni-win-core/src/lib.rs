@@ -81,5 +81,6 @@ mod status;
 mod teardown;
 
 pub use config::ConfigReview;
+pub use flannel::leased_subnets;
 pub use kind::{NatException, NetworkKind};
 pub use plugin::run;

@@ -176,13 +176,27 @@ pub enum Outcome {
     Removed,
     /// A command for the attachment started meanwhile: left for the next pass.
     Skipped,
-    /// Read again under the claim, it is no longer stale (its ADD finished after the pass's
-    /// first read): left alone.
+    /// Read again under the claim, it is no longer what the first read found (a pod's ADD
+    /// finished after the pass's first read; a drift repair's pod or remote endpoint changed
+    /// or went): left alone.
     Alive,
     /// DEL failed, with its error.
     Failed(String),
     /// A stop was asked for before its turn came: left for the next pass.
     Abandoned,
+}
+
+impl Outcome {
+    /// The word for it (the metrics' `result` label).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Outcome::Removed => "removed",
+            Outcome::Skipped => "skipped",
+            Outcome::Alive => "alive",
+            Outcome::Failed(_) => "failed",
+            Outcome::Abandoned => "abandoned",
+        }
+    }
 }
 
 /// One pass over every network.

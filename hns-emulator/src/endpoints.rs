@@ -148,9 +148,7 @@ impl State<'_> {
         self.claim_host_ports(&endpoint)?;
         self.forget_v1_attachments(id)?;
         self.add_marker(NETWORK_ENDPOINTS, network_id, id)?;
-        self.update_name_bucket(&endpoint.name, |bucket| {
-            bucket.push((endpoint.name.clone(), id))
-        })?;
+        self.index_endpoint_name(&endpoint)?;
         self.write_object(ObjectDir::Endpoints, id, &endpoint)?;
         Ok(id)
     }
@@ -281,7 +279,10 @@ impl State<'_> {
     }
 
     /// Next free MAC of the network's pool, starting at the network's cursor.
-    fn allocate_mac(&self, network: &HostComputeNetwork) -> Result<MacAddress, HcnFailure> {
+    pub(super) fn allocate_mac(
+        &self,
+        network: &HostComputeNetwork,
+    ) -> Result<MacAddress, HcnFailure> {
         let pool = Pool::new(&network.mac_pool)
             .map_err(|e| HcnFailure::new(HResult::HCN_E_INVALID_NETWORK, format!("({e})")))?;
         let cursor_path = self.index_path(&[MAC_CURSOR, &network.id.to_upper_string()]);
@@ -307,6 +308,16 @@ impl State<'_> {
             HResult::E_FAIL,
             format!("(MacPool of network {} is exhausted)", network.id),
         ))
+    }
+
+    /// Files `endpoint` under its name, for `HcnEnumerateEndpoints`' `Name` filter.
+    pub(super) fn index_endpoint_name(
+        &self,
+        endpoint: &HostComputeEndpoint,
+    ) -> Result<(), HcnFailure> {
+        self.update_name_bucket(&endpoint.name, |bucket| {
+            bucket.push((endpoint.name.clone(), endpoint.id))
+        })
     }
 
     pub(super) fn endpoints_named(&self, name: &str) -> Result<Vec<Guid>, HcnFailure> {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use super::adapter::{HostAdapter, VirtualSwitch};
 use super::failure::HcnFailure;
 use super::host::HostState;
+use super::inject::Injection;
 use super::outage::{Dropped, Outage};
 use super::store::{self, Locked, Store};
 use hns::Guid;
@@ -84,15 +85,28 @@ impl Engine {
     /// Simulates an HNS service stop, restart or a host reboot (see [`Outage`]); not an HCN
     /// call.
     pub fn suffer(&self, outage: Outage) -> Result<Dropped, HcnFailure> {
+        self.control(|state| state.suffer(outage))
+    }
+
+    /// Writes drift HNS's own checks would refuse (see [`Injection`]); returns the new
+    /// object's ID. Not an HCN call.
+    pub fn inject(&self, injection: &Injection) -> Result<Guid, HcnFailure> {
+        self.control(|state| state.inject(injection))
+    }
+
+    /// Runs a test control that changes objects under the lock, outside of any counted call.
+    fn control<T>(
+        &self,
+        operation: impl FnOnce(&mut State<'_>) -> Result<T, HcnFailure>,
+    ) -> Result<T, HcnFailure> {
         let locked = self.store.lock()?;
         let mut host = read_host(&locked)?;
-        let dropped = State {
+        let value = operation(&mut State {
             locked: &locked,
             host: &mut host,
-        }
-        .suffer(outage)?;
+        })?;
         store::write_json(&locked.host_path(), &host)?;
-        Ok(dropped)
+        Ok(value)
     }
 
     /// Reads or changes the host state outside of any counted call (test controls, version).

@@ -27,6 +27,7 @@ mod engine;
 mod failure;
 mod handles;
 mod host;
+mod inject;
 mod load_balancers;
 mod mac;
 mod namespaces;
@@ -50,6 +51,7 @@ pub use engine::{Engine, State};
 pub use failure::HcnFailure;
 pub use handles::{HandleKind, Handles};
 pub use host::{CrashPoint, Fault, HostState};
+pub use inject::Injection;
 pub use outage::{Dropped, Outage};
 
 use hns::Client;

@@ -70,6 +70,12 @@ pub enum Command {
     #[cfg(not(windows))]
     #[command(subcommand)]
     Acl(crate::acl::AclCommand),
+    /// Drift HNS's own checks would refuse, as the field finds it: an endpoint on an address
+    /// another endpoint holds, a half-created load balancer (emulator test control); prints
+    /// the new object's GUID.
+    #[cfg(not(windows))]
+    #[command(subcommand)]
+    Inject(InjectCommand),
     /// Prints a completion script for a shell (e.g. `hnsctl completions bash > /etc/bash_completion.d/hnsctl`).
     Completions {
         /// The shell to complete for.
@@ -398,6 +404,43 @@ pub enum FaultCommand {
     Clear,
     /// Prints the faults, crash points and latency as JSON.
     List,
+}
+
+/// `hnsctl inject ...`
+#[cfg(not(windows))]
+#[derive(Debug, Subcommand)]
+pub enum InjectCommand {
+    /// An endpoint holding an address, whoever else on the network holds it: a duplicate of
+    /// a pod's address, or (--remote) kube-proxy's remote endpoint from a stale lease.
+    Endpoint {
+        /// The network's GUID or name.
+        #[arg(long, value_name = "ID|NAME")]
+        network: String,
+        /// The address it holds.
+        #[arg(long, value_name = "IP")]
+        ip: IpAddr,
+        /// A remote endpoint (the `RemoteEndpoint` flag), as kube-proxy makes for a pod of
+        /// another node.
+        #[arg(long)]
+        remote: bool,
+        /// The endpoint's name.
+        #[arg(long, default_value = "injected")]
+        name: String,
+        /// The GUID to give it (default: a new one).
+        #[arg(long, value_name = "GUID")]
+        id: Option<Guid>,
+    },
+    /// A load balancer with no port mapping, sending to the given backends (none, or
+    /// endpoints that need not exist), as a kube-proxy that died between calls leaves one.
+    #[command(name = "loadbalancer", visible_alias = "lb")]
+    LoadBalancer {
+        /// Its frontend VIP.
+        #[arg(long, value_name = "IP")]
+        frontend: IpAddr,
+        /// A backend endpoint's GUID (repeatable).
+        #[arg(long, value_name = "GUID")]
+        backend: Vec<Guid>,
+    },
 }
 
 /// Which call a fault or crash hits.

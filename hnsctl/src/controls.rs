@@ -1,13 +1,13 @@
-//! `host`, `stats` and `fault` commands.
+//! `host`, `stats`, `fault` and `inject` commands.
 
 use std::collections::BTreeMap;
 
-#[cfg(not(windows))]
-use crate::cli::FaultCommand;
 use crate::cli::HostCommand;
+#[cfg(not(windows))]
+use crate::cli::{FaultCommand, InjectCommand};
 use crate::{Context, print_json};
 #[cfg(not(windows))]
-use hns_emulator::Outage;
+use hns_emulator::{Injection, Outage};
 
 /// `hnsctl host version|features|call|restart|reboot|adapter|switch`
 pub fn host(context: &Context, command: HostCommand) -> Result<(), String> {
@@ -207,4 +207,33 @@ pub fn fault(context: &Context, command: FaultCommand) -> Result<(), String> {
         }
     };
     result.map_err(|e| e.to_string())
+}
+
+/// `hnsctl inject endpoint|loadbalancer`: prints the new object's GUID.
+#[cfg(not(windows))]
+pub fn inject(context: &Context, command: InjectCommand) -> Result<(), String> {
+    let injection = match command {
+        InjectCommand::Endpoint {
+            network,
+            ip,
+            remote,
+            name,
+            id,
+        } => Injection::Endpoint {
+            id: id.unwrap_or(hns::Guid::ZERO),
+            network: crate::objects::network_id(context, &network)?,
+            name,
+            ip,
+            remote,
+        },
+        InjectCommand::LoadBalancer { frontend, backend } => Injection::HalfCreatedLoadBalancer {
+            frontend,
+            backends: backend,
+        },
+    };
+    let id = context
+        .engine
+        .inject(&injection)
+        .map_err(|e| e.to_string())?;
+    crate::print_line(id)
 }

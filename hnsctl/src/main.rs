@@ -73,6 +73,8 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Fault(command) => controls::fault(&connect()?, command),
         #[cfg(not(windows))]
         Command::Acl(command) => return Ok(acl::run(connect, command)),
+        #[cfg(not(windows))]
+        Command::Inject(command) => controls::inject(&connect()?, command),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "hnsctl", &mut std::io::stdout());
             Ok(())

@@ -359,7 +359,8 @@ fn network_settings(create: NetworkCreate) -> Result<HostComputeNetwork, String>
     })
 }
 
-fn network_id(context: &Context, name_or_id: &str) -> Result<Guid, String> {
+/// The network with this GUID or name.
+pub(crate) fn network_id(context: &Context, name_or_id: &str) -> Result<Guid, String> {
     match name_or_id.parse() {
         Ok(id) => Ok(id),
         Err(_) => context

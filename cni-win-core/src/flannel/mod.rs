@@ -28,6 +28,7 @@ use cni::path::RootedPath;
 use cni::{CniArgs, Error, ErrorCode, NetConf, NetworkRequest, Request, Success, case_insensitive};
 use hns::{Client, Feature, HnsError, SupportedFeatures};
 use ipam_host_local::{HostLocal, IpamConfig, StoreLocation, Teardown};
+use ipnetwork::IpNetwork;
 use serde_json::Value;
 
 use crate::codes::CHECK_MISMATCH;
@@ -74,6 +75,21 @@ impl Native {
         let data_dir = self.data_dir.as_ref().map_err(Clone::clone)?;
         Record::new(data_dir, container_id)
     }
+}
+
+/// This node's pod subnets as flanneld leased them (subnet.env's `FLANNEL_SUBNET` and
+/// `FLANNEL_IPV6_SUBNET`), for a Flannel-native config: what its HNS network must hold. `None`
+/// for any other config, and while subnet.env cannot be read or is incomplete: what cannot
+/// be read says nothing of what the network should be (STATUS reports why).
+pub fn leased_subnets(conf: &NetConf) -> Option<Vec<IpNetwork>> {
+    let native = Native::of(conf)?;
+    let env = subnet_env::load(native.subnet_file().ok()?).ok()?;
+    Some(
+        [env.subnet, env.ipv6_subnet]
+            .into_iter()
+            .flatten()
+            .collect(),
+    )
 }
 
 /// subnet.env for ADD and CHECK: what is wrong is transient (flanneld writes it), code 11,

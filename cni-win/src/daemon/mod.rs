@@ -162,7 +162,7 @@ impl Daemon {
             endpoint,
         };
         Ok(daemon
-            .with_task(DriftTask::default())
+            .with_task(DriftTask::new(settings.apply))
             .with_task(SweepTask::new(settings.apply, on_pass)))
     }
 

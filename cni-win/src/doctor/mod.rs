@@ -10,8 +10,10 @@
 //! (the HNS network, its type and settings, the overlay's ProviderAddress, subnet.env in
 //! Flannel mode, a usable store, each IPAM range inside the network's subnets), a free address
 //! in every range set, the plugin binaries in `--bin-dir`, and the store against HNS
-//! (endpoints without reservations, what `sweep` would remove, two endpoints holding one IP, a
-//! remote endpoint holding a local pod's IP); on an overlay network, what kube-proxy needs
+//! (what `sweep` would remove, and the HNS drift [`crate::drift`] finds: endpoints without
+//! reservations, endpoints sharing an address, remote endpoints in this node's pod subnet,
+//! half-created load balancers and ones whose backends are gone, on every network type, each
+//! saying whose it is and what to do); on an overlay network, what kube-proxy needs
 //! (`kube_proxy`); where a config names a NetworkPolicy snapshot, what the policy agent
 //! programmed (`network_policy`: the mode HNS allows, refused policies, each local pod's
 //! policies and rules, kube-proxy's DSR), from the snapshot: no API server access.
@@ -30,6 +32,7 @@ use cni_win_core::snapshot::NodeSnapshot;
 use hns::Client;
 use serde::Serialize;
 
+use crate::drift::{self, Drift, Reason};
 use crate::node::Node;
 use crate::paths::NodePaths;
 
@@ -178,8 +181,27 @@ impl Doctor {
                 binaries::check_present(&config.plugin_types, &self.paths, &mut report);
                 writers::check(&self.paths, &mut report);
                 self.versions.check_one_release(&self.paths, &mut report);
+                let drift: Vec<Drift> = drift::find(node)
+                    .into_iter()
+                    .filter(|drift| {
+                        !drift.reason.is_the_sweeps() && drift.reason != Reason::HnsUnreadable
+                    })
+                    .collect();
                 for network in &config.networks {
-                    network::check(reached.as_ref(), network, &mut report);
+                    let on_network: Vec<&Drift> = drift
+                        .iter()
+                        .filter(|drift| drift.network.as_deref() == Some(network.name()))
+                        .collect();
+                    network::check(reached.as_ref(), network, &on_network, &mut report);
+                }
+                let elsewhere = drift.iter().filter(|drift| {
+                    !config
+                        .networks
+                        .iter()
+                        .any(|network| drift.network.as_deref() == Some(network.name()))
+                });
+                for drift in elsewhere {
+                    add_drift(drift, &mut report);
                 }
                 network_policy::check(reached.as_ref(), &config.networks, &mut report);
             }
@@ -193,6 +215,26 @@ impl Doctor {
         report.healthy = report.findings.iter().all(|f| f.severity != Severity::Fail);
         report
     }
+}
+
+/// One line of drift: what it is and whose (the evidence), and what to do; a check per reason
+/// and network, so that the metrics' label stays bounded.
+fn add_drift(drift: &Drift, report: &mut Report) {
+    let check = match &drift.network {
+        Some(network) => format!("network {network:?}: drift {}", drift.reason.as_str()),
+        None => format!("drift {}", drift.reason.as_str()),
+    };
+    let severity = if drift.reason.breaks_pods() {
+        Severity::Fail
+    } else {
+        Severity::Warn
+    };
+    report.add(
+        check,
+        severity,
+        format!("{} ({})", drift.object, drift.reason.whose()),
+        drift.reason.remedy(),
+    );
 }
 
 /// HNS, reached, and the node as it read.

@@ -1,21 +1,24 @@
 //! doctor's checks of one of cni-win's networks, over the node's one read.
 
-use std::collections::BTreeMap;
-use std::net::IpAddr;
-
 use cni_win_core::ConfigReview;
 use cni_win_core::ownership::Verdict;
 use cni_win_core::snapshot::{Exhausted, NetworkView};
-use hns::schema::{EndpointFlags, HostComputeEndpoint};
 
 use super::{Reached, Report, Severity, kube_proxy};
+use crate::drift::Drift;
 use crate::node::Network;
 use crate::shipped::Plugin;
 use crate::sweep::{self, AttachmentLocks};
 
 /// Every check of one network: its config, STATUS, free addresses, its store against HNS
 /// and, on an overlay network, what kube-proxy needs.
-pub(super) fn check(node: Option<&Reached<'_>>, network: &Network, report: &mut Report) {
+/// `drift` is what the node's drift report found on the network, less what the sweep removes.
+pub(super) fn check(
+    node: Option<&Reached<'_>>,
+    network: &Network,
+    drift: &[&Drift],
+    report: &mut Report,
+) {
     let name = network.name();
     let check = |what: &str| format!("network {name:?}: {what}");
     let review = match network.config.review() {
@@ -79,7 +82,7 @@ pub(super) fn check(node: Option<&Reached<'_>>, network: &Network, report: &mut 
              no free address (with ipam.notReadyWhenFull) needs `cni-win sweep --apply`",
         ),
     }
-    check_store(node, network, &view, report);
+    check_store(network, &view, drift, report);
     if network.plugin == Plugin::Overlay {
         kube_proxy::check(node, name, &view, report);
     }
@@ -138,8 +141,9 @@ fn check_acl_fallback(network: &Network, review: &ConfigReview, report: &mut Rep
     );
 }
 
-/// The store against HNS, as the snapshot shows them.
-fn check_store(node: &Reached<'_>, network: &Network, view: &NetworkView<'_>, report: &mut Report) {
+/// The store against HNS, as the snapshot shows them: the drift found on the network (each
+/// line says what it is, whose it is and what to do) and what a sweep would remove.
+fn check_store(network: &Network, view: &NetworkView<'_>, drift: &[&Drift], report: &mut Report) {
     let name = network.name();
     let check = |what: &str| format!("network {name:?}: {what}");
     if view.network.is_none() {
@@ -148,75 +152,15 @@ fn check_store(node: &Reached<'_>, network: &Network, view: &NetworkView<'_>, re
     // `None`: a delegated IPAM, whose store is its own.
     let reservations = view.reservations.as_ref().map(|_| view.pod_reservations());
     let mut healthy = true;
-    // Two endpoints holding one IP; a remote endpoint holding a local pod's IP.
-    let mut holders: BTreeMap<IpAddr, Vec<&HostComputeEndpoint>> = BTreeMap::new();
-    for endpoint in &node.hns.endpoints {
-        for ip in endpoint.ip_configurations.iter().map(|c| c.ip_address) {
-            holders.entry(ip).or_default().push(endpoint);
-        }
+    for drift in drift {
+        healthy = false;
+        super::add_drift(drift, report);
     }
-    for (ip, holding) in &holders {
-        let names = || {
-            holding
-                .iter()
-                .map(|e| format!("{} ({})", e.name, e.id))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let local_pod_ip = reservations.iter().flatten().any(|r| r.ip == *ip);
-        let remote = holding
-            .iter()
-            .any(|e| e.flags.contains(EndpointFlags::REMOTE_ENDPOINT));
-        if local_pod_ip && remote {
-            healthy = false;
-            report.add(
-                check("remote endpoint"),
-                Severity::Fail,
-                format!(
-                    "{ip} is a local pod's address but a remote endpoint holds it: {}",
-                    names()
-                ),
-                "delete the remote endpoint (hnsctl endpoint delete ID); the overlay's controller \
-                 made it from a stale lease of another node",
-            );
-        } else if holding.len() > 1 {
-            healthy = false;
-            report.add(
-                check("duplicate address"),
-                Severity::Fail,
-                format!("{ip} is held by {} endpoints: {}", holding.len(), names()),
-                "delete the endpoint no pod uses (`cni-win sweep --apply` removes dead ones)",
-            );
-        }
-    }
-    let owned: Vec<_> = view
+    let owned = view
         .verdicts()
         .into_iter()
-        .filter_map(|(endpoint, verdict)| match verdict {
-            Verdict::NotOurs => None,
-            Verdict::Alive(attachment) | Verdict::Dead(attachment, _) => {
-                Some((attachment, endpoint))
-            }
-        })
-        .collect();
-    if let Some(reservations) = &reservations {
-        for (owner, endpoint) in &owned {
-            if !reservations.iter().any(|r| r.attachment == *owner) {
-                healthy = false;
-                report.add(
-                    check("endpoint without reservation"),
-                    Severity::Warn,
-                    format!(
-                        "endpoint {} ({}) holds {} but host-local holds no address for its attachment",
-                        endpoint.name,
-                        endpoint.id,
-                        endpoint_ips(endpoint)
-                    ),
-                    "its address may be handed out twice: DEL the pod (or delete the endpoint) and recreate it",
-                );
-            }
-        }
-    }
+        .filter(|(_, verdict)| !matches!(verdict, Verdict::NotOurs))
+        .count();
     for (_, row) in sweep::find(view, name, &AttachmentLocks) {
         healthy = false;
         report.add(
@@ -231,18 +175,9 @@ fn check_store(node: &Reached<'_>, network: &Network, view: &NetworkView<'_>, re
             check("store"),
             format!(
                 "{} endpoint(s) of cni-win and {} reservation(s) agree",
-                owned.len(),
+                owned,
                 reservations.as_ref().map_or(0, Vec::len)
             ),
         );
     }
-}
-
-fn endpoint_ips(endpoint: &HostComputeEndpoint) -> String {
-    endpoint
-        .ip_configurations
-        .iter()
-        .map(|c| c.ip_address.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }

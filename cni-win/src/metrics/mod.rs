@@ -102,7 +102,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::doctor::{DoctorMetrics, HNS_CHECK};
-    use super::drift::DriftMetrics;
+    use super::drift::{DriftMetrics, Round as DriftRound};
     use super::sweep::SweepMetrics;
     use super::*;
     use crate::doctor::{Finding, Report, Severity};
@@ -137,7 +137,7 @@ mod tests {
         fn round(&self, pass: Result<&Pass, &crate::Error>, duration: Duration, report: &Report) {
             self.metrics.publish(|| {
                 self.sweep.record(pass, duration, SystemTime::now());
-                self.drift.record(&[]);
+                self.drift.record(&DriftRound::default());
                 self.doctor.record(report);
             });
         }
@@ -202,11 +202,18 @@ mod tests {
                 Duration::from_millis(20),
                 SystemTime::now(),
             );
-            daemon.drift.record(&DriftReason::ALL.map(|reason| Drift {
+            let found = DriftReason::ALL.map(|reason| Drift {
                 reason,
-                network: None,
+                network: Some("cbr0".to_owned()),
                 object: String::new(),
-            }));
+                repair: None,
+            });
+            daemon.drift.record(&DriftRound {
+                found: &found,
+                networks: &["cbr0".to_owned()],
+                at: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000)),
+                repairs: &[(DriftReason::DuplicateAddressRemote, Outcome::Removed)],
+            });
             daemon
                 .doctor
                 .record(&report(&[(HNS_CHECK, Severity::Pass)]));
@@ -221,7 +228,7 @@ mod tests {
             .lines()
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .collect();
-        assert_eq!(families.len(), 13, "{text}");
+        assert_eq!(families.len(), 15, "{text}");
         for family in families {
             let (name, kind) = family.split_once(' ').unwrap();
             assert!(name.starts_with("cniwin_"), "{name}");
@@ -256,9 +263,21 @@ mod tests {
             Some(r#"cniwin_build_info{version="0.1.0",commit="abc"} 1"#)
         );
         for reason in DriftReason::ALL {
-            let series = format!("cniwin_hns_drift{{reason=\"{}\"}} 1\n", reason.as_str());
-            assert!(text.contains(&series), "{series} in {text}");
+            let labels = format!("{{reason=\"{}\",network=\"cbr0\"}}", reason.as_str());
+            for series in [
+                format!("cniwin_hns_drift{labels} 1\n"),
+                format!("cniwin_hns_drift_last_seen_timestamp_seconds{labels} 1700000000.0\n"),
+            ] {
+                assert!(text.contains(&series), "{series} in {text}");
+            }
+            let none = format!(
+                "cniwin_hns_drift{{reason=\"{}\",network=\"\"}} 0\n",
+                reason.as_str()
+            );
+            assert!(text.contains(&none), "{none} in {text}");
         }
+        let repaired = r#"cniwin_hns_drift_repairs_total{reason="duplicate-address-remote",result="removed"} 1"#;
+        assert!(text.contains(repaired), "{text}");
     }
 
     #[test]
@@ -334,7 +353,7 @@ mod tests {
             .filter_map(|line| line.strip_prefix("# TYPE "))
             .map(|family| family.split(' ').next().unwrap().to_owned())
             .collect();
-        assert_eq!(served.len(), 13, "{served:?}");
+        assert_eq!(served.len(), 15, "{served:?}");
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../deploy/grafana-dashboard.json"

@@ -26,6 +26,8 @@ use super::source::{self, Skipped};
 use crate::checksums::file_sha256;
 use crate::confdir::{self, Network};
 use crate::doctor;
+use crate::drift;
+use crate::node::Node;
 use crate::record::InstallRecord;
 use crate::shipped;
 
@@ -334,7 +336,9 @@ fn host_step() -> Step {
     }
 }
 
-/// doctor's report, as `cni-win doctor --json` prints it.
+/// doctor's report, as `cni-win doctor --json` prints it, and the HNS drift of the same read
+/// of the node (`hns-drift.json`: each with whose it is, what to do, and whether the daemon's
+/// `--apply` repairs it), the sweep's own stale objects among them.
 fn doctor_step(settings: &Settings) -> Step {
     let doctor = settings.paths.clone();
     let bin_dirs: String = doctor
@@ -349,8 +353,23 @@ fn doctor_step(settings: &Settings) -> Step {
             doctor.conf_dir.display()
         ),
         work: Box::new(move |hns, collected, _| {
-            let report = doctor::diagnose(hns.as_ref(), &doctor);
+            let node = Node::read(hns.as_ref(), &doctor, None);
+            let report = doctor::Doctor::new(doctor.clone()).examine(hns.as_ref().ok(), &node);
             collected.add_json("doctor.json", &report);
+            let found: Vec<Value> = drift::find(&node)
+                .iter()
+                .map(|drift| {
+                    json!({
+                        "reason": drift.reason.as_str(),
+                        "network": drift.network,
+                        "object": drift.object,
+                        "whose": drift.reason.whose(),
+                        "remedy": drift.reason.remedy(),
+                        "repairedWithApply": drift.repair.is_some(),
+                    })
+                })
+                .collect();
+            collected.add_json("hns-drift.json", &found);
             Ok(())
         }),
     }

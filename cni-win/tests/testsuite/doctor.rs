@@ -408,12 +408,12 @@ fn an_endpoint_without_reservation_is_a_warning() {
     assert_eq!(
         problems(&report),
         [(
-            "network \"cbr0\": endpoint without reservation".to_owned(),
+            "network \"cbr0\": drift endpoint-without-reservation".to_owned(),
             Severity::Warn
         )],
         "{report}"
     );
-    assert!(evidence(&report, "without reservation").contains("10.244.1.50"));
+    assert!(evidence(&report, "without-reservation").contains("10.244.1.50"));
 }
 
 #[test]
@@ -453,7 +453,7 @@ fn two_endpoints_holding_one_ip_fail() {
     let report = doctor.report();
     assert!(
         problems(&report).contains(&(
-            "network \"cbr0\": duplicate address".to_owned(),
+            "network \"cbr0\": drift duplicate-address-foreign".to_owned(),
             Severity::Fail
         )),
         "{report}"
@@ -475,7 +475,7 @@ fn a_remote_endpoint_holding_a_local_pod_ip_fails() {
     let found = problems(&report);
     assert!(
         found.contains(&(
-            "network \"cbr0\": remote endpoint".to_owned(),
+            "network \"cbr0\": drift remote-endpoint-in-pod-subnet".to_owned(),
             Severity::Fail
         )),
         "{report}"

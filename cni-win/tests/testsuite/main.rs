@@ -18,6 +18,8 @@ mod doctor_kube_proxy;
 #[cfg(not(windows))]
 mod drift;
 #[cfg(not(windows))]
+mod drift_campaign;
+#[cfg(not(windows))]
 mod metrics;
 #[cfg(not(windows))]
 mod network_policy;

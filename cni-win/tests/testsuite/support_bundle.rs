@@ -525,3 +525,27 @@ fn the_bundle_keeps_its_overall_deadline() {
             .any(|entry| entry.name == "manifest.json")
     );
 }
+
+/// The bundle's view of HNS drift: every drift of doctor's read, with whose it is, what to do
+/// and whether the daemon's `--apply` repairs it.
+#[test]
+fn the_bundle_holds_the_hns_drift_with_whose_it_is() {
+    let scene = Scene::new();
+    scene
+        .node
+        .inject_endpoint(hns::Guid::ZERO, "stale-lease", "10.244.1.200", true);
+    let out = tempfile::tempdir().unwrap();
+    let zip_path = out.path().join("bundle.zip");
+    scene.collect(&scene.settings()).publish(&zip_path).unwrap();
+    let drift = json(&unzip(&zip_path), "hns-drift.json");
+    let stale = drift
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["reason"] == "remote-endpoint-in-pod-subnet")
+        .unwrap_or_else(|| panic!("{drift:#}"));
+    assert_eq!(stale["network"], "cbr0");
+    assert!(stale["object"].as_str().unwrap().contains("10.244.1.200"));
+    assert!(stale["whose"].as_str().unwrap().contains("kube-proxy"));
+    assert_eq!(stale["repairedWithApply"], false);
+}

@@ -440,3 +440,100 @@ fn version_names_the_commit_it_was_built_from() {
     );
     assert_ne!(commit, "unknown", "a git checkout names its commit");
 }
+
+/// `inject` writes what HNS's create checks refuse, as the field finds it: a second endpoint
+/// on a pod's address, a remote one beside it, and a load balancer with no port mapping whose
+/// backend does not exist; each is an ordinary object afterwards (listed, deleted).
+#[test]
+fn hnsctl_injects_duplicates_and_a_half_created_load_balancer() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+    succeeded(state, &CBR0, "");
+    let create = [
+        "endpoint",
+        "create",
+        "--network",
+        "cbr0",
+        "--name",
+        "pod",
+        "--ip",
+        "10.244.1.5",
+    ];
+    succeeded(state, &create, "");
+    assert!(!run(state, &create, "").status.success(), "HNS refuses it");
+    let local = succeeded(
+        state,
+        &[
+            "inject",
+            "endpoint",
+            "--network",
+            "cbr0",
+            "--ip",
+            "10.244.1.5",
+        ],
+        "",
+    );
+    let remote = succeeded(
+        state,
+        &[
+            "inject",
+            "endpoint",
+            "--network",
+            "cbr0",
+            "--ip",
+            "10.244.1.5",
+            "--remote",
+            "--name",
+            "stale",
+        ],
+        "",
+    );
+    let listed = succeeded(state, &["--json", "endpoint", "list"], "");
+    let endpoints: Vec<hns::schema::HostComputeEndpoint> = serde_json::from_str(&listed).unwrap();
+    let holding = |ip: &str| {
+        endpoints
+            .iter()
+            .filter(|e| {
+                e.ip_configurations
+                    .iter()
+                    .any(|c| c.ip_address.to_string() == ip)
+            })
+            .count()
+    };
+    assert_eq!(holding("10.244.1.5"), 3, "{listed}");
+    let stale = endpoints.iter().find(|e| e.name == "stale").unwrap();
+    assert!(
+        stale
+            .flags
+            .contains(hns::schema::EndpointFlags::REMOTE_ENDPOINT)
+    );
+    assert_eq!(stale.id.to_string(), remote.trim());
+
+    let gone = "deadbeef-0000-0000-0000-000000000001";
+    let balancer = succeeded(
+        state,
+        &[
+            "inject",
+            "lb",
+            "--frontend",
+            "10.96.0.10",
+            "--backend",
+            gone,
+        ],
+        "",
+    );
+    let shown = succeeded(state, &["--json", "lb", "show", balancer.trim()], "");
+    let shown: HostComputeLoadBalancer = serde_json::from_str(&shown).unwrap();
+    assert!(shown.port_mappings.is_empty(), "{shown:?}");
+    assert_eq!(
+        shown.host_compute_endpoints,
+        [gone.parse::<Guid>().unwrap()]
+    );
+    succeeded(state, &["lb", "delete", balancer.trim()], "");
+    succeeded(state, &["endpoint", "delete", local.trim()], "");
+    succeeded(state, &["endpoint", "delete", remote.trim()], "");
+    assert!(
+        !run(state, &create, "").status.success(),
+        "the pod's endpoint still holds the address"
+    );
+}

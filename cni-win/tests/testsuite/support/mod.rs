@@ -118,6 +118,17 @@ impl ScratchNode {
     }
 
     pub fn endpoint(&self, id: Guid, name: &str, ip: &str, flags: EndpointFlags) -> Guid {
+        self.try_endpoint(id, name, ip, flags).unwrap()
+    }
+
+    /// [`ScratchNode::endpoint`], or HNS's refusal (an address another endpoint holds).
+    pub fn try_endpoint(
+        &self,
+        id: Guid,
+        name: &str,
+        ip: &str,
+        flags: EndpointFlags,
+    ) -> Result<Guid, hns::CreateEndpointError> {
         let network = self.client.open_network(self.network_id()).unwrap();
         let settings = HostComputeEndpoint {
             name: name.to_owned(),
@@ -129,7 +140,21 @@ impl ScratchNode {
             routes: vec![Route::default_via("10.244.1.1".parse().unwrap())],
             ..HostComputeEndpoint::default()
         };
-        network.create_endpoint(id, &settings).unwrap().id()
+        Ok(network.create_endpoint(id, &settings)?.id())
+    }
+
+    /// An endpoint on `cbr0` holding `ip` whoever else holds it (`Guid::ZERO`: a new ID), as
+    /// the field finds duplicates: the emulator's injection, past HNS's create check.
+    pub fn inject_endpoint(&self, id: Guid, name: &str, ip: &str, remote: bool) -> Guid {
+        self.engine
+            .inject(&hns_emulator::Injection::Endpoint {
+                id,
+                network: self.network_id(),
+                name: name.to_owned(),
+                ip: ip.parse().unwrap(),
+                remote,
+            })
+            .unwrap()
     }
 
     pub fn endpoints(&self) -> BTreeSet<String> {
@@ -138,6 +163,17 @@ impl ScratchNode {
             .unwrap()
             .into_iter()
             .map(|e| e.name)
+            .collect()
+    }
+
+    /// Every address an endpoint holds, on any network.
+    pub fn endpoints_holding(&self) -> BTreeSet<String> {
+        self.client
+            .list_endpoints(None)
+            .unwrap()
+            .into_iter()
+            .flat_map(|e| e.ip_configurations)
+            .map(|config| config.ip_address.to_string())
             .collect()
     }
 
