@@ -683,15 +683,8 @@ fn endpoint_changes(
 /// Whether two ACLs are one rule as HNS applies it: lists compared as sets, an empty field as
 /// an absent one.
 fn same_rule(a: &AclPolicy, b: &AclPolicy) -> bool {
-    let list = |field: &Option<String>| -> BTreeSet<String> {
-        field
-            .as_deref()
-            .unwrap_or_default()
-            .split(',')
-            .map(|entry| entry.trim().to_owned())
-            .filter(|entry| !entry.is_empty())
-            .collect()
-    };
+    // Lists spelt alike are alike: the agent's rules read back as written need no parsing.
+    let same_list = |x: &Option<String>, y: &Option<String>| x == y || entries(x) == entries(y);
     a.id == b.id
         && a.action == b.action
         && a.direction == b.direction
@@ -705,7 +698,18 @@ fn same_rule(a: &AclPolicy, b: &AclPolicy) -> bool {
             (&a.remote_ports, &b.remote_ports),
         ]
         .iter()
-        .all(|(x, y)| list(x) == list(y))
+        .all(|(x, y)| same_list(x, y))
+}
+
+/// A list field's entries, as a set.
+fn entries(field: &Option<String>) -> BTreeSet<&str> {
+    field
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .collect()
 }
 
 impl IpSet {

@@ -69,7 +69,7 @@ use crate::rules::{Allow, Direction, Family, Group, PodPolicy, Remote, Service};
 use crate::sets::Sets;
 
 /// How pod peers' addresses reach HNS.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
     /// Each rule lists its peers' addresses: a membership change rewrites the rules of every
     /// endpoint that refers to the peer. For hosts without IP sets (HNS before 13.0).
@@ -289,7 +289,8 @@ impl Renderer<'_> {
     /// listing all their ports.
     fn allows(&mut self, policy: &PodPolicy) -> Vec<AclPolicy> {
         type Key = (Direction, Peer, Option<Protocol>);
-        let mut merged: BTreeMap<Key, Option<Vec<PortRange>>> = BTreeMap::new();
+        // The ports, and a group the peer is of: rules of a group's peer are made once a pass.
+        let mut merged: BTreeMap<Key, (Option<Vec<PortRange>>, Option<&Group>)> = BTreeMap::new();
         for Allow {
             direction,
             remote,
@@ -303,9 +304,13 @@ impl Renderer<'_> {
                 Service::Any => (None, Vec::new()),
                 Service::Ports(protocol, ranges) => (Some(*protocol), ranges.clone()),
             };
-            let ports = merged
+            let group = match remote {
+                Remote::Group(group) => Some(group),
+                _ => None,
+            };
+            let (ports, _) = merged
                 .entry((*direction, peer, protocol))
-                .or_insert_with(|| Some(Vec::new()));
+                .or_insert_with(|| (Some(Vec::new()), group));
             match ports {
                 // All ports of the protocol already.
                 None => {}
@@ -313,9 +318,10 @@ impl Renderer<'_> {
                 Some(list) => list.extend(ranges),
             }
         }
+        let priority = self.priorities.allow;
         merged
             .into_iter()
-            .map(|((direction, peer, protocol), ranges)| {
+            .map(|((direction, peer, protocol), (ranges, group))| {
                 let ports = ranges.map(|ranges| {
                     ports::merge(ranges)
                         .iter()
@@ -323,14 +329,22 @@ impl Renderer<'_> {
                         .collect::<Vec<_>>()
                         .join(",")
                 });
-                acl(
-                    direction,
-                    AclAction::Allow,
-                    self.priorities.allow,
-                    peer,
-                    protocol,
-                    ports,
-                )
+                let allow =
+                    |peer, ports| acl(direction, AclAction::Allow, priority, peer, protocol, ports);
+                match group {
+                    Some(group) => {
+                        let key = GroupRule {
+                            group: group.clone(),
+                            mode: self.mode,
+                            direction,
+                            protocol,
+                            ports,
+                            priority,
+                        };
+                        self.groups.rule(key, |key| allow(peer, key.ports.clone()))
+                    }
+                    None => allow(peer, ports),
+                }
             })
             .collect()
     }
@@ -361,6 +375,10 @@ impl Renderer<'_> {
 #[derive(Debug, Default)]
 pub(crate) struct NamedGroups {
     by_group: HashMap<Group, NamedGroup>,
+    /// The allow rules whose peer is a group's, made once: an inline rule's `Id` is a
+    /// fingerprint of up to thousands of addresses, and every endpoint the rule applies to
+    /// holds the same rule.
+    rules: HashMap<GroupRule, AclPolicy>,
 }
 
 impl NamedGroups {
@@ -373,6 +391,28 @@ impl NamedGroups {
                 spelled: OnceCell::new(),
                 set: OnceCell::new(),
             })
+    }
+}
+
+/// What an allow rule whose peer is a group's is made of, but for the group's addresses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct GroupRule {
+    group: Group,
+    /// How the rule names the group: its set, or its addresses.
+    mode: Mode,
+    direction: Direction,
+    protocol: Option<Protocol>,
+    ports: Option<String>,
+    priority: u16,
+}
+
+impl NamedGroups {
+    /// The rule `key` names, made by `make` the first time.
+    fn rule(&mut self, key: GroupRule, make: impl FnOnce(&GroupRule) -> AclPolicy) -> AclPolicy {
+        self.rules
+            .entry(key)
+            .or_insert_with_key(|key| make(key))
+            .clone()
     }
 }
 
