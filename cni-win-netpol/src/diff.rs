@@ -307,12 +307,14 @@ fn without_renamed(desired: &Desired, renamed: Vec<SetCollision>) -> std::borrow
     std::borrow::Cow::Owned(narrowed)
 }
 
-/// Every entry of the address lists of `rules`: the `Id`s of the sets they name among them.
+/// The `Id`s of the agent's sets `rules` name: the entries of their address lists spelt as
+/// one (an inline rule's thousands of addresses are passed over, not collected).
 fn set_names<'a>(rules: impl Iterator<Item = &'a AclPolicy>) -> BTreeSet<&'a str> {
     rules
         .flat_map(|acl| [&acl.local_addresses, &acl.remote_addresses])
         .flat_map(|field| field.as_deref().unwrap_or_default().split(','))
         .map(str::trim)
+        .filter(|entry| entry.starts_with(SET_ID_PREFIX))
         .collect()
 }
 

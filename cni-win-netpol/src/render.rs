@@ -262,7 +262,6 @@ impl Renderer<'_> {
                 }
             }
         }
-        acls.extend(self.allows(policy));
         for (direction, isolated) in [
             (Direction::In, policy.isolated_in),
             (Direction::Out, policy.isolated_out),
@@ -280,13 +279,14 @@ impl Renderer<'_> {
                 .map(|direction| identified(AclPolicy::host_allow_all(*direction))),
         );
         let mut acls: Vec<AclPolicy> = acls.into_iter().flat_map(split).collect();
+        acls.extend(self.allows(policy));
         acls.sort_by(|a, b| (a.priority, &a.id).cmp(&(b.priority, &b.id)));
         acls.dedup();
         acls
     }
 
     /// The policy allows, those of one direction, remote and protocol merged into one rule
-    /// listing all their ports.
+    /// listing all their ports ([`split`] where its lists are too long).
     fn allows(&mut self, policy: &PodPolicy) -> Vec<AclPolicy> {
         type Key = (Direction, Peer, Option<Protocol>);
         // The ports, and a group the peer is of: rules of a group's peer are made once a pass.
@@ -321,7 +321,7 @@ impl Renderer<'_> {
         let priority = self.priorities.allow;
         merged
             .into_iter()
-            .map(|((direction, peer, protocol), (ranges, group))| {
+            .flat_map(|((direction, peer, protocol), (ranges, group))| {
                 let ports = ranges.map(|ranges| {
                     ports::merge(ranges)
                         .iter()
@@ -329,8 +329,16 @@ impl Renderer<'_> {
                         .collect::<Vec<_>>()
                         .join(",")
                 });
-                let allow =
-                    |peer, ports| acl(direction, AclAction::Allow, priority, peer, protocol, ports);
+                let allow = |peer, ports| {
+                    split(acl(
+                        direction,
+                        AclAction::Allow,
+                        priority,
+                        peer,
+                        protocol,
+                        ports,
+                    ))
+                };
                 match group {
                     Some(group) => {
                         let key = GroupRule {
@@ -375,10 +383,10 @@ impl Renderer<'_> {
 #[derive(Debug, Default)]
 pub(crate) struct NamedGroups {
     by_group: HashMap<Group, NamedGroup>,
-    /// The allow rules whose peer is a group's, made once: an inline rule's `Id` is a
-    /// fingerprint of up to thousands of addresses, and every endpoint the rule applies to
-    /// holds the same rule.
-    rules: HashMap<GroupRule, AclPolicy>,
+    /// The allow rules whose peer is a group's, made once (and split, where a list is too
+    /// long): an inline rule's `Id` is a fingerprint of up to thousands of addresses, and
+    /// every endpoint the rule applies to holds the same rules.
+    rules: HashMap<GroupRule, Vec<AclPolicy>>,
 }
 
 impl NamedGroups {
@@ -407,8 +415,12 @@ struct GroupRule {
 }
 
 impl NamedGroups {
-    /// The rule `key` names, made by `make` the first time.
-    fn rule(&mut self, key: GroupRule, make: impl FnOnce(&GroupRule) -> AclPolicy) -> AclPolicy {
+    /// The rules `key` names, made by `make` the first time.
+    fn rule(
+        &mut self,
+        key: GroupRule,
+        make: impl FnOnce(&GroupRule) -> Vec<AclPolicy>,
+    ) -> Vec<AclPolicy> {
         self.rules
             .entry(key)
             .or_insert_with_key(|key| make(key))
