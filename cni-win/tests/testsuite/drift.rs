@@ -103,7 +103,7 @@ fn an_unreadable_hns_is_never_taken_for_absent_objects() {
     assert_eq!(stopped.sum("cniwin_stale_objects_removed_total", ""), 0.0);
     assert_eq!(node.reserved().len(), 2, "nothing released");
 
-    node.engine.suffer(Outage::Restart).unwrap();
+    node.engine.suffer(Outage::RestartLosingEndpoints).unwrap();
     let restarted = rounds.round();
     assert_eq!(drift(&restarted, "hns-unreadable"), 0.0);
     assert_eq!(
@@ -148,7 +148,7 @@ fn an_hns_that_stops_before_the_removals_gets_nothing_removed() {
             .all(|stale| matches!(&stale.outcome, Some(Outcome::Failed(why)) if why.contains("read HNS again"))),
         "{pass:?}"
     );
-    node.engine.suffer(Outage::Restart).unwrap();
+    node.engine.suffer(Outage::RestartLosingEndpoints).unwrap();
     assert_eq!(node.reserved().len(), 2, "nothing released");
 }
 

@@ -136,7 +136,7 @@ fn the_scrape_follows_the_pool_and_the_sweep_through_pod_churn() {
     assert_eq!(node.endpoints().len(), 27);
 
     // HNS restarts: every endpoint is gone, every reservation is a leftover.
-    node.engine.suffer(Outage::Restart).unwrap();
+    node.engine.suffer(Outage::RestartLosingEndpoints).unwrap();
     let restarted = daemon.after_next_pass();
     assert_eq!(
         restarted.sum(
