@@ -609,15 +609,16 @@ fn create_as_reference(
     Ok(created.id().to_string())
 }
 
-/// HNS restarts (its endpoints vanish, the namespace stays): CHECK reports the endpoint
-/// missing, DEL cleans up, and the pod can be added again.
+/// HNS restarts losing its endpoints, as older builds do (the namespace stays): CHECK reports
+/// the endpoint missing, DEL cleans up, and the pod can be added again.
 fn after_hns_restart(host: &Host, ctx: &Context<'_>) -> Outcome {
     let version = versions_where(ctx, "0.4.0", false)?
         .pop()
         .unwrap_or_default();
     let config = ctx.valid_config(&version)?;
     let result = host.add(ctx, ctx.container_id(), ctx.netns(), &config, &version)?;
-    host.0.control(ctx, &["host", "restart"])?;
+    host.0
+        .control(ctx, &["host", "restart", "--losing-endpoints"])?;
     let config = with_prev_result(config, &result, &version);
     check_mismatch(ctx, &config, "does not exist")?;
     silently(ctx, "DEL", &config, "DEL after an HNS restart")?;

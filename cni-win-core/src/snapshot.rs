@@ -124,6 +124,22 @@ impl NodeSnapshot {
         })
     }
 
+    /// Whether HNS holds a namespace no endpoint is attached to: a pod's whose ADD has not yet
+    /// attached its endpoint, or a live pod's whose endpoint HNS dropped (a restart that loses
+    /// endpoints, calico#5164). HNS does not say which attachment a namespace is for, so while
+    /// there is one, no reservation without an endpoint can be proved a dead pod's: the node
+    /// tools release none. A reboot drops every namespace with the pods, so it holds none.
+    pub fn has_namespace_without_endpoint(&self) -> bool {
+        let attached: BTreeSet<Guid> = self
+            .endpoints
+            .iter()
+            .map(|endpoint| endpoint.host_compute_namespace)
+            .collect();
+        self.namespaces
+            .iter()
+            .any(|namespace| !attached.contains(namespace))
+    }
+
     /// The network `configured` as this read shows it, with its store read once and only
     /// read: a store that does not exist holds no reservation and is not created
     /// ([`HostLocal::reservations`]), so a tool that looks at a node leaves no store behind.
@@ -181,42 +197,55 @@ impl<'s> NetworkView<'s> {
             .collect()
     }
 
-    /// What the rule says is dead: the endpoints judged dead, then the pods' reservations GC's
-    /// retention releases when the attachments with an endpoint are kept and every address an
-    /// endpoint on the network holds stays. Whether a command of the attachment is in flight
-    /// is the caller's to ask before it removes anything.
+    /// What the rule says is dead: the endpoints judged dead, then the pods' reservations
+    /// without an endpoint ([`NetworkView::without_endpoint`]) unless HNS holds a namespace no
+    /// endpoint is attached to ([`NodeSnapshot::has_namespace_without_endpoint`]). Whether a
+    /// command of the attachment is in flight is the caller's to ask before it removes
+    /// anything.
     pub fn stale(&self) -> Vec<Stale> {
-        let verdicts = self.verdicts();
-        let mut stale = Vec::new();
-        let mut with_endpoint = Vec::new();
-        for (endpoint, verdict) in &verdicts {
-            match verdict {
-                Verdict::NotOurs => {}
-                Verdict::Alive(attachment) => with_endpoint.push(attachment.clone()),
-                Verdict::Dead(attachment, why) => {
-                    with_endpoint.push(attachment.clone());
-                    stale.push(Stale::Endpoint {
-                        endpoint: Box::new((*endpoint).clone()),
-                        attachment: attachment.clone(),
-                        why: why.clone(),
-                    });
-                }
-            }
+        let mut stale: Vec<Stale> = self
+            .verdicts()
+            .into_iter()
+            .filter_map(|(endpoint, verdict)| match verdict {
+                Verdict::Dead(attachment, why) => Some(Stale::Endpoint {
+                    endpoint: Box::new(endpoint.clone()),
+                    attachment,
+                    why,
+                }),
+                Verdict::NotOurs | Verdict::Alive(_) => None,
+            })
+            .collect();
+        if !self.snapshot.has_namespace_without_endpoint() {
+            stale.extend(self.without_endpoint().into_iter().map(Stale::Reservation));
         }
+        stale
+    }
+
+    /// The pods' reservations GC's retention releases when the attachments with an endpoint
+    /// on the network are kept and every address an endpoint on the network holds stays: a
+    /// dead pod's, or a live pod's whose endpoint HNS dropped (nothing in HNS tells the two
+    /// apart once the endpoint is gone).
+    pub fn without_endpoint(&self) -> Vec<Reservation> {
+        let Some(reservations) = &self.reservations else {
+            return Vec::new();
+        };
+        let with_endpoint: Vec<GcAttachment> = self
+            .verdicts()
+            .into_iter()
+            .filter_map(|(_, verdict)| match verdict {
+                Verdict::Alive(attachment) | Verdict::Dead(attachment, _) => Some(attachment),
+                Verdict::NotOurs => None,
+            })
+            .collect();
         let held = self
             .endpoints()
             .flat_map(|endpoint| endpoint.ip_configurations.iter().map(|c| c.ip_address));
-        let retention = Retention::attachments(&with_endpoint).holding(held);
-        if let Some(reservations) = &self.reservations {
-            stale.extend(
-                retention
-                    .releasable(reservations)
-                    .into_iter()
-                    .filter_map(|(ip, owner)| pod_reservation(ip, owner))
-                    .map(Stale::Reservation),
-            );
-        }
-        stale
+        Retention::attachments(&with_endpoint)
+            .holding(held)
+            .releasable(reservations)
+            .into_iter()
+            .filter_map(|(ip, owner)| pod_reservation(ip, owner))
+            .collect()
     }
 
     /// STATUS of the network as the runtime's STATUS would answer now (in Flannel-native mode

@@ -6,7 +6,9 @@
 //! the plugins' own rule judges dead ([`NetworkView::stale`]): an endpoint that is provably an
 //! attachment's and whose namespace is gone, or that is attached to none while no command of
 //! its attachment is in flight; a pod's reservation whose attachment has no endpoint, which
-//! no endpoint's address holds, while no command is in flight.
+//! no endpoint's address holds, while no command is in flight and HNS holds no namespace
+//! without an endpoint (one may be a live pod's whose endpoint HNS dropped in a restart:
+//! [`NodeSnapshot::has_namespace_without_endpoint`]).
 //!
 //! Stale objects are removed as DEL removes them ([`NetworkView::remove`]: detach, delete,
 //! release; the plugins' GC removes through the same function), only with `apply`; the

@@ -49,6 +49,9 @@ hresults! {
     E_INVALIDARG = 0x8007_0057, "The parameter is incorrect.";
     /// `ERROR_ALREADY_EXISTS`.
     ERROR_ALREADY_EXISTS = 0x8007_00B7, "Cannot create a file when that file already exists.";
+    /// `ERROR_SERVICE_NOT_ACTIVE`: what every call answers while the HNS service is stopped
+    /// or restarting (docker/for-win#8226); says nothing of the object the call names.
+    ERROR_SERVICE_NOT_ACTIVE = 0x8007_0426, "The service has not been started.";
     /// `ERROR_NOT_FOUND` (hcsshim's `ErrElementNotFound`).
     ERROR_NOT_FOUND = 0x8007_0490, "Element not found.";
     /// `ERROR_TIMEOUT`: what a call reports when HNS did not answer before its

@@ -13,7 +13,7 @@ use hns::schema::{IpPrefix, MacAddress, NetworkType};
 ///
 /// On Windows it talks to the host's HNS (computenetwork.dll). Elsewhere there is no HNS, so it
 /// drives the HCN emulator whose state lives in $HCN_EMULATOR_STATE (or --state DIR), and has
-/// the emulator's test controls (stats, fault, acl, host version --set, host restart, reboot,
+/// the emulator's test controls (stats, fault, acl, host version --set, host stop, restart, reboot,
 /// adapter and switch).
 #[derive(Debug, Parser)]
 #[command(name = "hnsctl", version, max_term_width = 100)]
@@ -342,10 +342,18 @@ pub enum HostCommand {
         #[arg(long, value_name = "JSON", default_value = "")]
         body: String,
     },
-    /// Emulator: HNS restarts (every endpoint is dropped; networks, namespaces and load
-    /// balancers stay).
+    /// Emulator: the HNS service stops; every call fails until `host restart` (or `reboot`).
     #[cfg(not(windows))]
-    Restart,
+    Stop,
+    /// Emulator: HNS restarts and restores every object under its ID, as current builds do;
+    /// with --losing-endpoints, every endpoint is dropped (older builds; networks, namespaces
+    /// and load balancers stay).
+    #[cfg(not(windows))]
+    Restart {
+        /// Drop every endpoint, as older HNS builds do on a restart.
+        #[arg(long)]
+        losing_endpoints: bool,
+    },
     /// Emulator: the host reboots (endpoints, namespaces and networks with
     /// EnableNonPersistent are dropped).
     #[cfg(not(windows))]

@@ -9,7 +9,7 @@ use crate::{Context, print_json};
 #[cfg(not(windows))]
 use hns_emulator::{Injection, Outage};
 
-/// `hnsctl host version|features|call|restart|reboot|adapter|switch`
+/// `hnsctl host version|features|call|stop|restart|reboot|adapter|switch`
 pub fn host(context: &Context, command: HostCommand) -> Result<(), String> {
     match command {
         #[cfg(not(windows))]
@@ -29,7 +29,16 @@ pub fn host(context: &Context, command: HostCommand) -> Result<(), String> {
             Ok(())
         }
         #[cfg(not(windows))]
-        HostCommand::Restart => outage(context, Outage::Restart),
+        HostCommand::Stop => outage(context, Outage::Stop),
+        #[cfg(not(windows))]
+        HostCommand::Restart { losing_endpoints } => outage(
+            context,
+            if losing_endpoints {
+                Outage::RestartLosingEndpoints
+            } else {
+                Outage::Restart
+            },
+        ),
         #[cfg(not(windows))]
         HostCommand::Reboot => outage(context, Outage::Reboot),
         #[cfg(not(windows))]
@@ -126,7 +135,7 @@ fn switch(context: &Context, settle_ms: Option<u64>, settle_now: bool) -> Result
     Ok(())
 }
 
-/// `hnsctl host restart|reboot`: what the emulated host drops, as counts.
+/// `hnsctl host stop|restart|reboot`: what the emulated host drops, as counts.
 #[cfg(not(windows))]
 fn outage(context: &Context, outage: Outage) -> Result<(), String> {
     let dropped = context.engine.suffer(outage).map_err(|e| e.to_string())?;

@@ -171,7 +171,7 @@ def main():
             if t > 0.55 and not restart_done:
                 restart_done = True
                 nodes[0].hnsctl("fault", "clear")
-                nodes[0].hnsctl("host", "restart")
+                nodes[0].hnsctl("host", "restart", "--losing-endpoints")
                 for _, netns in nodes[0].pods:
                     nodes[0].hnsctl("namespace", "delete", netns, check=False)
                 nodes[0].pods.clear()

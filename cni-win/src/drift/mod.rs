@@ -37,6 +37,9 @@ pub enum Reason {
     EndpointWithoutReservation,
     /// A pod's reservation whose attachment has no endpoint, no command in flight.
     ReservationWithoutEndpoint,
+    /// A pod's reservation whose attachment has no endpoint while HNS holds a namespace no
+    /// endpoint is attached to: HNS may have dropped a live pod's endpoint, so it is kept.
+    EndpointLost,
     /// A pod's reservation of a network HNS no longer has.
     NetworkGone,
     /// Two or more endpoints of cni-win's holding one address.
@@ -62,10 +65,11 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason.
-    pub const ALL: [Reason; 13] = [
+    pub const ALL: [Reason; 14] = [
         Reason::EndpointDetached,
         Reason::EndpointWithoutReservation,
         Reason::ReservationWithoutEndpoint,
+        Reason::EndpointLost,
         Reason::NetworkGone,
         Reason::DuplicateAddressOurs,
         Reason::DuplicateAddressRemote,
@@ -84,6 +88,7 @@ impl Reason {
             Reason::EndpointDetached => "endpoint-detached",
             Reason::EndpointWithoutReservation => "endpoint-without-reservation",
             Reason::ReservationWithoutEndpoint => "reservation-without-endpoint",
+            Reason::EndpointLost => "endpoint-lost",
             Reason::NetworkGone => "network-gone",
             Reason::DuplicateAddressOurs => "duplicate-address-ours",
             Reason::DuplicateAddressRemote => "duplicate-address-remote",
@@ -114,7 +119,7 @@ impl Reason {
             }
             Reason::LoadBalancerHalfCreated | Reason::LoadBalancerBackendGone => "kube-proxy's",
             Reason::FlannelNetworkMissing | Reason::FlannelNetworkStale => "flanneld's",
-            Reason::HnsUnreadable => "HNS's",
+            Reason::HnsUnreadable | Reason::EndpointLost => "HNS's",
         }
     }
 
@@ -126,8 +131,14 @@ impl Reason {
                  --apply)"
             }
             Reason::NetworkGone => {
-                "the sweep releases the pods' reservations (`cni-win sweep --apply`); \
-                 kube-proxy's source VIP is kept"
+                "the sweep releases the pods' reservations (`cni-win sweep --apply`) once no \
+                 namespace is left without an endpoint; kube-proxy's source VIP is kept"
+            }
+            Reason::EndpointLost => {
+                "HNS dropped the endpoint of a pod that may still run (an HNS restart that loses \
+                 endpoints): its address is kept until no namespace is left without an endpoint; \
+                 delete the pods whose network is gone (`kubectl delete pod`) so that they are \
+                 recreated"
             }
             Reason::EndpointWithoutReservation => {
                 "its address may be handed out twice: delete the pod (its DEL removes the \
@@ -187,7 +198,8 @@ impl Reason {
     pub fn breaks_pods(self) -> bool {
         matches!(
             self,
-            Reason::DuplicateAddressOurs
+            Reason::EndpointLost
+                | Reason::DuplicateAddressOurs
                 | Reason::DuplicateAddressRemote
                 | Reason::DuplicateAddressForeign
                 | Reason::RemoteEndpointInPodSubnet
@@ -273,6 +285,19 @@ pub fn find(node: &Node) -> Vec<Drift> {
                 Stale::Endpoint { .. } => continue,
             };
             found.push(drift(reason, row.object));
+        }
+        if snapshot.has_namespace_without_endpoint() {
+            found.extend(view.without_endpoint().iter().map(|reservation| {
+                drift(
+                    Reason::EndpointLost,
+                    format!(
+                        "reservation {} ({} {})",
+                        reservation.ip,
+                        reservation.attachment.container_id,
+                        reservation.attachment.ifname
+                    ),
+                )
+            }));
         }
         found.extend(addresses::find(snapshot, &view, name));
     }

@@ -11,7 +11,10 @@
 //!
 //! "Policy not found" on a `Remove` is tried again at once the first time: it says HNS does not
 //! hold a rule the agent read (one removed behind its back since), and the retry's read of the
-//! endpoint makes the next `Remove` fit what HNS holds.
+//! endpoint makes the next `Remove` fit what HNS holds. So is a write HNS refused because it was
+//! stopped or restarting (`ERROR_SERVICE_NOT_ACTIVE`): that says nothing of the item, and the
+//! next pass that reads HNS (the first round after it is back, or the programmer's own retry
+//! of its read) writes it, so a restart in the middle of a pass costs no backoff.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -71,6 +74,7 @@ impl Failing {
         for refused in &applied.refused {
             let key = (refused.network, refused.item.clone());
             let backoff = match self.items.get(&key) {
+                _ if hns_stopped(refused) => Duration::ZERO,
                 Some(failure) => (failure.backoff * 2).clamp(BACKOFF_FIRST, BACKOFF_AT_MOST),
                 None if stale(refused) => Duration::ZERO,
                 None => BACKOFF_FIRST,
@@ -122,6 +126,11 @@ impl Failing {
         }
         endpoints
     }
+}
+
+/// Whether HNS refused the write only because the service was not running.
+fn hns_stopped(refused: &Refused) -> bool {
+    refused.source.hresult() == Some(HResult::ERROR_SERVICE_NOT_ACTIVE)
 }
 
 /// Whether HNS refused an endpoint's write because it does not hold one of the rules the

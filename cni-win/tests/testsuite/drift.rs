@@ -82,14 +82,16 @@ fn an_endpoint_left_detached_is_removed_never_attached_again() {
 
 /// A stopped (or restarting) HNS answers every call with an error: a round reads nothing and
 /// removes nothing (kubernetes#139519 is kube-proxy taking such failures for absent
-/// objects). Once HNS has restarted, which drops its endpoints, the next round releases what
-/// they held, as after any restart.
+/// objects). HNS then restarts and restores what it held (its rehydration): the next round
+/// finds everything as before the stop, removes only the pod gone without DEL, and keeps the
+/// live pod whole.
 #[test]
 fn an_unreadable_hns_is_never_taken_for_absent_objects() {
     let node = ScratchNode::new();
     start_pod(&node, "live");
     let killed = start_pod(&node, "killed");
     node.client.delete_namespace(killed).unwrap();
+    let live = node.endpoints();
     let mut rounds = Rounds::on(&node);
 
     node.engine.suffer(Outage::Stop).unwrap();
@@ -107,11 +109,59 @@ fn an_unreadable_hns_is_never_taken_for_absent_objects() {
     let restarted = rounds.round();
     assert_eq!(drift(&restarted, "hns-unreadable"), 0.0);
     assert_eq!(
-        restarted.sum(
-            "cniwin_stale_objects_removed_total",
-            r#"reason="no-endpoint""#
-        ),
-        2.0
+        restarted.sum("cniwin_stale_objects_removed_total", r#"kind="endpoint""#),
+        1.0
+    );
+    assert_eq!(restarted.sum("cniwin_stale_objects_removed_total", ""), 1.0);
+    assert_eq!(node.endpoints().len(), 1);
+    assert!(live.is_superset(&node.endpoints()));
+    assert_eq!(node.reserved().len(), 1, "the live pod's address stays");
+}
+
+/// HNS restarts while a round removes what its read found, and loses every endpoint as older
+/// builds do (calico#5164: the pods run on, their endpoints gone). The read the sweep makes
+/// under its claims shows every pod's namespace without an endpoint; HNS does not say which
+/// pod a namespace is, so no reservation without an endpoint can be proved a dead pod's:
+/// none is released, in that round or the next, which reports each as `endpoint-lost`.
+/// (Before, both rounds released every pod's address, the live ones' too.)
+#[test]
+fn an_hns_restart_mid_round_releases_no_live_pods_address() {
+    let node = ScratchNode::new();
+    start_pod(&node, "a");
+    start_pod(&node, "b");
+    let killed = start_pod(&node, "killed");
+    node.client.delete_namespace(killed).unwrap();
+    /// HNS restarts, losing its endpoints, as the sweep claims.
+    struct RestartsHns(Engine);
+    impl Commands for RestartsHns {
+        type Claim = ();
+        fn try_claim(&self, _: &str, _: &GcAttachment) -> Option<()> {
+            self.0.suffer(Outage::RestartLosingEndpoints).unwrap();
+            Some(())
+        }
+    }
+    let snapshot = NodeSnapshot::read(&node.client).unwrap();
+    let pass = cni_win::sweep::sweep(
+        &node.client,
+        &snapshot,
+        &node.networks(),
+        &RestartsHns(node.engine.clone()),
+        true,
+        &Shutdown::new(),
+    );
+    assert_eq!(pass.count(&Outcome::Removed), 0, "{pass:?}");
+    assert_eq!(node.reserved().len(), 3, "nothing released");
+    assert!(node.endpoints().is_empty(), "HNS dropped them");
+
+    let scrape = Rounds::on(&node).round();
+    assert_eq!(drift(&scrape, "endpoint-lost"), 3.0);
+    assert_eq!(drift(&scrape, "reservation-without-endpoint"), 0.0);
+    assert_eq!(scrape.sum("cniwin_stale_objects_removed_total", ""), 0.0);
+    assert_eq!(node.reserved().len(), 3, "still nothing released");
+    assert_eq!(
+        scrape
+            .value(r#"cniwin_doctor_check_failing{check="network \"cbr0\": drift endpoint-lost"}"#),
+        1.0
     );
 }
 
@@ -200,6 +250,44 @@ fn after_a_reboot_the_pods_reservations_go_and_the_source_vip_stays() {
         3.0
     );
     assert_eq!(node.reserved(), [vip].into_iter().collect());
+}
+
+/// A reboot drops every endpoint and namespace and flanneld's network; flanneld then makes
+/// `cbr0` again under a new ID and the runtime starts the pods again in new sandboxes. The
+/// first round after that releases every address the old pods held, keeps kube-proxy's
+/// source VIP, and takes nothing of the new pods.
+#[test]
+fn a_reboot_converges_in_one_round_once_flanneld_made_its_network_again() {
+    let node = ScratchNode::non_persistent();
+    for pod in ["a", "b", "c"] {
+        start_pod(&node, pod);
+    }
+    let vip = node.reserve_as("kube-proxy", "source-vip");
+    let before = node.network_id();
+    node.engine.suffer(Outage::Reboot).unwrap();
+    assert_ne!(node.flanneld_recreates_cbr0(), before);
+    start_pod(&node, "a2");
+    start_pod(&node, "b2");
+    let new_pods = node.endpoints();
+    let kept: std::collections::BTreeSet<String> = node
+        .reserved()
+        .into_iter()
+        .filter(|ip| node.endpoints_holding().contains(ip) || *ip == vip)
+        .collect();
+    assert_eq!(kept.len(), 3);
+
+    let scrape = Rounds::on(&node).round();
+    assert_eq!(
+        scrape.sum(
+            "cniwin_stale_objects_removed_total",
+            r#"kind="reservation",reason="no-endpoint""#
+        ),
+        3.0
+    );
+    assert_eq!(scrape.sum("cniwin_stale_objects_removed_total", ""), 3.0);
+    assert_eq!(node.reserved(), kept);
+    assert_eq!(node.endpoints(), new_pods);
+    assert_eq!(drift(&scrape, "endpoint-lost"), 0.0);
 }
 
 /// A running pod, its endpoint and its address.

@@ -1,9 +1,14 @@
 //! The drift campaign: pods churn on a node (some killed without DEL) while random HNS drift
-//! of every kind the emulator can inject is added, and the node daemon runs with `--apply`
-//! after each step. After every round: each repairable case (a killed pod's endpoint and
-//! reservation, a remote endpoint on a live pod's address in the node's own subnet) is gone, each other case is reported, no live pod is broken (its endpoint attached
+//! of every kind the emulator can inject is added and HNS restarts, and the node daemon runs
+//! with `--apply` after each step. After every round: each repairable case (a killed pod's
+//! endpoint and reservation, a remote endpoint on a live pod's address in the node's own
+//! subnet) is gone, each other case is reported, no live pod is broken (its endpoint attached
 //! and holding its address, its reservation there), and nothing of another component's is
-//! removed but those remote endpoints. Seeded; small here, full size with
+//! removed but those remote endpoints. HNS stops before some rounds (the round removes
+//! nothing, then HNS restarts and restores everything) and, in others, restarts losing every
+//! endpoint as older builds do: then no live pod's address is released and each is reported
+//! `endpoint-lost`, until the runtime deletes those pods; the node reboots now and then, and
+//! the round after releases every address its pods held. Seeded; small here, full size with
 //! `CNI_WIN_DRIFT_CAMPAIGN_ROUNDS` (and another seed with `CNI_WIN_DRIFT_CAMPAIGN_SEED`).
 
 use std::collections::BTreeMap;
@@ -15,7 +20,7 @@ use cni_win::shutdown::Shutdown;
 use cni_win_core::identity::Identity;
 use hns::Guid;
 use hns::schema::EndpointFlags;
-use hns_emulator::Injection;
+use hns_emulator::{Injection, Outage};
 
 use crate::support::ScratchNode;
 use crate::support::daemon::Scrape;
@@ -53,6 +58,10 @@ struct Injected {
     on_pods: Vec<(Guid, String)>,
     /// Everything another component owns that must stay: endpoints and load balancers.
     kept_endpoints: Vec<Guid>,
+    /// The namespaces of the running pods given a live pod's address.
+    twin_namespaces: Vec<Guid>,
+    /// Other components' endpoints a restart losing endpoints dropped (HNS, not cni-win).
+    dropped_by_hns: usize,
     kept_balancers: Vec<Guid>,
     /// Injections per kind.
     count: BTreeMap<&'static str, u64>,
@@ -84,6 +93,7 @@ fn pods_churn_under_random_drift_and_only_the_provably_wrong_is_repaired() {
     let mut collected = 0u64;
     let mut reported: BTreeMap<String, u64> = BTreeMap::new();
     let mut repaired = 0.0;
+    let (mut stops, mut lossy_restarts, mut lost, mut reboots) = (0u64, 0u64, 0u64, 0u64);
     for _ in 0..rounds {
         for _ in 0..=dice.below(3) {
             serial += 1;
@@ -115,6 +125,22 @@ fn pods_churn_under_random_drift_and_only_the_provably_wrong_is_repaired() {
             this_round.extend(inject(&node, &mut dice, pod, &mut injected, &mut serial));
         }
 
+        if dice.below(4) == 0 {
+            // HNS is stopped (or restarting and not back) when the round runs: it reads
+            // nothing and removes nothing; then HNS restarts and restores what it held.
+            node.engine.suffer(Outage::Stop).unwrap();
+            let before = node.reserved();
+            daemon.round(&Shutdown::new());
+            let scrape = Scrape::parse(&daemon.metrics().render());
+            assert_eq!(
+                scrape.sum("cniwin_hns_drift", r#"reason="hns-unreadable""#),
+                1.0
+            );
+            assert_eq!(node.reserved(), before, "released while HNS was stopped");
+            tally(&mut reported, &scrape);
+            node.engine.suffer(Outage::Restart).unwrap();
+            stops += 1;
+        }
         daemon.round(&Shutdown::new());
         let scrape = Scrape::parse(&daemon.metrics().render());
         let endpoints: Vec<Guid> = node
@@ -178,27 +204,42 @@ fn pods_churn_under_random_drift_and_only_the_provably_wrong_is_repaired() {
                 "{reason} not reported"
             );
         }
-        for reason in cni_win::drift::Reason::ALL {
-            let count = scrape.sum(
-                "cniwin_hns_drift",
-                &format!("reason=\"{}\"", reason.as_str()),
-            );
-            *reported.entry(reason.as_str().to_owned()).or_default() += count as u64;
-        }
+        tally(&mut reported, &scrape);
         repaired = scrape.sum("cniwin_hns_drift_repairs_total", "result=\"removed\"");
+
+        if dice.below(12) == 0 {
+            let scrape = lose_every_endpoint(&node, &mut daemon, &mut pods, &mut injected);
+            lost += scrape.sum("cniwin_hns_drift", r#"reason="endpoint-lost""#) as u64;
+            tally(&mut reported, &scrape);
+            lossy_restarts += 1;
+        } else if dice.below(25) == 0 {
+            let scrape = reboot(&node, &mut daemon, &mut pods, &mut injected);
+            tally(&mut reported, &scrape);
+            reboots += 1;
+        }
     }
     let kept = injected.kept_endpoints.len() + injected.kept_balancers.len();
+    let on_pods = injected
+        .count
+        .get("duplicate-address-remote")
+        .copied()
+        .unwrap_or(0);
     println!(
         "drift campaign (seed {seed:#x}, {rounds} rounds): {started} pods started, {deleted} \
          deleted, {} live, {refused} ADDs refused (a stale remote endpoint on the address \
-         host-local gave); injected {:?}; repaired {repaired} (of {} remote endpoints on a pod's \
-         address), {collected} killed pods' endpoints collected; reported over the rounds {reported:?}; 0 live pods broken, 0 of {kept} \
-         objects of other components removed",
+         host-local gave); injected {:?}; repaired {repaired} (of {on_pods} remote endpoints on a pod's \
+         address), {collected} killed pods' endpoints collected; HNS stopped before {stops} \
+         rounds and restarted losing its endpoints {lossy_restarts} times ({lost} live pods' \
+         endpoints lost, each reported and its address kept), and the node rebooted \
+         {reboots} times (every old pod's address released in the round after); reported over \
+         the rounds \
+         {reported:?}; 0 live pods broken but by HNS, 0 of {kept} objects of other components \
+         removed ({} more dropped by HNS's restarts and reboots)",
         pods.len(),
         injected.count,
-        injected.on_pods.len(),
+        injected.dropped_by_hns,
     );
-    assert!(repaired >= 1.0 || injected.on_pods.is_empty());
+    assert!(repaired >= 1.0 || on_pods == 0);
 }
 
 /// A pod as ADD leaves it: a reservation, cni-win's endpoint attached to its namespace; or
@@ -220,6 +261,89 @@ fn start(node: &ScratchNode, container: &str) -> Option<Pod> {
         endpoint,
         ip,
     })
+}
+
+/// HNS restarts losing every endpoint (older builds, calico#5164), after the round's checks.
+/// The next round releases no live pod's address and reports each pod as `endpoint-lost`;
+/// then the runtime deletes those pods (the operator's remedy: their DEL finds no endpoint
+/// and releases the address) and the running pods given a live pod's address. What HNS
+/// dropped of other components is no longer theirs to keep. Returns the round's metrics.
+fn lose_every_endpoint(
+    node: &ScratchNode,
+    daemon: &mut Daemon,
+    pods: &mut Vec<Pod>,
+    injected: &mut Injected,
+) -> Scrape {
+    node.engine.suffer(Outage::RestartLosingEndpoints).unwrap();
+    daemon.round(&Shutdown::new());
+    let scrape = Scrape::parse(&daemon.metrics().render());
+    let reservations = node.reserved();
+    for pod in pods.iter() {
+        assert!(
+            reservations.contains(&pod.ip),
+            "{} lost {}",
+            pod.container,
+            pod.ip
+        );
+    }
+    assert_eq!(
+        scrape.sum("cniwin_hns_drift", r#"reason="endpoint-lost""#),
+        pods.len() as f64
+    );
+    for pod in pods.drain(..) {
+        node.host_local.release(&pod.container, "eth0").unwrap();
+        node.client.delete_namespace(pod.namespace).unwrap();
+    }
+    for namespace in injected.twin_namespaces.drain(..) {
+        node.client.delete_namespace(namespace).unwrap();
+    }
+    injected.forget_endpoints();
+    scrape
+}
+
+/// The node reboots (every endpoint and namespace gone, the pods with them), after the
+/// round's checks: the next round releases every address the pods held, and removes no load
+/// balancer. Returns the round's metrics.
+fn reboot(
+    node: &ScratchNode,
+    daemon: &mut Daemon,
+    pods: &mut Vec<Pod>,
+    injected: &mut Injected,
+) -> Scrape {
+    node.engine.suffer(Outage::Reboot).unwrap();
+    daemon.round(&Shutdown::new());
+    let reservations = node.reserved();
+    for pod in pods.drain(..) {
+        assert!(
+            !reservations.contains(&pod.ip),
+            "{} kept {}",
+            pod.container,
+            pod.ip
+        );
+    }
+    injected.twin_namespaces.clear();
+    injected.forget_endpoints();
+    Scrape::parse(&daemon.metrics().render())
+}
+
+impl Injected {
+    /// Forgets the endpoints HNS itself dropped: no longer another component's to keep.
+    fn forget_endpoints(&mut self) {
+        self.dropped_by_hns += self.kept_endpoints.len() + self.on_pods.len();
+        self.kept_endpoints.clear();
+        self.on_pods.clear();
+    }
+}
+
+/// Adds what a round reported, per reason, to `reported`.
+fn tally(reported: &mut BTreeMap<String, u64>, scrape: &Scrape) {
+    for reason in cni_win::drift::Reason::ALL {
+        let count = scrape.sum(
+            "cniwin_hns_drift",
+            &format!("reason=\"{}\"", reason.as_str()),
+        );
+        *reported.entry(reason.as_str().to_owned()).or_default() += count as u64;
+    }
 }
 
 /// A pod as DEL and the runtime leave it: nothing.
@@ -255,8 +379,10 @@ fn inject(
             // A second pod of ours given the same address, attached and running.
             let identity = Identity::of("cbr0", &format!("twin{serial}"), "eth0");
             let twin = endpoint(identity.guid, &identity.name, &pod.ip, false);
-            node.client.attach_endpoint(node.namespace(), twin).unwrap();
+            let namespace = node.namespace();
+            node.client.attach_endpoint(namespace, twin).unwrap();
             injected.kept_endpoints.push(twin);
+            injected.twin_namespaces.push(namespace);
             "duplicate-address-ours"
         }
         3 => {

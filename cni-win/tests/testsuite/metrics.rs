@@ -13,7 +13,7 @@ use hns_emulator::Outage;
 use ipam_host_local::HostLocal;
 
 use crate::support::ScratchNode;
-use crate::support::daemon::Daemon;
+use crate::support::daemon::{Daemon, Scrape};
 
 const POOL: &str = r#"{network="cbr0",subnets="10.244.1.0/24"}"#;
 
@@ -135,26 +135,34 @@ fn the_scrape_follows_the_pool_and_the_sweep_through_pod_churn() {
     );
     assert_eq!(node.endpoints().len(), 27);
 
-    // HNS restarts: every endpoint is gone, every reservation is a leftover.
-    node.engine.suffer(Outage::Restart).unwrap();
+    // HNS restarts losing every endpoint: the pods' namespaces stay, so no address is
+    // released while its pod may still run.
+    node.engine.suffer(Outage::RestartLosingEndpoints).unwrap();
     let restarted = daemon.after_next_pass();
-    assert_eq!(
-        restarted.sum(
+    let no_endpoint = |scrape: &Scrape| {
+        scrape.sum(
             "cniwin_stale_objects_removed_total",
-            r#"reason="no-endpoint""#
-        ),
-        28.0
-    );
+            r#"reason="no-endpoint""#,
+        )
+    };
+    assert_eq!(no_endpoint(&restarted), 1.0, "the crashed ADD's only");
     assert_eq!(
         restarted.value(&format!("cniwin_ipam_reserved_addresses{POOL}")),
+        27.0
+    );
+
+    // The runtime removes the pods' sandboxes: every address comes back.
+    for (_, namespace) in pods.drain(..) {
+        node.client.delete_namespace(namespace).unwrap();
+    }
+    let gone = daemon.after_next_pass();
+    assert_eq!(no_endpoint(&gone), 28.0);
+    assert_eq!(
+        gone.value(&format!("cniwin_ipam_reserved_addresses{POOL}")),
         0.0
     );
 
     // The pool fills and drains again through clean ADDs and DELs.
-    for (id, namespace) in pods.drain(..) {
-        let _ = node.client.delete_namespace(namespace);
-        let _ = id;
-    }
     let again: Vec<(String, Guid)> = (0..10)
         .map(|i| {
             let id = format!("again-{i}");

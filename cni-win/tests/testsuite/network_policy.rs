@@ -247,6 +247,99 @@ fn a_restart_writes_nothing_and_never_opens_a_window() {
     assert_eq!(node.snapshot(), held, "the snapshot is the same");
 }
 
+/// HNS restarts while the agent writes a change (the IP set update comes back
+/// `ERROR_SERVICE_NOT_ACTIVE`) and comes back with everything it held (its rehydration): the
+/// set keeps its old members meanwhile, and the first pass that reads HNS again (the next
+/// daemon round at the latest) writes it. A refusal from a stopped HNS says nothing of the set,
+/// so it costs no backoff (before, the round held the set back for a second and x/c stayed
+/// out).
+#[test]
+fn a_write_lost_to_an_hns_restart_is_made_once_hns_answers() {
+    let mut node = PolicyNode::new();
+    let (agent, mut daemon) = node.programmed_agent(&[b_to_a()]);
+    node.node
+        .engine
+        .inject_fault(
+            hns::Function::ModifyNetwork,
+            1,
+            hns::HResult::ERROR_SERVICE_NOT_ACTIVE,
+        )
+        .unwrap();
+    node.node.engine.suffer(hns_emulator::Outage::Stop).unwrap();
+    node.node
+        .engine
+        .suffer(hns_emulator::Outage::Restart)
+        .unwrap();
+    node.relabel("x/c", "b");
+    agent.feed().pods(Event::Apply(node.api_pod("x/c")));
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            crate::support::daemon::Scrape::parse(&daemon.metrics().render())
+                .sum("cniwin_netpol_hns_refusals_total", "")
+                == 1.0
+        }),
+        "the pass's write was refused: {}",
+        daemon.metrics().render()
+    );
+
+    daemon.round(&node.stop);
+    for build in BUILDS {
+        assert_eq!(node.tcp("x/c", "x/a", 80, build), Allowed, "{build}");
+        assert_eq!(node.tcp("y/c", "x/a", 80, build), Denied, "{build}");
+    }
+}
+
+/// A reboot: HNS loses the endpoints, the namespaces and flanneld's network, which flanneld
+/// makes again under a new ID with no IP set; the runtime starts the pods again (here their
+/// endpoints on the same addresses, without rules). Until the agent has passed over the new
+/// network, the snapshot names the old one, which ADD takes for no snapshot; the first round
+/// writes the network's sets and every endpoint's rules and renders the snapshot for the new
+/// network, and the node answers as before the reboot.
+#[test]
+fn after_a_reboot_the_first_round_programs_the_new_network_as_before() {
+    let node = PolicyNode::new();
+    let (_agent, mut daemon) = node.programmed_agent(&[b_to_a()]);
+    let before = node.matrix();
+    let old = node.node.network_id();
+    node.node
+        .engine
+        .suffer(hns_emulator::Outage::Reboot)
+        .unwrap();
+    node.node.client.delete_network(old).unwrap();
+    let new = node.node.flanneld_recreates_cbr0();
+    for pod in crate::support::network_policy::LOCAL {
+        let endpoint = node.node.ours(&pod.replace('/', "-"), &node.ip(pod));
+        node.node
+            .client
+            .attach_endpoint(node.node.namespace(), endpoint)
+            .unwrap();
+    }
+    assert_eq!(
+        node.snapshot().networks["cbr0"],
+        old,
+        "not yet rendered anew"
+    );
+
+    daemon.round(&node.stop);
+    assert_eq!(node.snapshot().networks["cbr0"], new);
+    let sets: Vec<String> = node
+        .node
+        .client
+        .open_network(new)
+        .unwrap()
+        .into_properties()
+        .policies
+        .iter()
+        .filter(|policy| policy.type_name() == "SetPolicy")
+        .map(|policy| format!("{policy:?}"))
+        .collect();
+    assert!(!sets.is_empty(), "the new network's IP sets");
+    for pod in crate::support::network_policy::LOCAL {
+        assert!(!node.agents_rules(pod).is_empty(), "{pod}'s rules");
+    }
+    assert_eq!(node.matrix(), before);
+}
+
 /// An API server that cannot be reached changes nothing: HNS keeps the rules, a daemon round
 /// keeps them, the metric and the log say so; when the watches come back with the same
 /// cluster, still nothing is written.

@@ -273,10 +273,38 @@ impl Populated {
 }
 
 #[test]
-fn a_restart_drops_endpoints_and_keeps_networks_namespaces_and_load_balancers() {
+fn a_restart_restores_every_object_under_its_id() {
+    let host = populated("rehydrate");
+    let before = host.network_ids();
+    let resources_before = host
+        .client
+        .open_namespace(host.namespace)
+        .unwrap()
+        .properties()
+        .resources
+        .clone();
+    let dropped = host.engine().suffer(hns_emulator::Outage::Restart).unwrap();
+    assert_eq!(
+        (dropped.endpoints, dropped.networks, dropped.namespaces),
+        (0, 0, 0)
+    );
+    assert_eq!(host.network_ids(), before);
+    for endpoint in host.endpoints {
+        assert_eq!(host.client.open_endpoint(endpoint).unwrap().id(), endpoint);
+    }
+    let namespace = host.client.open_namespace(host.namespace).unwrap();
+    assert_eq!(namespace.properties().resources, resources_before);
+    assert_eq!(host.client.list_load_balancers().unwrap().len(), 1);
+}
+
+#[test]
+fn a_restart_losing_endpoints_keeps_networks_namespaces_and_load_balancers() {
     let host = populated("restart");
     let before = host.network_ids();
-    let dropped = host.engine().suffer(hns_emulator::Outage::Restart).unwrap();
+    let dropped = host
+        .engine()
+        .suffer(hns_emulator::Outage::RestartLosingEndpoints)
+        .unwrap();
     assert_eq!(
         (dropped.endpoints, dropped.networks, dropped.namespaces),
         (2, 0, 0)

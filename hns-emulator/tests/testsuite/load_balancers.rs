@@ -463,7 +463,10 @@ fn a_restart_keeps_load_balancers_and_kube_proxys_re_create_is_0xb7() {
     let node = node("lb-restart");
     let settings = kube_proxy("kube-proxy-1.20-cluster-ip.json", &node.pods);
     let (id, _) = node.service("kube-proxy-1.20-cluster-ip.json", &node.pods);
-    node.raw().engine().suffer(Outage::Restart).unwrap();
+    node.raw()
+        .engine()
+        .suffer(Outage::RestartLosingEndpoints)
+        .unwrap();
     let listed = node.listed();
     assert_eq!(listed.len(), 1);
     assert_eq!(

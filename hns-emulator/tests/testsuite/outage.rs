@@ -32,11 +32,26 @@ fn a_stopped_hns_fails_every_call_and_loses_nothing_until_it_restarts() {
     ] {
         // Never "not found": a caller must not take a stopped HNS for an empty one.
         assert_eq!(error.kind(), ErrorKind::Other, "{error}");
-        assert_eq!(error.hresult(), Some(HResult(0x8007_0426)), "{error}");
+        assert_eq!(
+            error.hresult(),
+            Some(HResult::ERROR_SERVICE_NOT_ACTIVE),
+            "{error}"
+        );
     }
 
-    // The service starts again: a restart, which drops the endpoints it held.
+    // The service starts again and restores what it held, under the same IDs
+    // (kubernetes#139519's "rehydration").
     let dropped = engine.suffer(Outage::Restart).unwrap();
+    assert_eq!(
+        (dropped.endpoints, dropped.networks, dropped.namespaces),
+        (0, 0, 0)
+    );
+    assert_eq!(client.list_networks().unwrap().len(), 1);
+    assert_eq!(client.open_endpoint(endpoint).unwrap().id(), endpoint);
+
+    // An older build's restart: the endpoints it held are gone, the networks stay.
+    engine.suffer(Outage::Stop).unwrap();
+    let dropped = engine.suffer(Outage::RestartLosingEndpoints).unwrap();
     assert_eq!(dropped.endpoints, 1);
     assert_eq!(client.list_networks().unwrap().len(), 1);
     assert!(client.open_endpoint(endpoint).unwrap_err().is_not_found());

@@ -29,6 +29,14 @@ use hns::{Client, Guid};
 use hns_emulator::Engine;
 use ipam_host_local::HostLocal;
 
+/// `cbr0` as flanneld's host-gw backend makes it, with `flags`.
+fn cbr0(flags: NetworkFlags) -> HostComputeNetwork {
+    HostComputeNetwork {
+        flags,
+        ..flannel::host_gw("cbr0", &[("10.244.1.0/24", "10.244.1.1")])
+    }
+}
+
 /// The scratch node: the emulated node, a client and the engine's controls on it, its
 /// configured networks and the store's host-local.
 pub struct ScratchNode {
@@ -61,10 +69,7 @@ impl ScratchNode {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let node = Node::builder("tools")
-            .network(HostComputeNetwork {
-                flags,
-                ..flannel::host_gw("cbr0", &[("10.244.1.0/24", "10.244.1.1")])
-            })
+            .network(cbr0(flags))
             .config("10-cbr0.conf", cbr0_config)
             .build();
         let conf = NetConf::parse(&serde_json::to_vec(&cbr0_config(&node)).unwrap()).unwrap();
@@ -75,6 +80,12 @@ impl ScratchNode {
             node,
             _alone: alone,
         }
+    }
+
+    /// flanneld starting after a reboot: `cbr0` made again, non-persistent, under a new ID.
+    pub fn flanneld_recreates_cbr0(&self) -> Guid {
+        self.node
+            .create_network(&cbr0(NetworkFlags::ENABLE_NON_PERSISTENT))
     }
 
     /// The config directory holding `10-cbr0.conf`.
