@@ -310,7 +310,7 @@ impl Bench<'_> {
         let samples = (0..self.changes)
             .map(&mut change)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|why| format!("{name}: {why}"))?;
+            .map_err(|why| format!("{name}: {why}; the agent's log ends: {}", agent.log_tail()))?;
         let after = measure::histogram(&agent.scrape()?);
         Ok(Kind {
             name,
