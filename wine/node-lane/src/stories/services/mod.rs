@@ -487,31 +487,14 @@ impl<'a> ServicesNode<'a> {
     }
 
     fn doctor(&self) -> Result<String, String> {
-        let conf_dir = self.node.windows_path(&self.node.dir().join("net.d"));
-        let bin_dir = self.node.windows_path(&self.lane.windows_bin);
-        let out = self
-            .node
-            .tool(
-                "cni-win",
-                &[
-                    "doctor",
-                    "--json",
-                    "--conf-dir",
-                    &conf_dir,
-                    "--bin-dir",
-                    &bin_dir,
-                ],
-            )
-            .map_err(|failed| format!("doctor found the node unhealthy: {failed}"))?;
-        let report: Value =
-            serde_json::from_str(&out).map_err(|error| format!("doctor --json: {error}"))?;
+        let (healthy, report) = self.run_doctor()?;
         let findings = report["findings"].as_array().cloned().unwrap_or_default();
         let bad: Vec<String> = findings
             .iter()
             .filter(|f| f["severity"] != "pass")
             .map(|f| format!("{} {}: {}", f["severity"], f["check"], f["evidence"]))
             .collect();
-        if report["healthy"] != true || !bad.is_empty() {
+        if !healthy || report["healthy"] != true || !bad.is_empty() {
             return Err(format!("doctor: {}", bad.join("; ")));
         }
         let balancers = findings
@@ -534,6 +517,25 @@ impl<'a> ServicesNode<'a> {
                     .unwrap_or_default()
             )),
         }
+    }
+
+    /// `cni-win doctor --json` on the node: whether it found the node healthy (its exit
+    /// status), and its report.
+    fn run_doctor(&self) -> Result<(bool, Value), String> {
+        let conf_dir = self.node.windows_path(&self.node.dir().join("net.d"));
+        let bin_dir = self.node.windows_path(&self.lane.windows_bin);
+        let args = [
+            "doctor",
+            "--json",
+            "--conf-dir",
+            &conf_dir,
+            "--bin-dir",
+            &bin_dir,
+        ];
+        let (healthy, out) = self.node.report("cni-win", &args)?;
+        let report = serde_json::from_str(&out)
+            .map_err(|error| format!("doctor --json ({error}): {out}"))?;
+        Ok((healthy, report))
     }
 
     /// kube-proxy deletes every load balancer when it starts (its V1 policy-list clean-up) and
