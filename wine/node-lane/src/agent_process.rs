@@ -1,6 +1,7 @@
-//! The NetworkPolicy agent as a process of a harness, started one way wherever it runs (the
-//! `.exe` under the node lane's Wine, the Linux build in the truth tables and the benchmark):
-//! whether it still runs, its metrics, the end of its log, and killed when dropped.
+//! The node daemon as a process of a harness, the NetworkPolicy agent's or the daemon alone,
+//! started one way wherever it runs (the `.exe` under the node lane's Wine, the Linux build in
+//! the truth tables and the benchmark): whether it still runs, its metrics, the end of its log,
+//! and killed when dropped.
 
 use std::cell::RefCell;
 use std::io::{Read as _, Write as _};
@@ -59,7 +60,8 @@ impl std::fmt::Debug for Launch<'_> {
     }
 }
 
-/// A started agent, the file its stdout and stderr go to, and where it serves its metrics.
+/// A started daemon (the agent's, or the daemon alone), the file its stdout and stderr go to,
+/// and where it serves its metrics.
 #[derive(Debug)]
 pub struct AgentProcess {
     child: RefCell<Child>,
@@ -70,9 +72,30 @@ pub struct AgentProcess {
 impl AgentProcess {
     /// Starts the agent as a node runs it (the daemon with `--network-policy`), authenticated
     /// to `plane` as deploy/rbac.yaml's ServiceAccount, its metrics on a free loopback port,
-    /// its log appended to (a restarted agent's follows the first one's). Its daemon rounds are
-    /// an hour apart: what a harness judges is its reaction to the watches, not a round.
+    /// its log (`agent.log`) appended to (a restarted agent's follows the first one's). Its
+    /// daemon rounds are an hour apart: what a harness judges is its reaction to the watches,
+    /// not a round.
     pub fn start(plane: &ControlPlane, launch: Launch<'_>) -> Result<AgentProcess, String> {
+        let kubeconfig = launch.dir.join("agent.kubeconfig");
+        plane.write_agent_kubeconfig(&kubeconfig, &launch.spell)?;
+        let flags = [
+            "--every".to_owned(),
+            "1h".to_owned(),
+            "--network-policy".to_owned(),
+            "--node-name".to_owned(),
+            NODE_NAME.to_owned(),
+            "--kubeconfig".to_owned(),
+            (launch.spell)(&kubeconfig),
+        ];
+        AgentProcess::daemon(launch, "agent.log", &flags)
+    }
+
+    /// Starts the node daemon with `flags` added to what every harness gives it (metrics on a
+    /// free loopback port, the node's directories), its stdout and stderr appended to `log`
+    /// in the launch's directory: without `--network-policy`, the daemon as a node without
+    /// the agent runs it, whose rounds (the sweep, drift and its repair, doctor's checks) a
+    /// harness judges by its metrics.
+    pub fn daemon(launch: Launch<'_>, log: &str, flags: &[String]) -> Result<AgentProcess, String> {
         let Launch {
             mut command,
             spell,
@@ -80,12 +103,10 @@ impl AgentProcess {
             conf_dir,
             bin_dir,
         } = launch;
-        let kubeconfig = dir.join("agent.kubeconfig");
-        plane.write_agent_kubeconfig(&kubeconfig, &spell)?;
         let metrics = TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
-            .map_err(|error| format!("a free port for the agent's metrics: {error}"))?;
-        let log = dir.join("agent.log");
+            .map_err(|error| format!("a free port for the daemon's metrics: {error}"))?;
+        let log = dir.join(log);
         let out = std::fs::File::options()
             .create(true)
             .append(true)
@@ -95,18 +116,17 @@ impl AgentProcess {
             .try_clone()
             .map_err(|error| format!("{}: {error}", log.display()))?;
         command
-            .args(["daemon", "--every", "1h", "--network-policy"])
-            .args(["--node-name", NODE_NAME])
+            .arg("daemon")
             .args(["--metrics-address", &metrics.to_string()])
             .args(["--conf-dir", &spell(&conf_dir)])
             .args(["--bin-dir", &spell(&bin_dir)])
-            .args(["--kubeconfig", &spell(&kubeconfig)])
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
         let child = command.spawn().map_err(|error| {
             format!(
-                "cannot start the agent ({:?}): {error}",
+                "cannot start the daemon ({:?}): {error}",
                 command.get_program()
             )
         })?;
@@ -121,12 +141,12 @@ impl AgentProcess {
     pub fn running(&self) -> Result<(), String> {
         match self.child.borrow_mut().try_wait() {
             Ok(None) => Ok(()),
-            _ => Err(format!("the agent exited: {}", self.log_tail())),
+            _ => Err(format!("the daemon exited: {}", self.log_tail())),
         }
     }
 
-    /// Asks `check` every `interval` until it answers, fails, the agent exits, or `within`
-    /// has passed: every wait of a harness on the agent has a deadline and notices its death.
+    /// Asks `check` every `interval` until it answers, fails, the daemon exits, or `within`
+    /// has passed: every wait of a harness on the daemon has a deadline and notices its death.
     pub fn poll<T>(
         &self,
         within: Duration,
@@ -142,7 +162,7 @@ impl AgentProcess {
             self.running()?;
             if Instant::now() >= deadline {
                 return Err(format!(
-                    "no {what} within {} s; the agent's log ends: {}",
+                    "no {what} within {} s; the daemon's log ends: {}",
                     within.as_secs(),
                     self.log_tail()
                 ));
@@ -189,6 +209,13 @@ impl AgentProcess {
         })
     }
 
+    /// The sum of every series of the family `family` in one scrape (0 when it has none yet,
+    /// as a labelled counter before its first increment); `None` while the daemon does not
+    /// answer.
+    pub fn total(&self, family: &str) -> Option<f64> {
+        Some(family_total(&self.scrape().ok()?, family))
+    }
+
     /// `VmHWM` and `VmRSS` from /proc (kB): the Linux build's peak and current resident set.
     pub fn memory(&self) -> Result<(u64, u64), String> {
         let pid = self.child.borrow().id();
@@ -205,10 +232,46 @@ impl AgentProcess {
     }
 }
 
+/// The sum of every series of `family` in `metrics` (OpenMetrics text), whatever its labels.
+fn family_total(metrics: &str, family: &str) -> f64 {
+    metrics
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(family)?;
+            let value = match rest.strip_prefix('{') {
+                Some(labelled) => labelled.rsplit_once("} ")?.1,
+                None => rest.strip_prefix(' ')?,
+            };
+            value.trim().parse::<f64>().ok()
+        })
+        .sum()
+}
+
 impl Drop for AgentProcess {
     fn drop(&mut self) {
         let child = self.child.get_mut();
         let _ = child.kill();
         let _ = child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_familys_total_sums_its_series_and_no_other_familys() {
+        let metrics = "# TYPE cniwin_hns_drift gauge\n\
+                       cniwin_hns_drift{reason=\"duplicate-address-remote\",network=\"cbr0\"} 1\n\
+                       cniwin_hns_drift{reason=\"hns-unreadable\",network=\"\"} 2\n\
+                       cniwin_hns_drift_repairs_total{reason=\"duplicate-address-remote\",result=\"removed\"} 5\n\
+                       cniwin_hns_up 1\n";
+        assert_eq!(family_total(metrics, "cniwin_hns_drift"), 3.0);
+        assert_eq!(family_total(metrics, "cniwin_hns_drift_repairs_total"), 5.0);
+        assert_eq!(family_total(metrics, "cniwin_hns_up"), 1.0);
+        assert_eq!(
+            family_total(metrics, "cniwin_stale_objects_removed_total"),
+            0.0
+        );
     }
 }

@@ -25,7 +25,8 @@ const REMOTE_NODE_IP: &str = "192.168.1.11";
 pub struct Lane {
     /// kube-apiserver and kubectl (Linux), and kube-proxy.exe.
     pub kube_bin: PathBuf,
-    /// cni-win's `.exe` files, hnsctl.exe and flannel-hns.exe with the emulator DLLs.
+    /// cni-win's `.exe` files, hnsctl.exe, flannel-hns.exe and hns-drift.exe with the emulator
+    /// DLLs.
     pub windows_bin: PathBuf,
     /// cni-win's Linux build (the NetworkPolicy agent of the truth tables).
     pub cni_win: PathBuf,

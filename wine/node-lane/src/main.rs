@@ -35,7 +35,7 @@ use stories::STORIES;
 struct Args {
     #[command(flatten)]
     harness: HarnessArgs,
-    /// cni-win's .exe files, hnsctl.exe and flannel-hns.exe with the emulator DLLs
+    /// cni-win's .exe files, hnsctl.exe, flannel-hns.exe and hns-drift.exe with the emulator DLLs
     #[arg(long, value_name = "DIR")]
     windows_bin: PathBuf,
     /// The network namespace adapter's MAC (kube-proxy's host MAC)

@@ -8,12 +8,13 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use conformance::exec::{Invocation, execute_with_args};
+use conformance::exec::{Exec, Exit, Invocation, execute_with_args};
 use conformance::launcher::{Launcher, Wine};
 use hns::Guid;
 use hns::schema::{HostComputeEndpoint, HostComputeLoadBalancer};
 use hns::schema::{IpPrefix, MacAddress};
 use hns_emulator::{Engine, HostAdapter, STATE_ENV};
+use node_lane::agent_process::Launch;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -108,6 +109,18 @@ impl Node {
         command
     }
 
+    /// How a harness starts the node daemon here (`cni-win.exe daemon` under the node's Wine,
+    /// on the node's configs and plugins), its log and kubeconfig in the node's directory.
+    pub fn daemon_launch(&self) -> Launch<'_> {
+        Launch {
+            command: self.command(&self.exe("cni-win")),
+            spell: Box::new(|path| self.windows_path(path)),
+            dir: self.dir.clone(),
+            conf_dir: self.dir.join("net.d"),
+            bin_dir: self.windows_bin.clone(),
+        }
+    }
+
     /// Runs a Windows tool to completion; its stdout, or an error quoting how it ended.
     pub fn tool(&self, name: &str, args: &[&str]) -> Result<String, String> {
         self.call(name, args, Invocation::new())
@@ -120,16 +133,7 @@ impl Node {
         args: &[&str],
         invocation: Invocation,
     ) -> Result<String, String> {
-        let (key, value) = self.state_env();
-        let invocation = invocation.set(&key, value);
-        let exec = execute_with_args(
-            &self.wine,
-            &self.exe(name),
-            args,
-            &invocation,
-            CALL_DEADLINE,
-        )
-        .map_err(|error| format!("cannot start {name}.exe: {error}"))?;
+        let exec = self.execute(name, args, invocation)?;
         let stdout = String::from_utf8_lossy(&exec.stdout).into_owned();
         if exec.exit.success() {
             Ok(stdout)
@@ -142,6 +146,37 @@ impl Node {
                 String::from_utf8_lossy(&exec.stderr).trim()
             ))
         }
+    }
+
+    /// Runs a Windows tool that reports through its exit status as well as its stdout
+    /// (`cni-win doctor` prints its report on an unhealthy node too, and exits 1): whether it
+    /// exited 0, and its stdout; an error when it crashed or outlived its deadline.
+    pub fn report(&self, name: &str, args: &[&str]) -> Result<(bool, String), String> {
+        let exec = self.execute(name, args, Invocation::new())?;
+        match exec.exit {
+            Exit::Status(status) => Ok((
+                status == 0,
+                String::from_utf8_lossy(&exec.stdout).into_owned(),
+            )),
+            ended => Err(format!(
+                "`{name}.exe {}` ended with {ended}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&exec.stderr).trim()
+            )),
+        }
+    }
+
+    fn execute(&self, name: &str, args: &[&str], invocation: Invocation) -> Result<Exec, String> {
+        let (key, value) = self.state_env();
+        let invocation = invocation.set(&key, value);
+        execute_with_args(
+            &self.wine,
+            &self.exe(name),
+            args,
+            &invocation,
+            CALL_DEADLINE,
+        )
+        .map_err(|error| format!("cannot start {name}.exe: {error}"))
     }
 
     /// `hnsctl.exe --json ARGS`, decoded.

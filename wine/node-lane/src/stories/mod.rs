@@ -36,7 +36,8 @@ pub const STORIES: &[Story] = &[
     Story {
         name: "overlay",
         about: "Flannel vxlan: Services through kube-proxy.exe into HNS load balancers, then \
-                GC, sweep, doctor and a kube-proxy restart",
+                GC, sweep, doctor, a kube-proxy restart, an HNS stop and restart and injected \
+                duplicates under the node daemon",
         tell: services::overlay,
     },
     Story {

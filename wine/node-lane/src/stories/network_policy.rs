@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use hns_emulator::acl::{Packet, Verdict};
 use node_lane::NODE_NAME;
-use node_lane::agent_process::{AgentProcess, Launch};
+use node_lane::agent_process::AgentProcess;
 use serde_json::{Value, json};
 
 use crate::lane::{Backend, Lane, write_config};
@@ -166,14 +166,7 @@ fn objects() -> Value {
 
 /// Starts the agent: the `.exe` under the node's Wine.
 fn start_agent(lane: &Lane, node: &Node) -> Result<AgentProcess, String> {
-    let launch = Launch {
-        command: node.command(&node.exe("cni-win")),
-        spell: Box::new(|path| node.windows_path(path)),
-        dir: node.dir().to_path_buf(),
-        conf_dir: node.dir().join("net.d"),
-        bin_dir: lane.windows_bin.clone(),
-    };
-    AgentProcess::start(&lane.control_plane, launch)
+    AgentProcess::start(&lane.control_plane, node.daemon_launch())
 }
 
 /// Polls `check` until it answers, the agent exits, or [`AGENT_DEADLINE`] passes.

@@ -120,10 +120,8 @@ pub fn judge(
     }
     let mut wanted = BTreeSet::new();
     for ip in &want.backends {
-        let endpoint = endpoints
-            .iter()
-            .find(|e| holds(e, *ip))
-            .ok_or_else(|| format!("no endpoint holds backend {ip}"))?;
+        let endpoint =
+            backend(endpoints, *ip).ok_or_else(|| format!("no endpoint holds backend {ip}"))?;
         wanted.insert(endpoint.id);
     }
     let actual: BTreeSet<Guid> = balancer.host_compute_endpoints.iter().copied().collect();
@@ -148,9 +146,7 @@ pub fn judge(
         ));
     }
     let describe = |ip: &IpAddr| {
-        let remote = endpoints
-            .iter()
-            .find(|e| holds(e, *ip))
+        let remote = backend(endpoints, *ip)
             .is_some_and(|e| e.flags.contains(EndpointFlags::REMOTE_ENDPOINT));
         format!("{ip}{}", if remote { " (remote)" } else { "" })
     };
@@ -170,10 +166,55 @@ pub fn judge(
     ))
 }
 
+/// The endpoint a Service's backend `ip` must be balanced to: when endpoints share the address
+/// (a duplicate the story injects), the pod's own, attached to its namespace; else the one
+/// holding it (kube-proxy's remote endpoint for another node's pod).
+fn backend(endpoints: &[HostComputeEndpoint], ip: IpAddr) -> Option<&HostComputeEndpoint> {
+    let mut holding = endpoints.iter().filter(|e| holds(e, ip));
+    let first = holding.clone().next();
+    holding
+        .find(|e| !e.host_compute_namespace.is_zero())
+        .or(first)
+}
+
 /// Whether `endpoint` holds `ip`.
 pub fn holds(endpoint: &HostComputeEndpoint, ip: IpAddr) -> bool {
     endpoint
         .ip_configurations
         .iter()
         .any(|config| config.ip_address == ip)
+}
+
+#[cfg(test)]
+mod tests {
+    use hns::schema::IpConfig;
+
+    use super::*;
+
+    fn endpoint(id: u128, ip: IpAddr, namespace: u128) -> HostComputeEndpoint {
+        HostComputeEndpoint {
+            id: Guid::from_u128(id),
+            host_compute_namespace: Guid::from_u128(namespace),
+            ip_configurations: vec![IpConfig {
+                ip_address: ip,
+                prefix_length: None,
+            }],
+            ..HostComputeEndpoint::default()
+        }
+    }
+
+    #[test]
+    fn a_backend_on_a_duplicated_address_is_the_pods_own_endpoint() {
+        let ip: IpAddr = "10.244.1.5".parse().unwrap();
+        let foreign = endpoint(1, ip, 0);
+        let pod = endpoint(2, ip, 7);
+        let remote = endpoint(3, "10.244.2.10".parse().unwrap(), 0);
+        let endpoints = [foreign, pod.clone(), remote.clone()];
+        assert_eq!(backend(&endpoints, ip), Some(&pod));
+        assert_eq!(
+            backend(&endpoints, "10.244.2.10".parse().unwrap()),
+            Some(&remote)
+        );
+        assert_eq!(backend(&endpoints, "10.244.1.9".parse().unwrap()), None);
+    }
 }

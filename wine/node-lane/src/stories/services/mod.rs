@@ -3,13 +3,15 @@
 //! cni-win's plugin as containerd would, Services through the API in the telling's namespace,
 //! and kube-proxy.exe programming HNS load balancers over them; then a pod deleted, the
 //! runtime's GC, `cni-win sweep --apply`, `cni-win doctor` and a kube-proxy restart, each
-//! judged by what HNS holds afterwards.
+//! judged by what HNS holds afterwards; then HNS drift under kube-proxy and cni-win's daemon
+//! (an HNS stop and restart, injected duplicates: [`drift`]).
 //!
 //! kube-proxy balances every Service of the cluster, whatever its namespace, and ClusterIPs and
 //! NodePorts are the cluster's: each telling deletes its Services before it ends, or the next
 //! one's kube-proxy would program them too.
 
 mod balancers;
+mod drift;
 mod kube_proxy;
 mod service;
 
@@ -173,6 +175,11 @@ impl<'a> ServicesNode<'a> {
             "kube-proxy restarted finds its load balancers",
             self.restart_proxy(&before),
         );
+        if self.proxy.is_none() {
+            return;
+        }
+        self.hns_outage(report);
+        self.injected_duplicates(report);
     }
 
     fn tear_down(&mut self, report: &mut Report) {
@@ -487,31 +494,14 @@ impl<'a> ServicesNode<'a> {
     }
 
     fn doctor(&self) -> Result<String, String> {
-        let conf_dir = self.node.windows_path(&self.node.dir().join("net.d"));
-        let bin_dir = self.node.windows_path(&self.lane.windows_bin);
-        let out = self
-            .node
-            .tool(
-                "cni-win",
-                &[
-                    "doctor",
-                    "--json",
-                    "--conf-dir",
-                    &conf_dir,
-                    "--bin-dir",
-                    &bin_dir,
-                ],
-            )
-            .map_err(|failed| format!("doctor found the node unhealthy: {failed}"))?;
-        let report: Value =
-            serde_json::from_str(&out).map_err(|error| format!("doctor --json: {error}"))?;
+        let (healthy, report) = self.run_doctor()?;
         let findings = report["findings"].as_array().cloned().unwrap_or_default();
         let bad: Vec<String> = findings
             .iter()
             .filter(|f| f["severity"] != "pass")
             .map(|f| format!("{} {}: {}", f["severity"], f["check"], f["evidence"]))
             .collect();
-        if report["healthy"] != true || !bad.is_empty() {
+        if !healthy || report["healthy"] != true || !bad.is_empty() {
             return Err(format!("doctor: {}", bad.join("; ")));
         }
         let balancers = findings
@@ -534,6 +524,25 @@ impl<'a> ServicesNode<'a> {
                     .unwrap_or_default()
             )),
         }
+    }
+
+    /// `cni-win doctor --json` on the node: whether it found the node healthy (its exit
+    /// status), and its report.
+    fn run_doctor(&self) -> Result<(bool, Value), String> {
+        let conf_dir = self.node.windows_path(&self.node.dir().join("net.d"));
+        let bin_dir = self.node.windows_path(&self.lane.windows_bin);
+        let args = [
+            "doctor",
+            "--json",
+            "--conf-dir",
+            &conf_dir,
+            "--bin-dir",
+            &bin_dir,
+        ];
+        let (healthy, out) = self.node.report("cni-win", &args)?;
+        let report = serde_json::from_str(&out)
+            .map_err(|error| format!("doctor --json ({error}): {out}"))?;
+        Ok((healthy, report))
     }
 
     /// kube-proxy deletes every load balancer when it starts (its V1 policy-list clean-up) and
@@ -562,6 +571,27 @@ impl<'a> ServicesNode<'a> {
             "{} load balancers programmed again under new IDs, the same {} kube-proxy endpoints",
             after.balancers.len(),
             after.endpoints.len()
+        ))
+    }
+
+    /// Whether HNS holds exactly the load balancers the Services ask for now, each balanced to
+    /// its backends' endpoints (a local pod's own, whatever else holds its address); how many.
+    fn all_reached(&self) -> Result<String, String> {
+        let (endpoints, balancers) = self.read()?;
+        let expected = self.expected_balancers_now()?;
+        for want in &expected {
+            judge(want, &endpoints, &balancers).map_err(|why| format!("{}: {why}", want.check))?;
+        }
+        if balancers.len() != expected.len() {
+            return Err(format!(
+                "{} load balancers, {} expected",
+                balancers.len(),
+                expected.len()
+            ));
+        }
+        Ok(format!(
+            "{} load balancers, each Service's on its backends' endpoints",
+            balancers.len()
         ))
     }
 
