@@ -118,6 +118,31 @@ fn an_unreadable_hns_is_never_taken_for_absent_objects() {
     assert_eq!(node.reserved().len(), 1, "the live pod's address stays");
 }
 
+/// Claims every attachment the sweep asks for, HNS suffering `outage` at each claim: between
+/// the pass's read and its removals.
+struct SufferingOnClaim(Engine, Outage);
+
+impl Commands for SufferingOnClaim {
+    type Claim = ();
+    fn try_claim(&self, _: &str, _: &GcAttachment) -> Option<()> {
+        self.0.suffer(self.1).unwrap();
+        Some(())
+    }
+}
+
+/// A sweep of `node` with `--apply`, HNS suffering `outage` as it claims.
+fn sweep_suffering(node: &ScratchNode, outage: Outage) -> cni_win::sweep::Pass {
+    let snapshot = NodeSnapshot::read(&node.client).unwrap();
+    cni_win::sweep::sweep(
+        &node.client,
+        &snapshot,
+        &node.networks(),
+        &SufferingOnClaim(node.engine.clone(), outage),
+        true,
+        &Shutdown::new(),
+    )
+}
+
 /// HNS restarts while a round removes what its read found, and loses every endpoint as older
 /// builds do (calico#5164: the pods run on, their endpoints gone). The read the sweep makes
 /// under its claims shows every pod's namespace without an endpoint; HNS does not say which
@@ -131,24 +156,7 @@ fn an_hns_restart_mid_round_releases_no_live_pods_address() {
     start_pod(&node, "b");
     let killed = start_pod(&node, "killed");
     node.client.delete_namespace(killed).unwrap();
-    /// HNS restarts, losing its endpoints, as the sweep claims.
-    struct RestartsHns(Engine);
-    impl Commands for RestartsHns {
-        type Claim = ();
-        fn try_claim(&self, _: &str, _: &GcAttachment) -> Option<()> {
-            self.0.suffer(Outage::RestartLosingEndpoints).unwrap();
-            Some(())
-        }
-    }
-    let snapshot = NodeSnapshot::read(&node.client).unwrap();
-    let pass = cni_win::sweep::sweep(
-        &node.client,
-        &snapshot,
-        &node.networks(),
-        &RestartsHns(node.engine.clone()),
-        true,
-        &Shutdown::new(),
-    );
+    let pass = sweep_suffering(&node, Outage::RestartLosingEndpoints);
     assert_eq!(pass.count(&Outcome::Removed), 0, "{pass:?}");
     assert_eq!(node.reserved().len(), 3, "nothing released");
     assert!(node.endpoints().is_empty(), "HNS dropped them");
@@ -173,24 +181,7 @@ fn an_hns_that_stops_before_the_removals_gets_nothing_removed() {
     let killed = start_pod(&node, "killed");
     node.client.delete_namespace(killed).unwrap();
     node.reserve("lost");
-    /// Stops HNS as it claims.
-    struct StopsHns(Engine);
-    impl Commands for StopsHns {
-        type Claim = ();
-        fn try_claim(&self, _: &str, _: &GcAttachment) -> Option<()> {
-            self.0.suffer(Outage::Stop).unwrap();
-            Some(())
-        }
-    }
-    let snapshot = NodeSnapshot::read(&node.client).unwrap();
-    let pass = cni_win::sweep::sweep(
-        &node.client,
-        &snapshot,
-        &node.networks(),
-        &StopsHns(node.engine.clone()),
-        true,
-        &Shutdown::new(),
-    );
+    let pass = sweep_suffering(&node, Outage::Stop);
     assert_eq!(pass.stale.len(), 2, "{pass:?}");
     assert!(
         pass.stale
